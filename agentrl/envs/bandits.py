@@ -1,0 +1,117 @@
+"""Multi-armed bandits: Bernoulli and Gaussian arms, one task = arm means.
+
+An episode is ``horizon`` pulls of the same bandit; the observation is a
+constant dummy ``[1]`` float32 (bandits have no state). The DPT setting is
+``gaussian_bandit`` with ``num_arms=5, horizon=500, noise_variance=0.3`` and
+means uniform in ``[0, 1]``.
+
+Static (constructor): ``num_arms``, ``horizon``.
+Traced (``BanditParams``): ``means [num_arms]``, ``noise_std`` (Gaussian only),
+``max_steps_in_episode``.
+
+Reward: Bernoulli arms pay 1 with probability ``means[a]`` else 0; Gaussian
+arms pay ``means[a] + noise_std * N(0, 1)``. Episodes never terminate; they
+are truncated after ``horizon`` pulls. The oracle pulls ``argmax(means)`` and
+its expected return is ``horizon * max(means)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from agentrl.envs import spaces
+from agentrl.envs.base import Environment, EnvParams, EnvState
+from agentrl.envs.validate import check_float, check_int
+
+
+@struct.dataclass
+class BanditState(EnvState):
+    """Only the step counter: a bandit has no state."""
+
+
+@struct.dataclass
+class BanditParams(EnvParams):
+    """``means [num_arms]`` (the task) and the Gaussian ``noise_std``."""
+
+    means: jax.Array
+    noise_std: jax.Array
+
+
+class _Bandit(Environment[BanditState, BanditParams]):
+    kind = "bandit"
+
+    def __init__(self, num_arms: int = 5, horizon: int = 100, noise_variance=0.0):
+        self.num_arms = check_int(self.name, "num_arms", num_arms, 2)
+        self.horizon = check_int(self.name, "horizon", horizon, 1)
+        self.noise_variance = check_float(
+            self.name, "noise_variance", noise_variance, 0
+        )
+
+    @property
+    def default_params(self) -> BanditParams:
+        # Deterministic, distinct means so the default task has one best arm.
+        means = jnp.linspace(0.1, 0.9, self.num_arms, dtype=jnp.float32)
+        return self._params(means)
+
+    def _params(self, means: jax.Array) -> BanditParams:
+        return BanditParams(
+            max_steps_in_episode=jnp.int32(self.horizon),
+            means=means,
+            noise_std=jnp.sqrt(jnp.float32(self.noise_variance)),
+        )
+
+    def sample_params(self, key: jax.Array) -> BanditParams:
+        """Arm means i.i.d. uniform in ``[0, 1]``."""
+        return self._params(jax.random.uniform(key, (self.num_arms,)))
+
+    def reset_env(self, key: jax.Array, params: BanditParams):
+        return self._obs(), BanditState(time=jnp.int32(0))
+
+    def _obs(self) -> jax.Array:
+        return jnp.zeros((1,), jnp.float32)
+
+    def step_env(self, key: jax.Array, state: BanditState, action: Any, params):
+        reward = self._reward(key, jnp.asarray(action, jnp.int32), params)
+        state = BanditState(time=state.time + 1)
+        return self._obs(), state, reward, jnp.bool_(False), {}
+
+    def _reward(self, key, action, params) -> jax.Array:
+        raise NotImplementedError
+
+    def action_space(self, params=None) -> spaces.Discrete:
+        return spaces.Discrete(self.num_arms)
+
+    def observation_space(self, params=None) -> spaces.Box:
+        return spaces.Box(0.0, 0.0, (1,))
+
+    def optimal_action(self, state: BanditState, params: BanditParams) -> jax.Array:
+        return jnp.argmax(params.means).astype(jnp.int32)
+
+    def optimal_return(self, params: BanditParams) -> jax.Array:
+        return params.max_steps_in_episode * jnp.max(params.means)
+
+
+class BernoulliBandit(_Bandit):
+    """k-armed Bernoulli bandit; the task is the vector of success rates."""
+
+    def __init__(self, num_arms: int = 5, horizon: int = 100):
+        super().__init__(num_arms=num_arms, horizon=horizon)
+
+    def _reward(self, key, action, params) -> jax.Array:
+        p = params.means[action]
+        return jax.random.bernoulli(key, p).astype(jnp.float32)
+
+
+class GaussianBandit(_Bandit):
+    """k-armed Gaussian bandit (DPT: k=5, H=500, variance 0.3)."""
+
+    def __init__(self, num_arms: int = 5, horizon: int = 500, noise_variance=0.3):
+        super().__init__(num_arms, horizon, noise_variance)
+
+    def _reward(self, key, action, params) -> jax.Array:
+        noise = jax.random.normal(key, (), jnp.float32)
+        return params.means[action] + params.noise_std * noise

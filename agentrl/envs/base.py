@@ -1,0 +1,162 @@
+"""The environment base class: the gymnax 1.0 API plus tasks and oracles.
+
+An agentrl environment has exactly gymnax's signature, so any gymnax
+environment can be used wherever an agentrl one is expected::
+
+    obs, state = env.reset(key, params)
+    obs, state, reward, terminated, truncated, info = env.step(key, state, a, params)
+
+``step`` auto-resets without branching: when the episode ends, the returned
+observation and state are those of a fresh episode and the last observation of
+the finished one is in ``info["final_observation"]``.
+
+What agentrl adds is the *task*. The task lives in ``EnvParams`` (a pytree),
+so vmapping over params is vmapping over tasks:
+
+- ``sample_params(key)`` draws one task (vmappable over keys);
+- finite task spaces give ``num_tasks``, a jittable ``params_for_task(task_id)``
+  and a deterministic ``task_split(train_fraction, seed)``;
+- oracles: ``optimal_action(state, params)`` and ``optimal_return(params)``
+  (the expected return of an optimal policy over one episode).
+
+Constructor arguments set shapes (grid size, number of arms, horizon) and are
+static; numbers in ``EnvParams`` are traced and can be swept.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any, Generic, TypeVar
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from agentrl.envs.tasks import TaskSplit, split_task_ids
+
+
+@struct.dataclass
+class EnvState:
+    """Base state: ``time`` counts steps taken in the current episode."""
+
+    time: jax.Array
+
+
+@struct.dataclass
+class EnvParams:
+    """Base params: the episode is truncated after ``max_steps_in_episode``."""
+
+    max_steps_in_episode: jax.Array
+
+
+S = TypeVar("S", bound=EnvState)
+P = TypeVar("P", bound=EnvParams)
+
+
+class Environment(Generic[S, P]):
+    """Base class of agentrl environments (gymnax 1.0 API)."""
+
+    #: Episode length upper bound (static): histories are sized with it.
+    horizon: int
+    #: Number of distinct tasks when the task space is finite, else ``None``.
+    num_tasks: int | None = None
+
+    # ------------------------------------------------------------------ API
+    @property
+    def name(self) -> str:
+        return type(self).__name__
+
+    @property
+    def default_params(self) -> P:
+        raise NotImplementedError
+
+    @partial(jax.jit, static_argnums=0)
+    def reset(self, key: jax.Array, params: P | None = None) -> tuple[Any, S]:
+        """Start an episode: ``(obs, state)``."""
+        params = self.default_params if params is None else params
+        return self.reset_env(key, params)
+
+    @partial(jax.jit, static_argnums=0)
+    def step(
+        self, key: jax.Array, state: S, action: Any, params: P | None = None
+    ) -> tuple[Any, S, jax.Array, jax.Array, jax.Array, dict[str, Any]]:
+        """One transition with branch-free auto-reset.
+
+        Returns ``(obs, state, reward, terminated, truncated, info)``; when
+        ``terminated | truncated`` the obs/state are a fresh episode's and the
+        finished episode's last observation is ``info["final_observation"]``.
+        """
+        params = self.default_params if params is None else params
+        key_step, key_reset = jax.random.split(key)
+        obs_st, state_st, reward, terminated, info = self.step_env(
+            key_step, state, action, params
+        )
+        truncated = jnp.logical_and(
+            jnp.logical_not(terminated), self.is_truncated(state_st, params)
+        )
+        done = jnp.logical_or(terminated, truncated)
+        obs_re, state_re = self.reset_env(key_reset, params)
+        state = jax.tree.map(
+            lambda r, s: jax.lax.select(done, r, s), state_re, state_st
+        )
+        obs = jax.tree.map(lambda r, s: jax.lax.select(done, r, s), obs_re, obs_st)
+        info = {**info, "final_observation": obs_st}
+        return obs, state, reward, terminated, truncated, info
+
+    def is_truncated(self, state: S, params: P) -> jax.Array:
+        return state.time >= params.max_steps_in_episode
+
+    # -------------------------------------------------- to be implemented
+    def reset_env(self, key: jax.Array, params: P) -> tuple[Any, S]:
+        raise NotImplementedError
+
+    def step_env(
+        self, key: jax.Array, state: S, action: Any, params: P
+    ) -> tuple[Any, S, jax.Array, jax.Array, dict[str, Any]]:
+        """Environment transition: ``(obs, state, reward, terminated, info)``."""
+        raise NotImplementedError
+
+    def action_space(self, params: P | None = None):
+        raise NotImplementedError
+
+    def observation_space(self, params: P | None = None):
+        raise NotImplementedError
+
+    @property
+    def num_actions(self) -> int:
+        """Number of discrete actions (discrete environments only)."""
+        space = self.action_space(None)
+        if not hasattr(space, "n"):
+            raise AttributeError(f"{self.name} has continuous actions")
+        return space.n
+
+    # ---------------------------------------------------------------- tasks
+    def sample_params(self, key: jax.Array) -> P:
+        """Draw one task's params; vmappable over keys."""
+        raise NotImplementedError
+
+    def params_for_task(self, task_id: jax.Array) -> P:
+        """Params of task ``task_id`` in ``[0, num_tasks)``; jittable."""
+        raise NotImplementedError(f"{self.name} has no finite task space")
+
+    def task_split(self, train_fraction: float = 0.8, seed: int = 0) -> TaskSplit:
+        """Deterministic train/test split of the task ids ``[0, num_tasks)``."""
+        if self.num_tasks is None:
+            raise ValueError(
+                f"{self.name} has a continuous task space: sample tasks with "
+                "sample_params and split the keys instead"
+            )
+        return split_task_ids(self.num_tasks, train_fraction, seed)
+
+    # --------------------------------------------------------------- oracle
+    def optimal_action(self, state: S, params: P) -> jax.Array:
+        """The action of an optimal policy in ``state``; jittable."""
+        raise NotImplementedError(f"{self.name} has no oracle")
+
+    def optimal_return(self, params: P) -> jax.Array:
+        """Expected return of an optimal policy over one episode; jittable."""
+        raise NotImplementedError(f"{self.name} has no oracle")
+
+    @property
+    def has_oracle(self) -> bool:
+        return type(self).optimal_action is not Environment.optimal_action
