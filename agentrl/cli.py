@@ -1,0 +1,54 @@
+"""The ``agentrl`` command line: a thin layer over the library.
+
+``agentrl <command> [args]``; each command lives in its own module, which
+defines ``add_arguments(parser)`` and ``run(args) -> int``. Modules are
+imported only when their command runs, so ``agentrl --help`` is instant.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+#: command -> (module, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "demo": ("agentrl.demo", "run the main end-to-end job at smoke size"),
+    "envs": ("agentrl.envs.cli", "list task families and their oracle/random returns"),
+    "data": ("agentrl.data.cli", "generate and inspect learning-history datasets"),
+    "train": ("agentrl.train.cli", "train an in-context learner from an experiment"),
+    "eval": ("agentrl.evaluate.cli", "evaluate a run in context on held-out tasks"),
+    "sweep": ("agentrl.sweep_cli", "vectorized sweeps over seeds and settings"),
+    "bench": ("agentrl.bench_cli", "run a benchmark script from benchmarks/"),
+}
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="agentrl", description="In-context RL research in JAX."
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (module, help_text) in COMMANDS.items():
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        if name == command:
+            importlib.import_module(module).add_arguments(p)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    command = next((a for a in argv if not a.startswith("-")), None)
+    if command is not None and command not in COMMANDS:
+        build_parser().error(
+            f"unknown command {command!r}; choose from {', '.join(COMMANDS)}"
+        )
+    args = build_parser(command).parse_args(argv)
+    if args.command is None:
+        build_parser().print_help()
+        return 2
+    module = importlib.import_module(COMMANDS[args.command][0])
+    return int(module.run(args) or 0)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
