@@ -13,8 +13,16 @@ from collections.abc import Callable
 from typing import Any
 
 from agentrl.envs.bandits import BernoulliBandit, GaussianBandit
+from agentrl.envs.contextual import (
+    AcrobotContextual,
+    CartPoleContextual,
+    MountainCarContextual,
+    PendulumContextual,
+)
 from agentrl.envs.darkroom import DarkRoom, DarkRoomHard
 from agentrl.envs.key_to_door import DarkKeyToDoor
+from agentrl.envs.point_robot import PointRobot
+from agentrl.envs.xland import XLandMiniGrid
 
 _REGISTRY: dict[str, Callable[..., Any]] = {
     "bernoulli_bandit": BernoulliBandit,
@@ -22,6 +30,12 @@ _REGISTRY: dict[str, Callable[..., Any]] = {
     "darkroom": DarkRoom,
     "darkroom_hard": DarkRoomHard,
     "dark_key_to_door": DarkKeyToDoor,
+    "point_robot": PointRobot,
+    "cartpole_contextual": CartPoleContextual,
+    "pendulum_contextual": PendulumContextual,
+    "mountaincar_contextual": MountainCarContextual,
+    "acrobot_contextual": AcrobotContextual,
+    "xland": XLandMiniGrid,
 }
 
 GYMNAX_PREFIX = "gymnax:"

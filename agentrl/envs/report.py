@@ -1,0 +1,54 @@
+"""Random and oracle returns of every registered task family, as a table.
+
+Used by ``agentrl envs`` and as a sanity check of a new family: the oracle's
+return should match ``optimal_return`` and clearly beat the random policy.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from agentrl.envs.registry import make, registered
+from agentrl.envs.rollout import episode_returns, oracle_policy, random_policy, rollout
+
+
+def family_returns(name: str, num_tasks: int = 256, seed: int = 0) -> dict:
+    """Mean one-episode return of random and oracle policies over sampled tasks."""
+    env = make(name)
+    keys = jax.random.split(jax.random.key(seed), num_tasks)
+    params = jax.vmap(env.sample_params)(keys)
+    row = {"family": name, "tasks": num_tasks, "horizon": env.horizon}
+    policies = {"random": random_policy(env)}
+    if getattr(env, "has_oracle", False):
+        policies["oracle"] = oracle_policy(env)
+    for label, policy in policies.items():
+
+        def one(p, k, policy=policy):
+            tr = rollout(env, policy, p, k, env.horizon)
+            return episode_returns(tr.reward, tr.done, 1)[0]
+
+        row[label] = float(jnp.mean(jax.jit(jax.vmap(one))(params, keys)))
+    if "oracle" in policies:
+        row["optimal_return"] = float(jnp.mean(jax.vmap(env.optimal_return)(params)))
+    return row
+
+
+def returns_table(names: list[str] | None = None, num_tasks: int = 256) -> str:
+    """Markdown table of :func:`family_returns` for ``names`` (default: all)."""
+    lines = [
+        "| family | horizon | random | oracle | optimal_return |",
+        "|---|---|---|---|---|",
+    ]
+    for name in names or registered():
+        try:
+            r = family_returns(name, num_tasks)
+        except ImportError as e:  # optional extra not installed
+            lines.append(f"| {name} | - | (not installed: {e}) | | |")
+            continue
+        fmt = lambda k: f"{r[k]:.3f}" if k in r else "-"  # noqa: E731
+        lines.append(
+            f"| {name} | {r['horizon']} | {fmt('random')} | {fmt('oracle')} "
+            f"| {fmt('optimal_return')} |"
+        )
+    return "\n".join(lines)
