@@ -42,11 +42,16 @@ def main(argv: list[str] | None = None) -> int:
         build_parser().error(
             f"unknown command {command!r}; choose from {', '.join(COMMANDS)}"
         )
-    args = build_parser(command).parse_args(argv)
+    parser = build_parser(command)
+    args, extra = parser.parse_known_args(argv)
     if args.command is None:
-        build_parser().print_help()
+        parser.print_help()
         return 2
     module = importlib.import_module(COMMANDS[args.command][0])
+    # Commands that take config overrides (--field value) declare it.
+    if extra and not getattr(module, "ACCEPTS_OVERRIDES", False):
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    args.overrides = extra
     return int(module.run(args) or 0)
 
 

@@ -43,6 +43,7 @@ class BanditParams(EnvParams):
 
 class _Bandit(Environment[BanditState, BanditParams]):
     kind = "bandit"
+    stochastic_reset = False
 
     def __init__(self, num_arms: int = 5, horizon: int = 100, noise_variance=0.0):
         self.num_arms = check_int(self.name, "num_arms", num_arms, 2)

@@ -60,6 +60,10 @@ class Environment(Generic[S, P]):
     horizon: int
     #: Number of distinct tasks when the task space is finite, else ``None``.
     num_tasks: int | None = None
+    #: Whether ``reset_env`` uses its key. Families with a deterministic start
+    #: set it False so ``step`` skips one key split per step (a large share of
+    #: the cost of a cheap environment step).
+    stochastic_reset: bool = True
 
     # ------------------------------------------------------------------ API
     @property
@@ -87,7 +91,10 @@ class Environment(Generic[S, P]):
         finished episode's last observation is ``info["final_observation"]``.
         """
         params = self.default_params if params is None else params
-        key_step, key_reset = jax.random.split(key)
+        if self.stochastic_reset:
+            key_step, key_reset = jax.random.split(key)
+        else:
+            key_step, key_reset = key, key
         obs_st, state_st, reward, terminated, info = self.step_env(
             key_step, state, action, params
         )

@@ -53,6 +53,7 @@ class DarkRoom(Environment[DarkRoomState, DarkRoomParams]):
     """Dense-reward Dark Room of Algorithm Distillation."""
 
     terminate_on_goal = False
+    stochastic_reset = False
 
     def __init__(self, size: int = 9, horizon: int = 20, start: str = "center"):
         self.size = check_int(self.name, "size", size, 2)

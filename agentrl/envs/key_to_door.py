@@ -51,6 +51,8 @@ class KeyToDoorParams(EnvParams):
 class DarkKeyToDoor(Environment[KeyToDoorState, KeyToDoorParams]):
     """Find the key, then the door, in the dark."""
 
+    stochastic_reset = False
+
     def __init__(self, size: int = 9, horizon: int = 50, start: str = "center"):
         self.size = check_int(self.name, "size", size, 2)
         self.horizon = check_int(self.name, "horizon", horizon, 2)

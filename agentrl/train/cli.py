@@ -1,0 +1,38 @@
+"""``agentrl train EXPERIMENT [--preset smoke|cpu|full] [--field value ...]``."""
+
+from __future__ import annotations
+
+import argparse
+
+#: Unknown ``--field value`` pairs are config overrides (see configtools).
+ACCEPTS_OVERRIDES = True
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("experiment", help="experiments/<name>.py or its name")
+    parser.add_argument("--preset", default="smoke", choices=["smoke", "cpu", "full"])
+    parser.add_argument("--run-dir", default=None, help="default runs/<name>-<preset>")
+    parser.add_argument("--no-resume", action="store_true")
+    parser.add_argument("--no-progress", action="store_true")
+    parser.add_argument("--stop-at-step", type=int, default=None)
+
+
+def run(args: argparse.Namespace) -> int:
+    from agentrl import configtools
+    from agentrl.train import parallel
+    from agentrl.train.experiments import load_experiment
+    from agentrl.train.loop import fit
+
+    parallel.initialize_distributed()
+    overrides = configtools.parse_cli_overrides(args.overrides)
+    config = load_experiment(args.experiment, args.preset, overrides)
+    run_dir = args.run_dir or f"runs/{config.name}-{args.preset}"
+    out = fit(
+        config,
+        run_dir,
+        resume=not args.no_resume,
+        progress=not args.no_progress,
+        stop_at_step=args.stop_at_step,
+    )
+    print(f"run directory: {out}")
+    return 0

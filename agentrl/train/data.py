@@ -1,0 +1,75 @@
+"""The data side of a run: make or open the dataset, build the batch sampler.
+
+A run either points at an existing dataset (``data.path``) or generates one
+into ``run_dir/dataset`` from the config's env, source and seed (written
+atomically, so a killed generation is simply redone). The sampler is chosen
+by the algorithm: AD windows of ``train.context_episodes`` whole episodes
+(paired segments of the same task for T2MIR), DPT context sets of
+``train.context_size`` transitions with a query and its label.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from agentrl.data import ADSampler, DPTSampler, open_dataset, write_dataset
+from agentrl.data.reader import HistoryDataset
+from agentrl.train.config import ExperimentConfig
+
+
+def prepare_dataset(
+    config: ExperimentConfig, env: Any, run_dir: Path, progress: bool = True
+) -> HistoryDataset:
+    """Open ``data.path`` or generate (once) the run's own dataset."""
+    data = config.data
+    if data.path:
+        dataset = open_dataset(data.path)
+        recorded = dataset.metadata["env"]["name"]
+        if recorded != data.env:
+            raise ValueError(
+                f"data.path {data.path} holds {recorded!r} histories but data.env "
+                f"is {data.env!r}"
+            )
+        return dataset
+    path = Path(run_dir) / "dataset"
+    if not path.exists():
+        bar = tqdm(
+            total=data.num_tasks, desc="histories", unit="task", disable=not progress
+        )
+        try:
+            write_dataset(
+                path,
+                env,
+                data.source,
+                data.num_tasks,
+                data.num_episodes,
+                seed=data.seed,
+                env_name=data.env,
+                env_overrides=dict(data.env_args),
+                settings=dict(data.source_args),
+                split_fraction=data.split_fraction,
+                progress=bar.update,
+            )
+        finally:
+            bar.close()
+    return open_dataset(path)
+
+
+def make_sampler(config: ExperimentConfig, dataset: HistoryDataset, env: Any):
+    """The algorithm's sampler; ``sampler.host_batch(step)`` gives numpy batches."""
+    train = config.train
+    if config.algo in ("dpt", "t2mir_dpt"):
+        kwargs = {"paired": True} if config.algo == "t2mir_dpt" else {}
+        return DPTSampler(
+            dataset, train.batch_size, train.context_size, seed=train.seed, **kwargs
+        )
+    return ADSampler(
+        dataset,
+        train.batch_size,
+        num_episodes=train.context_episodes,
+        paired=config.algo == "t2mir_ad",
+        seed=train.seed,
+    )

@@ -1,0 +1,178 @@
+"""``fit(config) -> run_dir``: the one training loop for CPU, GPU or a mesh.
+
+The loop is thin: the data sampler gives host batches that are a pure
+function of ``(seed, step)``, they are placed on the mesh's ``data`` axis,
+and one jitted update step (:mod:`agentrl.train.step`) consumes them. So a
+run killed at any point and resumed from its last checkpoint (state + step)
+ends with exactly the same parameters as an uninterrupted run.
+
+A run directory holds everything the evaluation needs::
+
+    run_dir/config.json      the full ExperimentConfig (model fields filled in)
+    run_dir/run.json         env, task split, dataset reference, versions
+    run_dir/dataset/         the learning histories (unless data.path is set)
+    run_dir/checkpoints/     orbax checkpoints (last K)
+    run_dir/metrics.jsonl    and run_dir/tb/ (TensorBoard)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import jax
+from flax import nnx
+
+import agentrl
+from agentrl import configtools
+from agentrl.envs import make as make_env
+from agentrl.models import DecisionModel
+from agentrl.train import parallel
+from agentrl.train.checkpoint import Checkpointer
+from agentrl.train.config import ExperimentConfig, complete_model_config
+from agentrl.train.logger import RunLogger
+from agentrl.train.step import init_train_state, make_optimizer, make_train_step
+
+
+class NonFiniteLossError(RuntimeError):
+    """The loss became NaN/inf; the last good checkpoint is kept."""
+
+
+def build_model(config: ExperimentConfig, env: Any) -> DecisionModel:
+    model_cfg = complete_model_config(config.model, env, config.algo)
+    return DecisionModel(model_cfg, rngs=nnx.Rngs(config.train.seed))
+
+
+def dt_kwargs(config: ExperimentConfig, env: Any) -> dict[str, Any]:
+    """Extra arguments of the DT loss: how observations and returns are scaled."""
+    if config.algo != "dt":
+        return {}
+    space = env.observation_space(env.default_params)
+    return {
+        "num_obs": int(space.n) if hasattr(space, "n") else None,
+        "rtg_scale": float(getattr(env, "horizon", 1) or 1),
+    }
+
+
+def fit(
+    config: ExperimentConfig,
+    run_dir: str | Path | None = None,
+    *,
+    resume: bool = True,
+    progress: bool = True,
+    stop_at_step: int | None = None,
+) -> Path:
+    """Train ``config`` into ``run_dir`` (default ``runs/<name>``); return it.
+
+    Args:
+      resume: continue from the latest checkpoint in ``run_dir`` if any.
+      stop_at_step: stop (after checkpointing) at this step, e.g. to test
+        resumption; the run is then incomplete and can be resumed.
+    """
+    from agentrl.train.data import make_sampler, prepare_dataset
+
+    run_dir = Path(run_dir or Path("runs") / config.name).resolve()
+    env = make_env(config.data.env, **dict(config.data.env_args))
+    mesh = parallel.make_mesh()
+    parallel.check_batch_divisible(config.train.batch_size, mesh)
+    model = build_model(config, env)  # validates the model config early
+    full_config = dataclasses.replace(config, model=model.config)
+
+    run_dir.mkdir(parents=True, exist_ok=True)
+    dataset = prepare_dataset(full_config, env, run_dir, progress=progress)
+    sampler = make_sampler(full_config, dataset, env)
+    _write_run_files(run_dir, full_config, dataset)
+
+    tx = make_optimizer(config.train)
+    graphdef, state = init_train_state(model, tx, config.algo)
+    state = parallel.replicate(state, mesh)
+    ckpt = Checkpointer(
+        run_dir / "checkpoints",
+        config.train.checkpoint_every,
+        config.train.keep_checkpoints,
+    )
+    start = 0
+    if resume and ckpt.latest_step() is not None:
+        state, meta = ckpt.restore(state)
+        start = int(meta["step"])
+    step_fn = jax.jit(
+        make_train_step(
+            graphdef, tx, config.algo, config.train.ema_tau, **dt_kwargs(config, env)
+        ),
+        donate_argnums=0,
+    )
+    total = config.train.steps
+    end = total if stop_at_step is None else min(total, stop_at_step)
+    logger = RunLogger(run_dir, total, start_step=start, progress=progress)
+    meta = {"config": configtools.to_dict(full_config), "sampler_position": None}
+    try:
+        for step in range(start, end):
+            batch = parallel.shard_batch(sampler.host_batch(step), mesh)
+            state, metrics = step_fn(state, batch)
+            done = step + 1
+            logger.advance()
+            if done % config.train.log_every == 0 or done == end:
+                values = jax.device_get(metrics)
+                if not math.isfinite(float(values["loss"])):
+                    raise NonFiniteLossError(
+                        f"non-finite loss {float(values['loss'])} at step {done}; "
+                        f"the last good checkpoint is step {ckpt.latest_step()} in "
+                        f"{ckpt.directory}"
+                    )
+                logger.log(done, {k: v for k, v in values.items() if k != "finite"})
+            if ckpt.should_save(done) or done == end:
+                if not math.isfinite(float(metrics["loss"])):
+                    raise NonFiniteLossError(
+                        f"non-finite loss at step {done}; not checkpointed; the last "
+                        f"good checkpoint is step {ckpt.latest_step()}"
+                    )
+                meta["sampler_position"] = done
+                ckpt.save(done, state, meta)
+    finally:
+        ckpt.close()
+        logger.close()
+    return run_dir
+
+
+def _write_run_files(run_dir: Path, config: ExperimentConfig, dataset) -> None:
+    (run_dir / "config.json").write_text(
+        json.dumps(configtools.to_dict(config), indent=2)
+    )
+    split = dataset.metadata.get("split")
+    info = {
+        "agentrl_version": agentrl.__version__,
+        "jax_version": jax.__version__,
+        "env": config.data.env,
+        "env_args": dict(config.data.env_args),
+        "split": split,
+        "dataset": str(dataset.path),
+        "dataset_source": dataset.metadata.get("source"),
+        "num_devices": jax.device_count(),
+        "num_processes": jax.process_count(),
+    }
+    (run_dir / "run.json").write_text(json.dumps(info, indent=2))
+
+
+def load_config(run_dir: str | Path) -> ExperimentConfig:
+    data = json.loads((Path(run_dir) / "config.json").read_text())
+    return configtools.from_dict(ExperimentConfig, data)
+
+
+def load_model(run_dir: str | Path, step: int | None = None):
+    """``(model, config)`` of a run's checkpoint (latest by default)."""
+    run_dir = Path(run_dir)
+    config = load_config(run_dir)
+    env = make_env(config.data.env, **dict(config.data.env_args))
+    model = DecisionModel(config.model, rngs=nnx.Rngs(config.train.seed))
+    tx = make_optimizer(config.train)
+    graphdef, state = init_train_state(model, tx, config.algo)
+    ckpt = Checkpointer(run_dir / "checkpoints", config.train.checkpoint_every)
+    try:
+        state, _ = ckpt.restore(state, step)
+    finally:
+        ckpt.close()
+    del env
+    return nnx.merge(graphdef, state["params"], state["rest"]), config

@@ -1,0 +1,57 @@
+"""DPT on the 5-arm Gaussian bandit (H=500, noise variance 0.3).
+
+Pretraining contexts come from the DPT paper's Dirichlet-mixed random
+policy; labels are the best arm. Online, the model builds its own context
+from its own pulls. Compared against UCB, Thompson sampling and random on
+the same held-out bandits by cumulative regret.
+
+- ``smoke``: seconds, H=50; plumbing only.
+- ``cpu``: ``agentrl train dpt_bandit --preset cpu`` — H=500, 4 layers width
+  32, 20,000 pretraining tasks; target: DPT regret at H=500 within 1.2x of
+  Thompson sampling and far below random.
+- ``full``: the paper's (100,000 tasks, embedding 32, 4 layers, 1 head,
+  batch 64, AdamW lr 1e-4, wd 1e-4).
+"""
+
+from agentrl.models import ModelConfig
+from agentrl.train.config import DataConfig, EvalConfig, ExperimentConfig, TrainConfig
+
+
+def _config(horizon, tasks, layers, width, heads, steps, batch, lr, eval_tasks):
+    return ExperimentConfig(
+        name="dpt_bandit",
+        algo="dpt",
+        data=DataConfig(
+            env="gaussian_bandit",
+            env_args=(("num_arms", 5), ("horizon", horizon), ("noise_variance", 0.3)),
+            source="dpt",
+            num_tasks=tasks,
+            num_episodes=1,
+        ),
+        model=ModelConfig(
+            num_layers=layers,
+            num_heads=heads,
+            d_model=width,
+            d_ff=4 * width,
+            max_steps=horizon + 1,
+            token_layout="transition",
+        ),
+        train=TrainConfig(
+            steps=steps,
+            batch_size=batch,
+            lr=lr,
+            weight_decay=1e-4,
+            warmup_steps=min(500, steps // 10),
+            context_size=horizon,
+            log_every=max(steps // 50, 1),
+            checkpoint_every=max(steps // 4, 1),
+        ),
+        eval=EvalConfig(num_tasks=eval_tasks, num_episodes=1),
+    )
+
+
+PRESETS = {
+    "smoke": lambda: _config(50, 64, 2, 16, 2, 40, 16, 1e-3, 16),
+    "cpu": lambda: _config(500, 20_000, 4, 32, 2, 6000, 64, 3e-4, 200),
+    "full": lambda: _config(500, 100_000, 4, 32, 1, 100_000, 64, 1e-4, 200),
+}

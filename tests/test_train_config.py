@@ -1,0 +1,73 @@
+"""Config validation and overrides fail early, naming the field."""
+
+import pytest
+
+from agentrl import configtools
+from agentrl.train.config import DataConfig, ExperimentConfig, TrainConfig
+from agentrl.train.experiments import load_experiment
+
+
+def test_presets_of_every_experiment_load():
+    for name in [
+        "ad_darkroom",
+        "ad_eps_darkroom",
+        "t2mir_ad_darkroom",
+        "dpt_bandit",
+        "dpt_darkroom",
+        "t2mir_dpt_darkroom",
+        "dt_darkroom",
+    ]:
+        for preset in ["smoke", "cpu", "full"]:
+            config = load_experiment(name, preset)
+            assert isinstance(config, ExperimentConfig)
+    assert load_experiment("t2mir_ad_darkroom", "smoke").model.moe_layers == (1,)
+    assert load_experiment("ad_eps_darkroom", "smoke").data.source == "noisy_oracle"
+
+
+def test_overrides_by_path_and_unique_name():
+    c = load_experiment("ad_darkroom", "smoke", {"train.lr": "3e-3", "num_layers": "3"})
+    assert c.train.lr == 3e-3 and c.model.num_layers == 3
+    c = configtools.override(c, {"env_args": "(('size', 7),)"})
+    assert c.data.env_args == (("size", 7),)
+
+
+@pytest.mark.parametrize(
+    "overrides,match",
+    [
+        ({"train.lrr": "1"}, "unknown config field 'train.lrr'.*train.lr"),
+        ({"seed": "1"}, "ambiguous"),
+        ({"train.lr": "fast"}, "train.lr must be of type float"),
+        ({"train.steps": "0"}, "train.steps must be >= 1"),
+        ({"algo": "ppo"}, "algo must be one of"),
+        ({"model.token_layout": "grid"}, "ModelConfig.token_layout must be one of"),
+        ({"model.moe_layers": "(1,)"}, "model.moe_layers must be empty"),
+        ({"data.split_fraction": "1.5"}, "data.split_fraction"),
+    ],
+)
+def test_bad_overrides_name_the_field(overrides, match):
+    with pytest.raises(ValueError, match=match):
+        load_experiment("ad_darkroom", "smoke", overrides)
+
+
+def test_t2mir_needs_even_batch_and_dpt_needs_transition_layout():
+    with pytest.raises(ValueError, match="batch_size must be even"):
+        load_experiment("t2mir_ad_darkroom", "smoke", {"train.batch_size": "7"})
+    with pytest.raises(ValueError, match="token_layout must be transition"):
+        load_experiment("dpt_bandit", "smoke", {"model.token_layout": "step"})
+
+
+def test_cli_override_parsing_and_roundtrip():
+    got = configtools.parse_cli_overrides(["--train.lr", "1e-3", "--num-layers=2"])
+    assert got == {"train.lr": "1e-3", "num_layers": "2"}
+    with pytest.raises(ValueError, match="missing value"):
+        configtools.parse_cli_overrides(["--lr"])
+    config = ExperimentConfig(
+        data=DataConfig(env_args=(("size", 5),)), train=TrainConfig(steps=3)
+    )
+    again = configtools.from_dict(ExperimentConfig, configtools.to_dict(config))
+    assert again == config
+
+
+def test_unknown_experiment_lists_known():
+    with pytest.raises(ValueError, match="known: .*ad_darkroom"):
+        load_experiment("nope")

@@ -1,0 +1,106 @@
+"""Exact resume after SIGKILL, non-finite loss handling, run directory."""
+
+import dataclasses
+import json
+import subprocess
+import sys
+import textwrap
+
+import jax
+import numpy as np
+import pytest
+from flax import nnx
+
+from agentrl import configtools
+from agentrl.train.experiments import load_experiment
+from agentrl.train.loop import NonFiniteLossError, fit, load_model
+
+
+def _config(dataset, **train):
+    config = load_experiment("ad_darkroom", "smoke")
+    config = dataclasses.replace(
+        config,
+        data=dataclasses.replace(config.data, path=str(dataset)),
+        train=dataclasses.replace(
+            config.train, steps=40, checkpoint_every=5, log_every=5, **train
+        ),
+    )
+    return config
+
+
+def _params(run_dir):
+    model, _ = load_model(run_dir)
+    return jax.tree.leaves(nnx.state(model, nnx.Param))
+
+
+KILL_SCRIPT = textwrap.dedent(
+    """
+    import json, os, signal, sys
+    from agentrl import configtools
+    from agentrl.train import loop
+    from agentrl.train.config import ExperimentConfig
+
+    config = configtools.from_dict(ExperimentConfig, json.loads(sys.argv[1]))
+    calls = {"n": 0}
+    original = loop.RunLogger.advance
+
+    def advance(self, n=1):
+        original(self, n)
+        calls["n"] += n
+        if calls["n"] == 23:  # mid-way, right after checkpoint 20 was started
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    loop.RunLogger.advance = advance
+    loop.fit(config, sys.argv[2], progress=False)
+    """
+)
+
+
+def test_sigkill_then_resume_gives_identical_parameters(darkroom_dataset, tmp_path):
+    config = _config(darkroom_dataset)
+    straight = fit(config, tmp_path / "straight", progress=False)
+
+    killed_dir = tmp_path / "killed"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            KILL_SCRIPT,
+            json.dumps(configtools.to_dict(config)),
+            str(killed_dir),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == -9, proc.stderr[-2000:]
+    steps = sorted(
+        int(p.name) for p in (killed_dir / "checkpoints").iterdir() if p.name.isdigit()
+    )
+    assert steps and max(steps) <= 20 and 40 not in steps
+
+    resumed = fit(config, killed_dir, progress=False)
+    for a, b in zip(_params(straight), _params(resumed), strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    # The run directory holds what evaluation needs.
+    for name in ["config.json", "run.json", "metrics.jsonl"]:
+        assert (resumed / name).is_file()
+    run = json.loads((resumed / "run.json").read_text())
+    assert run["env"] == "darkroom" and len(run["split"]["test"]) == 16
+
+
+def test_non_finite_loss_stops_and_keeps_last_good_checkpoint(
+    darkroom_dataset, tmp_path
+):
+    config = _config(
+        darkroom_dataset, lr=1e30, warmup_steps=0, schedule="constant", grad_clip=1e30
+    )
+    with pytest.raises(NonFiniteLossError, match="non-finite loss"):
+        fit(config, tmp_path / "nan", progress=False)
+    saved = [
+        p.name for p in (tmp_path / "nan" / "checkpoints").iterdir() if p.name.isdigit()
+    ]
+    for step in saved:  # whatever was saved before the blow-up is finite
+        model, _ = load_model(tmp_path / "nan", int(step))
+        leaves = jax.tree.leaves(nnx.state(model, nnx.Param))
+        assert all(np.isfinite(np.asarray(x)).all() for x in leaves)
