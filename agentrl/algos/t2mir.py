@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 from flax import nnx
 
 from agentrl.models import contrastive_loss, ema_update, task_router_logits
@@ -27,7 +28,8 @@ from agentrl.models import contrastive_loss, ema_update, task_router_logits
 
 def init_ema_router(model: Any) -> nnx.State:
     """A copy of the task router's params: the EMA target's initial value."""
-    return jax.tree.map(lambda x: x, nnx.state(model.task_router, nnx.Param))
+    # A real copy: the EMA must not share buffers with the (donated) params.
+    return jax.tree.map(jnp.copy, nnx.state(model.task_router, nnx.Param))
 
 
 def update_ema_router(ema: Any, model: Any, tau: float) -> Any:

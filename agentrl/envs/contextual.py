@@ -4,7 +4,9 @@ Each family wraps a gymnax classic-control environment unchanged; the task is
 a *context*: the physical constants in gymnax's ``EnvParams`` (which already
 hold them as fields), drawn per task. Context variables are named after those
 fields, each with a default (gymnax's value) and a sampling range (by default
-``[default / 2, 2 * default]``, override with ``ranges={name: (low, high)}``):
+``[default / 2, 2 * default]``, override with ``ranges={name: (low, high)}``).
+``GYMNAX_REFERENCE`` maps each registry name to its gymnax id, the throughput
+reference:
 
 =========================  ==============  ======================================
 registry name              gymnax id       context variables
@@ -54,6 +56,13 @@ from agentrl.envs.base import Environment, EnvParams, EnvState
 from agentrl.envs.validate import check_choice, check_int
 
 MODES = ("all", "one")
+#: Registry name -> the gymnax id of the unmodified reference environment.
+GYMNAX_REFERENCE = {
+    "cartpole_contextual": "CartPole-v1",
+    "pendulum_contextual": "Pendulum-v1",
+    "mountaincar_contextual": "MountainCar-v0",
+    "acrobot_contextual": "Acrobot-v1",
+}
 
 
 @struct.dataclass

@@ -1,0 +1,46 @@
+"""``agentrl eval RUN_DIR``: evaluate a trained run in context on held-out tasks.
+
+A thin layer over :func:`agentrl.evaluate.run.evaluate_run`, which reads the
+run directory written by :func:`agentrl.train.fit` (config, task split,
+latest checkpoint) and writes ``RUN_DIR/eval/results.{json,md}`` and plots.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run_dir", type=Path, help="training run directory")
+    parser.add_argument("--episodes", type=int, default=None, help="episodes/task")
+    parser.add_argument("--tasks", type=int, default=None, help="held-out tasks")
+    parser.add_argument("--seed", type=int, default=None, help="evaluation seed")
+    parser.add_argument("--out", type=Path, default=None, help="default RUN_DIR/eval")
+    parser.add_argument(
+        "--baselines",
+        default=None,
+        help="comma-separated (default: random, oracle, UCB/Thompson on bandits, "
+        "the data's source algorithm)",
+    )
+    parser.add_argument("--greedy", action="store_true", help="argmax actions")
+
+
+def run(args: argparse.Namespace) -> int:
+    baselines = (
+        None if args.baselines is None else [b for b in args.baselines.split(",") if b]
+    )
+    from agentrl.evaluate.run import evaluate_run
+
+    paths = evaluate_run(
+        args.run_dir,
+        num_episodes=args.episodes,
+        num_tasks=args.tasks,
+        seed=args.seed,
+        out_dir=args.out,
+        baselines=baselines,
+        greedy=args.greedy or None,
+    )
+    for kind, path in paths.items():
+        print(f"{kind}: {path}")
+    return 0

@@ -1,0 +1,268 @@
+"""Online and offline in-context evaluation on held-out tasks.
+
+>>> env = envs.make("bernoulli_bandit", num_arms=5, horizon=100)
+>>> params = jax.vmap(env.sample_params)(jax.random.split(key, 64))
+>>> results = evaluate_methods(
+...     env, {"model": model, "random": RandomAgent(env)}, params, key, 1)
+>>> results["model"].returns.shape  # [task, episode]
+
+Anything that acts is accepted: a per-task :class:`~agentrl.sources.Agent`
+(run with ``run_agent_on_tasks``), a batched agent, or a trained model with
+``decode`` (AD) or ``predict_query`` (DPT) run by
+:func:`~agentrl.evaluate.driver.run_model_online`. Every method evaluated
+together gets the same tasks, the same key (so the same environment noise)
+and the same random/oracle references for the normalized score.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from agentrl.evaluate import metrics
+from agentrl.evaluate.agents import RandomAgent, is_agent, is_batched
+from agentrl.evaluate.driver import (
+    infer_protocol,
+    run_batched_agent,
+    run_model_online,
+)
+from agentrl.evaluate.model_agents import Context, env_horizon
+from agentrl.sources.agent import run_agent_on_tasks
+
+
+@dataclasses.dataclass
+class EvalResult:
+    """One method evaluated on a batch of tasks (NumPy arrays).
+
+    Attributes:
+      name: method name.
+      returns: ``[task, episode]`` return of each episode.
+      normalized: ``[task, episode]`` normalized score (random 0, oracle 1;
+        NaN where undefined), or ``None`` without an oracle.
+      regret: ``[task, step]`` cumulative expected regret (bandits) or ``None``.
+      random_return, oracle_return: ``[task]`` per-episode references.
+      metadata: env, protocol, sizes, wall time, ...
+    """
+
+    name: str
+    returns: np.ndarray
+    normalized: np.ndarray | None = None
+    regret: np.ndarray | None = None
+    random_return: np.ndarray | None = None
+    oracle_return: np.ndarray | None = None
+    metadata: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def num_tasks(self) -> int:
+        return self.returns.shape[0]
+
+    @property
+    def num_episodes(self) -> int:
+        return self.returns.shape[1]
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain-JSON form (lists; NaN becomes ``None``)."""
+        out: dict[str, Any] = {"name": self.name, "metadata": self.metadata}
+        for field in (
+            "returns",
+            "normalized",
+            "regret",
+            "random_return",
+            "oracle_return",
+        ):
+            value = getattr(self, field)
+            out[field] = (
+                None
+                if value is None
+                else json_safe(np.asarray(value, np.float64).tolist())
+            )
+        return out
+
+
+def json_safe(x: Any) -> Any:
+    """Replace non-finite floats by ``None`` in nested dicts/lists (strict JSON)."""
+    if isinstance(x, dict):
+        return {k: json_safe(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [json_safe(v) for v in x]
+    if isinstance(x, float | np.floating):
+        return float(x) if np.isfinite(x) else None
+    if isinstance(x, np.integer):
+        return int(x)
+    return x
+
+
+def reference_returns(
+    env: Any, params: Any, key: jax.Array, num_random_episodes: int = 32
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Per-task expected one-episode returns of random and oracle policies.
+
+    Random: ``max_steps * mean(means)`` for bandits (exact), otherwise the mean
+    of ``num_random_episodes`` episodes of :class:`RandomAgent`. Oracle:
+    ``env.optimal_return`` (``None`` without an oracle).
+
+    Returns:
+      ``(random [task], oracle [task] | None)``.
+    """
+    means = getattr(params, "means", None)
+    if means is not None and getattr(env, "kind", None) == "bandit":
+        steps = jnp.asarray(params.max_steps_in_episode, jnp.float32)
+        random = steps * jnp.mean(means, axis=-1)
+    else:
+        steps = num_random_episodes * env_horizon(env)
+        run = jax.jit(
+            lambda p, k: run_agent_on_tasks(env, RandomAgent(env), p, k, steps)[0]
+        )
+        random = run(params, key).episode_returns(num_random_episodes).mean(axis=-1)
+    oracle = None
+    if getattr(env, "has_oracle", False):
+        oracle = np.asarray(jax.jit(jax.vmap(env.optimal_return))(params))
+    return np.asarray(random, np.float32), oracle
+
+
+def _run(env, actor, params, key, num_episodes, kwargs):
+    steps = num_episodes * env_horizon(env)
+    if is_batched(actor):
+        fn = jax.jit(lambda p, k: run_batched_agent(env, actor, p, k, steps)[0])
+        return fn(params, key), "batched_agent"
+    if is_agent(actor):
+        fn = jax.jit(lambda p, k: run_agent_on_tasks(env, actor, p, k, steps)[0])
+        return fn(params, key), "agent"
+    protocol = infer_protocol(actor, kwargs.pop("protocol", "auto"))
+    history, _ = run_model_online(
+        env, actor, params, key, num_episodes, protocol=protocol, **kwargs
+    )
+    return history, protocol
+
+
+def evaluate_online(
+    env: Any,
+    agent_or_model: Any,
+    params: Any,
+    key: jax.Array,
+    num_episodes: int,
+    name: str | None = None,
+    references: tuple[Any, Any] | None = None,
+    **model_kwargs: Any,
+) -> EvalResult:
+    """Evaluate an agent or a model online for ``num_episodes`` episodes.
+
+    Args:
+      env: the (single-episode) environment; episodes follow each other.
+      agent_or_model: a per-task agent, a batched agent or a model (AD/DPT).
+      params: held-out tasks, leaves ``[task, ...]``.
+      key: PRNG key (share it across methods for common random numbers).
+      num_episodes: consecutive episodes per task.
+      name: method name (defaults to the class name).
+      references: ``(random [task], oracle [task] | None)`` from
+        :func:`reference_returns`; computed (with ``key``) if omitted.
+      **model_kwargs: forwarded to ``run_model_online`` for models
+        (``protocol``, ``greedy``, ``cache_steps``, ``context_update``, ...).
+
+    Returns:
+      An :class:`EvalResult` with ``returns [task, episode]``.
+    """
+    if num_episodes < 1:
+        raise ValueError(f"num_episodes must be >= 1, got {num_episodes}")
+    name = name or type(agent_or_model).__name__
+    start = time.perf_counter()
+    history, kind = _run(
+        env, agent_or_model, params, key, num_episodes, dict(model_kwargs)
+    )
+    returns = np.asarray(metrics.per_episode_returns(history, num_episodes))
+    seconds = time.perf_counter() - start
+    regret = metrics.regret_from_history(history)
+    if references is None:
+        references = reference_returns(env, params, jax.random.fold_in(key, 1))
+    random, oracle = references
+    normalized = None
+    if oracle is not None:
+        normalized = metrics.normalized_score(
+            returns, np.asarray(random), np.asarray(oracle)
+        )
+    completed = np.asarray(metrics.episodes_completed(history))
+    metadata = {
+        "env": getattr(env, "name", type(env).__name__),
+        "kind": kind,
+        "num_tasks": int(returns.shape[0]),
+        "num_episodes": int(num_episodes),
+        "num_steps": int(history.num_steps),
+        "incomplete_tasks": int((completed < num_episodes).sum()),
+        "seconds": round(seconds, 3),
+        **{k: v for k, v in model_kwargs.items() if isinstance(v, str | int | float)},
+    }
+    return EvalResult(
+        name=name,
+        returns=returns,
+        normalized=normalized,
+        regret=None if regret is None else np.asarray(regret),
+        random_return=np.asarray(random),
+        oracle_return=None if oracle is None else np.asarray(oracle),
+        metadata=metadata,
+    )
+
+
+def evaluate_methods(
+    env: Any,
+    methods: dict[str, Any],
+    params: Any,
+    key: jax.Array,
+    num_episodes: int,
+    model_kwargs: dict[str, dict[str, Any]] | None = None,
+) -> dict[str, EvalResult]:
+    """Evaluate several methods on the same tasks, keys and references.
+
+    ``model_kwargs[name]`` holds per-method keyword arguments for models.
+    """
+    references = reference_returns(env, params, jax.random.fold_in(key, 1))
+    model_kwargs = model_kwargs or {}
+    return {
+        name: evaluate_online(
+            env,
+            actor,
+            params,
+            key,
+            num_episodes,
+            name=name,
+            references=references,
+            **model_kwargs.get(name, {}),
+        )
+        for name, actor in methods.items()
+    }
+
+
+def evaluate_offline_dpt(
+    env: Any,
+    model: Any,
+    params: Any,
+    context: Context,
+    key: jax.Array,
+    num_episodes: int = 1,
+    greedy: bool = True,
+    name: str = "dpt_offline",
+    references: tuple[Any, Any] | None = None,
+) -> EvalResult:
+    """Offline DPT: act from a fixed context ``[task, N, ...]`` (greedy default).
+
+    Build the context with :func:`~agentrl.evaluate.collect_context` from an
+    agent of stated quality (random, noisy oracle, ...). For bandits, one
+    episode's normalized score is one minus the chosen arm's normalized gap.
+    """
+    return evaluate_online(
+        env,
+        model,
+        params,
+        key,
+        num_episodes,
+        name=name,
+        references=references,
+        protocol="dpt",
+        greedy=greedy,
+        context=context,
+        context_update="none",
+    )

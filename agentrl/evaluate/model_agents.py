@@ -1,0 +1,317 @@
+"""Trained decision models acting online, as batched agents (AD and DPT).
+
+Both agents are :class:`~agentrl.evaluate.agents.BatchedAgent` s: one model
+call per step serves every task (the batch axis is the task axis). Use
+:func:`agentrl.evaluate.agents.per_task` to get a per-task ``Agent`` for
+``run_agent_on_tasks`` (batch of one; same history for the same key).
+
+Model contract (what ``agentrl.models`` is expected to provide; a duck-typed
+object or a Flax NNX module, which is split once and merged per step):
+
+- AD: ``model.init_cache(batch, max_steps) -> cache`` and the jittable
+  ``model.decode(cache, obs [B, ...], prev_action [B, ...], prev_reward [B])
+  -> (out, cache)``, ``out.action`` = logits ``[B, A]`` for the action to take
+  in ``obs`` (the mean ``[B, *action_shape]`` for continuous actions). One
+  token per step; ``decode`` rolls its window when the context outgrows the
+  cache. Decoding is functional: the model must not mutate itself.
+- DPT: ``model.predict_query(query_obs [B, ...], ctx_obs [B, N, ...],
+  ctx_action [B, N, ...], ctx_reward [B, N], ctx_next_obs [B, N, ...]) -> out``
+  with ``out.action [B, N + 1, A]``, where position ``i`` depends only on the
+  query and the first ``i`` context transitions.
+
+AD protocol: the context runs across episodes; at step ``t`` the model reads
+``(obs_t, a_{t-1}, r_{t-1})``, with zeros before the first step and the
+previous action/reward carried over episode boundaries (as
+:class:`agentrl.envs.MultiEpisodeTrial`). ``update`` decodes the *next*
+token, so each step costs one ``decode`` (plus one extra at the first step).
+
+DPT protocol: the agent keeps a context of its own past ``(s, a, r, s')``
+(the last ``N``) and predicts the query's action at position ``count``.
+``context_update="episode"`` adds an episode's transitions when it ends (the
+reference Dark Room protocol: the current episode is not in context),
+``"step"`` after every step (the bandit protocol), ``"none"`` keeps a fixed
+context (offline evaluation).
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from agentrl.sources.agent import Step
+
+CONTEXT_UPDATES = ("step", "episode", "none")
+
+
+class ModelHandle(NamedTuple):
+    """A model as ``(graphdef, weights)``; ``weights is None`` for plain objects."""
+
+    graphdef: Any
+    weights: Any
+
+    def get(self) -> Any:
+        if self.weights is None:
+            return self.graphdef
+        from flax import nnx
+
+        return nnx.merge(self.graphdef, self.weights)
+
+
+def split_model(model: Any) -> ModelHandle:
+    """``nnx.split`` an NNX module; wrap any other object as is."""
+    if isinstance(model, ModelHandle):
+        return model
+    from flax import nnx
+
+    if isinstance(model, nnx.Module):
+        return ModelHandle(*nnx.split(model))
+    return ModelHandle(model, None)
+
+
+def select_action(
+    key: jax.Array, out: jax.Array, space: Any, greedy: bool, temperature: float
+) -> jax.Array:
+    """Action ``[B, ...]`` from logits ``[B, A]`` (discrete) or means (continuous)."""
+    if hasattr(space, "n"):
+        if greedy:
+            return jnp.argmax(out, axis=-1).astype(jnp.int32)
+        logits = out.astype(jnp.float32) / temperature
+        return jax.vmap(jax.random.categorical)(key, logits).astype(jnp.int32)
+    action = out.astype(space.dtype)
+    return jnp.clip(action, space.low, space.high)
+
+
+def _out_shape(space: Any) -> tuple[int, ...]:
+    return (space.n,) if hasattr(space, "n") else tuple(space.shape)
+
+
+class ADState(NamedTuple):
+    """KV cache, last action/reward ``[B, ...]``, next logits, ``started`` ``[]``."""
+
+    cache: Any
+    prev_action: jax.Array
+    prev_reward: jax.Array
+    logits: jax.Array
+    started: jax.Array
+
+
+class ADModelAgent:
+    """Algorithm Distillation acting online with a KV cache (batched)."""
+
+    batched = True
+
+    def __init__(
+        self,
+        model: Any,
+        env: Any,
+        cache_steps: int,
+        greedy: bool = False,
+        temperature: float = 1.0,
+    ):
+        self.model = split_model(model)
+        self.env = env
+        self.cache_steps = int(cache_steps)
+        self.greedy = greedy
+        self.temperature = temperature
+        self.space = env.action_space(None)
+
+    def init(self, key: jax.Array, params: Any) -> ADState:
+        batch = key.shape[0]
+        model = self.model.get()
+        return ADState(
+            cache=model.init_cache(batch, self.cache_steps),
+            prev_action=jnp.zeros((batch, *self.space.shape), self.space.dtype),
+            prev_reward=jnp.zeros((batch,), jnp.float32),
+            logits=jnp.zeros((batch, *_out_shape(self.space)), jnp.float32),
+            started=jnp.bool_(False),
+        )
+
+    def act(self, key, state: ADState, obs, env_state, params) -> jax.Array:
+        def first_token():
+            model = self.model.get()
+            out, _ = model.decode(
+                state.cache, obs, state.prev_action, state.prev_reward
+            )
+            return out.action.astype(jnp.float32)
+
+        logits = jax.lax.cond(state.started, lambda: state.logits, first_token)
+        return select_action(key, logits, self.space, self.greedy, self.temperature)
+
+    def update(self, state: ADState, step: Step) -> ADState:
+        model = self.model.get()
+
+        def commit_first(cache):
+            _, cache = model.decode(
+                cache, step.obs, state.prev_action, state.prev_reward
+            )
+            return cache
+
+        cache = jax.lax.cond(state.started, lambda c: c, commit_first, state.cache)
+        action = jnp.asarray(step.action, self.space.dtype).reshape(
+            state.prev_action.shape
+        )
+        reward = jnp.asarray(step.reward, jnp.float32).reshape(state.prev_reward.shape)
+        out, cache = model.decode(cache, step.reset_obs, action, reward)
+        return ADState(cache, action, reward, out.action.astype(jnp.float32), True)
+
+
+class Context(NamedTuple):
+    """DPT transitions ``[B, N, ...]`` (``reward [B, N]``) and ``count [B]``."""
+
+    obs: Any
+    action: jax.Array
+    reward: jax.Array
+    next_obs: Any
+    count: jax.Array
+
+    @property
+    def size(self) -> int:
+        return self.reward.shape[-1]
+
+
+def empty_context(env: Any, key: jax.Array, params: Any, size: int) -> Context:
+    """Zeros shaped for ``env``: ``[B, size, ...]`` with ``B = key.shape[0]``."""
+    batch = key.shape[0]
+    obs_spec, _ = jax.eval_shape(jax.vmap(env.reset), key, params)
+    space = env.action_space(None)
+    zeros = lambda s: jnp.zeros((batch, size, *s.shape[1:]), s.dtype)  # noqa: E731
+    obs = jax.tree.map(zeros, obs_spec)
+    return Context(
+        obs=obs,
+        action=jnp.zeros((batch, size, *space.shape), space.dtype),
+        reward=jnp.zeros((batch, size), jnp.float32),
+        next_obs=obs,
+        count=jnp.zeros((batch,), jnp.int32),
+    )
+
+
+def append(ctx: Context, step: Step) -> Context:
+    """Write one transition ``[B, ...]`` at position ``count`` (no overflow check)."""
+    slot = jnp.arange(ctx.size)[None] == ctx.count[:, None]  # [B, N]
+
+    def put(buf, x):
+        x = jnp.asarray(x, buf.dtype).reshape(buf.shape[:1] + buf.shape[2:])
+        mask = slot.reshape(slot.shape + (1,) * (buf.ndim - 2))
+        return jnp.where(mask, x[:, None], buf)
+
+    return Context(
+        obs=jax.tree.map(put, ctx.obs, step.obs),
+        action=put(ctx.action, step.action),
+        reward=put(ctx.reward, step.reward),
+        next_obs=jax.tree.map(put, ctx.next_obs, step.next_obs),
+        count=ctx.count + 1,
+    )
+
+
+def commit(ctx: Context, new: Context) -> Context:
+    """The last ``ctx.size`` of ``ctx[:count] ++ new[:new.count]``, per row."""
+    size, extra = ctx.size, new.size
+    total = ctx.count + new.count
+    j = jnp.maximum(total - size, 0)[:, None] + jnp.arange(size)[None]  # [B, N]
+    src = jnp.where(j < ctx.count[:, None], j, size + j - ctx.count[:, None])
+    src = jnp.clip(src, 0, size + extra - 1)
+
+    def gather(a, b):
+        cat = jnp.concatenate([a, b], axis=1)
+        idx = src.reshape(src.shape + (1,) * (cat.ndim - 2))
+        return jnp.take_along_axis(cat, idx, axis=1)
+
+    return Context(
+        obs=jax.tree.map(gather, ctx.obs, new.obs),
+        action=gather(ctx.action, new.action),
+        reward=gather(ctx.reward, new.reward),
+        next_obs=jax.tree.map(gather, ctx.next_obs, new.next_obs),
+        count=jnp.minimum(total, size).astype(jnp.int32),
+    )
+
+
+class DPTState(NamedTuple):
+    """The context the model conditions on and the running episode's steps."""
+
+    context: Context
+    pending: Context
+
+
+class DPTModelAgent:
+    """Decision-Pretrained Transformer acting on its own context set (batched)."""
+
+    batched = True
+
+    def __init__(
+        self,
+        model: Any,
+        env: Any,
+        context_size: int | None = None,
+        context_update: str = "step",
+        greedy: bool = False,
+        temperature: float = 1.0,
+        context: Context | None = None,
+    ):
+        if context_update not in CONTEXT_UPDATES:
+            raise ValueError(
+                f"context_update must be one of {CONTEXT_UPDATES}, "
+                f"got {context_update!r}"
+            )
+        self.model = split_model(model)
+        self.env = env
+        self.context = context
+        if context is not None:
+            context_size = context.size
+        self.context_size = int(context_size or env.horizon)
+        self.context_update = context_update
+        self.greedy = greedy
+        self.temperature = temperature
+        self.space = env.action_space(None)
+
+    def init(self, key: jax.Array, params: Any) -> DPTState:
+        pending_size = env_horizon(self.env) if self.context_update == "episode" else 1
+        pending = empty_context(self.env, key, params, pending_size)
+        if self.context is None:
+            context = empty_context(self.env, key, params, self.context_size)
+        else:
+            if self.context.count.shape[0] != key.shape[0]:
+                raise ValueError(
+                    f"fixed DPT context has {self.context.count.shape[0]} rows, "
+                    f"the batch has {key.shape[0]} tasks (offline evaluation "
+                    "needs the batched driver run_batched_agent)"
+                )
+            context = self.context
+        return DPTState(context, pending)
+
+    def act(self, key, state: DPTState, obs, env_state, params) -> jax.Array:
+        ctx = state.context
+        out = self.model.get().predict_query(
+            obs, ctx.obs, ctx.action, ctx.reward, ctx.next_obs
+        )
+        pos = jnp.minimum(ctx.count, ctx.size).reshape(-1, 1, 1)
+        logits = jnp.take_along_axis(out.action, pos, axis=1)[:, 0]
+        return select_action(key, logits, self.space, self.greedy, self.temperature)
+
+    def update(self, state: DPTState, step: Step) -> DPTState:
+        if self.context_update == "none":
+            return state
+        pending = append(state.pending, step)
+        committed = commit(state.context, pending)
+        if self.context_update == "step":
+            return DPTState(committed, pending._replace(count=pending.count * 0))
+        done = jnp.asarray(step.done).reshape(-1)
+        pick = lambda a, b: jnp.where(  # noqa: E731
+            done.reshape(done.shape + (1,) * (a.ndim - 1)), a, b
+        )
+        context = jax.tree.map(pick, committed, state.context)
+        return DPTState(
+            context, pending._replace(count=jnp.where(done, 0, pending.count))
+        )
+
+
+def env_horizon(env: Any) -> int:
+    """``env.horizon`` or a clear error (needed to size per-episode buffers)."""
+    horizon = getattr(env, "horizon", None)
+    if not isinstance(horizon, int):
+        raise ValueError(
+            f"{getattr(env, 'name', env)} has no integer `horizon`; pass the "
+            "number of steps explicitly"
+        )
+    return horizon

@@ -1,0 +1,240 @@
+"""Summaries and result files: ``results.json``, ``results.md`` and PNG plots.
+
+Input is ``{method: EvalResult | [EvalResult, ...]}``; a list holds one
+result per training seed on the same tasks, stacked to ``[run, task, ...]``.
+:func:`summarize` gives, per method, aggregates (mean, IQM, standard error,
+stratified bootstrap CIs) of the first-episode and last-``k``-episode return
+and normalized score, the final regret for bandits, and the curves that
+:func:`write_results` plots: the in-context improvement curve (per-episode
+mean with a bootstrap band, one line per method) and the cumulative regret
+curve. Plots use Matplotlib's Agg canvas directly (no pyplot state).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import agentrl
+from agentrl.evaluate import metrics
+from agentrl.evaluate.evaluate import EvalResult, json_safe
+
+MAX_CURVE_POINTS = 100
+
+
+def _runs(results: EvalResult | Sequence[EvalResult]) -> list[EvalResult]:
+    runs = [results] if isinstance(results, EvalResult) else list(results)
+    if not runs:
+        raise ValueError("a method needs at least one EvalResult")
+    shapes = {r.returns.shape for r in runs}
+    if len(shapes) != 1:
+        raise ValueError(f"runs of one method differ in [task, episode]: {shapes}")
+    return runs
+
+
+def _stack(runs: list[EvalResult], field: str) -> np.ndarray | None:
+    values = [getattr(r, field) for r in runs]
+    if any(v is None for v in values):
+        return None
+    return np.stack([np.asarray(v, np.float64) for v in values])
+
+
+def summarize_method(
+    results: EvalResult | Sequence[EvalResult],
+    last_k: int = 10,
+    num_samples: int = 2000,
+    seed: int = 0,
+    resample: str = "tasks",
+) -> dict[str, Any]:
+    """Aggregates and curves of one method (see the module docstring)."""
+    runs = _runs(results)
+    returns = _stack(runs, "returns")  # [run, task, episode]
+    normalized = _stack(runs, "normalized")
+    regret = _stack(runs, "regret")  # [run, task, step]
+    k = max(1, min(last_k, returns.shape[-1]))
+    agg = lambda x: metrics.aggregate(  # noqa: E731
+        x, num_samples=num_samples, seed=seed, resample=resample
+    )
+    out: dict[str, Any] = {
+        "runs": returns.shape[0],
+        "tasks": returns.shape[1],
+        "episodes": returns.shape[2],
+        "last_k": k,
+        "return_first": agg(returns[..., 0]),
+        "return_last": agg(returns[..., -k:].mean(-1)),
+    }
+    curve_of = returns
+    if normalized is not None:
+        out["score_first"] = agg(normalized[..., 0])
+        out["score_last"] = agg(normalized[..., -k:].mean(-1))
+        defined = np.isfinite(normalized).all(axis=(0, 2))
+        if defined.any():
+            curve_of = normalized[:, defined]
+    mean, low, high = metrics.bootstrap_curve(
+        curve_of, "mean", num_samples, seed=seed, resample=resample
+    )
+    out["curve"] = {
+        "metric": "normalized score" if curve_of is not returns else "return",
+        "episode": list(range(1, returns.shape[2] + 1)),
+        "mean": mean.tolist(),
+        "low": low.tolist(),
+        "high": high.tolist(),
+    }
+    if regret is not None:
+        out["regret_final"] = agg(regret[..., -1])
+        steps = np.unique(
+            np.linspace(0, regret.shape[-1] - 1, MAX_CURVE_POINTS).astype(int)
+        )
+        mean, low, high = metrics.bootstrap_curve(
+            regret[..., steps], "mean", num_samples, seed=seed, resample=resample
+        )
+        out["regret_curve"] = {
+            "step": (steps + 1).tolist(),
+            "mean": mean.tolist(),
+            "low": low.tolist(),
+            "high": high.tolist(),
+        }
+    return out
+
+
+def summarize(
+    results: Mapping[str, EvalResult | Sequence[EvalResult]], **kwargs: Any
+) -> dict[str, dict[str, Any]]:
+    """:func:`summarize_method` for every method."""
+    return {name: summarize_method(r, **kwargs) for name, r in results.items()}
+
+
+def _fmt(a: dict[str, Any] | None) -> str:
+    if a is None or not np.isfinite(a["mean"]):
+        return "–"
+    lo, hi = a["mean_ci"]
+    return f"{a['mean']:.3g} [{lo:.3g}, {hi:.3g}]"
+
+
+def _fmt_iqm(a: dict[str, Any] | None) -> str:
+    if a is None or not np.isfinite(a["iqm"]):
+        return "–"
+    lo, hi = a["iqm_ci"]
+    return f"{a['iqm']:.3g} [{lo:.3g}, {hi:.3g}]"
+
+
+def markdown_table(summary: dict[str, dict[str, Any]]) -> str:
+    """One row per method: returns, normalized scores (mean and IQM), regret."""
+    k = next(iter(summary.values()))["last_k"] if summary else 0
+    head = [
+        "method",
+        "runs x tasks",
+        "return ep 1",
+        f"return last {k}",
+        "score ep 1",
+        f"score last {k}",
+        f"score last {k} (IQM)",
+        "final regret",
+    ]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for name, s in summary.items():
+        row = [
+            name,
+            f"{s['runs']} x {s['tasks']}",
+            _fmt(s["return_first"]),
+            _fmt(s["return_last"]),
+            _fmt(s.get("score_first")),
+            _fmt(s.get("score_last")),
+            _fmt_iqm(s.get("score_last")),
+            _fmt(s.get("regret_final")),
+        ]
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+def _plot(path: Path, curves: dict[str, dict], x: str, xlabel: str, ylabel: str):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
+
+    fig = Figure(figsize=(6, 4), dpi=120)
+    FigureCanvasAgg(fig)
+    ax = fig.subplots()
+    for name, c in curves.items():
+        (line,) = ax.plot(c[x], c["mean"], label=name)
+        ax.fill_between(c[x], c["low"], c["high"], alpha=0.2, color=line.get_color())
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path)
+
+
+def plot_improvement(summary: dict[str, dict[str, Any]], path: str | Path) -> Path:
+    """In-context improvement curve: mean per episode index with 95% CI band."""
+    curves = {n: s["curve"] for n, s in summary.items()}
+    metrics_used = {c["metric"] for c in curves.values()}
+    ylabel = metrics_used.pop() if len(metrics_used) == 1 else "score / return"
+    _plot(Path(path), curves, "episode", "episode", ylabel)
+    return Path(path)
+
+
+def plot_regret(summary: dict[str, dict[str, Any]], path: str | Path) -> Path:
+    """Cumulative regret curve (bandits) with 95% CI band, one line per method."""
+    curves = {n: s["regret_curve"] for n, s in summary.items() if "regret_curve" in s}
+    _plot(Path(path), curves, "step", "step", "cumulative regret")
+    return Path(path)
+
+
+def write_results(
+    results: Mapping[str, EvalResult | Sequence[EvalResult]],
+    out_dir: str | Path,
+    title: str = "In-context evaluation",
+    **summary_kwargs: Any,
+) -> dict[str, Path]:
+    """Write ``results.json``, ``results.md``, ``improvement.png`` (+ ``regret.png``).
+
+    ``results.json`` holds the summary and each run's per-task returns and
+    normalized scores (regret only as its final value per task).
+
+    Returns:
+      ``{"json", "markdown", "improvement"[, "regret"]}`` paths.
+    """
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    summary = summarize(results, **summary_kwargs)
+    runs_json = {}
+    for name, r in results.items():
+        runs_json[name] = []
+        for run in _runs(r):
+            d = run.to_json()
+            d.pop("regret")
+            if run.regret is not None:
+                d["regret_final"] = json_safe(run.regret[:, -1].tolist())
+            runs_json[name].append(d)
+    payload = {
+        "title": title,
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "agentrl_version": agentrl.__version__,
+        "summary": json_safe(summary),
+        "runs": runs_json,
+    }
+    paths = {"json": out_dir / "results.json", "markdown": out_dir / "results.md"}
+    _atomic_write(paths["json"], json.dumps(payload, indent=1, allow_nan=False))
+    md = [f"# {title}", "", payload["date"], "", markdown_table(summary), ""]
+    md += ["Mean [95% stratified bootstrap CI]; score: random = 0, oracle = 1.", ""]
+    paths["improvement"] = plot_improvement(summary, out_dir / "improvement.png")
+    md += ["![improvement](improvement.png)", ""]
+    if any("regret_curve" in s for s in summary.values()):
+        paths["regret"] = plot_regret(summary, out_dir / "regret.png")
+        md += ["![regret](regret.png)", ""]
+    _atomic_write(paths["markdown"], "\n".join(md))
+    return paths
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(text)
+    tmp.replace(path)

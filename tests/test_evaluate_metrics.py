@@ -1,0 +1,145 @@
+"""Evaluation metrics against hand computations (NumPy, no compilation)."""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from agentrl.evaluate import metrics
+from agentrl.sources.history import History, episode_index
+
+
+def test_iqm_of_known_arrays():
+    # n = 8: cut int(0.25 * 8) = 2 from each end -> mean(2, 3, 4, 5) = 3.5
+    assert metrics.iqm(np.arange(8)) == pytest.approx(3.5)
+    # An outlier does not move the IQM, but moves the mean.
+    x = np.array([1.0, 2, 3, 4, 5, 6, 7, 1000])
+    assert metrics.iqm(x) == pytest.approx(4.5)
+    # n = 10: cut 2 -> mean of the middle six values 2..7
+    assert metrics.iqm(np.arange(10)[::-1]) == pytest.approx(4.5)
+    # axis: one IQM per row; axis=None pools [run, task]
+    rows = np.stack([np.arange(8), np.arange(8) + 10])
+    np.testing.assert_allclose(metrics.iqm(rows, axis=1), [3.5, 13.5])
+    assert metrics.iqm(rows) == pytest.approx(np.mean([4, 5, 6, 7, 10, 11, 12, 13]))
+
+
+def test_standard_error_by_hand():
+    assert metrics.standard_error([1.0, 2.0, 3.0, 4.0]) == pytest.approx(
+        np.sqrt(5.0 / 3.0) / 2.0
+    )
+    assert metrics.standard_error([3.0]) == 0.0
+
+
+def test_bootstrap_ci_contains_mean_shrinks_and_is_seeded():
+    rng = np.random.default_rng(0)
+    small = rng.normal(1.0, 1.0, size=20)
+    large = rng.normal(1.0, 1.0, size=2000)
+    lo_s, hi_s = metrics.bootstrap_ci(small, "mean", seed=1)
+    lo_l, hi_l = metrics.bootstrap_ci(large, "mean", seed=1)
+    assert lo_s <= small.mean() <= hi_s
+    assert lo_l <= large.mean() <= hi_l
+    assert (hi_l - lo_l) < 0.25 * (hi_s - lo_s)
+    # The half-width of a 95% CI of the mean is about 1.96 standard errors.
+    assert (hi_l - lo_l) / 2 == pytest.approx(
+        1.96 * metrics.standard_error(large), rel=0.15
+    )
+    assert metrics.bootstrap_ci(small, "iqm", seed=1) == metrics.bootstrap_ci(
+        small, "iqm", seed=1
+    )
+    assert metrics.bootstrap_ci(small, "iqm", seed=1) != metrics.bootstrap_ci(
+        small, "iqm", seed=2
+    )
+
+
+def test_bootstrap_resampling_modes():
+    # Runs differ by a constant, tasks are identical within a run: resampling
+    # tasks within runs gives a zero-width CI, resampling runs does not.
+    scores = np.repeat(np.array([[0.0], [1.0], [2.0]]), 5, axis=1)  # [run, task]
+    lo, hi = metrics.bootstrap_ci(scores, resample="tasks")
+    assert lo == hi == pytest.approx(1.0)
+    lo, hi = metrics.bootstrap_ci(scores, resample="runs")
+    assert lo < 1.0 < hi
+    lo, hi = metrics.bootstrap_ci(scores, resample="both")
+    assert lo < 1.0 < hi
+    with pytest.raises(ValueError, match="resample must be one of"):
+        metrics.bootstrap_ci(scores, resample="episodes")
+    with pytest.raises(ValueError, match="statistic must be one of"):
+        metrics.bootstrap_ci(scores, statistic="mode")
+
+
+def test_bootstrap_curve_shapes_and_chunking():
+    rng = np.random.default_rng(0)
+    scores = rng.normal(size=(2, 30, 7))  # [run, task, episode]
+    point, lo, hi = metrics.bootstrap_curve(scores, "mean", num_samples=500)
+    assert point.shape == lo.shape == hi.shape == (7,)
+    np.testing.assert_allclose(point, scores.mean(axis=(0, 1)))
+    assert np.all(lo <= point) and np.all(point <= hi)
+    # Chunking over the episode axis gives the same numbers.
+    tiny = metrics.bootstrap_curve(scores, "mean", num_samples=500, max_elements=1)
+    np.testing.assert_allclose(tiny[1], lo)
+    np.testing.assert_allclose(tiny[2], hi)
+
+
+def test_normalized_score_random_zero_oracle_one():
+    random = np.array([1.0, 2.0, 5.0])
+    oracle = np.array([3.0, 10.0, 5.0])  # third task: nothing to learn
+    returns = np.stack([random, oracle, (random + oracle) / 2], axis=1)
+    score = metrics.normalized_score(returns, random, oracle)
+    np.testing.assert_allclose(score[:2], [[0.0, 1.0, 0.5], [0.0, 1.0, 0.5]])
+    assert np.isnan(score[2]).all()
+    agg = metrics.aggregate(score[:, 2])
+    assert agg["dropped"] == 1 and agg["tasks"] == 2
+    assert agg["mean"] == pytest.approx(0.5)
+    assert agg["mean_ci"][0] <= 0.5 <= agg["mean_ci"][1]
+    jax_score = metrics.normalized_score(jnp.asarray(returns), random, oracle)
+    np.testing.assert_allclose(np.asarray(jax_score)[:2], score[:2])
+
+
+def test_expected_regret_oracle_zero_random_linear():
+    rng = np.random.default_rng(0)
+    tasks, steps, arms = 400, 200, 5
+    means = rng.uniform(size=(tasks, arms))
+    oracle = np.repeat(means.argmax(-1)[:, None], steps, axis=1)
+    regret = metrics.expected_regret(jnp.asarray(oracle), jnp.asarray(means))
+    assert regret.shape == (tasks, steps)
+    np.testing.assert_array_equal(regret, 0.0)
+    random = rng.integers(0, arms, size=(tasks, steps))
+    regret = np.asarray(
+        metrics.expected_regret(jnp.asarray(random), jnp.asarray(means))
+    )
+    gap = (means.max(-1) - means.mean(-1)).mean()  # expected regret per step
+    curve = regret.mean(0)
+    assert curve[-1] == pytest.approx(steps * gap, rel=0.05)
+    assert curve[steps // 2 - 1] == pytest.approx(curve[-1] / 2, rel=0.05)
+    assert np.all(np.diff(regret, axis=1) >= 0)
+
+
+def test_realized_regret_by_hand():
+    reward = jnp.array([[1.0, 0.0, 1.0]])
+    regret = metrics.realized_regret(reward, jnp.array([0.75]))
+    np.testing.assert_allclose(regret, [[-0.25, 0.5, 0.25]])
+
+
+def test_per_episode_returns_with_early_termination():
+    # Episode 0 terminates after 2 steps, episode 1 is truncated after 3,
+    # episode 2 is still running when the history ends.
+    reward = jnp.array([[0.0, 1.0, 1.0, 1.0, 0.0, 2.0]])
+    term = jnp.array([[False, True, False, False, False, False]])
+    trunc = jnp.array([[False, False, False, False, True, False]])
+    history = History(
+        obs=jnp.zeros((1, 6)),
+        action=jnp.zeros((1, 6), jnp.int32),
+        reward=reward,
+        terminated=term,
+        truncated=trunc,
+        episode=episode_index(term | trunc),
+        optimal_action=None,
+        task_id=jnp.zeros((1,), jnp.int32),
+        params=None,
+    )
+    np.testing.assert_allclose(
+        metrics.per_episode_returns(history, 3), [[1.0, 2.0, 2.0]]
+    )
+    np.testing.assert_array_equal(metrics.episodes_completed(history), [2])
+    assert metrics.regret_from_history(history) is None

@@ -1,0 +1,86 @@
+"""Result files (JSON, markdown, PNG) and the ``agentrl eval RUN_DIR`` command."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from agentrl import envs
+from agentrl.evaluate import EvalResult, summarize, write_results
+from agentrl.evaluate.run import evaluate_run, held_out_params
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def _result(name, seed, offset, tasks=10, episodes=6, steps=12):
+    rng = np.random.default_rng(seed)
+    returns = offset + np.arange(episodes) + rng.normal(0, 0.1, (tasks, episodes))
+    normalized = returns / 10.0
+    normalized[0] = np.nan  # one task without a defined score
+    regret = np.cumsum(rng.uniform(0, 1, (tasks, steps)), axis=1)
+    return EvalResult(
+        name, returns, normalized, regret, np.zeros(tasks), np.full(tasks, 10.0)
+    )
+
+
+def test_summary_pools_seeds_and_drops_undefined_tasks():
+    runs = [_result("m", 0, 1.0), _result("m", 1, 2.0)]
+    s = summarize({"m": runs}, last_k=3)["m"]
+    assert (s["runs"], s["tasks"], s["episodes"], s["last_k"]) == (2, 10, 6, 3)
+    returns = np.stack([r.returns for r in runs])
+    assert s["return_first"]["mean"] == pytest.approx(returns[..., 0].mean())
+    assert s["return_last"]["mean"] == pytest.approx(returns[..., -3:].mean())
+    assert s["score_last"]["dropped"] == 1 and s["score_last"]["tasks"] == 9
+    lo, hi = s["return_last"]["mean_ci"]
+    assert lo <= s["return_last"]["mean"] <= hi
+    curve = s["curve"]
+    assert curve["metric"] == "normalized score" and len(curve["mean"]) == 6
+    assert np.all(np.diff(curve["mean"]) > 0)  # improvement across episodes
+    assert s["regret_final"]["mean"] == pytest.approx(
+        np.mean([r.regret[:, -1] for r in runs])
+    )
+    with pytest.raises(ValueError, match="differ"):
+        summarize({"m": [runs[0], _result("m", 2, 0.0, tasks=3)]})
+
+
+def test_write_results_files(tmp_path):
+    results = {
+        "model": [_result("model", 0, 2.0), _result("model", 1, 2.5)],
+        "random": _result("random", 2, 0.0),
+    }
+    paths = write_results(results, tmp_path / "out", title="unit")
+    assert set(paths) == {"json", "markdown", "improvement", "regret"}
+    for key in ("improvement", "regret"):
+        assert paths[key].read_bytes()[:8] == PNG
+    payload = json.loads(paths["json"].read_text())  # strict JSON (no NaN)
+    assert payload["title"] == "unit"
+    assert len(payload["runs"]["model"]) == 2
+    run = payload["runs"]["model"][0]
+    assert run["normalized"][0][0] is None
+    assert np.allclose(run["returns"], results["model"][0].returns)
+    assert len(run["regret_final"]) == 10
+    assert payload["summary"]["random"]["runs"] == 1
+    md = paths["markdown"].read_text()
+    assert "| model | 2 x 10 |" in md and "| random | 1 x 10 |" in md
+    assert "improvement.png" in md and "regret.png" in md
+    assert not list((tmp_path / "out").glob("*.tmp"))
+
+
+def test_held_out_params_use_the_recorded_split():
+    env = envs.make("darkroom", size=3, horizon=4)
+    split = env.task_split(0.5, seed=7)
+    params, ids = held_out_params(env, split.to_json(), None, 0)
+    assert ids == [int(i) for i in split.test]
+    np.testing.assert_array_equal(params.goal[:, 0] + 3 * params.goal[:, 1], ids)
+    params, ids = held_out_params(env, split.to_json(), 2, 0)
+    assert ids == [int(i) for i in split.test[:2]]
+    bandit = envs.make("bernoulli_bandit")
+    params, ids = held_out_params(bandit, None, 5, 0)
+    assert ids is None and params.means.shape == (5, 5)
+
+
+def test_eval_of_a_missing_run_is_clear(tmp_path):
+    with pytest.raises(FileNotFoundError, match="config.json"):
+        evaluate_run(tmp_path)

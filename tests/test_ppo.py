@@ -1,0 +1,84 @@
+"""PPO source: exact history length, recorded actions, learning within the history."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from agentrl.envs import make
+from agentrl.sources.ppo import generate_ppo, make_config
+
+
+def _first_last(history, num_episodes):
+    returns = np.asarray(history.episode_returns(num_episodes))  # [task, episode]
+    k = max(num_episodes // 10, 1)
+    return returns[:, :k].mean(), returns[:, -k:].mean()
+
+
+def test_ppo_point_robot_improves_and_records_env_actions():
+    env = make("point_robot")
+    params = jax.vmap(env.sample_params)(jax.random.split(jax.random.key(0), 4))
+    num_episodes = 100
+    history = generate_ppo(env, params, jax.random.key(1), num_episodes)
+    steps = num_episodes * env.horizon
+    assert history.obs.shape == (4, steps, 2)
+    assert history.action.shape == (4, steps, 2)
+    assert history.reward.shape == history.episode.shape == (4, steps)
+    assert history.optimal_action.shape == (4, steps, 2)
+    assert int(history.episode[0, -1]) == num_episodes - 1
+    assert int(history.truncated.sum()) == 4 * num_episodes
+    action = np.asarray(history.action)
+    assert np.abs(action).max() <= 0.1 + 1e-6
+    # The recorded action is the one the env took: obs[t+1] = obs[t] + a[t]
+    # inside an episode, and the reward is minus the distance to the goal.
+    obs, done = np.asarray(history.obs), np.asarray(history.done)
+    inside = ~done[:, :-1]
+    np.testing.assert_allclose(
+        (obs[:, :-1] + action[:, :-1])[inside], obs[:, 1:][inside], atol=1e-5
+    )
+    goal = np.asarray(params.goal)[:, None]
+    dist = np.linalg.norm(obs + action - goal, axis=-1)
+    np.testing.assert_allclose(history.reward, -dist, atol=1e-5)
+    first, last = _first_last(history, num_episodes)
+    best = float(jax.vmap(env.optimal_return)(params).mean())
+    assert last > first + 5.0, (first, last)
+    assert last > 0.5 * (first + best)  # more than halfway to the oracle
+
+
+def test_ppo_darkroom_improves():
+    env = make("darkroom")
+    task_id = jnp.array([42, 29, 67, 14])  # goals 2-4 steps from the centre
+    params = jax.vmap(env.params_for_task)(task_id)
+    num_episodes = 120
+    history = generate_ppo(
+        env, params, jax.random.key(2), num_episodes, task_id=task_id
+    )
+    assert history.action.shape == (4, num_episodes * env.horizon)
+    assert history.action.dtype == jnp.int32
+    np.testing.assert_array_equal(history.task_id, task_id)
+    assert ((history.action >= 0) & (history.action < 5)).all()
+    first, last = _first_last(history, num_episodes)
+    assert last > first + 5.0, (first, last)
+
+
+@pytest.mark.parametrize(
+    "settings, field",
+    [
+        ({"learning_rate": 1e-3}, "unknown setting"),
+        ({"steps_per_update": 30}, "steps_per_update"),
+        ({"num_minibatches": 7}, "num_minibatches"),
+        ({"gamma": 1.5}, "gamma"),
+    ],
+)
+def test_ppo_rejects_bad_settings(settings, field):
+    with pytest.raises(ValueError, match=field):
+        make_config(make("point_robot"), 10, **settings)
+
+
+def test_ppo_config_defaults_follow_the_env():
+    config = make_config(make("point_robot"), 10)
+    assert config.steps_per_update == 2 * 20 and config.ent_coef == 0.0
+    config = make_config(make("darkroom"), 12)
+    assert config.steps_per_update == 4 * 20 and config.ent_coef == 0.01
