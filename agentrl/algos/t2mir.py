@@ -37,19 +37,30 @@ def update_ema_router(ema: Any, model: Any, tau: float) -> Any:
 
 
 def t2mir_loss(
-    base_loss: Callable[..., tuple], model: Any, batch: dict, ema_router: Any, **kw
+    base_loss: Callable[..., tuple],
+    model: Any,
+    batch: dict,
+    ema_router: Any,
+    balance_weight: Any = None,
+    contrastive_weight: Any = None,
+    **kw,
 ):
-    """Base loss + balance loss + weighted contrastive loss.
+    """Base loss + weighted balance loss + weighted contrastive loss.
 
-    Returns ``(loss, metrics, output)`` with ``balance_loss`` and
-    ``contrastive_loss`` (unweighted) in the metrics.
+    The weights default to the model config's; pass them (traced) to sweep
+    them. Returns ``(loss, metrics, output)`` with the unweighted
+    ``balance_loss`` and ``contrastive_loss`` in the metrics.
     """
+    c = model.config
+    balance_weight = c.balance_weight if balance_weight is None else balance_weight
+    if contrastive_weight is None:
+        contrastive_weight = c.contrastive_weight
     base, metrics, out = base_loss(model, batch, **kw)
     query = out.aux["task_router_logits"]
     keys = task_router_logits(ema_router, out.aux["task_router_input"])
     contrast = contrastive_loss(query, keys, model.contrastive_w, batch["task_id"])
-    balance = out.aux["balance_loss"]
-    loss = base + balance + model.config.contrastive_weight * contrast
+    balance = out.aux["balance_loss_raw"]
+    loss = base + balance_weight * balance + contrastive_weight * contrast
     metrics = {
         **metrics,
         "base_loss": base,

@@ -34,7 +34,7 @@ from agentrl.train import parallel
 from agentrl.train.checkpoint import Checkpointer
 from agentrl.train.config import ExperimentConfig, complete_model_config
 from agentrl.train.logger import RunLogger
-from agentrl.train.step import init_train_state, make_optimizer, make_train_step
+from agentrl.train.step import default_hparams, init_train_state, make_train_step
 
 
 class NonFiniteLossError(RuntimeError):
@@ -86,8 +86,7 @@ def fit(
     sampler = make_sampler(full_config, dataset, env)
     _write_run_files(run_dir, full_config, dataset)
 
-    tx = make_optimizer(config.train)
-    graphdef, state = init_train_state(model, tx, config.algo)
+    graphdef, state = init_train_state(model, config.train, config.algo)
     state = parallel.replicate(state, mesh)
     ckpt = Checkpointer(
         run_dir / "checkpoints",
@@ -99,11 +98,10 @@ def fit(
         state, meta = ckpt.restore(state)
         start = int(meta["step"])
     step_fn = jax.jit(
-        make_train_step(
-            graphdef, tx, config.algo, config.train.ema_tau, **dt_kwargs(config, env)
-        ),
+        make_train_step(graphdef, config.train, config.algo, **dt_kwargs(config, env)),
         donate_argnums=0,
     )
+    hparams = parallel.replicate(default_hparams(full_config), mesh)
     total = config.train.steps
     end = total if stop_at_step is None else min(total, stop_at_step)
     logger = RunLogger(run_dir, total, start_step=start, progress=progress)
@@ -111,7 +109,7 @@ def fit(
     try:
         for step in range(start, end):
             batch = parallel.shard_batch(sampler.host_batch(step), mesh)
-            state, metrics = step_fn(state, batch)
+            state, metrics = step_fn(state, batch, hparams)
             done = step + 1
             logger.advance()
             if done % config.train.log_every == 0 or done == end:
@@ -167,8 +165,7 @@ def load_model(run_dir: str | Path, step: int | None = None):
     config = load_config(run_dir)
     env = make_env(config.data.env, **dict(config.data.env_args))
     model = DecisionModel(config.model, rngs=nnx.Rngs(config.train.seed))
-    tx = make_optimizer(config.train)
-    graphdef, state = init_train_state(model, tx, config.algo)
+    graphdef, state = init_train_state(model, config.train, config.algo)
     ckpt = Checkpointer(run_dir / "checkpoints", config.train.checkpoint_every)
     try:
         state, _ = ckpt.restore(state, step)
