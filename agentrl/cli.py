@@ -52,7 +52,12 @@ def main(argv: list[str] | None = None) -> int:
     if extra and not getattr(module, "ACCEPTS_OVERRIDES", False):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     args.overrides = extra
-    return int(module.run(args) or 0)
+    try:
+        return int(module.run(args) or 0)
+    except (ValueError, FileNotFoundError) as err:
+        # Bad input: a one-line message naming the field, no traceback.
+        print(f"agentrl {args.command}: error: {err}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

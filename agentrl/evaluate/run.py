@@ -80,8 +80,24 @@ def evaluate_run(
     Unset arguments come from the run's ``EvalConfig``. Returns the paths
     written (see :func:`agentrl.evaluate.write_results`).
     """
-    from agentrl.evaluate.evaluate import evaluate_methods
     from agentrl.evaluate.report import write_results
+
+    results, title = run_results(
+        run_dir, num_episodes, num_tasks, seed, baselines, greedy
+    )
+    return write_results(results, out_dir or Path(run_dir) / "eval", title=title)
+
+
+def run_results(
+    run_dir: str | Path,
+    num_episodes: int | None = None,
+    num_tasks: int | None = None,
+    seed: int | None = None,
+    baselines: list[str] | None = None,
+    greedy: bool | None = None,
+) -> tuple[dict[str, Any], str]:
+    """``({method: EvalResult}, title)`` of a run (see :func:`evaluate_run`)."""
+    from agentrl.evaluate.evaluate import evaluate_methods
     from agentrl.train.loop import load_model
 
     run_dir = Path(run_dir)
@@ -126,4 +142,4 @@ def evaluate_run(
     )
     results[config.algo].metadata.update(run_dir=str(run_dir), task_ids=ids)
     title = f"{config.name} ({config.algo}): {config.data.env} held-out tasks"
-    return write_results(results, out_dir or run_dir / "eval", title=title)
+    return results, title

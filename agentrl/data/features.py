@@ -1,0 +1,122 @@
+"""Histories <-> per-task records, and the TFDS feature spec of a record.
+
+One record is one task's history, every field ``[step, ...]`` (no task axis):
+``obs`` (an array or a nested dict of arrays), ``action``, ``reward``,
+``terminated``, ``truncated`` (bools stored as uint8), ``episode``,
+optionally ``optimal_action``,
+the scalar ``task_id`` and ``params`` (the task's env params, a flat dict
+``{leaf name: array}`` in the order of ``jax.tree.leaves(params)``).
+Arrays are stored as raw bytes (``Encoding.BYTES``), which decode with
+``np.frombuffer`` and no TensorFlow.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import jax
+import numpy as np
+
+from agentrl.sources.history import History
+
+ARRAY_FIELDS = ("action", "reward", "terminated", "truncated", "episode")
+
+
+def _leaf_name(path: tuple) -> str:
+    parts = []
+    for k in path:
+        for attr in ("name", "key", "idx"):
+            if hasattr(k, attr):
+                parts.append(str(getattr(k, attr)))
+                break
+    return "__".join(parts) or "value"
+
+
+def param_names(params: Any) -> list[str]:
+    """Names of the leaves of a params pytree, in ``jax.tree.leaves`` order."""
+    return [_leaf_name(p) for p, _ in jax.tree_util.tree_flatten_with_path(params)[0]]
+
+
+def params_to_dict(params: Any) -> dict[str, np.ndarray]:
+    flat = jax.tree_util.tree_flatten_with_path(params)[0]
+    return {_leaf_name(p): np.asarray(v) for p, v in flat}
+
+
+def params_from_dict(template: Any, values: dict[str, Any]) -> Any:
+    """Rebuild a params pytree shaped like ``template`` from its leaf dict."""
+    treedef = jax.tree.structure(template)
+    return jax.tree.unflatten(treedef, [values[n] for n in param_names(template)])
+
+
+def _storable(x: Any) -> np.ndarray:
+    """Bools are stored as uint8 (TFDS would widen them to int64)."""
+    x = np.asarray(x)
+    return x.astype(np.uint8) if x.dtype == np.bool_ else x
+
+
+def _obs_tree(obs: Any) -> Any:
+    if isinstance(obs, dict):
+        return {k: _obs_tree(v) for k, v in obs.items()}
+    if isinstance(obs, list | tuple):
+        raise ValueError("observations must be arrays or dicts of arrays")
+    return np.asarray(obs)
+
+
+def history_records(history: History) -> Iterator[dict[str, Any]]:
+    """Yield one record per task of a host (numpy) history ``[task, step, ...]``."""
+    history = jax.device_get(history)
+    params = params_to_dict(history.params)
+    for i in range(history.num_tasks):
+        record = {
+            "obs": jax.tree.map(lambda x, i=i: _storable(x[i]), _obs_tree(history.obs)),
+            **{f: _storable(getattr(history, f)[i]) for f in ARRAY_FIELDS},
+            "task_id": np.int32(history.task_id[i]),
+            "params": {k: v[i] for k, v in params.items()},
+        }
+        if history.optimal_action is not None:
+            record["optimal_action"] = np.asarray(history.optimal_action[i])
+        yield record
+
+
+def feature_spec(record: dict[str, Any]):
+    """A ``tfds.features.FeaturesDict`` matching ``record`` (shapes fixed)."""
+    import tensorflow_datasets as tfds
+
+    def tensor(x: np.ndarray):
+        x = np.asarray(x)
+        if x.ndim == 0:
+            return tfds.features.Scalar(dtype=x.dtype)
+        return tfds.features.Tensor(
+            shape=x.shape, dtype=x.dtype, encoding=tfds.features.Encoding.BYTES
+        )
+
+    def spec(tree):
+        if isinstance(tree, dict):
+            return tfds.features.FeaturesDict({k: spec(v) for k, v in tree.items()})
+        return tensor(tree)
+
+    return spec(record)
+
+
+def records_to_history(records: list[dict[str, Any]], params_template: Any):
+    """Stack decoded records into a numpy :class:`History` ``[task, step, ...]``."""
+
+    def stack(*xs):
+        return np.stack([np.asarray(x) for x in xs])
+
+    tree = jax.tree.map(stack, *records)
+    params = None
+    if params_template is not None:
+        params = params_from_dict(params_template, tree["params"])
+    return History(
+        obs=tree["obs"],
+        action=tree["action"],
+        reward=tree["reward"],
+        terminated=tree["terminated"].astype(bool),
+        truncated=tree["truncated"].astype(bool),
+        episode=tree["episode"],
+        optimal_action=tree.get("optimal_action"),
+        task_id=tree["task_id"].astype(np.int32),
+        params=params,
+    )

@@ -1,0 +1,318 @@
+"""Training batches from a history dataset: AD windows and DPT samples.
+
+Both samplers are pure functions of ``(seed, step)``: ``sampler.batch(step)``
+draws its rows and offsets from ``np.random.default_rng([seed, step])``, so
+resuming a run at step ``k`` is ``sampler.iterator(start_step=k)``. Batches
+are numpy dicts; pass ``sharding`` (e.g. :func:`data_sharding` of a mesh with
+a ``"data"`` axis) to get them ``jax.device_put`` on the mesh instead.
+
+:class:`ADSampler` (Algorithm Distillation / AD-ε / T2MIR): ``num_episodes``
+consecutive whole episodes at a random episode boundary, or
+``num_transitions`` consecutive steps at a random offset::
+
+    obs [B, T, ...], action [B, T, ...], reward [B, T], done [B, T],
+    mask [B, T] (False on padding after short episodes), task_id [B]
+
+``paired=True`` draws ``B / 2`` tasks and two windows of each, in rows
+``2i, 2i + 1`` (for T2MIR's contrastive task loss).
+
+:class:`DPTSampler` (DPT): a context of ``context_size`` consecutive
+transitions of one history, a query state from the same history and the
+oracle's action there::
+
+    context_obs [B, N, ...], context_action [B, N, ...], context_reward [B, N],
+    context_next_obs [B, N, ...], query_obs [B, ...], label [B, ...], task_id [B]
+
+The successor of an episode's last step is not stored in a history, so the
+context skips episode-final steps except where observations never change
+(bandits), where ``next_obs == obs``.
+
+Records are decoded once into memory when the split is at most
+``cache_bytes`` (default 2 GiB), else read per batch from the ArrayRecord
+files through ``tfds.data_source``; ``iterator`` prefetches batches on
+``grain`` threads.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import numpy as np
+
+from agentrl.data.reader import HistoryDataset
+
+DEFAULT_CACHE_BYTES = 2 << 30
+
+
+def data_sharding(mesh: Any, axis: str = "data") -> Any:
+    """``NamedSharding`` splitting the leading (batch) axis over ``axis``."""
+    return jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec(axis))
+
+
+class _Sampler:
+    """Shared plumbing: record access, determinism, placement, iteration."""
+
+    fields: tuple[str, ...] = ()
+
+    def __init__(self, dataset, batch_size, split, seed, sharding, cache_bytes):
+        if not isinstance(dataset, HistoryDataset):
+            raise ValueError("`dataset` must be a HistoryDataset (open_dataset(path))")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int):
+            raise ValueError(f"`batch_size` must be an integer >= 1, got {batch_size}")
+        if batch_size < 1:
+            raise ValueError(f"`batch_size` must be an integer >= 1, got {batch_size}")
+        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+            raise ValueError(f"`seed` must be an integer >= 0, got {seed!r}")
+        devices = _data_devices(sharding)
+        if batch_size % devices:
+            raise ValueError(
+                f"`batch_size` {batch_size} must be divisible by the {devices} "
+                "devices of the sharding's data axis"
+            )
+        self.dataset, self.batch_size, self.split = dataset, batch_size, split
+        self.seed, self.sharding = seed, sharding
+        self.num_records = dataset.num_records(split)
+        if self.num_records == 0:
+            raise ValueError(f"split {split!r} of {dataset.path} has no records")
+        self.num_steps = dataset.num_steps
+        self._cache = None
+        record_bytes = dataset.metadata["files"]
+        size = sum(v["bytes"] for k, v in record_bytes.items() if f"-{split}." in k)
+        if size <= cache_bytes:
+            rows = np.arange(self.num_records)
+            self._cache = self._decode(rows)
+
+    def _decode(self, rows: np.ndarray) -> dict[str, Any]:
+        records = self.dataset.records(self.split, rows)
+        for r in records:
+            for f in ("terminated", "truncated"):
+                r[f] = np.asarray(r[f]).astype(bool)
+        return {
+            f: jax.tree.map(lambda *x: np.stack(x), *[r[f] for r in records])
+            for f in self.fields
+        }
+
+    def _fetch(self, rows: np.ndarray) -> dict[str, Any]:
+        """``{field: [len(rows), step, ...]}`` of records ``rows``."""
+        if self._cache is not None:
+            return jax.tree.map(lambda x: x[rows], self._cache)
+        unique, inverse = np.unique(rows, return_inverse=True)
+        data = self._decode(unique)
+        return jax.tree.map(lambda x: x[inverse], data)
+
+    def rng(self, step: int) -> np.random.Generator:
+        if step < 0:
+            raise ValueError(f"`step` must be >= 0, got {step}")
+        return np.random.default_rng([self.seed, int(step)])
+
+    def host_batch(self, step: int) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def place(self, batch: dict[str, Any]) -> dict[str, Any]:
+        if self.sharding is None:
+            return batch
+        return jax.device_put(batch, self.sharding)
+
+    def batch(self, step: int) -> dict[str, Any]:
+        """The batch of training step ``step`` (numpy, or placed on ``sharding``)."""
+        return self.place(self.host_batch(step))
+
+    __call__ = batch
+
+    def iterator(self, start_step: int = 0, num_threads: int = 2, prefetch: int = 4):
+        """Batches of steps ``start_step, start_step + 1, ...`` (grain-prefetched)."""
+        import grain
+
+        ds = grain.MapDataset.range(start_step, 1 << 62).map(self.host_batch)
+        options = grain.ReadOptions(
+            num_threads=num_threads, prefetch_buffer_size=prefetch
+        )
+        for batch in ds.to_iter_dataset(options):
+            yield self.place(batch)
+
+
+def _data_devices(sharding: Any) -> int:
+    if sharding is None:
+        return 1
+    mesh = getattr(sharding, "mesh", None)
+    spec = getattr(sharding, "spec", None)
+    if mesh is None or not spec or spec[0] is None:
+        return 1
+    axes = spec[0] if isinstance(spec[0], tuple) else (spec[0],)
+    return int(np.prod([mesh.shape[a] for a in axes]))
+
+
+def _take(x: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """``x [B, step, ...]`` at ``idx [B, T]`` -> ``[B, T, ...]``."""
+    return x[np.arange(x.shape[0])[:, None], idx]
+
+
+class ADSampler(_Sampler):
+    """Windows of whole episodes or of transitions (see the module docstring)."""
+
+    fields = ("obs", "action", "reward", "terminated", "truncated", "task_id")
+
+    def __init__(
+        self,
+        dataset: HistoryDataset,
+        batch_size: int,
+        *,
+        num_episodes: int | None = None,
+        num_transitions: int | None = None,
+        paired: bool = False,
+        split: str = "train",
+        seed: int = 0,
+        sharding: Any = None,
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
+    ):
+        if (num_episodes is None) == (num_transitions is None):
+            raise ValueError("give exactly one of `num_episodes`, `num_transitions`")
+        horizon, steps = dataset.horizon, dataset.num_steps
+        if num_episodes is not None:
+            limit = dataset.metadata["num_episodes"]
+            if not isinstance(num_episodes, int) or not 1 <= num_episodes <= limit:
+                raise ValueError(
+                    f"`num_episodes` must be an integer in [1, {limit}] (episodes "
+                    f"per history), got {num_episodes!r}"
+                )
+            self.length = num_episodes * horizon
+        else:
+            if (
+                not isinstance(num_transitions, int)
+                or not 1 <= num_transitions <= steps
+            ):
+                raise ValueError(
+                    f"`num_transitions` must be an integer in [1, {steps}], "
+                    f"got {num_transitions!r}"
+                )
+            self.length = num_transitions
+        if paired and batch_size % 2:
+            raise ValueError(
+                f"`batch_size` must be even with paired=True, got {batch_size}"
+            )
+        self.num_episodes, self.paired = num_episodes, paired
+        super().__init__(dataset, batch_size, split, seed, sharding, cache_bytes)
+
+    def _episode_windows(self, rng, done: np.ndarray):
+        """``(idx [B, T], mask [B, T])`` of ``num_episodes`` whole episodes."""
+        n, length = self.num_episodes, self.length
+        idx = np.empty((done.shape[0], length), np.int64)
+        mask = np.empty((done.shape[0], length), bool)
+        u = rng.random(done.shape[0])
+        for b in range(done.shape[0]):
+            ends = np.flatnonzero(done[b])
+            first = int(u[b] * (len(ends) - n + 1))
+            start = 0 if first == 0 else ends[first - 1] + 1
+            stop = ends[first + n - 1] + 1
+            pos = start + np.arange(length)
+            mask[b] = pos < stop
+            idx[b] = np.minimum(pos, stop - 1)
+        return idx, mask
+
+    def host_batch(self, step: int) -> dict[str, Any]:
+        rng = self.rng(step)
+        num_rows = self.batch_size // 2 if self.paired else self.batch_size
+        rows = rng.integers(0, self.num_records, num_rows)
+        if self.paired:
+            rows = np.repeat(rows, 2)
+        data = self._fetch(rows)
+        done = np.logical_or(data["terminated"], data["truncated"])
+        if self.num_episodes is not None:
+            idx, mask = self._episode_windows(rng, done)
+        else:
+            offsets = rng.integers(0, self.num_steps - self.length + 1, len(rows))
+            idx = offsets[:, None] + np.arange(self.length)
+            mask = np.ones(idx.shape, bool)
+
+        def window(x):
+            w = _take(x, idx)
+            m = mask.reshape(mask.shape + (1,) * (w.ndim - 2))
+            return np.where(m, w, np.zeros((), w.dtype))
+
+        return {
+            "obs": jax.tree.map(window, data["obs"]),
+            "action": window(data["action"]),
+            "reward": window(data["reward"]).astype(np.float32),
+            "done": window(done),
+            "mask": mask,
+            "task_id": np.asarray(data["task_id"], np.int32),
+        }
+
+
+class DPTSampler(_Sampler):
+    """Context sets with a query state and its optimal action (DPT)."""
+
+    fields = (
+        "obs",
+        "action",
+        "reward",
+        "terminated",
+        "truncated",
+        "optimal_action",
+        "task_id",
+    )
+
+    def __init__(
+        self,
+        dataset: HistoryDataset,
+        batch_size: int,
+        context_size: int,
+        *,
+        split: str = "train",
+        seed: int = 0,
+        sharding: Any = None,
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
+    ):
+        if not dataset.metadata.get("has_optimal_action"):
+            raise ValueError(
+                f"{dataset.path}: DPT needs optimal_action labels; generate the "
+                "dataset from an environment with an oracle (e.g. --source dpt)"
+            )
+        self.stateless = bool(dataset.metadata.get("stateless_obs"))
+        steps, episodes = dataset.num_steps, dataset.metadata["num_episodes"]
+        usable = steps if self.stateless else steps - episodes
+        if not isinstance(context_size, int) or not 1 <= context_size <= usable:
+            raise ValueError(
+                f"`context_size` must be an integer in [1, {usable}] (steps with a "
+                f"known successor per history), got {context_size!r}"
+            )
+        self.context_size = context_size
+        super().__init__(dataset, batch_size, split, seed, sharding, cache_bytes)
+
+    def _context_index(self, rng, done: np.ndarray) -> np.ndarray:
+        n = self.context_size
+        if self.stateless:
+            offsets = rng.integers(0, self.num_steps - n + 1, done.shape[0])
+            return offsets[:, None] + np.arange(n)
+        idx = np.empty((done.shape[0], n), np.int64)
+        u = rng.random(done.shape[0])
+        for b in range(done.shape[0]):
+            valid = np.flatnonzero(~done[b])
+            if len(valid) < n:
+                raise ValueError(
+                    f"a history has {len(valid)} steps with a known successor, "
+                    f"fewer than context_size={n}"
+                )
+            first = int(u[b] * (len(valid) - n + 1))
+            idx[b] = valid[first : first + n]
+        return idx
+
+    def host_batch(self, step: int) -> dict[str, Any]:
+        rng = self.rng(step)
+        rows = rng.integers(0, self.num_records, self.batch_size)
+        query = rng.integers(0, self.num_steps, self.batch_size)
+        data = self._fetch(rows)
+        done = np.logical_or(data["terminated"], data["truncated"])
+        idx = self._context_index(rng, done)
+        next_idx = idx if self.stateless else idx + 1
+        b = np.arange(self.batch_size)
+        return {
+            "context_obs": jax.tree.map(lambda x: _take(x, idx), data["obs"]),
+            "context_action": _take(data["action"], idx),
+            "context_reward": _take(data["reward"], idx).astype(np.float32),
+            "context_next_obs": jax.tree.map(lambda x: _take(x, next_idx), data["obs"]),
+            "query_obs": jax.tree.map(lambda x: x[b, query], data["obs"]),
+            "label": data["optimal_action"][b, query],
+            "task_id": np.asarray(data["task_id"], np.int32),
+        }

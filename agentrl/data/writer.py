@@ -1,0 +1,358 @@
+"""Write learning histories as a TFDS ArrayRecord dataset, chunk by chunk.
+
+:func:`write_dataset` plans the tasks (:func:`plan_tasks`), runs a source on
+``chunk_size`` tasks at a time (one jitted call per chunk) and streams the
+per-task records into a TFDS ``GeneratorBasedBuilder`` with
+``file_format="array_record"``. Only one chunk of histories is in memory at a
+time: TFDS's in-memory shuffle buffer is capped at about one chunk (it spills
+to disk buckets beyond that) and record keys are spread over the bucket
+range, so records keep task order (record ``i`` of a split is its ``i``-th
+task) and are never gathered in memory.
+
+The dataset is built in a temporary sibling directory and renamed onto
+``out`` only when complete, with ``agentrl.json`` (metadata: env and
+overrides, source and settings, seed, task ids and split, agentrl version,
+and a size and SHA-256 per file) written last, so an interrupted run leaves
+nothing that opens as a dataset.
+
+Splits: for a finite task space (Dark Room goals) the env's task ids are
+split ``split_fraction`` / rest with ``seed`` and histories cycle over the
+*train* ids (one ``train`` split). For a continuous task space (bandits) the
+tasks are ``sample_params(fold_in(task_key, i))`` for ``i < num_tasks``, and
+the indices are split into ``train`` and ``test`` splits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import datetime
+import hashlib
+import io
+import json
+import os
+import shutil
+import types
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import agentrl
+from agentrl.data import features
+from agentrl.envs.tasks import TaskSplit, split_task_ids
+from agentrl.sources.registry import check_settings, generate, is_bandit
+
+METADATA_FILE = "agentrl.json"
+FORMAT_VERSION = 1
+BUILDER_NAME = "agentrl_history"
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskPlan:
+    """Which task each record holds: ``task_ids[split] [record]`` and the split."""
+
+    task_ids: dict[str, np.ndarray]
+    split: TaskSplit
+    finite: bool
+
+
+def env_identity(
+    env: Any, name: str | None, overrides: dict[str, Any] | None
+) -> tuple[str, dict[str, Any]]:
+    """``(registry name, constructor overrides)`` that rebuild ``env``.
+
+    Inferred when not given: the registered family whose class is
+    ``type(env)``, and the constructor arguments whose attribute on ``env``
+    differs from the default.
+    """
+    from agentrl.envs import registry
+
+    if name is None:
+        table = getattr(registry, "_REGISTRY", {})
+        matches = [n for n, f in table.items() if f is type(env)]
+        if not matches:
+            raise ValueError(
+                f"cannot tell the registered name of {env!r}; pass `env_name`"
+            )
+        name = matches[0]
+    if overrides is None:
+        overrides = {
+            k: getattr(env, k)
+            for k, default in registry.overrides_of(name).items()
+            if hasattr(env, k) and getattr(env, k) != default
+        }
+    return name, dict(overrides)
+
+
+def plan_tasks(env: Any, num_tasks: int, split_fraction: float, seed: int) -> TaskPlan:
+    """Task ids per split for ``num_tasks`` histories (see the module docstring)."""
+    if getattr(env, "num_tasks", None):
+        split = env.task_split(split_fraction, seed)
+        order = np.random.default_rng(seed).permutation(split.train)
+        ids = order[np.arange(num_tasks) % len(order)].astype(np.int32)
+        return TaskPlan({"train": ids}, split, True)
+    split = split_task_ids(num_tasks, split_fraction, seed)
+    return TaskPlan({"train": split.train, "test": split.test}, split, False)
+
+
+def task_params(env: Any, plan: TaskPlan, ids: np.ndarray, task_key: jax.Array):
+    """Params ``[task, ...]`` of task ``ids``."""
+    ids = jnp.asarray(ids, jnp.int32)
+    if plan.finite:
+        return jax.vmap(env.params_for_task)(ids)
+    keys = jax.vmap(lambda i: jax.random.fold_in(task_key, i))(ids)
+    return jax.vmap(env.sample_params)(keys)
+
+
+class _ResourceExhaustedError(OSError):
+    """Stand-in for ``tf.errors.ResourceExhaustedError`` (never raised here)."""
+
+
+#: Local-file stand-ins for the few ``tf`` calls TFDS's shuffle buckets make.
+_TF_FREE_GFILE = types.SimpleNamespace(
+    io=types.SimpleNamespace(
+        gfile=types.SimpleNamespace(GFile=open, exists=os.path.exists, remove=os.remove)
+    ),
+    errors=types.SimpleNamespace(ResourceExhaustedError=_ResourceExhaustedError),
+)
+
+
+@contextlib.contextmanager
+def _bounded_shuffle_buffer(num_bytes: int):
+    """Cap TFDS's in-memory example buffer; beyond it, spill to disk buckets.
+
+    TFDS's buckets write through ``tf.io.gfile``; they only ever see local
+    temporary files here, so plain ``open``/``os`` stand in and TensorFlow is
+    not needed. Both patches are undone on exit.
+    """
+    from tensorflow_datasets.core import shuffle
+
+    old = shuffle.MAX_MEM_BUFFER_SIZE, shuffle.tf
+    shuffle.MAX_MEM_BUFFER_SIZE = max(int(num_bytes), 1)
+    shuffle.tf = _TF_FREE_GFILE
+    try:
+        yield
+    finally:
+        shuffle.MAX_MEM_BUFFER_SIZE, shuffle.tf = old
+
+
+@contextlib.contextmanager
+def _quiet_tfds():
+    """Hide TFDS's own progress bars and "Downloading and preparing" banner."""
+    import tensorflow_datasets as tfds
+
+    tfds.disable_progress_bar()
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            yield
+    finally:
+        tfds.enable_progress_bar()
+
+
+def _builder_class():
+    import tensorflow_datasets as tfds
+
+    class AgentrlHistory(tfds.core.GeneratorBasedBuilder):
+        """Learning histories of agentrl sources (one record per task)."""
+
+        VERSION = tfds.core.Version("1.0.0")
+        RELEASE_NOTES = {"1.0.0": "Learning histories, one record per task."}
+
+        # No checksums/metadata files next to the code (and TFDS's lookup of
+        # them needs the `importlib_resources` backport).
+        @tfds.core.utils.classproperty
+        @classmethod
+        def code_path(cls):
+            return None
+
+        def __init__(self, *, feature_dict, splits, description, **kwargs):
+            self._feature_dict = feature_dict
+            self._split_examples = splits
+            self._description = description
+            super().__init__(file_format="array_record", **kwargs)
+
+        def _info(self) -> tfds.core.DatasetInfo:
+            return tfds.core.DatasetInfo(
+                builder=self,
+                description=self._description,
+                features=self._feature_dict,
+                disable_shuffling=True,
+                homepage="https://github.com/agentrl/agentrl",
+            )
+
+        def _split_generators(self, dl_manager):
+            return {
+                name: self._generate_examples(name) for name in self._split_examples
+            }
+
+        def _generate_examples(self, split):
+            yield from self._split_examples[split]()
+
+    return AgentrlHistory
+
+
+_BUILDER = None
+
+
+def _builder():
+    global _BUILDER
+    if _BUILDER is None:
+        _BUILDER = _builder_class()
+    return _BUILDER
+
+
+def file_checksums(directory: Path) -> dict[str, dict[str, Any]]:
+    """``{relative name: {"bytes", "sha256"}}`` of every file under ``directory``."""
+    out = {}
+    for path in sorted(p for p in directory.rglob("*") if p.is_file()):
+        name = path.relative_to(directory).as_posix()
+        if name == METADATA_FILE:
+            continue
+        out[name] = {"bytes": path.stat().st_size, "sha256": sha256(path)}
+    return out
+
+
+def sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def write_dataset(
+    out: str | Path,
+    env: Any,
+    source: str,
+    num_tasks: int,
+    num_episodes: int,
+    seed: int = 0,
+    *,
+    env_name: str | None = None,
+    env_overrides: dict[str, Any] | None = None,
+    settings: dict[str, Any] | None = None,
+    split_fraction: float = 0.8,
+    chunk_size: int = 1000,
+    overwrite: bool = False,
+    progress: Callable[[int], None] | None = None,
+) -> Path:
+    """Generate ``num_tasks`` histories of ``num_episodes`` episodes into ``out``.
+
+    ``progress(n)`` is called after each chunk of ``n`` tasks. Returns ``out``.
+    Raises ``ValueError`` (before any compile) on a bad source, setting, size
+    or an existing ``out`` without ``overwrite``.
+    """
+    settings = check_settings(source, env, dict(settings or {}))
+    for field, value in [("tasks", num_tasks), ("episodes", num_episodes)]:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"`{field}` must be an integer >= 1, got {value!r}")
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int):
+        raise ValueError(f"`chunk_size` must be an integer >= 1, got {chunk_size!r}")
+    if chunk_size < 1:
+        raise ValueError(f"`chunk_size` must be an integer >= 1, got {chunk_size!r}")
+    env_name, env_overrides = env_identity(env, env_name, env_overrides)
+    out = Path(out)
+    if out.exists() and not overwrite:
+        raise ValueError(f"`out` {out} already exists (pass overwrite=True)")
+    plan = plan_tasks(env, num_tasks, split_fraction, seed)
+    key_tasks, key_run = jax.random.split(jax.random.key(seed))
+    chunk_size = min(chunk_size, num_tasks)
+
+    def chunks(split: str) -> Iterator[Any]:
+        ids = plan.task_ids[split]
+        key_split = jax.random.fold_in(key_run, 0 if split == "train" else 1)
+        for c, start in enumerate(range(0, len(ids), chunk_size)):
+            chunk = ids[start : start + chunk_size]
+            padded = np.resize(chunk, chunk_size)  # same shape: no recompile
+            params = task_params(env, plan, padded, key_tasks)
+            history = generate(
+                source,
+                env,
+                params,
+                jax.random.fold_in(key_split, c),
+                num_episodes,
+                jnp.asarray(padded),
+                **settings,
+            )
+            n = len(chunk)
+            yield start, jax.tree.map(lambda x: x[:n], jax.device_get(history))
+
+    # The first chunk fixes the feature spec; it is written first, not redone.
+    pending = {"train": chunks("train")}
+    first = next(pending["train"])
+    example = next(features.history_records(first[1]))
+    record_bytes = sum(x.nbytes for x in jax.tree.leaves(example))
+    param_names = features.param_names(jax.tree.map(lambda x: x[0], first[1].params))
+    spread = (1 << 128) // max(len(v) for v in plan.task_ids.values())
+
+    def split_chunks(split: str) -> Iterator[Any]:
+        if split != "train":
+            yield from chunks(split)
+            return
+        nonlocal first
+        head, first = first, None
+        yield head
+        yield from pending.pop("train")
+
+    def examples(split: str) -> Callable[[], Iterator]:
+        def gen():
+            for start, history in split_chunks(split):
+                for i, record in enumerate(features.history_records(history)):
+                    yield (start + i) * spread, record
+                if progress is not None:
+                    progress(history.num_tasks)
+
+        return gen
+
+    tmp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex[:8]}"
+    try:
+        builder = _builder()(
+            feature_dict=features.feature_spec(example),
+            splits={s: examples(s) for s in plan.task_ids},
+            description=f"{source} on {env_name}",
+            data_dir=str(tmp),
+        )
+        with (
+            _bounded_shuffle_buffer(2 * record_bytes * chunk_size),
+            _quiet_tfds(),
+        ):
+            builder.download_and_prepare()
+        built = Path(builder.data_dir)
+        metadata = {
+            "format_version": FORMAT_VERSION,
+            "agentrl_version": agentrl.__version__,
+            "created": datetime.datetime.now(datetime.UTC).isoformat(
+                timespec="seconds"
+            ),
+            "env": {"name": env_name, "overrides": env_overrides},
+            "source": {"name": source, "settings": settings},
+            "seed": seed,
+            "num_tasks": num_tasks,
+            "num_episodes": num_episodes,
+            "horizon": env.horizon,
+            "num_steps": num_episodes * env.horizon,
+            "chunk_size": chunk_size,
+            "stateless_obs": is_bandit(env),
+            "has_optimal_action": "optimal_action" in example,
+            "param_names": param_names,
+            "task_space": "finite" if plan.finite else "continuous",
+            "task_ids": {k: [int(i) for i in v] for k, v in plan.task_ids.items()},
+            "split": plan.split.to_json(),
+            "files": file_checksums(built),
+        }
+        (built / METADATA_FILE).write_text(json.dumps(metadata, indent=1))
+        old = None
+        if out.exists():
+            old = out.parent / f".{out.name}.old-{uuid.uuid4().hex[:8]}"
+            out.rename(old)
+        built.rename(out)
+        if old is not None:
+            shutil.rmtree(old)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out

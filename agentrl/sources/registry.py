@@ -1,0 +1,359 @@
+"""One entry point for every source: ``generate(source_name, env, params, ...)``.
+
+>>> history = generate("q_learning", env, params, key, num_episodes=100)
+
+``params`` holds one task per leading index (leaves ``[task, ...]``); the
+result is a :class:`~agentrl.sources.history.History` with leaves ``[task,
+num_episodes * env.horizon, ...]``. Source names, settings and whether the
+source applies to the environment are checked before anything compiles, and
+a ``ValueError`` names the field and what is allowed.
+
+Sources (settings and defaults in :data:`SOURCES`):
+
+- ``ucb``, ``thompson``, ``epsilon_greedy``: bandits only;
+- ``random``: any environment;
+- ``q_learning``: ``Discrete`` observations and actions (dark grid worlds);
+- ``noisy_oracle`` (AD-ε) and ``dpt`` (random roll-in, oracle labels in
+  ``optimal_action``): discrete actions and an oracle;
+- ``ppo``: ``agentrl.sources.ppo.generate_ppo`` (imported on demand).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from agentrl.sources import bandits, tabular
+from agentrl.sources.agent import run_agent, run_agent_on_tasks
+from agentrl.sources.history import History
+
+
+def _space(env: Any, which: str) -> Any:
+    params = getattr(env, "default_params", None)
+    return getattr(env, which)(params)
+
+
+def is_bandit(env: Any) -> bool:
+    return getattr(env, "kind", None) == "bandit"
+
+
+def _discrete_actions(env: Any) -> bool:
+    return hasattr(_space(env, "action_space"), "n")
+
+
+def _need_bandit(env: Any) -> str | None:
+    return None if is_bandit(env) else "it needs a bandit environment"
+
+
+def _need_table(env: Any) -> str | None:
+    if not _discrete_actions(env):
+        return "it needs discrete actions"
+    if not hasattr(_space(env, "observation_space"), "n"):
+        return "it needs a Discrete observation space (a table of states)"
+    return None
+
+
+def _need_oracle(env: Any) -> str | None:
+    if not _discrete_actions(env):
+        return "it needs discrete actions"
+    if not getattr(env, "has_oracle", False):
+        return "it needs an environment with an oracle (optimal_action)"
+    return None
+
+
+def _always(env: Any) -> str | None:
+    return None
+
+
+@dataclasses.dataclass(frozen=True)
+class Source:
+    """A source: its settings' defaults and ``(low, high)`` bounds, and a builder."""
+
+    name: str
+    description: str
+    defaults: dict[str, Any]
+    bounds: dict[str, tuple[float, float]]
+    applies: Callable[[Any], str | None]
+    build: Callable[..., Any] | None  # (env, num_episodes, **settings) -> Agent
+
+
+def _thompson(env, num_episodes, posterior, noise_variance, prior_mean, prior_var):
+    if posterior == "auto":
+        posterior = "bernoulli" if type(env).__name__ == "BernoulliBandit" else "gauss"
+    if posterior == "bernoulli":
+        return bandits.BernoulliThompson(env.num_arms)
+    if noise_variance is None:
+        noise_variance = float(getattr(env, "noise_variance", 0.0)) or 1.0
+    return bandits.GaussianThompson(
+        env.num_arms, float(noise_variance), float(prior_mean), float(prior_var)
+    )
+
+
+def _q_learning(env, num_episodes, explore_fraction, **kw):
+    decay = max(1, round(explore_fraction * num_episodes))
+    kw = {k: float(v) for k, v in kw.items()}
+    return tabular.QLearning(
+        num_states=_space(env, "observation_space").n,
+        num_actions=env.num_actions,
+        decay_episodes=decay,
+        **kw,
+    )
+
+
+def _noisy_oracle(env, num_episodes, epsilon_end, decay_fraction):
+    decay = max(1, round(decay_fraction * num_episodes))
+    return tabular.NoisyOracle(env, decay, epsilon_end=float(epsilon_end))
+
+
+def _dpt(env, num_episodes, concentration):
+    if is_bandit(env):
+        return bandits.FixedPolicyBandit(env.num_arms, float(concentration))
+    return bandits.RandomAgent(env)
+
+
+_UNIT = (0.0, 1.0)
+SOURCES: dict[str, Source] = {
+    s.name: s
+    for s in [
+        Source(
+            "ucb",
+            "UCB1: mean + c * sqrt(2 ln t / n)",
+            {"c": 1.0},
+            {"c": (0.0, float("inf"))},
+            _need_bandit,
+            lambda env, n, c: bandits.UCB(env.num_arms, float(c)),
+        ),
+        Source(
+            "thompson",
+            "Thompson sampling, Beta (bernoulli) or normal (gauss) posteriors",
+            {
+                "posterior": "auto",
+                "noise_variance": None,
+                "prior_mean": 0.5,
+                "prior_var": 1.0,
+            },
+            {"noise_variance": (1e-9, float("inf")), "prior_var": (1e-9, 1e9)},
+            _need_bandit,
+            _thompson,
+        ),
+        Source(
+            "epsilon_greedy",
+            "empirical best arm, a uniform arm with probability epsilon",
+            {"epsilon": 0.1},
+            {"epsilon": _UNIT},
+            _need_bandit,
+            lambda env, n, epsilon: bandits.EpsilonGreedy(env.num_arms, epsilon),
+        ),
+        Source(
+            "random",
+            "uniform random actions",
+            {},
+            {},
+            _always,
+            lambda env, n: bandits.RandomAgent(env),
+        ),
+        Source(
+            "q_learning",
+            "tabular epsilon-greedy Q-learning across episodes",
+            {
+                "learning_rate": 0.8,
+                "discount": 0.9,
+                "epsilon_start": 1.0,
+                "epsilon_end": 0.01,
+                "explore_fraction": 0.5,
+                "initial_q": 1.0,
+            },
+            {
+                "learning_rate": (1e-9, 1.0),
+                "discount": _UNIT,
+                "epsilon_start": _UNIT,
+                "epsilon_end": _UNIT,
+                "explore_fraction": _UNIT,
+                "initial_q": (-1e9, 1e9),
+            },
+            _need_table,
+            _q_learning,
+        ),
+        Source(
+            "noisy_oracle",
+            "AD-eps: oracle with epsilon annealed 1 -> epsilon_end",
+            {"epsilon_end": 0.0, "decay_fraction": 0.9},
+            {"epsilon_end": _UNIT, "decay_fraction": _UNIT},
+            _need_oracle,
+            _noisy_oracle,
+        ),
+        Source(
+            "dpt",
+            "DPT: random roll-in (Dirichlet-mixed for bandits), oracle labels",
+            {"concentration": 1.0},
+            {"concentration": (1e-6, float("inf"))},
+            _need_oracle,
+            _dpt,
+        ),
+        Source("ppo", "PPO over the multi-episode trial", {}, {}, _always, None),
+    ]
+}
+_CHOICES = {"thompson": {"posterior": ("auto", "bernoulli", "gauss")}}
+
+
+def source_names() -> list[str]:
+    return list(SOURCES)
+
+
+def check_settings(source_name: str, env: Any, settings: dict[str, Any]) -> dict:
+    """Validate ``source_name`` for ``env`` and fill defaults; return the settings.
+
+    Raises ``ValueError`` naming the bad source, setting or value (nothing is
+    compiled). ``ppo`` settings are passed through to its own checks.
+    """
+    if source_name not in SOURCES:
+        raise ValueError(
+            f"unknown source {source_name!r}; choose from {', '.join(SOURCES)}"
+        )
+    spec = SOURCES[source_name]
+    env_name = getattr(env, "name", type(env).__name__)
+    reason = spec.applies(env)
+    if reason is not None:
+        raise ValueError(
+            f"source {source_name!r} does not apply to {env_name}: {reason}. "
+            f"Sources for {env_name}: {', '.join(applicable_sources(env))}"
+        )
+    if source_name == "ppo":
+        return dict(settings)
+    unknown = sorted(set(settings) - set(spec.defaults))
+    if unknown:
+        allowed = ", ".join(f"{k}={v!r}" for k, v in spec.defaults.items())
+        raise ValueError(
+            f"source {source_name!r}: unknown setting(s) {unknown}; "
+            f"allowed (defaults): {allowed or 'none'}"
+        )
+    merged = {**spec.defaults, **settings}
+    for field, value in settings.items():
+        if value is None and spec.defaults[field] is None:
+            continue  # resolved from the env (e.g. thompson's noise_variance)
+        choices = _CHOICES.get(source_name, {}).get(field)
+        if choices is not None:
+            if value not in choices:
+                raise ValueError(
+                    f"source {source_name!r}: `{field}` must be one of {choices}, "
+                    f"got {value!r}"
+                )
+            continue
+        low, high = spec.bounds.get(field, (-float("inf"), float("inf")))
+        ok = isinstance(value, int | float) and not isinstance(value, bool)
+        if not ok or not low <= value <= high:
+            raise ValueError(
+                f"source {source_name!r}: `{field}` must be a number in "
+                f"[{low}, {high}], got {value!r}"
+            )
+    return merged
+
+
+def applicable_sources(env: Any) -> list[str]:
+    """The sources that apply to ``env``."""
+    return [n for n, s in SOURCES.items() if s.applies(env) is None]
+
+
+def make_agent(source_name: str, env: Any, num_episodes: int, **settings) -> Any:
+    """The :class:`~agentrl.sources.agent.Agent` behind ``source_name``."""
+    settings = check_settings(source_name, env, settings)
+    if SOURCES[source_name].build is None:
+        raise ValueError(f"source {source_name!r} is not an Agent")
+    return SOURCES[source_name].build(env, num_episodes, **settings)
+
+
+#: Tasks run side by side inside the jit; larger task sets loop over blocks
+#: of this many (``lax.map``), which keeps per-task state (Q tables) in cache.
+TASK_BLOCK = 1024
+
+
+@partial(jax.jit, static_argnums=(0, 1, 4))
+def _run(env, agent, params, key, num_steps, task_id) -> History:
+    num_tasks = task_id.shape[0]
+    if num_tasks <= TASK_BLOCK:
+        history, _ = run_agent_on_tasks(env, agent, params, key, num_steps, task_id)
+        return history
+    # Same per-task keys as run_agent_on_tasks, so results do not depend on it.
+    keys = jax.random.split(key, num_tasks)
+
+    def one(args):
+        p, k, t = args
+        return run_agent(env, agent, p, k, num_steps, t)[0]
+
+    return jax.lax.map(one, (params, keys, task_id), batch_size=TASK_BLOCK)
+
+
+def _load_ppo() -> Callable[..., History]:
+    try:
+        module = importlib.import_module("agentrl.sources.ppo")
+    except ModuleNotFoundError as err:
+        if err.name != "agentrl.sources.ppo":
+            raise ValueError(f"source 'ppo' is not available: {err}") from err
+        raise ValueError(
+            "source 'ppo' is not available: agentrl/sources/ppo.py is missing"
+        ) from err
+    except ImportError as err:
+        raise ValueError(f"source 'ppo' is not available: {err}") from err
+    fn = getattr(module, "generate_ppo", None)
+    if fn is None:
+        raise ValueError(
+            "source 'ppo' is not available: agentrl.sources.ppo has no generate_ppo"
+        )
+    return fn
+
+
+def generate(
+    source_name: str,
+    env: Any,
+    params: Any,
+    key: jax.Array,
+    num_episodes: int,
+    task_id: jax.Array | None = None,
+    **settings: Any,
+) -> History:
+    """Run ``source_name`` on every task in ``params`` (one jit, vmapped).
+
+    Args:
+      source_name: one of :func:`source_names`.
+      env: the environment (its ``horizon`` sets the episode length).
+      params: env params with leaves ``[task, ...]``.
+      key: PRNG key.
+      num_episodes: episodes per history; histories have
+        ``num_episodes * env.horizon`` steps (more episodes where episodes
+        terminate early).
+      task_id: ``[task]`` int ids recorded in the history (default ``-1``).
+      **settings: the source's settings (see :data:`SOURCES`).
+
+    Returns:
+      :class:`History` with leaves ``[task, num_episodes * env.horizon, ...]``.
+    """
+    settings = check_settings(source_name, env, settings)
+    if isinstance(num_episodes, bool) or not isinstance(num_episodes, int):
+        raise ValueError(f"`num_episodes` must be an integer >= 1, got {num_episodes}")
+    if num_episodes < 1:
+        raise ValueError(f"`num_episodes` must be an integer >= 1, got {num_episodes}")
+    horizon = getattr(env, "horizon", None)
+    if not isinstance(horizon, int):
+        raise ValueError(f"env `horizon` must be a static int, got {horizon!r}")
+    leaves = jax.tree.leaves(params)
+    if not leaves or jnp.ndim(leaves[0]) < 1:
+        raise ValueError("`params` must have a leading task axis: leaves [task, ...]")
+    num_tasks = leaves[0].shape[0]
+    if task_id is None:
+        task_id = jnp.full((num_tasks,), -1, jnp.int32)
+    task_id = jnp.asarray(task_id, jnp.int32)
+    if task_id.shape != (num_tasks,):
+        raise ValueError(
+            f"`task_id` must have shape [{num_tasks}], got {task_id.shape}"
+        )
+    if source_name == "ppo":
+        history = _load_ppo()(env, params, key, num_episodes, **settings)
+        return history.replace(task_id=task_id)
+    agent = SOURCES[source_name].build(env, num_episodes, **settings)
+    return _run(env, agent, params, key, num_episodes * horizon, task_id)

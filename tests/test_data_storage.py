@@ -1,0 +1,189 @@
+"""TFDS ArrayRecord datasets: round trip, determinism, atomicity, tamper checks."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from agentrl import envs
+from agentrl.cli import main as cli_main
+from agentrl.data import DatasetIntegrityError, open_dataset, plan_tasks, write_dataset
+from agentrl.sources.registry import generate
+
+ENV_ARGS = {"size": 5, "horizon": 6}
+ENV = envs.make("darkroom", **ENV_ARGS)  # one object: jit caches by env identity
+
+
+def _write(path, seed=0, **kw):
+    env = ENV
+    kw = {"chunk_size": 8, **kw}
+    return write_dataset(
+        path,
+        env,
+        "q_learning",
+        20,
+        5,
+        seed,
+        env_name="darkroom",
+        env_overrides=ENV_ARGS,
+        **kw,
+    )
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    return _write(tmp_path_factory.mktemp("d") / "dr")
+
+
+def test_round_trip_matches_generate(dataset):
+    ds = open_dataset(dataset)
+    env = ENV
+    m = ds.metadata
+    assert m["env"] == {"name": "darkroom", "overrides": ENV_ARGS}
+    assert m["source"]["name"] == "q_learning"
+    assert m["source"]["settings"]["learning_rate"] == 0.8
+    assert m["seed"] == 0 and m["agentrl_version"]
+    assert set(m["split"]["train"]) | set(m["split"]["test"]) == set(range(25))
+    ids = ds.task_ids("train")
+    assert len(ids) == 20 and set(ids) <= set(m["split"]["train"])
+    h = ds.load_history("train")
+    assert h.obs.shape == (20, 30) and h.reward.dtype == np.float32
+    np.testing.assert_array_equal(h.task_id, ids)
+    np.testing.assert_array_equal(
+        h.params.goal, jax.vmap(env.params_for_task)(ids).goal
+    )
+    # record i is exactly the i-th history of the same chunked computation
+    key_run = jax.random.split(jax.random.key(0))[1]
+    params = jax.vmap(env.params_for_task)(jnp.asarray(ids[:8]))
+    key = jax.random.fold_in(jax.random.fold_in(key_run, 0), 0)
+    direct = generate("q_learning", env, params, key, 5, jnp.asarray(ids[:8]))
+    np.testing.assert_array_equal(h.action[:8], direct.action)
+    np.testing.assert_array_equal(h.obs[:8], direct.obs)
+    np.testing.assert_array_equal(h.optimal_action[:8], direct.optimal_action)
+
+
+def test_same_seed_identical_arrays(dataset, tmp_path):
+    again = open_dataset(_write(tmp_path / "again")).load_history("train")
+    other = open_dataset(_write(tmp_path / "other", seed=1)).load_history("train")
+    first = open_dataset(dataset).load_history("train")
+    for a, b in zip(jax.tree.leaves(first), jax.tree.leaves(again), strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(first.action, other.action)
+
+
+def test_continuous_tasks_get_train_and_test_splits(tmp_path):
+    env = envs.make("gaussian_bandit", horizon=20)
+    out = write_dataset(tmp_path / "b", env, "thompson", 10, 2, 3, chunk_size=4)
+    ds = open_dataset(out)
+    assert ds.splits == ["train", "test"]
+    assert ds.num_records("train") == 8 and ds.num_records("test") == 2
+    h = ds.load_history("test")
+    assert h.params.means.shape == (2, 5)
+    plan = plan_tasks(env, 10, 0.8, 3)
+    np.testing.assert_array_equal(h.task_id, plan.task_ids["test"])
+    assert ds.metadata["stateless_obs"] is True
+
+
+def test_interrupted_write_leaves_nothing(tmp_path):
+    def boom(n):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        _write(tmp_path / "x", progress=boom)
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(FileNotFoundError):
+        open_dataset(tmp_path / "x")
+
+
+def test_existing_out_needs_overwrite(dataset):
+    with pytest.raises(ValueError, match="already exists"):
+        _write(dataset)
+
+
+def _copy(src: Path, dst: Path) -> Path:
+    import shutil
+
+    shutil.copytree(src, dst)
+    return dst
+
+
+def test_truncated_or_tampered_files_fail_on_open(dataset, tmp_path):
+    shard = next(p.name for p in Path(dataset).iterdir() if "array_record" in p.name)
+    bad = _copy(dataset, tmp_path / "trunc")
+    data = (bad / shard).read_bytes()
+    (bad / shard).write_bytes(data[: len(data) // 2])
+    with pytest.raises(DatasetIntegrityError, match=f"{shard}: size"):
+        open_dataset(bad)
+    bad = _copy(dataset, tmp_path / "flip")
+    data = bytearray((bad / shard).read_bytes())
+    data[len(data) // 3] ^= 0xFF
+    (bad / shard).write_bytes(bytes(data))
+    open_dataset(bad, verify="size")  # same size: only the checksum sees it
+    with pytest.raises(DatasetIntegrityError, match=f"{shard}: SHA-256"):
+        open_dataset(bad)
+    bad = _copy(dataset, tmp_path / "nometa")
+    (bad / "agentrl.json").unlink()
+    with pytest.raises(DatasetIntegrityError, match="agentrl.json: missing"):
+        open_dataset(bad)
+    bad = _copy(dataset, tmp_path / "gone")
+    (bad / "features.json").unlink()
+    with pytest.raises(DatasetIntegrityError, match="features.json: missing"):
+        open_dataset(bad)
+
+
+def test_reading_does_not_import_tensorflow(dataset):
+    code = (
+        "import sys\n"
+        "from agentrl.data import open_dataset, ADSampler\n"
+        f"ds = open_dataset({str(dataset)!r})\n"
+        "h = ds.load_history('train')\n"
+        "b = ADSampler(ds, 4, num_episodes=2).batch(0)\n"
+        "assert h.obs.shape[0] == 20 and b['obs'].shape == (4, 12)\n"
+        "print('TF' if 'tensorflow' in sys.modules else 'NO-TF')\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip().endswith("NO-TF"), out.stdout + out.stderr
+
+
+def test_cli_generate_and_info(tmp_path, capsys):
+    out = tmp_path / "cli"
+    argv = [
+        "data",
+        "generate",
+        "--env",
+        "gaussian_bandit",
+        "--env-arg",
+        "horizon=10",
+        "--source",
+        "ucb",
+        "--source-arg",
+        "c=0.5",
+        "--tasks",
+        "6",
+        "--episodes",
+        "2",
+        "--seed",
+        "0",
+        "--out",
+        str(out),
+        "--chunk-size",
+        "4",
+    ]
+    assert cli_main(argv) == 0
+    meta = json.loads((out / "agentrl.json").read_text())
+    assert meta["env"]["overrides"] == {"horizon": 10}
+    assert meta["source"] == {"name": "ucb", "settings": {"c": 0.5}}
+    assert cli_main(["data", "info", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "gaussian_bandit" in text and "steps_per_history: 20" in text
+    bad = argv[:6] + ["--source", "q_learning"] + argv[8:]
+    bad[bad.index(str(out))] = str(tmp_path / "bad")
+    assert cli_main(bad) == 2
+    assert "does not apply to GaussianBandit" in capsys.readouterr().err

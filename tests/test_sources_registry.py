@@ -1,0 +1,105 @@
+"""The uniform source API: validation before compiling, shapes, determinism."""
+
+import sys
+import types
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from agentrl import envs
+from agentrl.sources import registry
+from agentrl.sources.history import History
+from agentrl.sources.registry import applicable_sources, generate, source_names
+
+
+@pytest.fixture(scope="module")
+def room():
+    env = envs.make("darkroom", size=5, horizon=8)
+    ids = jnp.arange(6)
+    return env, jax.vmap(env.params_for_task)(ids), ids
+
+
+def test_all_issue_sources_are_registered():
+    want = {"ucb", "thompson", "epsilon_greedy", "random", "q_learning", "ppo"}
+    assert want | {"noisy_oracle", "dpt"} <= set(source_names())
+    assert set(applicable_sources(envs.make("gaussian_bandit"))) >= {
+        "ucb",
+        "thompson",
+        "epsilon_greedy",
+        "random",
+        "dpt",
+    }
+    assert "ucb" not in applicable_sources(envs.make("darkroom"))
+    assert "q_learning" not in applicable_sources(envs.make("gaussian_bandit"))
+
+
+@pytest.mark.parametrize(
+    "source, settings, match",
+    [
+        ("nope", {}, "unknown source 'nope'; choose from ucb"),
+        ("ucb", {}, "does not apply to DarkRoom: it needs a bandit"),
+        ("q_learning", {"lr": 0.1}, r"unknown setting\(s\) \['lr'\].*learning_rate"),
+        ("q_learning", {"learning_rate": 2.0}, "`learning_rate` must be a number in"),
+        ("noisy_oracle", {"epsilon_end": "x"}, "`epsilon_end` must be a number"),
+    ],
+)
+def test_bad_input_fails_before_compiling(room, monkeypatch, source, settings, match):
+    env, params, ids = room
+    monkeypatch.setattr(registry, "_run", None)  # calling it would crash
+    with pytest.raises(ValueError, match=match):
+        generate(source, env, params, jax.random.key(0), 2, ids, **settings)
+
+
+def test_bad_sizes(room, monkeypatch):
+    env, params, ids = room
+    monkeypatch.setattr(registry, "_run", None)
+    with pytest.raises(ValueError, match="`num_episodes` must be an integer >= 1"):
+        generate("random", env, params, jax.random.key(0), 0)
+    with pytest.raises(ValueError, match=r"`task_id` must have shape \[6\]"):
+        generate("random", env, params, jax.random.key(0), 1, jnp.arange(3))
+    with pytest.raises(ValueError, match="leading task axis"):
+        generate("random", env, env.default_params, jax.random.key(0), 1)
+    bandit = envs.make("gaussian_bandit")
+    with pytest.raises(ValueError, match="`posterior` must be one of"):
+        generate("thompson", bandit, None, jax.random.key(0), 1, posterior="beta")
+
+
+@pytest.mark.parametrize("source", ["random", "q_learning", "noisy_oracle", "dpt"])
+def test_history_shapes_and_determinism(room, source):
+    env, params, ids = room
+    a = generate(source, env, params, jax.random.key(3), 4, ids)
+    b = generate(source, env, params, jax.random.key(3), 4, ids)
+    c = generate(source, env, params, jax.random.key(4), 4, ids)
+    assert isinstance(a, History)
+    assert a.obs.shape == (6, 4 * 8) and a.action.dtype == jnp.int32
+    assert a.optimal_action.shape == (6, 32)
+    np.testing.assert_array_equal(a.task_id, ids)
+    np.testing.assert_array_equal(a.episode[0], np.repeat(np.arange(4), 8))
+    assert int(a.truncated.sum()) == 6 * 4
+    for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True):
+        np.testing.assert_array_equal(x, y)
+    assert not np.array_equal(a.action, c.action)
+
+
+def test_ppo_dispatches_lazily(room, monkeypatch):
+    env, params, ids = room
+    calls = {}
+
+    def fake_generate_ppo(env, params, key, num_episodes, **settings):
+        calls["settings"] = settings
+        return generate("random", env, params, key, num_episodes)
+
+    module = types.ModuleType("agentrl.sources.ppo")
+    module.generate_ppo = fake_generate_ppo
+    monkeypatch.setitem(sys.modules, "agentrl.sources.ppo", module)
+    h = generate("ppo", env, params, jax.random.key(0), 2, ids, total_steps=10)
+    assert calls["settings"] == {"total_steps": 10}
+    np.testing.assert_array_equal(h.task_id, ids)  # ids recorded by the registry
+    monkeypatch.setitem(sys.modules, "agentrl.sources.ppo", types.ModuleType("x"))
+    with pytest.raises(ValueError, match="has no generate_ppo"):
+        generate("ppo", env, params, jax.random.key(0), 2, ids)
+    monkeypatch.setitem(sys.modules, "agentrl.sources.ppo", None)
+    with pytest.raises(ValueError, match="source 'ppo' is not available"):
+        generate("ppo", env, params, jax.random.key(0), 2, ids)
