@@ -139,3 +139,29 @@ def test_sharding_must_divide_batch(bandit):
     with pytest.raises(ValueError, match="divisible by the 4 devices"):
         ADSampler(bandit, 6, num_transitions=5, sharding=Fake())
     ADSampler(bandit, 6, num_transitions=5, sharding=data_sharding(mesh))
+
+
+def test_dpt_sampler_paired_rows_share_a_history(tmp_path):
+    from agentrl import envs
+    from agentrl.data import DPTSampler, open_dataset, write_dataset
+
+    env = envs.make("bernoulli_bandit", num_arms=3, horizon=12)
+    path = write_dataset(
+        tmp_path / "b",
+        env,
+        "dpt",
+        num_tasks=20,
+        num_episodes=1,
+        env_name="bernoulli_bandit",
+    )
+    sampler = DPTSampler(open_dataset(path), 8, 6, paired=True, seed=3)
+    batch = sampler.host_batch(0)
+    ids = batch["task_id"]
+    assert (ids[0::2] == ids[1::2]).all()
+    assert len(set(ids[0::2].tolist())) > 1
+    # The two rows of a pair are different segments of the same history.
+    assert not np.array_equal(
+        batch["context_action"][0::2], batch["context_action"][1::2]
+    )
+    with pytest.raises(ValueError, match="even"):
+        DPTSampler(open_dataset(path), 7, 6, paired=True)

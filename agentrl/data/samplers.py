@@ -13,8 +13,9 @@ consecutive whole episodes at a random episode boundary, or
     obs [B, T, ...], action [B, T, ...], reward [B, T], done [B, T],
     mask [B, T] (False on padding after short episodes), task_id [B]
 
-``paired=True`` draws ``B / 2`` tasks and two windows of each, in rows
-``2i, 2i + 1`` (for T2MIR's contrastive task loss).
+``paired=True`` (both samplers) draws ``B / 2`` tasks and two windows (or
+context sets) of each, in rows ``2i, 2i + 1`` (for T2MIR's contrastive task
+loss).
 
 :class:`DPTSampler` (DPT): a context of ``context_size`` consecutive
 transitions of one history, a query state from the same history and the
@@ -259,6 +260,7 @@ class DPTSampler(_Sampler):
         batch_size: int,
         context_size: int,
         *,
+        paired: bool = False,
         split: str = "train",
         seed: int = 0,
         sharding: Any = None,
@@ -277,7 +279,11 @@ class DPTSampler(_Sampler):
                 f"`context_size` must be an integer in [1, {usable}] (steps with a "
                 f"known successor per history), got {context_size!r}"
             )
-        self.context_size = context_size
+        if paired and batch_size % 2:
+            raise ValueError(
+                f"`batch_size` must be even with paired=True, got {batch_size}"
+            )
+        self.context_size, self.paired = context_size, paired
         super().__init__(dataset, batch_size, split, seed, sharding, cache_bytes)
 
     def _context_index(self, rng, done: np.ndarray) -> np.ndarray:
@@ -300,7 +306,10 @@ class DPTSampler(_Sampler):
 
     def host_batch(self, step: int) -> dict[str, Any]:
         rng = self.rng(step)
-        rows = rng.integers(0, self.num_records, self.batch_size)
+        if self.paired:  # rows 2i, 2i + 1: two contexts/queries of one history
+            rows = np.repeat(rng.integers(0, self.num_records, self.batch_size // 2), 2)
+        else:
+            rows = rng.integers(0, self.num_records, self.batch_size)
         query = rng.integers(0, self.num_steps, self.batch_size)
         data = self._fetch(rows)
         done = np.logical_or(data["terminated"], data["truncated"])
