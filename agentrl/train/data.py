@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import jax
 from tqdm.auto import tqdm
 
 from agentrl.data import ADSampler, DPTSampler, open_dataset, write_dataset
@@ -35,7 +36,8 @@ def prepare_dataset(
             )
         return dataset
     path = Path(run_dir) / "dataset"
-    if not path.exists():
+    lead = jax.process_index() == 0
+    if not path.exists() and lead:
         bar = tqdm(
             total=data.num_tasks, desc="histories", unit="task", disable=not progress
         )
@@ -55,6 +57,10 @@ def prepare_dataset(
             )
         finally:
             bar.close()
+    if jax.process_count() > 1:  # the other processes wait for process 0's write
+        from jax.experimental import multihost_utils
+
+        multihost_utils.sync_global_devices("agentrl dataset written")
     return open_dataset(path)
 
 

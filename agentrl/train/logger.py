@@ -25,12 +25,18 @@ class RunLogger:
         start_step: int = 0,
         progress: bool = True,
         tensorboard: bool = True,
+        enabled: bool = True,
     ):
         self.run_dir = Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        self._jsonl = open(self.run_dir / "metrics.jsonl", "a")  # noqa: SIM115
+        self.enabled = enabled
+        self._jsonl = (
+            open(self.run_dir / "metrics.jsonl", "a")  # noqa: SIM115
+            if enabled
+            else None
+        )
         self._tb = None
-        if tensorboard:
+        if tensorboard and enabled:
             from tensorboardX import SummaryWriter
 
             self._tb = SummaryWriter(str(self.run_dir / "tb"))
@@ -44,6 +50,8 @@ class RunLogger:
 
     def log(self, step: int, metrics: dict[str, Any]) -> None:
         values = {k: float(v) for k, v in metrics.items()}
+        if self._jsonl is None:
+            return
         self._jsonl.write(json.dumps({"step": step, **values}) + "\n")
         self._jsonl.flush()
         if self._tb is not None:
@@ -58,7 +66,8 @@ class RunLogger:
 
     def close(self) -> None:
         self._bar.close()
-        self._jsonl.close()
+        if self._jsonl is not None:
+            self._jsonl.close()
         if self._tb is not None:
             self._tb.close()
 

@@ -84,7 +84,8 @@ def fit(
     run_dir.mkdir(parents=True, exist_ok=True)
     dataset = prepare_dataset(full_config, env, run_dir, progress=progress)
     sampler = make_sampler(full_config, dataset, env)
-    _write_run_files(run_dir, full_config, dataset)
+    if jax.process_index() == 0:
+        _write_run_files(run_dir, full_config, dataset)
 
     graphdef, state = init_train_state(model, config.train, config.algo)
     state = parallel.replicate(state, mesh)
@@ -104,7 +105,17 @@ def fit(
     hparams = parallel.replicate(default_hparams(full_config), mesh)
     total = config.train.steps
     end = total if stop_at_step is None else min(total, stop_at_step)
-    logger = RunLogger(run_dir, total, start_step=start, progress=progress)
+    # One writer per run: process 0 logs; every process checkpoints (orbax
+    # coordinates multi-host saves).
+    lead = jax.process_index() == 0
+    logger = RunLogger(
+        run_dir,
+        total,
+        start_step=start,
+        progress=progress and lead,
+        tensorboard=lead,
+        enabled=lead,
+    )
     meta = {"config": configtools.to_dict(full_config), "sampler_position": None}
     try:
         for step in range(start, end):

@@ -19,6 +19,7 @@ import os
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
@@ -75,18 +76,42 @@ def check_batch_divisible(batch_size: int, mesh: Mesh) -> None:
 
 
 def shard_batch(batch: Any, mesh: Mesh) -> Any:
-    """Place a host batch (numpy leaves ``[batch, ...]``) across ``data``.
+    """Place the global host batch (numpy leaves ``[batch, ...]``) on ``data``.
 
-    On several hosts each process passes its own slice of the global batch.
+    Every process computes the same global batch (samplers are pure functions
+    of ``(seed, step)``); on several hosts each process contributes its own
+    contiguous slice of rows, so no data crosses the network.
     """
     sharding = data_sharding(mesh)
     if jax.process_count() == 1:
         return jax.device_put(batch, sharding)
-    return jax.tree.map(
-        lambda x: jax.make_array_from_process_local_data(sharding, np.asarray(x)),
-        batch,
-    )
+    count, index = jax.process_count(), jax.process_index()
+
+    def local(x):
+        x = np.asarray(x)
+        rows = x.shape[0] // count
+        part = x[index * rows : (index + 1) * rows]
+        return jax.make_array_from_process_local_data(sharding, part, x.shape)
+
+    return jax.tree.map(local, batch)
 
 
 def replicate(tree: Any, mesh: Mesh) -> Any:
-    return jax.device_put(tree, replicated(mesh))
+    """Copy every leaf to all devices of ``mesh`` (each process has the value)."""
+    sharding = replicated(mesh)
+    if jax.process_count() == 1:
+        return jax.device_put(tree, sharding)
+
+    def put(x):
+        if not isinstance(x, jax.Array | np.ndarray):
+            return x
+        is_key = jnp.issubdtype(x.dtype, jax.dtypes.prng_key)
+        data = np.asarray(jax.random.key_data(x) if is_key else x)
+        out = jax.make_array_from_callback(data.shape, sharding, lambda i: data[i])
+        return (
+            jax.random.wrap_key_data(out, impl=jax.random.key_impl(x))
+            if is_key
+            else out
+        )
+
+    return jax.tree.map(put, tree)
