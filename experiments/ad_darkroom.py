@@ -21,71 +21,56 @@ from agentrl.models import ModelConfig
 from agentrl.train.config import DataConfig, EvalConfig, ExperimentConfig, TrainConfig
 
 
-def smoke() -> ExperimentConfig:
+def _config(
+    context,
+    tasks,
+    episodes,
+    layers,
+    heads,
+    width,
+    dropout,
+    steps,
+    batch,
+    lr,
+    warmup,
+    log_every,
+    ckpt_every,
+    eval_tasks,
+    eval_episodes,
+):
     return ExperimentConfig(
         name="ad_darkroom",
         algo="ad",
         data=DataConfig(
-            env="darkroom", source="q_learning", num_tasks=16, num_episodes=40
-        ),
-        model=ModelConfig(num_layers=2, num_heads=2, d_model=32, d_ff=64, max_steps=40),
-        train=TrainConfig(
-            steps=60,
-            batch_size=8,
-            lr=1e-3,
-            warmup_steps=10,
-            context_episodes=2,
-            log_every=10,
-            checkpoint_every=30,
-        ),
-        eval=EvalConfig(num_tasks=8, num_episodes=6),
-    )
-
-
-def cpu() -> ExperimentConfig:
-    return ExperimentConfig(
-        name="ad_darkroom",
-        algo="ad",
-        data=DataConfig(
-            env="darkroom", source="q_learning", num_tasks=260, num_episodes=150
+            env="darkroom", source="q_learning", num_tasks=tasks, num_episodes=episodes
         ),
         model=ModelConfig(
-            num_layers=4, num_heads=4, d_model=64, d_ff=256, max_steps=80, dropout=0.1
+            num_layers=layers,
+            num_heads=heads,
+            d_model=width,
+            d_ff=4 * width,
+            max_steps=context * 20,
+            dropout=dropout,
         ),
         train=TrainConfig(
-            steps=4000,
-            batch_size=32,
-            lr=1e-3,
-            warmup_steps=200,
-            context_episodes=4,
-            log_every=50,
-            checkpoint_every=500,
+            steps=steps,
+            batch_size=batch,
+            lr=lr,
+            warmup_steps=warmup,
+            context_episodes=context,
+            log_every=log_every,
+            checkpoint_every=ckpt_every,
         ),
-        eval=EvalConfig(num_tasks=16, num_episodes=50),
+        eval=EvalConfig(num_tasks=eval_tasks, num_episodes=eval_episodes),
     )
 
 
-def full() -> ExperimentConfig:
-    return ExperimentConfig(
-        name="ad_darkroom",
-        algo="ad",
-        data=DataConfig(
-            env="darkroom", source="q_learning", num_tasks=65 * 100, num_episodes=1000
-        ),
-        model=ModelConfig(
-            num_layers=4, num_heads=8, d_model=512, d_ff=2048, max_steps=80, dropout=0.1
-        ),
-        train=TrainConfig(
-            steps=300_000,
-            batch_size=512,
-            lr=3e-4,
-            warmup_steps=10_000,
-            context_episodes=4,
-            log_every=100,
-            checkpoint_every=5000,
-        ),
-        eval=EvalConfig(num_tasks=16, num_episodes=100),
-    )
-
-
-PRESETS = {"smoke": smoke, "cpu": cpu, "full": full}
+PRESETS = {
+    "smoke": lambda: _config(2, 16, 40, 2, 2, 32, 0.0, 60, 8, 1e-3, 10, 10, 30, 8, 6),
+    "cpu": lambda: _config(
+        4, 260, 150, 4, 4, 64, 0.1, 4000, 32, 1e-3, 200, 50, 500, 16, 50
+    ),
+    "full": lambda: _config(
+        4, 6500, 1000, 4, 8, 512, 0.1, 300_000, 512, 3e-4, 10_000, 100, 5000, 16, 100
+    ),
+}
