@@ -1,0 +1,196 @@
+"""Static configuration of a decision model (frozen dataclass, validated early).
+
+Positional scheme (fixed, not a field): rotary embeddings (RoPE) on queries
+and keys, indexed by token position, plus a *sliding attention window* of
+``max_steps`` steps (``max_steps * tokens_per_step`` tokens). Attention then
+depends only on relative distances inside the window, so
+
+- the full forward pass over a sequence longer than ``max_steps`` and the
+  rolling KV cache (oldest steps drop out) compute exactly the same thing;
+- an AD evaluation that rolls a window over hundreds of episodes never shows
+  the model a relative distance it did not see in training (a window equal to
+  the training context), unlike learned absolute positions, which would need
+  re-basing and break cached/uncached equality.
+
+Cached keys are stored already rotated at their absolute token position;
+angles are ``position * inv_freq`` in float32 (angle error ~1e-3 rad after
+1e5 tokens: harmless, and identical in the cached and uncached paths).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+OBS_KINDS = ("discrete", "continuous")
+ACTION_KINDS = ("discrete", "continuous")
+TOKEN_LAYOUTS = ("step", "sar", "transition")
+HEADS = ("categorical", "gaussian", "mse")
+TASK_ROUTINGS = ("token", "sequence")
+MOE_DISPATCHES = ("sorted", "dense")
+
+TOKENS_PER_STEP = {"step": 1, "sar": 3, "transition": 1}
+
+
+def _choice(name: str, value, allowed: tuple) -> None:
+    if value not in allowed:
+        raise ValueError(f"ModelConfig.{name} must be one of {allowed}, got {value!r}")
+
+
+def _positive(name: str, value, minimum: int = 1) -> None:
+    if not isinstance(value, int) or value < minimum:
+        raise ValueError(
+            f"ModelConfig.{name} must be an int >= {minimum}, got {value!r}"
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelConfig:
+    """Everything that sets the shapes of a :class:`DecisionModel`.
+
+    Attributes:
+      obs_kind: ``"discrete"`` (scalar int32 in ``[0, obs_size)``) or
+        ``"continuous"`` (float vector ``[obs_size]``).
+      obs_size: number of observation categories, or vector dimension.
+      action_kind: ``"discrete"`` or ``"continuous"``.
+      action_size: number of actions, or action dimension.
+      num_layers, num_heads, d_model, d_ff: transformer shape (pre-norm).
+      dropout: residual and embedding dropout rate (training only).
+      max_steps: attention window in *steps* (also the default cache size).
+      token_layout: ``"step"``: one token per step embedding ``obs_t``,
+        ``a_{t-1}``, ``r_{t-1}``; ``"sar"``: three tokens per step ``obs_t``,
+        ``a_t``, ``r_t`` (prediction read at the obs token); ``"transition"``:
+        DPT, a query token then one token per context transition
+        ``(s, a, r, s')`` (use ``predict_query``/``decode_transition``).
+      head: ``"categorical"`` (discrete actions), ``"gaussian"`` or ``"mse"``
+        (continuous actions).
+      moe_layers: indices of layers whose FFN is T2MIR's token+task MoE.
+      token_experts, token_top_k, token_noise: token-wise MoE (noisy gating
+        with learned softplus noise, training only).
+      task_experts, task_top_k: task-wise MoE (no noise).
+      task_routing: ``"token"`` routes each token on its hidden state;
+        ``"sequence"`` routes on the causal running mean of the hidden states
+        inside the attention window (at the last token: the sequence mean).
+      expert_ff: hidden width of each expert (default ``d_ff // 2``).
+      router_hidden: hidden width of the gates Linear->tanh->Linear
+        (default ``d_model``).
+      moe_dispatch: ``"sorted"`` (sort token-expert pairs by expert, ragged
+        matmul: only top-k FLOPs) or ``"dense"`` (every expert on every
+        token, gates zero elsewhere). Both exact; no token is dropped.
+      balance_weight: weight ``w`` of ``w * (CV^2(importance) + CV^2(load))``
+        (``aux["balance_loss"]`` is already weighted).
+      contrastive_weight: weight the algorithm applies to ``contrastive_loss``
+        (not applied inside the model).
+      rope_base: RoPE frequency base.
+    """
+
+    obs_kind: str = "discrete"
+    obs_size: int = 25
+    action_kind: str = "discrete"
+    action_size: int = 5
+    num_layers: int = 4
+    num_heads: int = 8
+    d_model: int = 128
+    d_ff: int = 512
+    dropout: float = 0.0
+    max_steps: int = 256
+    token_layout: str = "step"
+    head: str = "categorical"
+    moe_layers: tuple[int, ...] = ()
+    token_experts: int = 6
+    token_top_k: int = 2
+    token_noise: bool = True
+    task_experts: int = 8
+    task_top_k: int = 2
+    task_routing: str = "token"
+    expert_ff: int | None = None
+    router_hidden: int | None = None
+    moe_dispatch: str = "sorted"
+    balance_weight: float = 0.1
+    contrastive_weight: float = 0.01
+    rope_base: float = 10000.0
+
+    def __post_init__(self):
+        _choice("obs_kind", self.obs_kind, OBS_KINDS)
+        _choice("action_kind", self.action_kind, ACTION_KINDS)
+        _choice("token_layout", self.token_layout, TOKEN_LAYOUTS)
+        _choice("head", self.head, HEADS)
+        _choice("task_routing", self.task_routing, TASK_ROUTINGS)
+        _choice("moe_dispatch", self.moe_dispatch, MOE_DISPATCHES)
+        for name in ("obs_size", "action_size", "num_layers", "num_heads"):
+            _positive(name, getattr(self, name))
+        for name in ("d_model", "d_ff", "max_steps"):
+            _positive(name, getattr(self, name))
+        if self.d_model % (2 * self.num_heads):
+            raise ValueError(
+                "ModelConfig.d_model must be a multiple of 2 * num_heads (even "
+                f"head size for RoPE), got d_model={self.d_model}, "
+                f"num_heads={self.num_heads}"
+            )
+        if self.action_kind == "discrete" and self.head != "categorical":
+            raise ValueError(
+                "ModelConfig.head must be 'categorical' for discrete actions, "
+                f"got {self.head!r}"
+            )
+        if self.action_kind == "continuous" and self.head == "categorical":
+            raise ValueError(
+                "ModelConfig.head must be one of ('gaussian', 'mse') for "
+                f"continuous actions, got {self.head!r}"
+            )
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(
+                f"ModelConfig.dropout must be in [0, 1), got {self.dropout}"
+            )
+        if not isinstance(self.moe_layers, tuple):
+            raise ValueError(
+                "ModelConfig.moe_layers must be a tuple of ints, got "
+                f"{self.moe_layers!r}"
+            )
+        for i in self.moe_layers:
+            if not isinstance(i, int) or not 0 <= i < self.num_layers:
+                raise ValueError(
+                    f"ModelConfig.moe_layers entries must be in [0, {self.num_layers})"
+                    f", got {self.moe_layers!r}"
+                )
+        if self.moe_layers:
+            if self.d_model % 2:
+                raise ValueError("ModelConfig.d_model must be even with MoE layers")
+            for e, k in (
+                ("token_experts", "token_top_k"),
+                ("task_experts", "task_top_k"),
+            ):
+                _positive(e, getattr(self, e))
+                _positive(k, getattr(self, k))
+                if getattr(self, k) > getattr(self, e):
+                    raise ValueError(
+                        f"ModelConfig.{k} must be <= {e}={getattr(self, e)}, "
+                        f"got {getattr(self, k)}"
+                    )
+            if self.expert_ff is not None:
+                _positive("expert_ff", self.expert_ff)
+            if self.router_hidden is not None:
+                _positive("router_hidden", self.router_hidden)
+
+    @property
+    def tokens_per_step(self) -> int:
+        return TOKENS_PER_STEP[self.token_layout]
+
+    @property
+    def window_tokens(self) -> int:
+        """Attention window in tokens: ``max_steps * tokens_per_step``."""
+        return self.max_steps * self.tokens_per_step
+
+    @property
+    def head_dim(self) -> int:
+        return self.d_model // self.num_heads
+
+    @property
+    def expert_hidden(self) -> int:
+        return self.expert_ff if self.expert_ff is not None else self.d_ff // 2
+
+    @property
+    def gate_hidden(self) -> int:
+        return self.router_hidden if self.router_hidden is not None else self.d_model
+
+    @property
+    def has_moe(self) -> bool:
+        return bool(self.moe_layers)

@@ -1,0 +1,99 @@
+"""Token embedding of transitions for the "step", "sar" and "transition" layouts.
+
+Inputs are aligned per step: ``obs [B, T, ...]`` (``[B, T]`` int32 for
+discrete observations, ``[B, T, obs_size]`` float for vectors), ``action
+[B, T]`` int32 or ``[B, T, action_size]``, ``reward [B, T]`` float.
+
+- "step": token ``t`` = emb(obs_t) + emb(a_{t-1}) + emb(r_{t-1}); at the very
+  first step (``t = 0``) a learned start vector replaces the last two.
+- "sar": tokens ``obs_t, a_t, r_t`` (plus a learned type vector each),
+  interleaved to ``[B, 3T, d]``; the action at ``t`` is read at ``obs_t``.
+- "transition" (DPT): a query token emb(query_obs) and context tokens
+  emb(s) + emb(a) + emb(r) + emb'(s'), each with a type vector.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+
+def _encoder(kind: str, size: int, d: int, rngs) -> nnx.Module:
+    if kind == "discrete":
+        return nnx.Embed(size, d, rngs=rngs)
+    return nnx.Linear(size, d, rngs=rngs)
+
+
+class TokenEmbedding(nnx.Module):
+    """Embeds observations, actions and rewards into ``d_model`` tokens."""
+
+    def __init__(self, config, *, rngs):
+        c = config
+        d = c.d_model
+        self.layout = c.token_layout
+        self.obs_kind = c.obs_kind
+        self.action_kind = c.action_kind
+        self.obs = _encoder(c.obs_kind, c.obs_size, d, rngs)
+        self.action = _encoder(c.action_kind, c.action_size, d, rngs)
+        self.reward = nnx.Linear(1, d, rngs=rngs)
+        small = nnx.initializers.normal(0.02)
+        if c.token_layout == "step":
+            self.start = nnx.Param(small(rngs.params(), (d,)))
+        elif c.token_layout == "sar":
+            self.kind = nnx.Param(small(rngs.params(), (3, d)))
+        else:
+            self.next_obs = _encoder(c.obs_kind, c.obs_size, d, rngs)
+            self.kind = nnx.Param(small(rngs.params(), (2, d)))
+
+    def _obs(self, obs):
+        return self.obs(obs.astype(jnp.int32) if self.obs_kind == "discrete" else obs)
+
+    def _act(self, act):
+        if self.action_kind == "discrete":
+            return self.action(act.astype(jnp.int32))
+        return self.action(act)
+
+    def _rew(self, rew):
+        return self.reward(rew.astype(jnp.float32)[..., None])
+
+    # -- full sequences --------------------------------------------------------
+    def steps(self, obs, action, reward) -> jax.Array:
+        """Aligned ``[B, T, ...]`` inputs -> tokens ``[B, T * tokens_per_step, d]``."""
+        o = self._obs(obs)
+        if self.layout == "step":
+            prev = self._act(action[:, :-1]) + self._rew(reward[:, :-1])
+            start = jnp.broadcast_to(self.start[...], prev[:, :1].shape)
+            return o + jnp.concatenate([start, prev], axis=1)
+        kind = self.kind[...]
+        toks = [o + kind[0], self._act(action) + kind[1], self._rew(reward) + kind[2]]
+        b, t, d = o.shape
+        return jnp.stack(toks, axis=2).reshape(b, 3 * t, d)
+
+    def query(self, query_obs) -> jax.Array:
+        """``[B, ...]`` -> query token ``[B, 1, d]`` (transition layout)."""
+        return (self._obs(query_obs) + self.kind[...][0])[:, None]
+
+    def transitions(self, obs, action, reward, next_obs) -> jax.Array:
+        """Context ``[B, N, ...]`` -> transition tokens ``[B, N, d]``."""
+        nxt = self.next_obs(
+            next_obs.astype(jnp.int32) if self.obs_kind == "discrete" else next_obs
+        )
+        e = self._obs(obs) + self._act(action) + self._rew(reward) + nxt
+        return e + self.kind[...][1]
+
+    # -- one decoding step -----------------------------------------------------
+    def decode_step(self, obs, prev_action, prev_reward, step: jax.Array):
+        """One step's chunk ``[B, C, d]`` (C = 1 "step", 3 "sar": a, r, obs).
+
+        ``obs [B, ...]``, ``prev_action [B, ...]``, ``prev_reward [B]``;
+        ``step`` is the int32 step index (previous action ignored at 0).
+        """
+        o = self._obs(obs)
+        a = self._act(prev_action)
+        r = self._rew(prev_reward)
+        if self.layout == "step":
+            prev = jnp.where(step == 0, self.start[...], a + r)
+            return (o + prev)[:, None]
+        kind = self.kind[...]
+        return jnp.stack([a + kind[1], r + kind[2], o + kind[0]], axis=1)

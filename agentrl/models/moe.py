@@ -1,0 +1,219 @@
+"""T2MIR mixture-of-experts feed-forward: token-wise and task-wise MoE in parallel.
+
+- Router: gate logits ``Linear -> tanh -> Linear``; optional noisy gating
+  (Shazeer et al. 2017): ``noisy = clean + N(0, 1) * (softplus(x W_noise) +
+  1e-2)`` in training only; top-k of the (noisy) logits, softmax over those k.
+- Load balancing (token-wise MoE): ``CV^2(importance) + CV^2(load)`` with
+  importance = summed gates per expert and load = expected number of tokens
+  per expert (the smooth normal-CDF estimator when noisy, else the count).
+- Experts: ``E`` independent GELU FFNs ``d -> h -> d_out``. Dispatch is
+  "sorted" (sort token-expert pairs by expert, gather, ``jax.lax.ragged_dot``,
+  scatter-add back: top-k FLOPs only, no capacity, no dropped token) or
+  "dense" (all experts on all tokens, weighted by gates that are zero outside
+  the top-k). Both are exact; ``benchmarks/model_throughput.py`` compares them.
+- :class:`T2MIRFeedForward`: token MoE (``d -> d/2``) and task MoE
+  (``d -> d/2``) side by side, outputs concatenated to ``d``.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+NOISE_EPS = 1e-2
+
+
+def _value(v):
+    return v[...] if isinstance(v, nnx.Variable) else v
+
+
+def router_logits(params, x: jax.Array) -> jax.Array:
+    """Clean gate logits ``[..., E]`` from router params (mapping with
+    ``w1 [d, h], b1 [h], w2 [h, E], b2 [E]``: a :class:`Router`'s
+    ``nnx.state(router, nnx.Param)``, or a dict of arrays) and ``x [..., d]``."""
+    w1, b1, w2, b2 = (_value(params[k]) for k in ("w1", "b1", "w2", "b2"))
+    return jnp.tanh(x @ w1 + b1) @ w2 + b2
+
+
+def top_k_gates(logits: jax.Array, k: int) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """Softmax over the top-k logits.
+
+    ``logits [N, E]`` -> ``gates [N, E]`` (zero outside the top-k, rows sum to
+    one), ``idx [N, k]`` (chosen experts, largest first), ``w [N, k]``.
+    """
+    vals, idx = jax.lax.top_k(logits, k)
+    w = jax.nn.softmax(vals, axis=-1)
+    gates = jnp.zeros_like(logits).at[jnp.arange(logits.shape[0])[:, None], idx].set(w)
+    return gates, idx, w
+
+
+def cv_squared(x: jax.Array) -> jax.Array:
+    """Squared coefficient of variation ``var / mean^2`` (0 for one entry)."""
+    if x.shape[-1] <= 1:
+        return jnp.zeros((), x.dtype)
+    return jnp.var(x) / (jnp.mean(x) ** 2 + 1e-10)
+
+
+def balance_loss(gates: jax.Array, load: jax.Array) -> jax.Array:
+    """Unweighted ``CV^2(importance) + CV^2(load)``; ``gates [N, E]``, ``load [E]``."""
+    return cv_squared(gates.sum(0)) + cv_squared(load)
+
+
+def _prob_in_top_k(clean, noisy, std, k):
+    """Probability that each expert stays in the top-k under fresh noise."""
+    top = jax.lax.top_k(noisy, k + 1)[0]
+    thr_in = top[:, k : k + 1]  # the (k+1)-th value: bar to stay in
+    thr_out = top[:, k - 1 : k]  # the k-th value: bar to get in
+    is_in = noisy > thr_in
+    p_in = jax.scipy.stats.norm.cdf((clean - thr_in) / std)
+    p_out = jax.scipy.stats.norm.cdf((clean - thr_out) / std)
+    return jnp.where(is_in, p_in, p_out)
+
+
+class Router(nnx.Module):
+    """Gate ``Linear -> tanh -> Linear`` with optional learned noise."""
+
+    def __init__(self, d_in: int, num_experts: int, hidden: int, noisy: bool, *, rngs):
+        init = nnx.initializers.lecun_normal()
+        self.w1 = nnx.Param(init(rngs.params(), (d_in, hidden)))
+        self.b1 = nnx.Param(jnp.zeros((hidden,)))
+        self.w2 = nnx.Param(init(rngs.params(), (hidden, num_experts)))
+        self.b2 = nnx.Param(jnp.zeros((num_experts,)))
+        self.noisy = noisy
+        if noisy:
+            self.w_noise = nnx.Param(jnp.zeros((d_in, num_experts)))
+            self.noise_rng = rngs["noise"].fork()
+
+    def __call__(self, x: jax.Array) -> jax.Array:
+        """Clean logits ``[..., E]`` for ``x [..., d]``."""
+        return router_logits({k: getattr(self, k) for k in ("w1", "b1", "w2", "b2")}, x)
+
+    def route(self, x: jax.Array, k: int, deterministic: bool):
+        """``x [N, d]`` -> ``(gates [N,E], idx [N,k], w [N,k], load [E], logits)``."""
+        clean = self(x)
+        if self.noisy and not deterministic:
+            std = jax.nn.softplus(x @ self.w_noise[...]) + NOISE_EPS
+            noisy = clean + jax.random.normal(self.noise_rng(), clean.shape) * std
+            gates, idx, w = top_k_gates(noisy, k)
+            if k < clean.shape[-1]:
+                load = _prob_in_top_k(clean, noisy, std, k).sum(0)
+            else:
+                load = (gates > 0).sum(0).astype(clean.dtype)
+        else:
+            gates, idx, w = top_k_gates(clean, k)
+            load = (gates > 0).sum(0).astype(clean.dtype)
+        return gates, idx, w, load, clean
+
+
+class Experts(nnx.Module):
+    """``E`` GELU feed-forward experts ``d_in -> hidden -> d_out``."""
+
+    def __init__(self, num_experts: int, d_in: int, hidden: int, d_out: int, *, rngs):
+        init = nnx.initializers.lecun_normal(in_axis=-2, out_axis=-1, batch_axis=0)
+        self.w1 = nnx.Param(init(rngs.params(), (num_experts, d_in, hidden)))
+        self.b1 = nnx.Param(jnp.zeros((num_experts, hidden)))
+        self.w2 = nnx.Param(init(rngs.params(), (num_experts, hidden, d_out)))
+        self.b2 = nnx.Param(jnp.zeros((num_experts, d_out)))
+
+    def dense(self, x: jax.Array, gates: jax.Array) -> jax.Array:
+        """Every expert on every token: ``x [N, d]``, ``gates [N, E]`` -> ``[N, o]``."""
+        h = jax.nn.gelu(jnp.einsum("nd,edh->neh", x, self.w1[...]) + self.b1[...])
+        y = jnp.einsum("neh,eho->neo", h, self.w2[...]) + self.b2[...]
+        return jnp.einsum("ne,neo->no", gates, y)
+
+    def sorted(self, x: jax.Array, idx: jax.Array, w: jax.Array) -> jax.Array:
+        """Top-k only: ``x [N, d]``, ``idx, w [N, k]`` -> ``[N, o]`` (ragged_dot)."""
+        n, k = idx.shape
+        num_experts = self.w1[...].shape[0]
+        flat = idx.reshape(-1)
+        order = jnp.argsort(flat, stable=True)
+        tok = order // k
+        expert = flat[order]
+        sizes = jnp.bincount(flat, length=num_experts).astype(jnp.int32)
+        h = jax.lax.ragged_dot(x[tok], self.w1[...], sizes) + self.b1[...][expert]
+        y = jax.lax.ragged_dot(jax.nn.gelu(h), self.w2[...], sizes)
+        y = (y + self.b2[...][expert]) * w.reshape(-1)[order][:, None]
+        return jnp.zeros((n, y.shape[-1]), y.dtype).at[tok].add(y)
+
+
+class MoE(nnx.Module):
+    """One routed mixture ``d -> d_out`` (router + experts)."""
+
+    def __init__(
+        self,
+        d_in: int,
+        d_out: int,
+        hidden: int,
+        num_experts: int,
+        top_k: int,
+        gate_hidden: int,
+        noisy: bool,
+        dispatch: str,
+        *,
+        rngs,
+    ):
+        self.top_k = top_k
+        self.dispatch = dispatch
+        self.router = Router(d_in, num_experts, gate_hidden, noisy, rngs=rngs)
+        self.experts = Experts(num_experts, d_in, hidden, d_out, rngs=rngs)
+
+    def __call__(self, x: jax.Array, route_in: jax.Array, deterministic: bool):
+        """``x, route_in [N, d]`` -> ``(y [N, o], gates [N, E], load [E], logits)``."""
+        gates, idx, w, load, logits = self.router.route(
+            route_in, self.top_k, deterministic
+        )
+        if self.dispatch == "dense":
+            y = self.experts.dense(x, gates)
+        else:
+            y = self.experts.sorted(x, idx, w)
+        return y, gates, load, logits
+
+
+class T2MIRFeedForward(nnx.Module):
+    """Token-wise MoE and task-wise MoE in parallel, each half the width."""
+
+    def __init__(self, config, *, rngs):
+        c = config
+        half = c.d_model // 2
+        common = dict(d_in=c.d_model, d_out=half, hidden=c.expert_hidden)
+        self.token_moe = MoE(
+            **common,
+            num_experts=c.token_experts,
+            top_k=c.token_top_k,
+            gate_hidden=c.gate_hidden,
+            noisy=c.token_noise,
+            dispatch=c.moe_dispatch,
+            rngs=rngs,
+        )
+        self.task_moe = MoE(
+            **common,
+            num_experts=c.task_experts,
+            top_k=c.task_top_k,
+            gate_hidden=c.gate_hidden,
+            noisy=False,
+            dispatch=c.moe_dispatch,
+            rngs=rngs,
+        )
+
+    def __call__(self, h: jax.Array, task_in: jax.Array, deterministic: bool):
+        """``h [B, T, d]`` (FFN input), ``task_in [B, T, d]`` (task-router input).
+
+        Returns ``(y [B, T, d], aux)``; aux: ``balance_loss`` (unweighted,
+        token MoE), ``task_router_logits [B, E]`` (mean over T),
+        ``task_router_input [B, T, d]``, ``token_gates [B, T, E_tok]``,
+        ``task_gates [B, T, E_task]``.
+        """
+        b, t, d = h.shape
+        flat = h.reshape(b * t, d)
+        y_tok, g_tok, load, _ = self.token_moe(flat, flat, deterministic)
+        y_task, g_task, _, logits = self.task_moe(flat, task_in.reshape(b * t, d), True)
+        y = jnp.concatenate([y_tok, y_task], axis=-1).reshape(b, t, d)
+        aux = {
+            "balance_loss": balance_loss(g_tok, load),
+            "task_router_logits": logits.reshape(b, t, -1).mean(1),
+            "task_router_input": task_in,
+            "token_gates": g_tok.reshape(b, t, -1),
+            "task_gates": g_task.reshape(b, t, -1),
+        }
+        return y, aux

@@ -1,0 +1,325 @@
+"""The decision model: a pre-norm causal transformer with KV-cache decoding.
+
+``DecisionModel`` embeds transitions (see ``embedding.py``), runs
+``num_layers`` blocks (attention with RoPE and a sliding window of
+``max_steps`` steps; FFN or T2MIR MoE in ``moe_layers``) and reads actions
+with a head. Three entry points share the weights:
+
+- ``model(obs, action, reward)``: AD / DT style, prediction for every step;
+- ``model.predict_query(query_obs, ctx_...)``: DPT, prediction for the query
+  from every context prefix;
+- ``init_cache`` + ``decode`` (or ``decode_query`` + ``decode_transition``):
+  one step at a time with a rolling KV cache, equal to the full pass.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+from agentrl.models.attention import (
+    CausalSelfAttention,
+    KVCache,
+    window_mean,
+    window_mean_decode,
+)
+from agentrl.models.config import ModelConfig
+from agentrl.models.embedding import TokenEmbedding
+from agentrl.models.heads import ActionHead, ModelOutput
+from agentrl.models.moe import T2MIRFeedForward
+
+
+class MLP(nnx.Module):
+    """Dense GELU feed-forward ``d -> d_ff -> d``."""
+
+    def __init__(self, d_model: int, d_ff: int, *, rngs):
+        self.fc1 = nnx.Linear(d_model, d_ff, rngs=rngs)
+        self.fc2 = nnx.Linear(d_ff, d_model, rngs=rngs)
+
+    def __call__(self, h: jax.Array) -> jax.Array:
+        return self.fc2(jax.nn.gelu(self.fc1(h)))
+
+
+class Block(nnx.Module):
+    """Pre-norm block: ``x + attn(ln(x))``, then ``x + ffn(ln(x))``."""
+
+    def __init__(self, config: ModelConfig, moe: bool, *, rngs):
+        c = config
+        self.moe = moe
+        self.sequence_routing = moe and c.task_routing == "sequence"
+        self.ln1 = nnx.LayerNorm(c.d_model, rngs=rngs)
+        self.attn = CausalSelfAttention(c.d_model, c.num_heads, c.rope_base, rngs=rngs)
+        self.ln2 = nnx.LayerNorm(c.d_model, rngs=rngs)
+        if moe:
+            self.ffn = T2MIRFeedForward(c, rngs=rngs)
+        else:
+            self.ffn = MLP(c.d_model, c.d_ff, rngs=rngs)
+        self.drop = nnx.Dropout(c.dropout, rngs=rngs)
+
+    def _ffn(self, x, h, task_in, deterministic):
+        if self.moe:
+            y, aux = self.ffn(h, task_in, deterministic)
+        else:
+            y, aux = self.ffn(h), {}
+        return x + self.drop(y, deterministic=deterministic), aux
+
+    def __call__(self, x, pos, window: int, deterministic: bool):
+        """``x [B, N, d]``, ``pos [N]`` -> ``(x [B, N, d], aux)``."""
+        x = x + self.drop(
+            self.attn(self.ln1(x), pos, window), deterministic=deterministic
+        )
+        h = self.ln2(x)
+        task_in = window_mean(h, pos, window) if self.sequence_routing else h
+        return self._ffn(x, h, task_in, deterministic)
+
+    def decode(self, x, pos, k, v, r, slot_pos, window: int):
+        """Chunk ``x [B, C, d]`` -> ``(x, aux, k, v, r)`` with caches updated."""
+        y, k, v = self.attn.decode(self.ln1(x), pos, k, v, slot_pos, window)
+        x = x + y
+        h = self.ln2(x)
+        task_in = h
+        if self.sequence_routing:
+            task_in = window_mean_decode(h, pos, r, slot_pos, window)
+            r = r.at[:, jnp.mod(pos, r.shape[1])].set(h.astype(r.dtype))
+        x, aux = self._ffn(x, h, task_in, True)
+        return x, aux, k, v, r
+
+
+class DecisionModel(nnx.Module):
+    """Causal transformer over transitions; see the module docstring."""
+
+    def __init__(self, config: ModelConfig, *, rngs: nnx.Rngs):
+        self.config = config
+        c = config
+        self.embed = TokenEmbedding(c, rngs=rngs)
+        self.drop = nnx.Dropout(c.dropout, rngs=rngs)
+        self.blocks = nnx.List(
+            [Block(c, i in c.moe_layers, rngs=rngs) for i in range(c.num_layers)]
+        )
+        self.ln_f = nnx.LayerNorm(c.d_model, rngs=rngs)
+        self.head = ActionHead(c.d_model, c.action_size, c.head, rngs=rngs)
+        if c.has_moe:
+            self.contrastive_w = nnx.Param(jnp.eye(c.task_experts))
+
+    @property
+    def task_router(self):
+        """The task-wise ``Router`` of the last MoE layer (EMA source)."""
+        if not self.config.has_moe:
+            raise ValueError("ModelConfig.moe_layers is empty: no task router")
+        return self.blocks[max(self.config.moe_layers)].ffn.task_moe.router
+
+    # -- shared trunk ----------------------------------------------------------
+    def _aux(self, auxes: list[dict]) -> dict:
+        dt = jnp.float32
+        raw = sum((a["balance_loss"] for a in auxes), jnp.zeros((), dt))
+        out = {"balance_loss": self.config.balance_weight * raw}
+        if auxes:
+            last = auxes[-1]
+            out["balance_loss_raw"] = raw
+            for key in ("task_router_logits", "task_router_input"):
+                out[key] = last[key]
+            out["token_gates"] = [a["token_gates"] for a in auxes]
+            out["task_gates"] = [a["task_gates"] for a in auxes]
+        return out
+
+    def _trunk(self, x, pos, window: int, deterministic: bool):
+        x = self.drop(x, deterministic=deterministic)
+        auxes = []
+        for block in self.blocks:
+            x, aux = block(x, pos, window, deterministic)
+            if aux:
+                auxes.append(aux)
+        return self.ln_f(x), self._aux(auxes)
+
+    def _output(self, h, aux) -> ModelOutput:
+        action, log_std = self.head(h)
+        return ModelOutput(action=action, log_std=log_std, aux=aux)
+
+    def _window(self, window: int | None) -> int:
+        steps = self.config.max_steps if window is None else window
+        return steps * self.config.tokens_per_step
+
+    # -- full passes -----------------------------------------------------------
+    def __call__(
+        self,
+        obs: jax.Array,
+        action: jax.Array,
+        reward: jax.Array,
+        *,
+        deterministic: bool = True,
+        window: int | None = None,
+    ) -> ModelOutput:
+        """Predict ``a_t`` for every step from ``obs_<=t, action_<t, reward_<t``.
+
+        Args:
+          obs: ``[B, T]`` int32 or ``[B, T, obs_size]``.
+          action: ``[B, T]`` int32 or ``[B, T, action_size]`` (a_t; only
+            earlier actions are seen by prediction t).
+          reward: ``[B, T]`` (r_t, after a_t).
+          deterministic: False turns on dropout and noisy gating (needs the
+            ``dropout`` / ``noise`` streams, or ``default``, in ``rngs``).
+          window: attention window in steps (default ``config.max_steps``);
+            T may exceed it (sliding window, as in rolling decoding).
+
+        Returns:
+          ``ModelOutput`` with ``action [B, T, A]``.
+        """
+        c = self.config
+        if c.token_layout == "transition":
+            raise ValueError(
+                "ModelConfig.token_layout='transition' is for predict_query; "
+                "__call__ needs one of ('step', 'sar')"
+            )
+        x = self.embed.steps(obs, action, reward)
+        pos = jnp.arange(x.shape[1], dtype=jnp.int32)
+        h, aux = self._trunk(x, pos, self._window(window), deterministic)
+        if c.token_layout == "sar":
+            h = h[:, 0::3]
+        return self._output(h, aux)
+
+    def predict_query(
+        self,
+        query_obs: jax.Array,
+        ctx_obs: jax.Array,
+        ctx_action: jax.Array,
+        ctx_reward: jax.Array,
+        ctx_next_obs: jax.Array,
+        *,
+        deterministic: bool = True,
+    ) -> ModelOutput:
+        """DPT: action for the query from every prefix of the context.
+
+        Args:
+          query_obs: ``[B, ...]``; ctx_*: ``[B, N, ...]``, ctx_reward ``[B, N]``.
+
+        Returns:
+          ``ModelOutput`` with ``action [B, N + 1, A]``: position 0 sees only
+          the query, position ``i`` the query and the first ``i`` transitions.
+        """
+        c = self.config
+        if c.token_layout != "transition":
+            raise ValueError(
+                "predict_query needs ModelConfig.token_layout='transition', "
+                f"got {c.token_layout!r}"
+            )
+        n = ctx_obs.shape[1] + 1
+        if n > c.max_steps:
+            raise ValueError(
+                f"predict_query: N + 1 = {n} tokens exceed ModelConfig.max_steps="
+                f"{c.max_steps} (the query would leave the attention window)"
+            )
+        ctx = self.embed.transitions(ctx_obs, ctx_action, ctx_reward, ctx_next_obs)
+        x = jnp.concatenate([self.embed.query(query_obs), ctx], axis=1)
+        pos = jnp.arange(n, dtype=jnp.int32)
+        h, aux = self._trunk(x, pos, self._window(None), deterministic)
+        return self._output(h, aux)
+
+    # -- cached decoding -------------------------------------------------------
+    def init_cache(
+        self, batch: int, max_steps: int | None = None, dtype=jnp.float32
+    ) -> KVCache:
+        """Empty cache for ``batch`` sequences and a window of ``max_steps`` steps.
+
+        Decoding attends to the last ``max_steps`` steps (default
+        ``config.max_steps``): it equals ``model(..., window=max_steps)``.
+        """
+        c = self.config
+        steps = c.max_steps if max_steps is None else max_steps
+        size = steps * c.tokens_per_step
+        kv = (batch, c.num_heads, size, c.head_dim)
+        keys = tuple(jnp.zeros(kv, dtype) for _ in range(c.num_layers))
+        values = tuple(jnp.zeros(kv, dtype) for _ in range(c.num_layers))
+        routed = [b.sequence_routing for b in self.blocks]
+        r_shape = (batch, size, c.d_model)
+        router = tuple(jnp.zeros(r_shape, dtype) if s else None for s in routed)
+        return KVCache(
+            keys=keys,
+            values=values,
+            router_inputs=router,
+            slot_pos=jnp.full((size,), -1, jnp.int32),
+            next_pos=jnp.zeros((), jnp.int32),
+        )
+
+    def _decode_chunk(self, cache: KVCache, x, pos):
+        window = cache.capacity
+        keys, values, router, auxes = [], [], [], []
+        for i, block in enumerate(self.blocks):
+            x, aux, k, v, r = block.decode(
+                x,
+                pos,
+                cache.keys[i],
+                cache.values[i],
+                cache.router_inputs[i],
+                cache.slot_pos,
+                window,
+            )
+            keys.append(k)
+            values.append(v)
+            router.append(r)
+            if aux:
+                auxes.append(aux)
+        slot_pos = cache.slot_pos.at[jnp.mod(pos, window)].set(pos)
+        new = KVCache(
+            tuple(keys), tuple(values), tuple(router), slot_pos, cache.next_pos
+        )
+        h = self.ln_f(x[:, -1])
+        return self._output(h, self._aux(auxes)), new
+
+    def decode(
+        self,
+        cache: KVCache,
+        obs: jax.Array,
+        prev_action: jax.Array,
+        prev_reward: jax.Array,
+    ) -> tuple[ModelOutput, KVCache]:
+        """Append one step and predict its action ("step" / "sar" layouts).
+
+        Args:
+          cache: from ``init_cache`` or a previous ``decode``.
+          obs: ``[B]`` int32 or ``[B, obs_size]``, the current observation.
+          prev_action: ``[B]`` / ``[B, action_size]``, the action of the
+            previous step; prev_reward ``[B]``. Ignored at the first step
+            (pass zeros).
+
+        Returns:
+          ``(ModelOutput with action [B, A], new cache)``; equal to
+          ``model(...)[:, t]`` over the steps so far (window = cache size).
+          Jit it (donate the cache) via ``nnx.split``/``nnx.merge``.
+        """
+        c = self.config
+        tps = c.tokens_per_step
+        step = cache.next_pos // tps
+        x = self.embed.decode_step(obs, prev_action, prev_reward, step)
+        pos = cache.next_pos + jnp.arange(1 - tps, 1, dtype=jnp.int32)
+        out, cache = self._decode_chunk(cache, x, pos)
+        return out, cache._replace(next_pos=cache.next_pos + tps)
+
+    def decode_query(
+        self, cache: KVCache, query_obs: jax.Array
+    ) -> tuple[ModelOutput, KVCache]:
+        """DPT: start a cache with the query ``[B, ...]``; = predict_query[:, 0]."""
+        x = self.embed.query(query_obs)
+        pos = jnp.zeros((1,), jnp.int32)
+        out, cache = self._decode_chunk(cache, x, pos)
+        return out, cache._replace(next_pos=jnp.ones((), jnp.int32))
+
+    def decode_transition(
+        self,
+        cache: KVCache,
+        obs: jax.Array,
+        action: jax.Array,
+        reward: jax.Array,
+        next_obs: jax.Array,
+    ) -> tuple[ModelOutput, KVCache]:
+        """DPT: append one context transition, predict for the cached query.
+
+        Equals ``predict_query(...)[:, i]`` after ``i`` transitions, while the
+        query is inside the window (``i + 1 <= cache capacity``).
+        """
+        x = self.embed.transitions(
+            obs[:, None], action[:, None], reward[:, None], next_obs[:, None]
+        )
+        pos = cache.next_pos[None]
+        out, cache = self._decode_chunk(cache, x, pos)
+        return out, cache._replace(next_pos=cache.next_pos + 1)

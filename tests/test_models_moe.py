@@ -1,0 +1,168 @@
+"""T2MIR mixture of experts: routing, balance loss, dispatch, contrastive loss."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from flax import nnx
+
+from agentrl.models import (
+    DecisionModel,
+    ModelConfig,
+    Router,
+    balance_loss,
+    contrastive_loss,
+    ema_update,
+    router_logits,
+    task_router_logits,
+    top_k_gates,
+)
+from agentrl.models.moe import MoE
+
+
+def make_model(cfg: ModelConfig, seed: int = 0) -> DecisionModel:
+    """Model with random N(0, 0.3) params, built without compiling initializers.
+
+    ``DecisionModel(cfg, rngs=...)`` compiles every initializer eagerly (~20 s
+    on a busy 2-core box); tests only need some random weights.
+    """
+    abstract = nnx.eval_shape(lambda: DecisionModel(cfg, rngs=nnx.Rngs(seed)))
+    graphdef, state = nnx.split(abstract)
+    rng = np.random.default_rng(seed)
+    key = jax.random.key(seed)
+
+    def fill(x):
+        if jnp.issubdtype(x.dtype, jax.dtypes.prng_key):
+            return jnp.broadcast_to(key, x.shape)
+        if jnp.issubdtype(x.dtype, jnp.integer):
+            return jnp.zeros(x.shape, x.dtype)
+        return jnp.asarray(rng.normal(0.0, 0.3, x.shape), x.dtype)
+
+    return nnx.merge(graphdef, jax.tree.map(fill, state))
+
+
+def test_top_k_gates_sum_to_one_and_pick_the_largest():
+    logits = jax.random.normal(jax.random.key(0), (64, 6))
+    gates, idx, w = top_k_gates(logits, 2)
+    np.testing.assert_allclose(gates.sum(-1), 1.0, atol=1e-6)
+    assert ((gates > 0).sum(-1) == 2).all()
+    best2 = np.argsort(-np.asarray(logits), axis=-1)[:, :2]
+    np.testing.assert_array_equal(np.sort(idx, -1), np.sort(best2, -1))
+    np.testing.assert_allclose(w.sum(-1), 1.0, atol=1e-6)
+    # the larger logit gets the larger weight
+    assert (w[:, 0] >= w[:, 1]).all()
+
+
+def test_noisy_router_probabilities_and_smooth_load():
+    router = Router(8, 6, 16, noisy=True, rngs=nnx.Rngs(0))
+    x = jax.random.normal(jax.random.key(1), (128, 8))
+    gates, idx, w, load, _ = router.route(x, 2, deterministic=False)
+    np.testing.assert_allclose(gates.sum(-1), 1.0, atol=1e-6)
+    assert load.shape == (6,) and (load > 0).all()
+    # expected load sums to about k tokens per token
+    assert abs(float(load.sum()) / 128 - 2.0) < 0.5
+    g1 = router.route(x, 2, deterministic=True)[0]
+    g2 = router.route(x, 2, deterministic=True)[0]
+    np.testing.assert_array_equal(g1, g2)  # no noise when deterministic
+
+
+def test_balance_loss_is_minimal_for_uniform_routing():
+    n, e = 60, 6
+    uniform = jnp.full((n, e), 1.0 / e)
+    assert float(balance_loss(uniform, jnp.full((e,), n / e))) < 1e-8
+    skewed_logits = jax.random.normal(jax.random.key(0), (n, e)) + jnp.arange(e)
+    gates, *_ = top_k_gates(skewed_logits, 2)
+    load = (gates > 0).sum(0).astype(jnp.float32)
+    assert float(balance_loss(gates, load)) > 0.1
+    # balanced top-2 (each expert equally often) is also at the minimum
+    idx = jnp.stack([jnp.arange(n) % e, (jnp.arange(n) + 1) % e], -1)
+    bal = jnp.zeros((n, e)).at[jnp.arange(n)[:, None], idx].set(0.5)
+    assert float(balance_loss(bal, (bal > 0).sum(0).astype(jnp.float32))) < 1e-8
+
+
+def test_sorted_dispatch_equals_dense_dispatch():
+    moe = MoE(8, 4, 16, 6, 2, 16, False, "sorted", rngs=nnx.Rngs(0))
+    x = jax.random.normal(jax.random.key(1), (50, 8))
+    y_sorted, gates, *_ = moe(x, x, True)
+    y_dense = moe.experts.dense(x, gates)
+    np.testing.assert_allclose(y_sorted, y_dense, atol=1e-5)
+
+    def loss(m, dispatch):
+        m.dispatch = dispatch
+        return (m(x, x, True)[0] ** 2).sum()
+
+    g_s = nnx.grad(lambda m: loss(m, "sorted"))(moe)
+    g_d = nnx.grad(lambda m: loss(m, "dense"))(moe)
+    for a, b in zip(jax.tree.leaves(g_s), jax.tree.leaves(g_d), strict=True):
+        np.testing.assert_allclose(a, b, atol=1e-4)
+
+
+def test_ema_update_moves_target_by_tau():
+    target = {"w": jnp.zeros(3)}
+    online = {"w": jnp.ones(3)}
+    new = ema_update(target, online, tau=0.25)
+    np.testing.assert_allclose(new["w"], 0.25)
+    router = Router(4, 3, 5, noisy=False, rngs=nnx.Rngs(0))
+    other = Router(4, 3, 5, noisy=False, rngs=nnx.Rngs(1))
+    st = ema_update(nnx.state(other, nnx.Param), nnx.state(router, nnx.Param), 1.0)
+    x = jnp.ones((2, 7, 4))
+    np.testing.assert_allclose(task_router_logits(st, x), router(x).mean(1), atol=1e-6)
+
+
+def test_aux_router_logits_match_task_router_logits_helper():
+    cfg = ModelConfig(
+        obs_size=5, action_size=3, num_layers=2, num_heads=2, d_model=16, d_ff=32,
+        max_steps=8, moe_layers=(1,), task_routing="sequence", task_experts=4,
+    )  # fmt: skip
+    model = make_model(cfg)
+    obs = jnp.zeros((3, 6), jnp.int32)
+    out = nnx.jit(lambda m: m(obs, obs, jnp.zeros((3, 6))))(model)
+    params = nnx.state(model.task_router, nnx.Param)
+    key = task_router_logits(params, out.aux["task_router_input"])
+    np.testing.assert_allclose(key, out.aux["task_router_logits"], atol=1e-6)
+    assert model.contrastive_w[...].shape == (4, 4)
+
+
+def test_contrastive_loss_falls_on_a_toy_two_task_problem():
+    # segments of task 0 and task 1 have different mean features; the router
+    # must learn logits that identify the task of a segment
+    e, d, t = 4, 6, 5
+    keys = jax.random.split(jax.random.key(0), 3)
+    centers = jax.random.normal(keys[0], (2, d))
+    task_id = jnp.array([0, 0, 1, 1, 0, 0, 1, 1])
+    x = centers[task_id][:, None, :] + 0.5 * jax.random.normal(keys[1], (8, t, d))
+    router = Router(d, e, 8, noisy=False, rngs=nnx.Rngs(2))
+    params = {"router": nnx.state(router, nnx.Param), "w": jnp.eye(e)}
+    target = params["router"]
+
+    def loss_fn(p, target):
+        q = router_logits(p["router"], x).mean(1)
+        k = task_router_logits(target, x)
+        return contrastive_loss(q, k, p["w"], task_id)
+
+    opt = optax.adam(3e-2)
+    state = opt.init(params)
+    first = float(loss_fn(params, target))
+
+    @jax.jit
+    def step(params, state, target):
+        g = jax.grad(loss_fn)(params, target)
+        upd, state = opt.update(g, state)
+        params = optax.apply_updates(params, upd)
+        return params, state, ema_update(target, params["router"], tau=0.1)
+
+    for _ in range(60):
+        params, state, target = step(params, state, target)
+    last = float(loss_fn(params, target))
+    # 7 candidates per row, 3 of them positives: chance log 7, optimum log 3
+    assert first > 0.8 * np.log(7)
+    assert last < np.log(3) + 0.1
+    assert first - last > 0.5
+
+
+def test_contrastive_loss_prefers_matching_tasks():
+    q = jnp.array([[5.0, 0.0], [5.0, 0.0], [0.0, 5.0], [0.0, 5.0]])
+    ids = jnp.array([0, 0, 1, 1])
+    good = contrastive_loss(q, q, jnp.eye(2), ids)
+    bad = contrastive_loss(q, q, jnp.eye(2), jnp.array([0, 1, 0, 1]))
+    assert float(good) < 0.01 < float(bad)
