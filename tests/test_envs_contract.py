@@ -18,16 +18,23 @@ def _make(name):
 ALL = envs.registered()
 
 
+def _np(x):
+    x = jnp.asarray(x)
+    if jnp.issubdtype(x.dtype, jax.dtypes.prng_key):  # e.g. xland's state key
+        x = jax.random.key_data(x)
+    return np.asarray(x)
+
+
 def _leaves_equal(a, b):
     return all(
-        np.array_equal(np.asarray(x), np.asarray(y))
+        np.array_equal(_np(x), _np(y))
         for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True)
     )
 
 
 def _assert_close(a, b):
     for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True):
-        np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(_np(x), _np(y), rtol=1e-5, atol=1e-6)
 
 
 def _check_obs(env, obs, params):

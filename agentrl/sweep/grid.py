@@ -1,0 +1,139 @@
+"""Sweep specifications: which config fields vary, traced or static.
+
+A grid is ``{field: [values]}`` with config field names as the CLI accepts
+them (``lr``, ``train.lr``, ``num_layers``, ``model.d_model`` ...). Fields the
+update step takes as traced scalars (:data:`TRACED_PATHS`) are swept inside
+ONE compiled program (vmapped); every other field is *static* (it changes a
+shape or the program), so each combination of static values is its own
+compiled program, run one after another.
+
+Everything is validated here, before anything compiles: unknown or ambiguous
+fields, values of the wrong type, values the config rejects (``lr <= 0``)
+and traced fields the algorithm ignores raise ``ValueError`` naming the
+field and what is allowed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from typing import Any
+
+from agentrl import configtools
+
+#: config path -> name of the traced hyperparameter in the update step.
+TRACED_PATHS: dict[str, str] = {
+    "train.lr": "lr",
+    "train.weight_decay": "weight_decay",
+    "model.balance_weight": "balance_weight",
+    "model.contrastive_weight": "contrastive_weight",
+    "train.ema_tau": "ema_tau",
+}
+_T2MIR_ONLY = ("balance_weight", "contrastive_weight", "ema_tau")
+
+
+@dataclasses.dataclass(frozen=True)
+class SweepGrid:
+    """A validated grid.
+
+    Attributes:
+      traced: ``{hparam name: (float, ...)}`` (e.g. ``{"lr": (1e-4, 1e-3)}``).
+      static: ``{config path: (value, ...)}`` (e.g. ``{"model.d_model": (16, 32)}``).
+    """
+
+    traced: dict[str, tuple[float, ...]]
+    static: dict[str, tuple[Any, ...]]
+
+    def traced_settings(self) -> list[dict[str, float]]:
+        """Cartesian product of the traced values: ``H`` dicts (``[{}]`` if none)."""
+        names = list(self.traced)
+        return [
+            dict(zip(names, v, strict=True))
+            for v in itertools.product(*self.traced.values())
+        ]
+
+    def static_settings(self) -> list[dict[str, Any]]:
+        """Cartesian product of the static values (``[{}]`` if none)."""
+        paths = list(self.static)
+        return [
+            dict(zip(paths, v, strict=True))
+            for v in itertools.product(*self.static.values())
+        ]
+
+
+def parse_grid_args(items: list[str]) -> dict[str, list[str]]:
+    """``["lr=1e-4,3e-4", "num_layers=1,2"]`` -> ``{"lr": ["1e-4", "3e-4"], ...}``.
+
+    Raises ``ValueError`` on a malformed item, an empty value or a field given
+    twice.
+    """
+    grid: dict[str, list[str]] = {}
+    for item in items:
+        if "=" not in item:
+            raise ValueError(
+                f"--grid expects FIELD=V1,V2,... (e.g. lr=1e-4,3e-4), got {item!r}"
+            )
+        key, values = item.split("=", 1)
+        key = key.strip().lstrip("-").replace("-", "_")
+        parts = [v.strip() for v in values.split(",")]
+        if not key or not parts or any(not v for v in parts):
+            raise ValueError(
+                f"--grid expects FIELD=V1,V2,... with non-empty values, got {item!r}"
+            )
+        if key in grid:
+            raise ValueError(f"--grid field {key!r} is given twice")
+        grid[key] = parts
+    return grid
+
+
+def make_grid(config: Any, grid: dict[str, Any]) -> SweepGrid:
+    """Resolve and validate ``grid`` (values as strings or Python values).
+
+    Every value, and every static combination, is applied to ``config`` with
+    :func:`agentrl.configtools.override`, so the config's own checks run now.
+    """
+    traced: dict[str, tuple[float, ...]] = {}
+    static: dict[str, tuple[Any, ...]] = {}
+    paths = configtools.field_paths(config)
+    for key, values in grid.items():
+        values = list(values) if isinstance(values, list | tuple) else [values]
+        if not values:
+            raise ValueError(f"grid field {key!r} has no values")
+        path = configtools.resolve(config, key)
+        parsed = [configtools.parse_value(path, v, paths[path]) for v in values]
+        for v in parsed:
+            configtools.override(config, {path: v})  # the config's own checks
+        if len(set(map(repr, parsed))) != len(parsed):
+            raise ValueError(f"grid field {path} has repeated values {values}")
+        if path in TRACED_PATHS:
+            name = TRACED_PATHS[path]
+            if name in _T2MIR_ONLY and not config.algo.startswith("t2mir"):
+                raise ValueError(
+                    f"grid field {path} only affects T2MIR algos (t2mir_ad, "
+                    f"t2mir_dpt); algo is {config.algo!r}"
+                )
+            traced[name] = tuple(float(v) for v in parsed)
+        else:
+            if path in ("train.seed",):
+                raise ValueError("sweep seeds with --seeds, not a grid over train.seed")
+            static[path] = tuple(parsed)
+    spec = SweepGrid(traced, static)
+    for setting in spec.static_settings():
+        configtools.override(config, setting)  # combinations valid together
+    return spec
+
+
+def apply_static(config: Any, setting: dict[str, Any]) -> Any:
+    """``config`` with one static combination applied."""
+    return configtools.override(config, setting)
+
+
+def setting_label(setting: dict[str, Any]) -> str:
+    """``"lr=0.001 num_layers=2"`` (last path component of each field)."""
+    if not setting:
+        return "default"
+    return " ".join(f"{k.split('.')[-1]}={_fmt(v)}" for k, v in setting.items())
+
+
+def _fmt(v: Any) -> str:
+    return f"{v:g}" if isinstance(v, float) else str(v)

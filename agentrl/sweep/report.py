@@ -1,0 +1,190 @@
+"""Sweep results: one row per setting with means and bootstrap CIs; files.
+
+Per setting (static combination x traced setting) the row holds, across the
+``S`` seeds: the final loss and accuracy (mean of each seed's last 10% of
+steps; mean over seeds with a 95% percentile bootstrap CI over seeds) and,
+when evaluated, the mean normalized return of the last episodes on held-out
+tasks (scores ``[seed, task]``, CI by bootstrap over tasks within seeds).
+
+:func:`write_sweep_results` writes ``results.md``, ``results.csv``,
+``results.json`` and ``results.png`` (loss curves with CI bands, and the
+final score or loss per setting with its CI).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from agentrl.evaluate.metrics import aggregate, bootstrap_ci, bootstrap_curve
+
+
+def _tail_mean(curves: np.ndarray) -> np.ndarray:
+    """``[seed, steps] -> [seed]``: mean of the last 10% of steps (>= 1)."""
+    tail = max(1, curves.shape[-1] // 10)
+    return curves[..., -tail:].mean(-1)
+
+
+def _mean_ci(values: np.ndarray) -> tuple[float, float, float]:
+    """Mean over seeds ``[seed]`` and its bootstrap CI over seeds."""
+    values = np.asarray(values, np.float64)
+    if values.size < 2:
+        m = float(values.mean())
+        return m, m, m
+    low, high = bootstrap_ci(values[None, :])
+    return float(values.mean()), low, high
+
+
+def setting_rows(
+    label: str,
+    fields: dict[str, Any],
+    metrics: dict[str, np.ndarray],
+    scores: np.ndarray | None = None,
+) -> dict[str, Any]:
+    """One table row.
+
+    Args:
+      label: the setting's name.
+      fields: the swept fields and their values for this setting.
+      metrics: name -> ``[seed, steps]`` training curves.
+      scores: ``[seed, task]`` held-out scores, or ``None``.
+    """
+    seeds = next(iter(metrics.values())).shape[0]
+    row: dict[str, Any] = {"setting": label, **fields, "seeds": seeds}
+    for name in ("loss", "accuracy"):
+        if name in metrics:
+            m, lo, hi = _mean_ci(_tail_mean(metrics[name]))
+            row.update(
+                {f"final_{name}": m, f"{name}_ci_low": lo, f"{name}_ci_high": hi}
+            )
+    if scores is not None:
+        agg = aggregate(scores)
+        row.update(
+            {
+                "score": agg["mean"],
+                "score_ci_low": agg["mean_ci"][0],
+                "score_ci_high": agg["mean_ci"][1],
+                "score_iqm": agg["iqm"],
+            }
+        )
+    return row
+
+
+def markdown(rows: list[dict[str, Any]]) -> str:
+    """A markdown table; metric columns as ``mean [low, high]``."""
+    if not rows:
+        return ""
+    cols = [c for c in rows[0] if not c.endswith(("_ci_low", "_ci_high"))]
+    fmt = lambda v: f"{v:.4g}" if isinstance(v, float) else str(v)  # noqa: E731
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for r in rows:
+        cells = []
+        for c in cols:
+            stem = c.removeprefix("final_")
+            if f"{stem}_ci_low" in r:
+                lo, hi = r[f"{stem}_ci_low"], r[f"{stem}_ci_high"]
+                cells.append(f"{fmt(r[c])} [{fmt(lo)}, {fmt(hi)}]")
+            else:
+                cells.append(fmt(r.get(c, "")))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def to_csv(rows: list[dict[str, Any]]) -> str:
+    """CSV with the union of the rows' columns (first-seen order)."""
+    cols: list[str] = []
+    for r in rows:
+        cols += [c for c in r if c not in cols]
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, cols)
+    writer.writeheader()
+    writer.writerows(rows)
+    return buf.getvalue()
+
+
+def plot(path: Path, curves: dict[str, np.ndarray], rows: list[dict[str, Any]]) -> Path:
+    """Loss curves (mean and 95% CI band over seeds) and the final score per
+    setting with its CI (final loss when there is no score)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(11, 4))
+    ax_curve, ax_bar = fig.subplots(1, 2)
+    for label, loss in curves.items():
+        point, low, high = bootstrap_curve(loss[None], num_samples=500)
+        x = np.arange(1, loss.shape[-1] + 1)
+        ax_curve.plot(x, point, label=label)
+        ax_curve.fill_between(x, low, high, alpha=0.2)
+    ax_curve.set(xlabel="step", ylabel="training loss", title="loss (mean, 95% CI)")
+    ax_curve.legend(fontsize=7)
+    key = "score" if "score" in rows[0] else "final_loss"
+    stem = "score" if key == "score" else "loss"
+    y = np.array([r[key] for r in rows], np.float64)
+    err = np.array(
+        [[r[key] - r[f"{stem}_ci_low"], r[f"{stem}_ci_high"] - r[key]] for r in rows]
+    ).T
+    xs = np.arange(len(rows))
+    ax_bar.errorbar(xs, y, yerr=np.maximum(err, 0), fmt="o", capsize=4)
+    ax_bar.set_xticks(xs, [r["setting"] for r in rows], rotation=30, fontsize=7)
+    ylabel = "normalized return, last episodes" if key == "score" else "final loss"
+    ax_bar.set(ylabel=ylabel, title=f"{ylabel} (mean, 95% CI)")
+    fig.tight_layout()
+    FigureCanvasAgg(fig).print_png(str(path))
+    return path
+
+
+def _json_safe(x: Any) -> Any:
+    if isinstance(x, dict):
+        return {k: _json_safe(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [_json_safe(v) for v in x]
+    if isinstance(x, float | np.floating):
+        return float(x) if math.isfinite(x) else None
+    if isinstance(x, np.integer):
+        return int(x)
+    return x
+
+
+def write_sweep_results(
+    out_dir: str | Path,
+    rows: list[dict[str, Any]],
+    curves: dict[str, np.ndarray],
+    info: dict[str, Any],
+    title: str = "sweep",
+) -> dict[str, Path]:
+    """Write ``results.{md,csv,json,png}`` into ``out_dir``; return the paths.
+
+    ``curves`` maps a setting label to its loss curves ``[seed, steps]``;
+    ``info`` (config, seeds, timings ...) goes into the JSON.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {
+        "md": out / "results.md",
+        "csv": out / "results.csv",
+        "json": out / "results.json",
+        "png": out / "results.png",
+    }
+    md = [f"# {title}", "", markdown(rows), ""]
+    md.append(
+        "Means over seeds with 95% bootstrap CIs; final loss/accuracy = mean of "
+        "the last 10% of steps; score = normalized return (random 0, oracle 1) "
+        "of the last evaluation episodes on held-out tasks."
+    )
+    paths["md"].write_text("\n".join(md) + "\n")
+    paths["csv"].write_text(to_csv(rows))
+    payload = {
+        "title": title,
+        "rows": rows,
+        "curves": {k: np.asarray(v).tolist() for k, v in curves.items()},
+        **info,
+    }
+    paths["json"].write_text(json.dumps(_json_safe(payload), indent=2))
+    plot(paths["png"], curves, rows)
+    return paths

@@ -1,0 +1,295 @@
+"""Train ``S`` seeds x ``H`` traced settings of one experiment in ONE program.
+
+The PureJaxRL pattern on top of :mod:`agentrl.train.step`: the update step
+``step(state, batch, hparams)`` is vmapped over a leading *member* axis of
+size ``M = S * H`` (seed-major: member ``m`` is seed ``m // H`` with traced
+setting ``m % H``). Each seed has its own model initialisation
+(``nnx.Rngs(seed)``, exactly as :func:`agentrl.train.loop.build_model`) and
+its own batch stream (the sampler seeded with that seed), shared by the
+seed's ``H`` settings, so member ``m`` follows exactly the run that
+``fit`` would make with that seed and setting.
+
+Steps run in chunks of ``steps_per_call``: the host draws the chunk's
+batches ``[K, M, B, ...]`` and one jitted ``lax.scan`` applies ``K`` vmapped
+steps (``steps_per_call=1`` is a Python loop over one jitted vmapped step).
+With several devices the member axis is placed on the mesh's ``sweep`` axis
+(``NamedSharding``), and a batch axis on ``data`` if devices remain.
+
+:func:`evaluate_members` runs every member in context on held-out tasks in
+one jitted program too (vmapped over the members' weights).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import time
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import nnx
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from agentrl.models import DecisionModel
+from agentrl.train import parallel
+from agentrl.train.config import ExperimentConfig, complete_model_config
+from agentrl.train.step import init_train_state, make_train_step
+
+EVAL_PROTOCOLS = {
+    "ad": "ad",
+    "ad_eps": "ad",
+    "t2mir_ad": "ad",
+    "dpt": "dpt",
+    "t2mir_dpt": "dpt",
+}
+
+
+@dataclasses.dataclass
+class TrainSweep:
+    """The outcome of :func:`train_sweep`.
+
+    Attributes:
+      config: the experiment (model fields filled in).
+      seeds: the ``S`` training seeds.
+      settings: the ``H`` traced settings (dicts of hparam name -> value).
+      metrics: name -> ``[S, H, steps]`` float arrays (``loss``, ``accuracy`` ...).
+      graphdef: the model's graph definition (shared by all members).
+      state: the final train state, leaves ``[M, ...]`` with ``M = S * H``.
+      seconds: wall time of the training loop (compile included).
+    """
+
+    config: ExperimentConfig
+    seeds: list[int]
+    settings: list[dict[str, float]]
+    metrics: dict[str, np.ndarray]
+    graphdef: Any
+    state: Any
+    seconds: float
+
+    @property
+    def num_members(self) -> int:
+        return len(self.seeds) * len(self.settings)
+
+
+def check_seeds(seeds: Any) -> list[int]:
+    """A list of distinct integer seeds >= 0 (``ValueError`` otherwise)."""
+    seeds = list(seeds)
+    ok = all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds)
+    if not seeds or not ok or len(set(seeds)) != len(seeds):
+        raise ValueError(f"seeds must be distinct integers >= 0, got {seeds!r}")
+    return seeds
+
+
+def member_hparams(
+    config: ExperimentConfig, settings: list[dict[str, float]], num_seeds: int
+) -> dict[str, jax.Array]:
+    """Traced hparams ``{name: [M]}`` float32, seed-major, defaults from ``config``."""
+    from agentrl.train.step import default_hparams
+
+    base = {k: float(v) for k, v in default_hparams(config).items()}
+    per_setting = [{**base, **s} for s in settings]
+    return {
+        k: jnp.asarray([h[k] for h in per_setting] * num_seeds, jnp.float32)
+        for k in base
+    }
+
+
+def init_member_states(
+    config: ExperimentConfig, env: Any, seeds: list[int], num_settings: int
+) -> tuple[Any, Any]:
+    """``(graphdef, state)``: one init per seed, repeated; leaves ``[M, ...]``."""
+    model_cfg = complete_model_config(config.model, env, config.algo)
+    graphdef, states = None, []
+    for seed in seeds:
+        model = DecisionModel(model_cfg, rngs=nnx.Rngs(seed))
+        graphdef, state = init_train_state(model, config.train, config.algo)
+        states.append(state)
+    stacked = jax.tree.map(lambda *xs: jnp.stack(xs), *states)
+    return graphdef, jax.tree.map(lambda x: jnp.repeat(x, num_settings, 0), stacked)
+
+
+def sweep_mesh(num_members: int, batch_size: int):
+    """A ``(sweep, data)`` mesh: members over ``gcd(M, devices)`` devices."""
+    devices = jax.device_count()
+    num_sweep = math.gcd(num_members, devices)
+    mesh = parallel.make_mesh(num_data=devices // num_sweep, num_sweep=num_sweep)
+    if batch_size % mesh.shape[parallel.DATA]:
+        raise ValueError(
+            f"train.batch_size ({batch_size}) must be divisible by the "
+            f"{mesh.shape[parallel.DATA]} devices left for the data axis once "
+            f"{num_members} sweep members are spread over {num_sweep} devices"
+        )
+    return mesh
+
+
+def make_chunk_fn(graphdef: Any, config: ExperimentConfig, **dt_kwargs: Any):
+    """``run(state [M], batches [K, M, B, ...], hp [M]) -> (state, metrics [K, M])``.
+
+    Cached on ``(graphdef, config, dt_kwargs)``, so a repeated sweep of the
+    same program reuses its compilation.
+    """
+    return _chunk_fn(graphdef, config, tuple(sorted(dt_kwargs.items())))
+
+
+@functools.lru_cache(maxsize=16)
+def _chunk_fn(graphdef: Any, config: ExperimentConfig, dt_items: tuple):
+    step = make_train_step(graphdef, config.train, config.algo, **dict(dt_items))
+    step = jax.vmap(step)
+
+    def run(state, batches, hp):
+        return jax.lax.scan(lambda s, b: step(s, b, hp), state, batches)
+
+    return jax.jit(run, donate_argnums=0)
+
+
+def _stack_batches(samplers: list, steps: range, num_settings: int) -> dict:
+    """Host batches ``[K, M, B, ...]``: sampler ``s`` feeds its seed's settings."""
+    per_step = []
+    for step in steps:
+        rows = [sampler.host_batch(step) for sampler in samplers]
+        per_step.append(
+            {
+                k: np.repeat(np.stack([r[k] for r in rows]), num_settings, 0)
+                for k in rows[0]
+            }
+        )
+    return {k: np.stack([b[k] for b in per_step]) for k in per_step[0]}
+
+
+def train_sweep(
+    config: ExperimentConfig,
+    env: Any,
+    dataset: Any,
+    seeds: list[int],
+    settings: list[dict[str, float]] | None = None,
+    *,
+    steps_per_call: int = 10,
+    progress: bool = False,
+) -> TrainSweep:
+    """Train every (seed, traced setting) member of ``config`` in one program.
+
+    Args:
+      config: the experiment; ``train.steps`` steps are run.
+      env: its environment (``agentrl.envs.make(config.data.env, ...)``).
+      dataset: the opened history dataset (:func:`agentrl.train.data.prepare_dataset`).
+      seeds: ``S`` distinct training seeds (model init and batch stream).
+      settings: ``H`` dicts of traced hparams (``lr``, ``weight_decay``, ...);
+        default ``[{}]`` (the config's values).
+      steps_per_call: steps per jitted ``lax.scan`` chunk (1 = Python loop);
+        a last, shorter chunk (``steps % steps_per_call``) compiles once more.
+
+    Returns:
+      :class:`TrainSweep` with ``metrics[name] [S, H, steps]``.
+    """
+    from tqdm.auto import tqdm
+
+    from agentrl.train.data import make_sampler
+    from agentrl.train.loop import dt_kwargs
+
+    seeds = check_seeds(seeds)
+    settings = list(settings or [{}])
+    if not isinstance(steps_per_call, int) or steps_per_call < 1:
+        raise ValueError(
+            f"steps_per_call must be an integer >= 1, got {steps_per_call}"
+        )
+    num_s, num_h = len(seeds), len(settings)
+    members = num_s * num_h
+    mesh = sweep_mesh(members, config.train.batch_size)
+    samplers = [
+        make_sampler(
+            dataclasses.replace(
+                config, train=dataclasses.replace(config.train, seed=s)
+            ),
+            dataset,
+            env,
+        )
+        for s in seeds
+    ]
+    start = time.perf_counter()
+    graphdef, state = init_member_states(config, env, seeds, num_h)
+    full = dataclasses.replace(
+        config, model=complete_model_config(config.model, env, config.algo)
+    )
+    member_spec = NamedSharding(mesh, P(parallel.SWEEP))
+    state = jax.device_put(state, member_spec)
+    hp = jax.device_put(member_hparams(full, settings, num_s), member_spec)
+    batch_spec = NamedSharding(mesh, P(None, parallel.SWEEP, parallel.DATA))
+    run = make_chunk_fn(graphdef, full, **dt_kwargs(full, env))
+    total = config.train.steps
+    chunks: list[dict] = []
+    bar = tqdm(total=total, desc="sweep", unit="step", disable=not progress)
+    try:
+        for lo in range(0, total, steps_per_call):
+            steps = range(lo, min(lo + steps_per_call, total))
+            batches = jax.device_put(_stack_batches(samplers, steps, num_h), batch_spec)
+            state, metrics = run(state, batches, hp)
+            chunks.append(metrics)
+            bar.update(len(steps))
+    finally:
+        bar.close()
+    host = jax.device_get(chunks)
+    jax.block_until_ready(state)
+    seconds = time.perf_counter() - start
+    names = [k for k in host[0] if np.ndim(host[0][k]) == 2]
+    metrics = {
+        k: np.concatenate([c[k] for c in host], 0).T.reshape(num_s, num_h, -1)
+        for k in names
+    }
+    return TrainSweep(full, seeds, settings, metrics, graphdef, state, seconds)
+
+
+def held_out_tasks(env: Any, dataset: Any, config: ExperimentConfig):
+    """``params [task, ...]`` of the held-out tasks (as ``agentrl eval``)."""
+    from agentrl.evaluate.run import held_out_params
+
+    split = dataset.metadata.get("split")
+    params, _ = held_out_params(env, split, config.eval.num_tasks, config.eval.seed)
+    return params
+
+
+def evaluate_members(
+    sweep: TrainSweep,
+    env: Any,
+    params: Any,
+    key: jax.Array,
+    num_episodes: int,
+) -> np.ndarray:
+    """Each member's in-context returns on tasks ``params [task, ...]``.
+
+    All members act in one jitted program (vmapped over their weights), with
+    the same key, so they face the same environment randomness.
+
+    Returns:
+      ``[S, H, task, episode]`` per-episode returns.
+    """
+    from agentrl.evaluate.driver import make_model_agent, run_batched_agent
+    from agentrl.evaluate.model_agents import ModelHandle, env_horizon
+
+    config = sweep.config
+    if config.algo not in EVAL_PROTOCOLS:
+        raise ValueError(
+            f"in-context evaluation supports algos {sorted(EVAL_PROTOCOLS)}, "
+            f"got {config.algo!r}"
+        )
+    protocol = EVAL_PROTOCOLS[config.algo]
+    num_steps = num_episodes * env_horizon(env)
+    kwargs: dict[str, Any] = {"protocol": protocol, "greedy": config.eval.greedy}
+    if protocol == "ad":
+        kwargs["cache_steps"] = config.model.max_steps
+    else:
+        kwargs["context_size"] = config.train.context_size
+
+    def one(weights):
+        handle = ModelHandle(sweep.graphdef, weights)
+        agent = make_model_agent(handle, env, num_steps, **kwargs)
+        history, _ = run_batched_agent(env, agent, params, key, num_steps)
+        return history.episode_returns(num_episodes)
+
+    weights = nnx.merge_state(sweep.state["params"], sweep.state["rest"])
+    returns = jax.jit(jax.vmap(one))(weights)
+    num_s, num_h = len(sweep.seeds), len(sweep.settings)
+    return np.asarray(returns).reshape(num_s, num_h, *returns.shape[1:])
