@@ -52,7 +52,7 @@ def _run(config, run_dir, devices):
 
 
 def test_eight_devices_match_one_device(darkroom_dataset, tmp_path):
-    config = load_experiment("t2mir_ad_darkroom", "smoke")
+    config = load_experiment("ad_darkroom", "smoke")
     config = dataclasses.replace(
         config,
         data=dataclasses.replace(config.data, path=str(darkroom_dataset)),
