@@ -13,40 +13,31 @@ the same held-out bandits by cumulative regret.
   batch 64, AdamW lr 1e-4, wd 1e-4).
 """
 
-from agentrl.models import ModelConfig
-from agentrl.train.config import DataConfig, EvalConfig, ExperimentConfig, TrainConfig
+from agentrl.train.config import DataConfig
+from agentrl.train.presets import dpt_experiment
 
 
 def _config(horizon, tasks, layers, width, heads, steps, batch, lr, eval_tasks):
-    return ExperimentConfig(
-        name="dpt_bandit",
-        algo="dpt",
-        data=DataConfig(
-            env="gaussian_bandit",
-            env_args=(("num_arms", 5), ("horizon", horizon), ("noise_variance", 0.3)),
-            source="dpt",
-            num_tasks=tasks,
-            num_episodes=1,
-        ),
-        model=ModelConfig(
-            num_layers=layers,
-            num_heads=heads,
-            d_model=width,
-            d_ff=4 * width,
-            max_steps=horizon + 1,
-            token_layout="transition",
-        ),
-        train=TrainConfig(
-            steps=steps,
-            batch_size=batch,
-            lr=lr,
-            weight_decay=1e-4,
-            warmup_steps=min(500, steps // 10),
-            context_size=horizon,
-            log_every=max(steps // 50, 1),
-            checkpoint_every=max(steps // 4, 1),
-        ),
-        eval=EvalConfig(num_tasks=eval_tasks, num_episodes=1),
+    env_args = (("num_arms", 5), ("horizon", horizon), ("noise_variance", 0.3))
+    data = DataConfig(
+        env="gaussian_bandit",
+        env_args=env_args,
+        source="dpt",
+        num_tasks=tasks,
+        num_episodes=1,
+    )
+    return dpt_experiment(
+        "dpt_bandit",
+        data,
+        layers=layers,
+        width=width,
+        heads=heads,
+        context=horizon,
+        steps=steps,
+        batch=batch,
+        lr=lr,
+        eval_tasks=eval_tasks,
+        eval_episodes=1,
     )
 
 

@@ -11,40 +11,30 @@ context with its own transitions from earlier episodes.
   lr 1e-3, 40 evaluation episodes).
 """
 
-from agentrl.models import ModelConfig
-from agentrl.train.config import DataConfig, EvalConfig, ExperimentConfig, TrainConfig
+from agentrl.train.config import DataConfig
+from agentrl.train.presets import dpt_experiment
 
 
 def _config(size, horizon, tasks, layers, width, steps, batch, lr, episodes):
-    return ExperimentConfig(
-        name="dpt_darkroom",
-        algo="dpt",
-        data=DataConfig(
-            env="darkroom",
-            env_args=(("size", size), ("horizon", horizon)),
-            source="dpt",
-            num_tasks=tasks,
-            num_episodes=1,
-        ),
-        model=ModelConfig(
-            num_layers=layers,
-            num_heads=2,
-            d_model=width,
-            d_ff=4 * width,
-            max_steps=horizon + 1,
-            token_layout="transition",
-        ),
-        train=TrainConfig(
-            steps=steps,
-            batch_size=batch,
-            lr=lr,
-            weight_decay=1e-4,
-            warmup_steps=min(500, steps // 10),
-            context_size=horizon,
-            log_every=max(steps // 50, 1),
-            checkpoint_every=max(steps // 4, 1),
-        ),
-        eval=EvalConfig(num_tasks=16, num_episodes=episodes),
+    data = DataConfig(
+        env="darkroom",
+        env_args=(("size", size), ("horizon", horizon)),
+        source="dpt",
+        num_tasks=tasks,
+        num_episodes=1,
+    )
+    return dpt_experiment(
+        "dpt_darkroom",
+        data,
+        layers=layers,
+        width=width,
+        heads=2,
+        context=horizon,
+        steps=steps,
+        batch=batch,
+        lr=lr,
+        eval_tasks=16,
+        eval_episodes=episodes,
     )
 
 

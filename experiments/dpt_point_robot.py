@@ -26,43 +26,33 @@ fills its context with its own transitions of earlier episodes.
   a GPU.
 """
 
-from agentrl.models import ModelConfig
-from agentrl.train.config import DataConfig, EvalConfig, ExperimentConfig, TrainConfig
+from agentrl.train.config import DataConfig
+from agentrl.train.presets import dpt_experiment
 
 ENV_ARGS = (("num_goals", 50),)  # finite goals: task_split(0.9) gives 45 / 5
 
 
 def _config(tasks, episodes, layers, width, context, steps, batch, lr, eval_eps):
-    return ExperimentConfig(
-        name="dpt_point_robot",
-        algo="dpt",
-        data=DataConfig(
-            env="point_robot",
-            env_args=ENV_ARGS,
-            source="ppo",
-            num_tasks=tasks,
-            num_episodes=episodes,
-            split_fraction=0.9,
-        ),
-        model=ModelConfig(
-            num_layers=layers,
-            num_heads=2,
-            d_model=width,
-            d_ff=4 * width,
-            max_steps=context + 1,
-            token_layout="transition",
-        ),
-        train=TrainConfig(
-            steps=steps,
-            batch_size=batch,
-            lr=lr,
-            weight_decay=1e-4,
-            warmup_steps=min(500, steps // 10),
-            context_size=context,
-            log_every=max(steps // 50, 1),
-            checkpoint_every=max(steps // 4, 1),
-        ),
-        eval=EvalConfig(num_tasks=5, num_episodes=eval_eps),
+    data = DataConfig(
+        env="point_robot",
+        env_args=ENV_ARGS,
+        source="ppo",
+        num_tasks=tasks,
+        num_episodes=episodes,
+        split_fraction=0.9,
+    )
+    return dpt_experiment(
+        "dpt_point_robot",
+        data,
+        layers=layers,
+        width=width,
+        heads=2,
+        context=context,
+        steps=steps,
+        batch=batch,
+        lr=lr,
+        eval_tasks=5,
+        eval_episodes=eval_eps,
     )
 
 
