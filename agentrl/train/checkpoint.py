@@ -67,9 +67,6 @@ class Checkpointer:
     def latest_step(self) -> int | None:
         return self._manager.latest_step()
 
-    def all_steps(self) -> list[int]:
-        return list(self._manager.all_steps())
-
     def should_save(self, step: int) -> bool:
         return self.every > 0 and step % self.every == 0
 
@@ -98,13 +95,6 @@ class Checkpointer:
             ),
         )
         return unflatten_state(restored["state"], like), dict(restored["meta"])
-
-    def restore_meta(self, step: int | None = None) -> dict:
-        step = self.latest_step() if step is None else step
-        restored = self._manager.restore(
-            step, args=ocp.args.Composite(meta=ocp.args.JsonRestore())
-        )
-        return dict(restored["meta"])
 
     def wait(self) -> None:
         self._manager.wait_until_finished()

@@ -174,7 +174,6 @@ def load_model(run_dir: str | Path, step: int | None = None):
     """``(model, config)`` of a run's checkpoint (latest by default)."""
     run_dir = Path(run_dir)
     config = load_config(run_dir)
-    env = make_env(config.data.env, **dict(config.data.env_args))
     model = DecisionModel(config.model, rngs=nnx.Rngs(config.train.seed))
     graphdef, state = init_train_state(model, config.train, config.algo)
     ckpt = Checkpointer(run_dir / "checkpoints", config.train.checkpoint_every)
@@ -182,5 +181,4 @@ def load_model(run_dir: str | Path, step: int | None = None):
         state, _ = ckpt.restore(state, step)
     finally:
         ckpt.close()
-    del env
     return nnx.merge(graphdef, state["params"], state["rest"]), config
