@@ -19,7 +19,11 @@ ACCEPTS_OVERRIDES = True
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("experiment", help="experiments/<name>.py or its name")
-    parser.add_argument("--preset", default="smoke", choices=["smoke", "cpu", "full"])
+    parser.add_argument(
+        "--preset",
+        default="smoke",
+        help="smoke, cpu, full, or another preset the experiment defines",
+    )
     parser.add_argument(
         "--seeds",
         default="4",

@@ -2,7 +2,9 @@
 
 Pretraining: uniform random roll-in contexts on the 80 training goals,
 optimal-action labels for a query state. Online, the model fills its
-context with its own transitions from earlier episodes.
+context with its own transitions from earlier episodes. Cells are embedded
+by row, column and coordinates (``obs_encoding="grid"``) so that held-out
+goal cells share parts with trained ones.
 
 - ``smoke``: seconds (H=20, 9x9); plumbing only.
 - ``cpu``: 10x10, H=100, 4 layers width 32, 6,000 steps on 20,000
@@ -35,6 +37,7 @@ def _config(size, horizon, tasks, layers, width, steps, batch, lr, episodes):
         lr=lr,
         eval_tasks=16,
         eval_episodes=episodes,
+        obs_encoding="grid",
     )
 
 

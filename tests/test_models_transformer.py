@@ -70,6 +70,10 @@ def inputs(cfg: ModelConfig, t: int = T, seed: int = 1):
         (dict(moe_layers=(5,)), "moe_layers"),
         (dict(moe_layers=(1,), token_top_k=9), "token_top_k"),
         (dict(task_routing="episode"), "task_routing"),
+        (dict(obs_encoding="onehot"), "obs_encoding"),
+        (dict(obs_encoding="grid", grid_size=1), "grid_size"),
+        (dict(obs_encoding="grid", grid_size=2), "obs_size"),
+        (dict(obs_encoding="grid", obs_kind="continuous", grid_size=2), "obs_kind"),
     ],
 )
 def test_config_errors_name_the_field(kw, field):
@@ -131,11 +135,17 @@ def run_decode(model, cfg, obs, act, rew, steps):
         ("sar", (0, 1), "token", T),
         ("step", (1,), "sequence", 4),
         ("sar", (1,), "sequence", 4),
+        ("step", (), "grid", 4),
     ],
 )
 def test_cached_decoding_equals_full_pass(layout, moe, routing, steps):
     """Within the window (steps = T) and rolling (4-step cache, 9 steps)."""
-    cfg = small(token_layout=layout, moe_layers=moe, task_routing=routing)
+    grid = dict(obs_encoding="grid", grid_size=3, obs_size=18)
+    cfg = small(
+        token_layout=layout,
+        moe_layers=moe,
+        **(grid if routing == "grid" else dict(task_routing=routing)),
+    )
     model = make_model(cfg)
     obs, act, rew = inputs(cfg)
     full = forward(model, obs, act, rew, window=steps).action
@@ -209,3 +219,36 @@ def test_dpt_prefixes_and_cached_transitions(moe):
     with pytest.raises(ValueError, match="max_steps"):
         obs9, act9, rew9 = inputs(cfg, t=9)
         model.predict_query(query, obs9, act9, rew9, obs9)
+
+
+def test_grid_encoding_factorises_cells_into_rows_columns_and_layers():
+    """Cell id ``layer * n**2 + y * n + x`` -> E_x[x] + E_y[y] + W(x, y)/n + E_l."""
+    from agentrl.models.embedding import GridCellEmbed
+
+    embed = GridCellEmbed(3, 2, 8, nnx.Rngs(0))
+    ids = jnp.arange(18)
+    out = np.asarray(embed(ids))
+    x, y, layer = ids % 3, (ids % 9) // 3, ids // 9
+    xy = jnp.stack([x, y], -1) / 3.0
+    expected = embed.x(x) + embed.y(y) + embed.coords(xy) + embed.layer(layer)
+    np.testing.assert_allclose(out, expected, atol=1e-6)
+    # a cell's embedding is the sum of parts shared with its row and column
+    # mates: e(x=2,y=1) - e(x=0,y=1) == e(x=2,y=0) - e(x=0,y=0)
+    np.testing.assert_allclose(out[5] - out[3], out[2] - out[0], atol=1e-5)
+    assert np.abs(out[9] - out[0]).max() > 1e-3  # the layer (has-key) matters
+
+
+def test_grid_encoding_takes_grid_size_from_the_environment():
+    from agentrl.envs import make
+    from agentrl.train.config import complete_model_config
+
+    cfg = complete_model_config(ModelConfig(obs_encoding="grid"), make("darkroom"), "ad")
+    assert (cfg.grid_size, cfg.obs_size, cfg.grid_layers) == (9, 81, 1)
+    kd = complete_model_config(
+        ModelConfig(obs_encoding="grid"), make("dark_key_to_door"), "ad"
+    )
+    assert kd.grid_layers * kd.grid_size**2 == kd.obs_size
+    with pytest.raises(ValueError, match="obs_encoding='grid'"):
+        complete_model_config(
+            ModelConfig(obs_encoding="grid"), make("bernoulli_bandit"), "ad"
+        )

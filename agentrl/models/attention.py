@@ -122,10 +122,25 @@ class CausalSelfAttention(nnx.Module):
         size = k_cache.shape[2]
         y = jnp.einsum("bhqk,bhkd->bqhd", p[..., :size], v_cache)
         y = y + jnp.einsum("bhqk,bkhd->bqhd", p[..., size:], v)
-        slots = jnp.mod(pos, size)
-        k_cache = k_cache.at[:, :, slots].set(k.swapaxes(1, 2).astype(k_cache.dtype))
-        v_cache = v_cache.at[:, :, slots].set(v.swapaxes(1, 2).astype(v_cache.dtype))
+        k_cache = _write_slots(k_cache, k.swapaxes(1, 2), pos)
+        v_cache = _write_slots(v_cache, v.swapaxes(1, 2), pos)
         return self._merge(y), k_cache, v_cache
+
+
+def _write_slots(cache: jax.Array, chunk: jax.Array, pos: jax.Array) -> jax.Array:
+    """Write ``chunk [B, H, C, Dh]`` into ``cache [B, H, S, Dh]`` at ``pos mod S``.
+
+    A one-token chunk (every step of "step"-layout decoding) is a
+    ``dynamic_update_slice``, which XLA does in place inside the decoding
+    scan; a general index scatter there costs a copy of the whole cache.
+    """
+    chunk = chunk.astype(cache.dtype)
+    size = cache.shape[2]
+    if chunk.shape[2] == 1:
+        slot = jnp.mod(pos[0], size).astype(jnp.int32)
+        zero = jnp.zeros((), jnp.int32)
+        return jax.lax.dynamic_update_slice(cache, chunk, (zero, zero, slot, zero))
+    return cache.at[:, :, jnp.mod(pos, size)].set(chunk)
 
 
 def window_mean(x: jax.Array, pos: jax.Array, window: int) -> jax.Array:

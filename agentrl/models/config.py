@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 
 OBS_KINDS = ("discrete", "continuous")
+OBS_ENCODINGS = ("table", "grid")
 ACTION_KINDS = ("discrete", "continuous")
 TOKEN_LAYOUTS = ("step", "sar", "transition")
 HEADS = ("categorical", "gaussian", "mse")
@@ -51,6 +52,15 @@ class ModelConfig:
       obs_kind: ``"discrete"`` (scalar int32 in ``[0, obs_size)``) or
         ``"continuous"`` (float vector ``[obs_size]``).
       obs_size: number of observation categories, or vector dimension.
+      obs_encoding: how a discrete observation is embedded. ``"table"``: one
+        learned vector per id. ``"grid"``: the id is a grid cell
+        ``layer * grid_size**2 + y * grid_size + x`` (Dark Room, Key-to-Door:
+        ``layer`` is e.g. has-key) embedded as ``E_x[x] + E_y[y] +
+        W (x, y) / grid_size + E_layer[layer]``. A goal cell never rewarded in
+        training then shares its row, column and coordinates with trained
+        ones, which is what lets AD/DPT generalise to held-out goals.
+      grid_size: side of the grid for ``obs_encoding="grid"`` (filled from
+        the environment's ``size`` by ``complete_model_config``).
       action_kind: ``"discrete"`` or ``"continuous"``.
       action_size: number of actions, or action dimension.
       num_layers, num_heads, d_model, d_ff: transformer shape (pre-norm).
@@ -85,6 +95,8 @@ class ModelConfig:
 
     obs_kind: str = "discrete"
     obs_size: int = 25
+    obs_encoding: str = "table"
+    grid_size: int | None = None
     action_kind: str = "discrete"
     action_size: int = 5
     num_layers: int = 4
@@ -111,6 +123,7 @@ class ModelConfig:
 
     def __post_init__(self):
         _choice("obs_kind", self.obs_kind, OBS_KINDS)
+        _choice("obs_encoding", self.obs_encoding, OBS_ENCODINGS)
         _choice("action_kind", self.action_kind, ACTION_KINDS)
         _choice("token_layout", self.token_layout, TOKEN_LAYOUTS)
         _choice("head", self.head, HEADS)
@@ -126,6 +139,8 @@ class ModelConfig:
                 f"head size for RoPE), got d_model={self.d_model}, "
                 f"num_heads={self.num_heads}"
             )
+        if self.obs_encoding == "grid":
+            self._check_grid()
         if self.action_kind == "discrete" and self.head != "categorical":
             raise ValueError(
                 "ModelConfig.head must be 'categorical' for discrete actions, "
@@ -169,6 +184,27 @@ class ModelConfig:
                 _positive("expert_ff", self.expert_ff)
             if self.router_hidden is not None:
                 _positive("router_hidden", self.router_hidden)
+
+    def _check_grid(self) -> None:
+        if self.obs_kind != "discrete":
+            raise ValueError(
+                "ModelConfig.obs_kind must be 'discrete' with obs_encoding='grid', "
+                f"got {self.obs_kind!r}"
+            )
+        if self.grid_size is None:  # filled from the environment later
+            return
+        _positive("grid_size", self.grid_size, 2)
+        if self.obs_size % (self.grid_size * self.grid_size):
+            raise ValueError(
+                "ModelConfig.obs_size must be a multiple of grid_size**2 with "
+                f"obs_encoding='grid', got obs_size={self.obs_size}, "
+                f"grid_size={self.grid_size}"
+            )
+
+    @property
+    def grid_layers(self) -> int:
+        """Number of ``grid_size**2`` cell blocks in the observation ids."""
+        return self.obs_size // (self.grid_size * self.grid_size)
 
     @property
     def tokens_per_step(self) -> int:

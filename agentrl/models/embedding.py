@@ -19,10 +19,43 @@ import jax.numpy as jnp
 from flax import nnx
 
 
+class GridCellEmbed(nnx.Module):
+    """Factorised embedding of grid-cell ids (``ModelConfig.obs_encoding="grid"``).
+
+    ``id = layer * n**2 + y * n + x`` -> ``E_x[x] + E_y[y] + W (x, y) / n +
+    E_layer[layer]``: rows, columns and coordinates are shared between cells,
+    so a cell seen rarely (a held-out goal) is still embedded by parts the
+    model has trained on.
+    """
+
+    def __init__(self, grid_size: int, layers: int, d: int, rngs):
+        self.n = grid_size
+        self.x = nnx.Embed(grid_size, d, rngs=rngs)
+        self.y = nnx.Embed(grid_size, d, rngs=rngs)
+        self.coords = nnx.Linear(2, d, rngs=rngs)
+        self.layer = nnx.Embed(layers, d, rngs=rngs)
+
+    def __call__(self, ids: jax.Array) -> jax.Array:
+        """``ids [...]`` int32 -> ``[..., d]``."""
+        cells = self.n * self.n
+        cell, layer = ids % cells, ids // cells
+        x, y = cell % self.n, cell // self.n
+        xy = jnp.stack([x, y], axis=-1).astype(jnp.float32) / self.n
+        return self.x(x) + self.y(y) + self.coords(xy) + self.layer(layer)
+
+
 def _encoder(kind: str, size: int, d: int, rngs) -> nnx.Module:
     if kind == "discrete":
         return nnx.Embed(size, d, rngs=rngs)
     return nnx.Linear(size, d, rngs=rngs)
+
+
+def _obs_encoder(config, d: int, rngs) -> nnx.Module:
+    if config.obs_encoding == "grid":
+        if config.grid_size is None:
+            raise ValueError("ModelConfig.grid_size must be set for obs_encoding='grid'")
+        return GridCellEmbed(config.grid_size, config.grid_layers, d, rngs)
+    return _encoder(config.obs_kind, config.obs_size, d, rngs)
 
 
 class TokenEmbedding(nnx.Module):
@@ -34,7 +67,7 @@ class TokenEmbedding(nnx.Module):
         self.layout = c.token_layout
         self.obs_kind = c.obs_kind
         self.action_kind = c.action_kind
-        self.obs = _encoder(c.obs_kind, c.obs_size, d, rngs)
+        self.obs = _obs_encoder(c, d, rngs)
         self.action = _encoder(c.action_kind, c.action_size, d, rngs)
         self.reward = nnx.Linear(1, d, rngs=rngs)
         small = nnx.initializers.normal(0.02)
@@ -43,7 +76,7 @@ class TokenEmbedding(nnx.Module):
         elif c.token_layout == "sar":
             self.kind = nnx.Param(small(rngs.params(), (3, d)))
         else:
-            self.next_obs = _encoder(c.obs_kind, c.obs_size, d, rngs)
+            self.next_obs = _obs_encoder(c, d, rngs)
             self.kind = nnx.Param(small(rngs.params(), (2, d)))
 
     def _obs(self, obs):

@@ -10,7 +10,11 @@ ACCEPTS_OVERRIDES = True
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("experiment", help="experiments/<name>.py or its name")
-    parser.add_argument("--preset", default="smoke", choices=["smoke", "cpu", "full"])
+    parser.add_argument(
+        "--preset",
+        default="smoke",
+        help="smoke, cpu, full, or another preset the experiment defines",
+    )
     parser.add_argument("--run-dir", default=None, help="default runs/<name>-<preset>")
     parser.add_argument("--no-resume", action="store_true")
     parser.add_argument("--no-progress", action="store_true")

@@ -180,4 +180,15 @@ def complete_model_config(config: ModelConfig, env: Any, algo: str) -> ModelConf
             "action_size": int(act_space.shape[-1]),
             "head": head,
         }
-    return dataclasses.replace(config, obs_kind=obs_kind, obs_size=obs_size, **action)
+    grid = {}
+    if config.obs_encoding == "grid":
+        size = getattr(env, "size", None)
+        if obs_kind != "discrete" or not isinstance(size, int):
+            raise ValueError(
+                "model.obs_encoding='grid' needs a grid environment with discrete "
+                f"cell observations and a 'size' (Dark Room, Key-to-Door), got {env!r}"
+            )
+        grid = {"grid_size": size}
+    return dataclasses.replace(
+        config, obs_kind=obs_kind, obs_size=obs_size, **action, **grid
+    )

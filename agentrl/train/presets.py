@@ -25,6 +25,7 @@ def dpt_experiment(
     lr: float,
     eval_tasks: int,
     eval_episodes: int,
+    obs_encoding: str = "table",
 ) -> ExperimentConfig:
     """A DPT :class:`ExperimentConfig` on ``data`` with ``context`` transitions."""
     return ExperimentConfig(
@@ -38,6 +39,7 @@ def dpt_experiment(
             d_ff=4 * width,
             max_steps=context + 1,
             token_layout="transition",
+            obs_encoding=obs_encoding,
         ),
         train=TrainConfig(
             steps=steps,
