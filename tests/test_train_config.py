@@ -24,6 +24,35 @@ def test_presets_of_every_experiment_load():
     assert load_experiment("ad_eps_darkroom", "smoke").data.source == "noisy_oracle"
 
 
+@pytest.mark.parametrize(
+    "name", ["ad_darkroom", "ad_eps_darkroom", "dt_darkroom", "dpt_darkroom"]
+)
+@pytest.mark.parametrize("preset", ["smoke", "cpu", "full"])
+def test_dark_room_presets_fit_their_environment(name, preset):
+    """Model completion and DPT's context length, checked without compiling."""
+    from agentrl.envs import make
+    from agentrl.train.config import complete_model_config
+
+    config = load_experiment(name, preset)
+    env = make(config.data.env, **dict(config.data.env_args))
+    model = complete_model_config(config.model, env, config.algo)
+    if config.algo == "dt":
+        assert model.obs_encoding == "table" and model.obs_kind == "continuous"
+    else:
+        assert model.obs_encoding == "grid" and model.grid_size == env.size
+    if config.algo == "dpt":  # one-episode roll-ins: the last step has no s'
+        assert config.train.context_size <= env.horizon - 1
+
+
+def test_demo_preset_is_the_ad_pipeline_between_smoke_and_cpu():
+    demo = load_experiment("ad_darkroom", "demo")
+    smoke, cpu = (load_experiment("ad_darkroom", p) for p in ("smoke", "cpu"))
+    assert demo.algo == "ad" and demo.eval.greedy
+    assert smoke.train.steps < demo.train.steps < cpu.train.steps
+    with pytest.raises(ValueError, match="preset must be one of"):
+        load_experiment("dpt_bandit", "demo")
+
+
 def test_overrides_by_path_and_unique_name():
     c = load_experiment("ad_darkroom", "smoke", {"train.lr": "3e-3", "num_layers": "3"})
     assert c.train.lr == 3e-3 and c.model.num_layers == 3
