@@ -242,7 +242,9 @@ def test_grid_encoding_takes_grid_size_from_the_environment():
     from agentrl.envs import make
     from agentrl.train.config import complete_model_config
 
-    cfg = complete_model_config(ModelConfig(obs_encoding="grid"), make("darkroom"), "ad")
+    cfg = complete_model_config(
+        ModelConfig(obs_encoding="grid"), make("darkroom"), "ad"
+    )
     assert (cfg.grid_size, cfg.obs_size, cfg.grid_layers) == (9, 81, 1)
     kd = complete_model_config(
         ModelConfig(obs_encoding="grid"), make("dark_key_to_door"), "ad"

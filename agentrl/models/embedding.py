@@ -53,7 +53,9 @@ def _encoder(kind: str, size: int, d: int, rngs) -> nnx.Module:
 def _obs_encoder(config, d: int, rngs) -> nnx.Module:
     if config.obs_encoding == "grid":
         if config.grid_size is None:
-            raise ValueError("ModelConfig.grid_size must be set for obs_encoding='grid'")
+            raise ValueError(
+                "ModelConfig.grid_size must be set for obs_encoding='grid'"
+            )
         return GridCellEmbed(config.grid_size, config.grid_layers, d, rngs)
     return _encoder(config.obs_kind, config.obs_size, d, rngs)
 
