@@ -3,7 +3,7 @@
 Run: ``.venv/bin/python benchmarks/eval_throughput.py [--recompute-steps N]``
 
 100 Dark Room 9x9 tasks (H=20) x 50 episodes = 1,000 steps per task, with
-the ``cpu`` preset's model of ``experiments/ad_darkroom.py`` (4 layers, width
+the ``cpu`` preset's model of ``experiments/ad_darkroom.py`` (3 layers, width
 64, window ``max_steps`` = 80 steps; random init, which does not change the
 speed). Both agents run in the same driver
 (:func:`agentrl.evaluate.driver.run_batched_agent`: one ``lax.scan`` over

@@ -53,7 +53,8 @@ def create(cfg: ModelConfig) -> DecisionModel:
 def model_flops_per_token(cfg: ModelConfig, ctx: int) -> float:
     """Forward matmul FLOPs per token (active params; full [T, T] attention)."""
     d = cfg.d_model
-    attn = 4 * d * d + 2 * 2 * ctx * d
+    # projections q, k, v, o: 4 d^2; scores q.k and the p.v mix: ctx * d each
+    attn = 4 * d * d + 2 * ctx * d
     ffn_dense = 2 * d * cfg.d_ff
     half = d // 2
     ffn_moe = (cfg.token_top_k + cfg.task_top_k) * (d * cfg.expert_hidden) + (
