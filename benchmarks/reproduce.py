@@ -21,6 +21,8 @@ from pathlib import Path
 import numpy as np
 
 from agentrl import bench
+from agentrl.evaluate import metrics
+from agentrl.evaluate.evaluate import EvalResult
 from agentrl.evaluate.report import summarize, write_results
 from agentrl.evaluate.run import run_results
 from agentrl.train.experiments import load_experiment
@@ -109,50 +111,60 @@ def targets_for(name: str, summary: dict, run_dirs: list[Path]) -> list[dict]:
     return out
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("experiment")
-    parser.add_argument("--preset", default="cpu")
-    parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument(
-        "--compare", default=None, help="a second experiment trained on the same budget"
-    )
-    parser.add_argument("--runs", default="runs/repro")
-    args = parser.parse_args()
+def paired_difference(a_runs: list, b_runs: list, last_k: int) -> tuple:
+    """Mean last-``last_k``-episodes return of A minus B, with a 95% CI.
 
-    names = [args.experiment] + ([args.compare] if args.compare else [])
-    combined: dict[str, list] = {}
-    dirs: dict[str, list[Path]] = {}
-    for name in names:
-        per_method, run_dirs = train_and_evaluate(
-            name, args.preset, args.seeds, Path(args.runs)
-        )
-        algo = load_experiment(name, args.preset).algo
-        for method, results in per_method.items():
-            key = (
-                method
-                if method == algo
-                else (method if len(names) == 1 else f"{method}")
+    Both methods were evaluated on the same held-out tasks with the same keys
+    for each training seed, so the difference is taken per ``[seed, task]``
+    and bootstrapped over tasks within seeds (stratified).
+    """
+    a = np.stack([r.returns for r in a_runs])[..., -last_k:].mean(-1)
+    b = np.stack([r.returns for r in b_runs])[..., -last_k:].mean(-1)
+    diff = a - b  # [seed, task]
+    low, high = metrics.bootstrap_ci(diff)
+    return float(diff.mean()), low, high
+
+
+def load_written(tag: str) -> tuple[dict, dict]:
+    """``(combined results, run_dirs)`` back from a written reproduction."""
+    saved = json.loads((bench.RESULTS_DIR / tag / "results.json").read_text())
+    combined = {
+        method: [
+            EvalResult(
+                **{
+                    k: (np.asarray(v) if isinstance(v, list) else v)
+                    for k, v in run.items()
+                    if k in EvalResult.__dataclass_fields__
+                }
             )
-            combined.setdefault(key, results)
-        dirs[name] = run_dirs
+            for run in runs
+        ]
+        for method, runs in saved["runs"].items()
+    }
+    meta = json.loads((bench.RESULTS_DIR / f"{tag}.json").read_text())
+    dirs = {k: [Path(p) for p in v] for k, v in meta["results"]["run_dirs"].items()}
+    return combined, dirs
 
-    tag = f"repro_{'_vs_'.join(names)}_{args.preset}"
+
+def report(names: list[str], preset: str, combined: dict, dirs: dict) -> None:
+    tag = f"repro_{'_vs_'.join(names)}_{preset}"
     out_dir = bench.RESULTS_DIR / tag
-    write_results(combined, out_dir, title=f"{' vs '.join(names)} ({args.preset})")
+    write_results(combined, out_dir, title=f"{' vs '.join(names)} ({preset})")
     summary = summarize(combined)
-    targets = targets_for(args.experiment, summary, dirs[args.experiment])
-    if args.compare:
-        a = load_experiment(args.experiment, args.preset).algo
-        b = load_experiment(args.compare, args.preset).algo
-        diff = summary[a]["return_last"]["mean"] - summary[b]["return_last"]["mean"]
-        targets.append(
-            bench.target(
-                f"{a} minus {b}, last-episodes return (reported, no target)",
-                diff,
-                float("-inf"),
-            )
+    targets = targets_for(names[0], summary, dirs[names[0]])
+    if len(names) > 1:
+        a, b = (load_experiment(n, preset).algo for n in names)
+        diff, low, high = paired_difference(
+            combined[a], combined[b], summary[a]["last_k"]
         )
+        for label, value in (("", diff), (" CI low", low), (" CI high", high)):
+            targets.append(
+                bench.target(
+                    f"{a} minus {b}, last-episodes return{label} (reported, no target)",
+                    value,
+                    float("-inf"),
+                )
+            )
     rows = [
         {
             "method": m,
@@ -181,6 +193,39 @@ def main() -> None:
     print(bench.markdown_table(rows))
     print(bench.markdown_table(targets))
     print(f"wrote {path}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("experiment")
+    parser.add_argument("--preset", default="cpu")
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument(
+        "--compare", default=None, help="a second experiment trained on the same budget"
+    )
+    parser.add_argument("--runs", default="runs/repro")
+    parser.add_argument(
+        "--rescore",
+        action="store_true",
+        help="recompute the tables and targets from results already written "
+        "(no training; bandit regret curves are not stored, so not for bandits)",
+    )
+    args = parser.parse_args()
+
+    names = [args.experiment] + ([args.compare] if args.compare else [])
+    if args.rescore:
+        combined, dirs = load_written(f"repro_{'_vs_'.join(names)}_{args.preset}")
+        return report(names, args.preset, combined, dirs)
+    combined: dict[str, list] = {}
+    dirs: dict[str, list[Path]] = {}
+    for name in names:
+        per_method, run_dirs = train_and_evaluate(
+            name, args.preset, args.seeds, Path(args.runs)
+        )
+        for method, results in per_method.items():
+            combined.setdefault(method, results)
+        dirs[name] = run_dirs
+    report(names, args.preset, combined, dirs)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ goal cells share parts with trained ones.
 
 - ``smoke``: seconds (H=20, 9x9); plumbing only.
 - ``cpu``: ``python benchmarks/reproduce.py dpt_darkroom --preset cpu`` —
-  10x10, H=100, 4 layers width 32, 1,500 steps of batch 32 on 10,000
+  10x10, H=100, 4 layers width 32, 1,200 steps of batch 32 on 10,000
   roll-ins (about 4 minutes a seed); expected: held-out return rises within a
   few episodes.
 - ``full``: the paper's (100,000 tasks, embedding 32, 4 layers, batch 64,
@@ -46,6 +46,6 @@ def _config(size, horizon, tasks, layers, width, steps, batch, lr, episodes):
 
 PRESETS = {
     "smoke": lambda: _config(9, 20, 64, 2, 16, 40, 16, 1e-3, 4),
-    "cpu": lambda: _config(10, 100, 10_000, 4, 32, 1500, 32, 1e-3, 40),
+    "cpu": lambda: _config(10, 100, 10_000, 4, 32, 1200, 32, 1e-3, 40),
     "full": lambda: _config(10, 100, 100_000, 4, 32, 100_000, 64, 1e-3, 40),
 }

@@ -24,8 +24,6 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from agentrl.data import samplers
-
 DATA = "data"
 SWEEP = "sweep"
 
@@ -61,7 +59,7 @@ def make_mesh(num_data: int | None = None, num_sweep: int = 1) -> Mesh:
 
 def data_sharding(mesh: Mesh) -> NamedSharding:
     """Leading (batch) axis split over ``data``; everything else replicated."""
-    return samplers.data_sharding(mesh, DATA)
+    return NamedSharding(mesh, P(DATA))
 
 
 def replicated(mesh: Mesh) -> NamedSharding:
