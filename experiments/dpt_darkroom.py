@@ -9,8 +9,10 @@ goal cells share parts with trained ones.
 - ``smoke``: seconds (H=20, 9x9); plumbing only.
 - ``cpu``: ``python benchmarks/reproduce.py dpt_darkroom --preset cpu`` —
   10x10, H=100, 4 layers width 32, 1,200 steps of batch 32 on 10,000
-  roll-ins (about 4 minutes a seed); expected: held-out return rises within a
-  few episodes.
+  roll-ins (about 4 minutes of training a seed, evaluation 2-3 more).
+  Measured (3 seeds): held-out return 1.44 in episode 1 -> 4.57 over the last
+  10 of 40 (random 0.99, oracle 96.8): this budget is far too small for the
+  paper's near-optimal returns (DPT trains 100k tasks for many more steps).
 - ``full``: the paper's (100,000 tasks, embedding 32, 4 layers, batch 64,
   lr 1e-3, 40 evaluation episodes).
 """
