@@ -18,12 +18,9 @@ ACCEPTS_OVERRIDES = True
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("experiment", help="experiments/<name>.py or its name")
-    parser.add_argument(
-        "--preset",
-        default="smoke",
-        help="smoke, cpu, full, or another preset the experiment defines",
-    )
+    from agentrl.train.cli import add_experiment_arguments
+
+    add_experiment_arguments(parser)
     parser.add_argument(
         "--seeds",
         default="4",

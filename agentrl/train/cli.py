@@ -8,13 +8,18 @@ import argparse
 ACCEPTS_OVERRIDES = True
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
+def add_experiment_arguments(parser: argparse.ArgumentParser) -> None:
+    """``experiment`` and ``--preset`` (shared by ``train`` and ``sweep``)."""
     parser.add_argument("experiment", help="experiments/<name>.py or its name")
     parser.add_argument(
         "--preset",
         default="smoke",
         help="smoke, cpu, full, or another preset the experiment defines",
     )
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_experiment_arguments(parser)
     parser.add_argument("--run-dir", default=None, help="default runs/<name>-<preset>")
     parser.add_argument("--no-resume", action="store_true")
     parser.add_argument("--no-progress", action="store_true")
