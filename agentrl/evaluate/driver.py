@@ -29,7 +29,9 @@ from agentrl.evaluate.model_agents import (
     CONTEXT_UPDATES,
     ADModelAgent,
     Context,
+    DPTCachedModelAgent,
     DPTModelAgent,
+    ModelHandle,
     append,
     empty_context,
     env_horizon,
@@ -117,6 +119,10 @@ def infer_protocol(model: Any, protocol: str = "auto") -> str:
         return protocol
     if protocol != "auto":
         raise ValueError(f"protocol must be 'auto' or one of {PROTOCOLS}")
+    # A DecisionModel has both entry points; its token layout says which it is.
+    layout = getattr(getattr(model, "config", None), "token_layout", None)
+    if isinstance(layout, str):
+        return "dpt" if layout == "transition" else "ad"
     for name, method in (("ad", "decode"), ("dpt", "predict_query")):
         if callable(getattr(model, method, None)):
             return name
@@ -131,6 +137,29 @@ def default_context_update(env: Any) -> str:
     return "step" if getattr(env, "kind", None) == "bandit" else "episode"
 
 
+def dpt_cache_applies(
+    model: Any, env: Any, num_steps: int, context_size: int, context_update: str
+) -> bool:
+    """Whether cached DPT decoding equals the uncached agent here.
+
+    It does when the query never changes (a bandit's single observation),
+    each step appends one transition (``"step"``) and the context never
+    overflows (``num_steps <= context_size``), so the query stays the first
+    token in the window.
+    """
+    if isinstance(model, ModelHandle):
+        model = model.get()
+    has_decode = all(
+        callable(getattr(model, m, None)) for m in ("decode_query", "decode_transition")
+    )
+    return (
+        has_decode
+        and context_update == "step"
+        and getattr(env, "kind", None) == "bandit"
+        and num_steps <= context_size
+    )
+
+
 def make_model_agent(
     model: Any,
     env: Any,
@@ -142,12 +171,16 @@ def make_model_agent(
     context_size: int | None = None,
     context_update: str = "auto",
     context: Context | None = None,
-) -> ADModelAgent | DPTModelAgent:
+    dpt_cache: bool | None = None,
+) -> ADModelAgent | DPTModelAgent | DPTCachedModelAgent:
     """The batched agent for ``model`` (see :mod:`agentrl.evaluate.model_agents`).
 
     ``cache_steps`` (AD) defaults to ``num_steps`` (the whole evaluation fits);
     ``context_size`` (DPT) to ``env.horizon``; ``context_update`` to
     :func:`default_context_update`, or ``"none"`` when ``context`` is given.
+    ``dpt_cache`` (DPT): ``None`` decodes with a KV cache whenever that equals
+    the uncached agent (see :func:`dpt_cache_applies`), ``False`` never,
+    ``True`` requires it (error if it does not apply).
     """
     protocol = infer_protocol(model, protocol)
     if protocol == "ad":
@@ -160,6 +193,18 @@ def make_model_agent(
         raise ValueError(
             f"context_update must be 'auto' or one of {CONTEXT_UPDATES}, "
             f"got {context_update!r}"
+        )
+    context_size = context_size or env_horizon(env)
+    applies = dpt_cache_applies(model, env, num_steps, context_size, context_update)
+    if dpt_cache and not applies:
+        raise ValueError(
+            "dpt_cache=True needs context_update='step' on a bandit (one fixed "
+            f"query), a model with decode_query/decode_transition and num_steps "
+            f"({num_steps}) <= context_size ({context_size})"
+        )
+    if applies and dpt_cache is not False and context is None:
+        return DPTCachedModelAgent(
+            model, env, context_size, greedy=greedy, temperature=temperature
         )
     return DPTModelAgent(
         model,
@@ -186,6 +231,7 @@ def run_model_online(
     context_update: str = "auto",
     context: Context | None = None,
     num_steps: int | None = None,
+    dpt_cache: bool | None = None,
 ) -> tuple[History, Any]:
     """Run a trained model in context on tasks ``params [task, ...]``, jitted.
 
@@ -206,6 +252,7 @@ def run_model_online(
         cache_steps=cache_steps,
         context_size=context_size,
         context_update=context_update,
+        dpt_cache=dpt_cache,
     )
 
     @jax.jit

@@ -315,3 +315,73 @@ def env_horizon(env: Any) -> int:
             "number of steps explicitly"
         )
     return horizon
+
+
+class DPTCachedState(NamedTuple):
+    """KV cache, next logits ``[B, A]``, ``started`` ``[]``."""
+
+    cache: Any
+    logits: jax.Array
+    started: jax.Array
+
+
+class DPTCachedModelAgent:
+    """DPT on a growing context with a fixed query, decoded with a KV cache.
+
+    The bandit protocol: the query (the bandit's one observation) is the
+    first token and every pull appends one transition, so step ``t`` is one
+    ``decode_transition`` instead of a forward pass over ``t`` transitions.
+    Equals :class:`DPTModelAgent` with ``context_update="step"`` while the
+    context has not overflowed, which :func:`make_model_agent` ensures by
+    using it only when the whole evaluation fits the context and the
+    observation never changes (bandits).
+    """
+
+    batched = True
+
+    def __init__(
+        self,
+        model: Any,
+        env: Any,
+        context_size: int,
+        greedy: bool = False,
+        temperature: float = 1.0,
+    ):
+        self.model = split_model(model)
+        self.env = env
+        self.context_size = int(context_size)
+        self.greedy = greedy
+        self.temperature = temperature
+        self.space = env.action_space(None)
+
+    def init(self, key: jax.Array, params: Any) -> DPTCachedState:
+        batch = key.shape[0]
+        model = self.model.get()
+        return DPTCachedState(
+            cache=model.init_cache(batch, self.context_size + 1),
+            logits=jnp.zeros((batch, *_out_shape(self.space)), jnp.float32),
+            started=jnp.bool_(False),
+        )
+
+    def act(self, key, state: DPTCachedState, obs, env_state, params) -> jax.Array:
+        def query_only():
+            out, _ = self.model.get().decode_query(state.cache, obs)
+            return out.action.astype(jnp.float32)
+
+        logits = jax.lax.cond(state.started, lambda: state.logits, query_only)
+        return select_action(key, logits, self.space, self.greedy, self.temperature)
+
+    def update(self, state: DPTCachedState, step: Step) -> DPTCachedState:
+        model = self.model.get()
+
+        def commit_query(cache):
+            return model.decode_query(cache, step.obs)[1]
+
+        cache = jax.lax.cond(state.started, lambda c: c, commit_query, state.cache)
+        action = jnp.asarray(step.action, self.space.dtype)
+        action = action.reshape(action.shape[:1] + self.space.shape)
+        reward = jnp.asarray(step.reward, jnp.float32).reshape(-1)
+        out, cache = model.decode_transition(
+            cache, step.obs, action, reward, step.next_obs
+        )
+        return DPTCachedState(cache, out.action.astype(jnp.float32), jnp.bool_(True))
