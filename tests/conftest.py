@@ -35,3 +35,28 @@ def darkroom_dataset(tmp_path_factory):
         env_name="darkroom",
     )
     return path
+
+
+@pytest.fixture
+def tiny_ad_config(darkroom_dataset):
+    """``make(steps) -> ExperimentConfig``: ad_darkroom smoke, 1 layer width 16."""
+    from agentrl import configtools
+    from agentrl.train.experiments import load_experiment
+
+    def make(steps: int = 2):
+        return configtools.override(
+            load_experiment("ad_darkroom", "smoke"),
+            {
+                "data.path": str(darkroom_dataset),
+                "train.steps": steps,
+                "train.batch_size": 4,
+                "train.warmup_steps": 1,
+                "model.d_model": 16,
+                "model.d_ff": 32,
+                "model.num_layers": 1,
+                "eval.num_tasks": 3,
+                "eval.num_episodes": 2,
+            },
+        )
+
+    return make

@@ -16,31 +16,13 @@ from agentrl.sweep_cli import parse_seeds
 from agentrl.train.experiments import load_experiment
 
 
-def _tiny(dataset_path, steps=4):
-    config = load_experiment("ad_darkroom", "smoke")
-    return configtools.override(
-        config,
-        {
-            "data.path": str(dataset_path),
-            "train.steps": steps,
-            "train.batch_size": 4,
-            "train.warmup_steps": 1,
-            "model.d_model": 16,
-            "model.d_ff": 32,
-            "model.num_layers": 1,
-            "eval.num_tasks": 3,
-            "eval.num_episodes": 2,
-        },
-    )
-
-
-def test_vmapped_members_match_single_runs(darkroom_dataset):
+def test_vmapped_members_match_single_runs(tiny_ad_config, darkroom_dataset):
     from agentrl.data import open_dataset
     from agentrl.train.data import make_sampler
     from agentrl.train.loop import build_model
     from agentrl.train.step import default_hparams, init_train_state, make_train_step
 
-    config = _tiny(darkroom_dataset, steps=4)
+    config = tiny_ad_config(steps=4)
     env = envs.make("darkroom")
     dataset = open_dataset(darkroom_dataset)
     settings = [{"lr": 1e-3}, {"lr": 3e-3, "weight_decay": 0.0}]

@@ -1,30 +1,10 @@
 """Sweeps evaluate every member in context on held-out tasks (scores with CIs)."""
 
-from agentrl import configtools
 from agentrl.sweep import run_sweep
-from agentrl.train.experiments import load_experiment
 
 
-def _tiny(dataset_path, steps=2):
-    config = load_experiment("ad_darkroom", "smoke")
-    return configtools.override(
-        config,
-        {
-            "data.path": str(dataset_path),
-            "train.steps": steps,
-            "train.batch_size": 4,
-            "train.warmup_steps": 1,
-            "model.d_model": 16,
-            "model.d_ff": 32,
-            "model.num_layers": 1,
-            "eval.num_tasks": 3,
-            "eval.num_episodes": 2,
-        },
-    )
-
-
-def test_sweep_evaluates_members_in_context(darkroom_dataset, tmp_path):
-    config = _tiny(darkroom_dataset, steps=2)
+def test_sweep_evaluates_members_in_context(tiny_ad_config, tmp_path):
+    config = tiny_ad_config(steps=2)
     out = run_sweep(
         config,
         [0, 1],
@@ -39,7 +19,7 @@ def test_sweep_evaluates_members_in_context(darkroom_dataset, tmp_path):
     assert "score" in out.paths["md"].read_text()
 
 
-def test_vmapped_evaluation_matches_run_model_online(darkroom_dataset):
+def test_vmapped_evaluation_matches_run_model_online(tiny_ad_config, darkroom_dataset):
     import jax
     import numpy as np
     from flax import nnx
@@ -49,7 +29,7 @@ def test_vmapped_evaluation_matches_run_model_online(darkroom_dataset):
     from agentrl.evaluate import run_model_online
     from agentrl.sweep import evaluate_members, held_out_tasks, train_sweep
 
-    config = _tiny(darkroom_dataset, steps=2)
+    config = tiny_ad_config(steps=2)
     env = envs.make("darkroom")
     dataset = open_dataset(darkroom_dataset)
     sweep = train_sweep(config, env, dataset, [0, 1], [{"lr": 1e-3}], steps_per_call=2)

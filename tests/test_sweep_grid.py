@@ -1,30 +1,10 @@
 """Sweeps of an experiment: a static grid gives one row per setting and files."""
 
-from agentrl import configtools
 from agentrl.sweep import run_sweep
-from agentrl.train.experiments import load_experiment
 
 
-def _tiny(dataset_path, steps=2):
-    config = load_experiment("ad_darkroom", "smoke")
-    return configtools.override(
-        config,
-        {
-            "data.path": str(dataset_path),
-            "train.steps": steps,
-            "train.batch_size": 4,
-            "train.warmup_steps": 1,
-            "model.d_model": 16,
-            "model.d_ff": 32,
-            "model.num_layers": 1,
-            "eval.num_tasks": 3,
-            "eval.num_episodes": 2,
-        },
-    )
-
-
-def test_static_grid_one_row_per_setting(darkroom_dataset, tmp_path):
-    config = _tiny(darkroom_dataset, steps=2)
+def test_static_grid_one_row_per_setting(tiny_ad_config, tmp_path):
+    config = tiny_ad_config(steps=2)
     grid = {"lr": ["1e-3", "3e-4"], "d_model": ["8", "16"]}
     out = run_sweep(
         config,
