@@ -34,14 +34,13 @@ for path in (HERE.parent, HERE):
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
-from eval_throughput import make_runner, measure  # noqa: E402
+from eval_throughput import make_runner, measure, preset_model  # noqa: E402
 
 from agentrl import bench  # noqa: E402
 from agentrl.evaluate.model_agents import (  # noqa: E402
     DPTCachedModelAgent,
     DPTModelAgent,
     ModelHandle,
-    split_model,
 )
 
 NUM_TASKS = 200
@@ -53,16 +52,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2)
     args = parser.parse_args()
 
-    from agentrl.envs import make as make_env
-    from agentrl.train.experiments import load_experiment
-    from agentrl.train.loop import build_model
-
-    config = load_experiment("dpt_bandit", "cpu")
-    env = make_env(config.data.env, **dict(config.data.env_args))
-    model = build_model(config, env)
+    config, env, model, handle, params = preset_model("dpt_bandit", NUM_TASKS)
     size = config.train.context_size
-    handle = split_model(model)
-    params = jax.vmap(env.sample_params)(jax.random.split(jax.random.key(1), NUM_TASKS))
     key = jax.random.key(0)
     horizon = env.horizon
     rec_steps = min(args.recompute_steps, horizon)

@@ -142,22 +142,30 @@ def measure(run, weights, params, key, repeats: int) -> tuple[float, float, Any]
     return compile_s, best, actions
 
 
+def preset_model(experiment: str, num_tasks: int):
+    """``(config, env, model, handle, params [num_tasks, ...])`` of a ``cpu`` preset.
+
+    The model is randomly initialised (weights do not change the speed).
+    """
+    from agentrl.envs import make as make_env
+    from agentrl.train.experiments import load_experiment
+    from agentrl.train.loop import build_model
+
+    config = load_experiment(experiment, "cpu")
+    env = make_env(config.data.env, **dict(config.data.env_args))
+    model = build_model(config, env)
+    params = jax.vmap(env.sample_params)(jax.random.split(jax.random.key(1), num_tasks))
+    return config, env, model, split_model(model), params
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--recompute-steps", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=2)
     args = parser.parse_args()
 
-    from agentrl.envs import make as make_env
-    from agentrl.train.experiments import load_experiment
-    from agentrl.train.loop import build_model
-
-    config = load_experiment("ad_darkroom", "cpu")
-    env = make_env(config.data.env, **dict(config.data.env_args))
-    model = build_model(config, env)
+    _, env, model, handle, params = preset_model("ad_darkroom", NUM_TASKS)
     window = model.config.max_steps
-    handle = split_model(model)
-    params = jax.vmap(env.sample_params)(jax.random.split(jax.random.key(1), NUM_TASKS))
     key = jax.random.key(0)
     total_steps = NUM_EPISODES * env.horizon
 

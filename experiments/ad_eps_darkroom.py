@@ -35,6 +35,10 @@ def _preset(preset: str) -> ExperimentConfig:
             data, num_episodes=40, source_args=(("epsilon_end", 0.3),)
         )
     evaluation = dataclasses.replace(config.eval, greedy=False)
+    if preset in ("cpu", "full"):
+        # the AD-ε paper evaluates 100 episodes: its learner improves at the
+        # pace of the data's curriculum and passes the data's best after it
+        evaluation = dataclasses.replace(evaluation, num_episodes=100)
     return dataclasses.replace(
         config, name="ad_eps_darkroom", algo="ad_eps", data=data, eval=evaluation
     )
