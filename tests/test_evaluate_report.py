@@ -84,3 +84,19 @@ def test_held_out_params_use_the_recorded_split():
 def test_eval_of_a_missing_run_is_clear(tmp_path):
     with pytest.raises(FileNotFoundError, match="config.json"):
         evaluate_run(tmp_path)
+
+
+def test_source_baseline_runs_as_it_made_the_data():
+    from agentrl.evaluate.run import baseline_methods
+    from agentrl.train.experiments import load_experiment
+
+    config = load_experiment("ad_darkroom", "cpu")  # explore 30% of 60 episodes
+    env = envs.make("darkroom")
+    methods = baseline_methods(config, env, ["random", "q_learning"], 50)
+    q = methods["q_learning"]
+    assert q.decay_episodes == round(0.3 * config.data.num_episodes) == 18
+    assert type(methods["random"]).__name__ != "QLearning"
+    config = load_experiment("ad_eps_darkroom", "cpu")  # ε 1 -> 0.3 over 36 of 40
+    oracle = baseline_methods(config, env, ["noisy_oracle"], 100)["noisy_oracle"]
+    assert oracle.epsilon_end == pytest.approx(0.3)
+    assert oracle.decay_episodes == 36

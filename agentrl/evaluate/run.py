@@ -6,7 +6,8 @@ the split's test ids for finite task spaces (Dark Room goals), or fresh tasks
 from an evaluation-only key for continuous ones (bandit means). Baselines run
 on the same tasks and keys: random and oracle always; UCB and Thompson
 sampling on bandits; the source algorithm that made the training data
-(e.g. Q-learning, run online for the same number of episodes).
+(e.g. Q-learning, run online for the same number of episodes, with the
+settings and exploration schedule it had in the data).
 """
 
 from __future__ import annotations
@@ -57,13 +58,36 @@ def default_baselines(env: Any, source: str | None) -> list[str]:
     return names
 
 
-def baseline_agent(name: str, env: Any, num_episodes: int) -> Any:
+def baseline_agent(
+    name: str, env: Any, num_episodes: int, settings: dict | None = None
+) -> Any:
+    """A baseline by name; a source gets ``num_episodes`` and ``settings``."""
     from agentrl.evaluate.agents import BASELINES, make_baseline
     from agentrl.sources.registry import make_agent
 
     if name in BASELINES:
         return make_baseline(name, env)
-    return make_agent(name, env, num_episodes)
+    return make_agent(name, env, num_episodes, **(settings or {}))
+
+
+def baseline_methods(
+    config: Any, env: Any, names: list[str], num_episodes: int
+) -> dict[str, Any]:
+    """``{name: agent}``; the data's source runs as it made the data.
+
+    The source keeps its settings and its schedule over the data's episodes
+    (e.g. Q-learning's epsilon decay), so it is the learner the model
+    imitated, run online for ``num_episodes`` on the held-out tasks.
+    """
+    methods = {}
+    for name in names:
+        if name == config.data.source:
+            data = config.data
+            settings = dict(data.source_args)
+            methods[name] = baseline_agent(name, env, data.num_episodes, settings)
+        else:
+            methods[name] = baseline_agent(name, env, num_episodes)
+    return methods
 
 
 def evaluate_run(
@@ -124,8 +148,7 @@ def run_results(
         else default_baselines(env, config.data.source)
     )
     methods: dict[str, Any] = {config.algo: model}
-    for name in names:
-        methods[name] = baseline_agent(name, env, num_episodes)
+    methods.update(baseline_methods(config, env, names, num_episodes))
     protocol = PROTOCOLS[config.algo]
     model_kwargs = {"protocol": protocol, "greedy": greedy}
     if protocol == "ad":
