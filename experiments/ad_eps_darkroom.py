@@ -14,12 +14,13 @@ greedy model never finds a held-out goal (measured: return 1.19 flat).
 
 - ``smoke``: ``agentrl train ad_eps_darkroom --preset smoke``; seconds.
 - ``cpu``: ``python benchmarks/reproduce.py ad_eps_darkroom --preset cpu`` —
-  ``ad_darkroom``'s cpu model and budget on 260 noise-curriculum histories,
-  evaluated for 100 episodes as in the paper; about 6 minutes a seed (5
-  minutes of training, the rest evaluation). Target: held-out return in the
-  last 10 of 100 episodes above the mean return of the data's best (last
-  10%) episodes. Measured (3 seeds): the return rises from 0 to a plateau of
-  8.4 [7.1, 9.6] by episode ~60, 0.79 of the data's best (10.6): not met.
+  ``ad_darkroom``'s cpu model on 1,040 noise-curriculum histories (16 per
+  training goal), 6,000 updates, evaluated for 100 episodes as in the paper;
+  about 10 minutes a seed alone on the 2-core CPU. Target: held-out return
+  in the last 10 of 100 episodes above the mean return of the data's best
+  (last 10%) episodes. Measured (3 seeds): the return rises for ~60
+  episodes to 9.62 [8.47, 10.7], 0.90 of the data's best (10.7): not met;
+  with 2,000 updates on 260 histories it plateaued at 0.79.
 - ``full``: the AD-ε paper's Dark Room (65 train goals, context 4 episodes,
   4 layers width 512, batch 512, lr 3e-4, 300k updates); for a GPU.
 """
