@@ -194,15 +194,19 @@ def make_model_agent(
             f"context_update must be 'auto' or one of {CONTEXT_UPDATES}, "
             f"got {context_update!r}"
         )
+    if context is not None:  # offline: the fixed context sets the size
+        context_size = context.size
     context_size = context_size or env_horizon(env)
-    applies = dpt_cache_applies(model, env, num_steps, context_size, context_update)
+    applies = context is None and dpt_cache_applies(
+        model, env, num_steps, context_size, context_update
+    )
     if dpt_cache and not applies:
         raise ValueError(
             "dpt_cache=True needs context_update='step' on a bandit (one fixed "
             f"query), a model with decode_query/decode_transition and num_steps "
             f"({num_steps}) <= context_size ({context_size})"
         )
-    if applies and dpt_cache is not False and context is None:
+    if applies and dpt_cache is not False:
         return DPTCachedModelAgent(
             model, env, context_size, greedy=greedy, temperature=temperature
         )
