@@ -20,7 +20,9 @@ greedy model never finds a held-out goal (measured: return 1.19 flat).
   in the last 10 of 100 episodes above the mean return of the data's best
   (last 10%) episodes. Measured (3 seeds): the return rises for ~60
   episodes to 9.62 [8.47, 10.7], 0.90 of the data's best (10.7): not met;
-  with 2,000 updates on 260 histories it plateaued at 0.79.
+  with 2,000 updates on 260 histories it plateaued at 0.79, and 12,000
+  updates (one seed) gave 0.82 where that seed had 0.86 at 6,000, so more
+  updates alone do not carry it past its data.
 - ``full``: the AD-ε paper's Dark Room (65 train goals, context 4 episodes,
   4 layers width 512, batch 512, lr 3e-4, 300k updates); for a GPU.
 """
