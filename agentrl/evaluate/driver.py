@@ -37,8 +37,12 @@ from agentrl.evaluate.model_agents import (
     env_horizon,
     split_model,
 )
-from agentrl.sources.agent import Step, run_agent_on_tasks
-from agentrl.sources.history import History, episode_index
+from agentrl.sources.agent import (
+    agent_transition,
+    history_from_record,
+    run_agent_on_tasks,
+)
+from agentrl.sources.history import History
 
 PROTOCOLS = ("ad", "dpt")
 
@@ -80,37 +84,16 @@ def run_batched_agent(
     voptimal = jax.vmap(env.optimal_action) if record_optimal_action else None
 
     def body(carry, step_keys):
-        obs, env_state, agent_state = carry
         ks = jax.vmap(jax.random.split)(step_keys)
-        action = agent.act(ks[:, 0], agent_state, obs, env_state, params)
-        optimal = voptimal(env_state, params) if voptimal else None
-        next_obs, next_env_state, reward, term, trunc, info = vstep(
-            ks[:, 1], env_state, action, params
+        return agent_transition(
+            agent, vstep, voptimal, carry, ks[:, 0], ks[:, 1], params
         )
-        step = Step(
-            obs, action, reward, info["final_observation"], term, trunc, next_obs
-        )
-        agent_state = agent.update(agent_state, step)
-        record = (obs, action, reward, term, trunc, optimal)
-        return (next_obs, next_env_state, agent_state), record
 
     (_, _, agent_state), record = jax.lax.scan(
         body, (obs, env_state, agent_state), key_steps
     )
     swap = lambda x: jnp.swapaxes(x, 0, 1)  # noqa: E731  [step, task] -> [task, step]
-    obs, action, reward, term, trunc, optimal = jax.tree.map(swap, record)
-    history = History(
-        obs=obs,
-        action=action,
-        reward=reward.astype(jnp.float32),
-        terminated=term,
-        truncated=trunc,
-        episode=episode_index(jnp.logical_or(term, trunc)),
-        optimal_action=optimal,
-        task_id=jnp.asarray(task_id, jnp.int32),
-        params=params,
-    )
-    return history, agent_state
+    return history_from_record(jax.tree.map(swap, record), task_id, params), agent_state
 
 
 def infer_protocol(model: Any, protocol: str = "auto") -> str:

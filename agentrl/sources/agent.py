@@ -93,27 +93,47 @@ def run_agent(
     agent_state = agent.init(key_agent, params)
 
     def body(carry, step_key):
-        obs, env_state, agent_state = carry
         key_act, key_step = jax.random.split(step_key)
-        action = agent.act(key_act, agent_state, obs, env_state, params)
-        optimal = (
-            env.optimal_action(env_state, params) if record_optimal_action else None
+        return agent_transition(
+            agent,
+            env.step,
+            env.optimal_action if record_optimal_action else None,
+            carry,
+            key_act,
+            key_step,
+            params,
         )
-        next_obs, next_env_state, reward, term, trunc, info = env.step(
-            key_step, env_state, action, params
-        )
-        step = Step(
-            obs, action, reward, info["final_observation"], term, trunc, next_obs
-        )
-        agent_state = agent.update(agent_state, step)
-        record = (obs, action, reward, term, trunc, optimal)
-        return (next_obs, next_env_state, agent_state), record
 
     (_, _, agent_state), record = jax.lax.scan(
         body, (obs, env_state, agent_state), jax.random.split(key_steps, num_steps)
     )
+    return history_from_record(record, task_id, params), agent_state
+
+
+def agent_transition(agent, env_step, optimal_action, carry, key_act, key_step, params):
+    """One step of ``agent`` in the environment: the body of the drivers' scans.
+
+    ``carry`` is ``(obs, env_state, agent_state)``; ``env_step`` and
+    ``optimal_action`` (``None`` to skip recording it) are the environment's,
+    vmapped by a batched driver. Returns ``(next carry, record)`` with record
+    ``(obs, action, reward, terminated, truncated, optimal_action)``.
+    """
+    obs, env_state, agent_state = carry
+    action = agent.act(key_act, agent_state, obs, env_state, params)
+    optimal = optimal_action(env_state, params) if optimal_action else None
+    next_obs, next_env_state, reward, term, trunc, info = env_step(
+        key_step, env_state, action, params
+    )
+    step = Step(obs, action, reward, info["final_observation"], term, trunc, next_obs)
+    agent_state = agent.update(agent_state, step)
+    record = (obs, action, reward, term, trunc, optimal)
+    return (next_obs, next_env_state, agent_state), record
+
+
+def history_from_record(record: tuple, task_id: Any, params: Any) -> History:
+    """The :class:`History` of a driver's scan record (time on the leading axes)."""
     obs, action, reward, term, trunc, optimal = record
-    history = History(
+    return History(
         obs=obs,
         action=action,
         reward=reward.astype(jnp.float32),
@@ -124,7 +144,6 @@ def run_agent(
         task_id=jnp.asarray(task_id, jnp.int32),
         params=params,
     )
-    return history, agent_state
 
 
 def run_agent_on_tasks(
