@@ -68,6 +68,49 @@ def test_ad_episode_windows_hold_whole_episodes(room):
     assert lengths.min() < 12  # sparse room terminates: ragged windows
 
 
+def _episodes(record_obs, record_done):
+    """The episodes of one record as a list of index arrays."""
+    ends = np.flatnonzero(record_done)
+    starts = np.concatenate([[0], ends[:-1] + 1])
+    return [np.arange(a, b + 1) for a, b in zip(starts, ends, strict=True)]
+
+
+def test_ad_strided_windows_take_every_kth_episode(room):
+    s = ADSampler(room, 16, num_episodes=2, episode_stride=2, seed=0)
+    b = s.batch(0)
+    records = room.load_history("train")
+    done = np.logical_or(records.terminated, records.truncated)
+    firsts = set()
+    for row in range(16):
+        length = int(b["mask"][row].sum())
+        window = (b["obs"][row, :length], b["action"][row, :length])
+        matches = []
+        for r in np.flatnonzero(records.task_id == b["task_id"][row]):
+            eps = _episodes(records.obs[r], done[r])
+            for e in range(len(eps) - 2):
+                pos = np.concatenate([eps[e], eps[e + 2]])
+                if len(pos) == length and all(
+                    np.array_equal(x[r, pos], w)
+                    for x, w in zip((records.obs, records.action), window, strict=True)
+                ):
+                    matches.append(e)
+        assert matches, row  # episodes e and e + 2 of a record of this task
+        firsts.update(matches)
+        assert b["done"][row, :length].sum() == 2 and not b["mask"][row, length:].any()
+    assert len(firsts) > 1  # the first episode is drawn, not fixed
+    # stride 1 is the consecutive window, batch for batch
+    _equal(
+        ADSampler(room, 8, num_episodes=2, episode_stride=1, seed=3).batch(1),
+        ADSampler(room, 8, num_episodes=2, seed=3).batch(1),
+    )
+    with pytest.raises(ValueError, match="spans 7 episodes; histories have 6"):
+        ADSampler(room, 4, num_episodes=3, episode_stride=3)
+    with pytest.raises(ValueError, match="`episode_stride` must be an integer >= 1"):
+        ADSampler(room, 4, num_episodes=2, episode_stride=0)
+    with pytest.raises(ValueError, match="needs `num_episodes`"):
+        ADSampler(room, 4, num_transitions=4, episode_stride=2)
+
+
 def test_ad_transition_windows_and_pairs(room):
     s = ADSampler(room, 6, num_transitions=10, paired=True, seed=1)
     b = s.batch(2)

@@ -71,6 +71,7 @@ def test_overrides_by_path_and_unique_name():
         ({"model.token_layout": "grid"}, "ModelConfig.token_layout must be one of"),
         ({"model.moe_layers": "(1,)"}, "model.moe_layers must be empty"),
         ({"data.split_fraction": "1.5"}, "data.split_fraction"),
+        ({"train.episode_stride": "0"}, "train.episode_stride must be >= 1"),
     ],
 )
 def test_bad_overrides_name_the_field(overrides, match):
@@ -83,6 +84,8 @@ def test_t2mir_needs_even_batch_and_dpt_needs_transition_layout():
         load_experiment("t2mir_ad_darkroom", "smoke", {"train.batch_size": "7"})
     with pytest.raises(ValueError, match="token_layout must be transition"):
         load_experiment("dpt_bandit", "smoke", {"model.token_layout": "step"})
+    with pytest.raises(ValueError, match="episode_stride must be 1 for algo 'dpt'"):
+        load_experiment("dpt_bandit", "smoke", {"train.episode_stride": "2"})
 
 
 def test_cli_override_parsing_and_roundtrip():

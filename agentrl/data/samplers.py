@@ -8,7 +8,10 @@ a ``"data"`` axis) to get them ``jax.device_put`` on the mesh instead.
 
 :class:`ADSampler` (Algorithm Distillation / AD-ε / T2MIR): ``num_episodes``
 consecutive whole episodes at a random episode boundary, or
-``num_transitions`` consecutive steps at a random offset::
+``num_transitions`` consecutive steps at a random offset; ``episode_stride=k``
+takes every k-th episode instead (episodes ``e, e + k, ...``), so a window
+shows k episodes of the source's progress per episode and the model is asked
+to learn k times faster than the algorithm that made the data::
 
     obs [B, T, ...], action [B, T, ...], reward [B, T], done [B, T],
     mask [B, T] (False on padding after short episodes), task_id [B]
@@ -161,6 +164,7 @@ class ADSampler(_Sampler):
         *,
         num_episodes: int | None = None,
         num_transitions: int | None = None,
+        episode_stride: int = 1,
         paired: bool = False,
         split: str = "train",
         seed: int = 0,
@@ -170,12 +174,28 @@ class ADSampler(_Sampler):
         if (num_episodes is None) == (num_transitions is None):
             raise ValueError("give exactly one of `num_episodes`, `num_transitions`")
         horizon, steps = dataset.horizon, dataset.num_steps
+        if (
+            isinstance(episode_stride, bool)
+            or not isinstance(episode_stride, int)
+            or episode_stride < 1
+        ):
+            raise ValueError(
+                f"`episode_stride` must be an integer >= 1, got {episode_stride!r}"
+            )
+        if num_episodes is None and episode_stride != 1:
+            raise ValueError("`episode_stride` needs `num_episodes` windows")
         if num_episodes is not None:
             limit = dataset.metadata["num_episodes"]
             if not isinstance(num_episodes, int) or not 1 <= num_episodes <= limit:
                 raise ValueError(
                     f"`num_episodes` must be an integer in [1, {limit}] (episodes "
                     f"per history), got {num_episodes!r}"
+                )
+            span = (num_episodes - 1) * episode_stride + 1
+            if span > limit:
+                raise ValueError(
+                    f"`num_episodes` {num_episodes} with `episode_stride` "
+                    f"{episode_stride} spans {span} episodes; histories have {limit}"
                 )
             self.length = num_episodes * horizon
         else:
@@ -193,22 +213,25 @@ class ADSampler(_Sampler):
                 f"`batch_size` must be even with paired=True, got {batch_size}"
             )
         self.num_episodes, self.paired = num_episodes, paired
+        self.episode_stride = episode_stride
         super().__init__(dataset, batch_size, split, seed, sharding, cache_bytes)
 
     def _episode_windows(self, rng, done: np.ndarray):
-        """``(idx [B, T], mask [B, T])`` of ``num_episodes`` whole episodes."""
-        n, length = self.num_episodes, self.length
+        """``(idx [B, T], mask [B, T])`` of ``num_episodes`` whole episodes,
+        ``episode_stride`` apart, back to back and padded at the end."""
+        n, k, length = self.num_episodes, self.episode_stride, self.length
         idx = np.empty((done.shape[0], length), np.int64)
         mask = np.empty((done.shape[0], length), bool)
         u = rng.random(done.shape[0])
         for b in range(done.shape[0]):
             ends = np.flatnonzero(done[b])
-            first = int(u[b] * (len(ends) - n + 1))
-            start = 0 if first == 0 else ends[first - 1] + 1
-            stop = ends[first + n - 1] + 1
-            pos = start + np.arange(length)
-            mask[b] = pos < stop
-            idx[b] = np.minimum(pos, stop - 1)
+            starts = np.concatenate([[0], ends[:-1] + 1])
+            first = int(u[b] * (len(ends) - (n - 1) * k))
+            chosen = first + k * np.arange(n)
+            pos = np.concatenate([np.arange(starts[e], ends[e] + 1) for e in chosen])
+            mask[b] = np.arange(length) < len(pos)
+            idx[b, : len(pos)] = pos
+            idx[b, len(pos) :] = pos[-1]
         return idx, mask
 
     def host_batch(self, step: int) -> dict[str, Any]:

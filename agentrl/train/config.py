@@ -60,7 +60,9 @@ class DataConfig:
 class TrainConfig:
     """Optimisation and bookkeeping.
 
-    ``context_episodes`` (AD) sets the window to that many whole episodes;
+    ``context_episodes`` (AD) sets the window to that many whole episodes,
+    ``episode_stride`` (AD) apart in the history (1: consecutive; k: every
+    k-th episode, to distill a learner k times faster than the source);
     ``context_size`` (DPT) is the size of the in-context transition set.
     """
 
@@ -73,6 +75,7 @@ class TrainConfig:
     grad_clip: float = 1.0
     seed: int = 0
     context_episodes: int = 4
+    episode_stride: int = 1
     context_size: int = 20
     log_every: int = 10
     checkpoint_every: int = 200
@@ -80,7 +83,13 @@ class TrainConfig:
     ema_tau: float = 0.005
 
     def __post_init__(self):
-        for name in ("steps", "batch_size", "context_episodes", "context_size"):
+        for name in (
+            "steps",
+            "batch_size",
+            "context_episodes",
+            "episode_stride",
+            "context_size",
+        ):
             v = getattr(self, name)
             _check(isinstance(v, int) and v >= 1, f"train.{name} must be >= 1, got {v}")
         for name in ("log_every", "checkpoint_every", "keep_checkpoints"):
@@ -140,6 +149,12 @@ class ExperimentConfig:
             is_dpt == (self.model.token_layout == "transition"),
             f"model.token_layout must be {'transition' if is_dpt else 'step or sar'} "
             f"for algo {self.algo!r}, got {self.model.token_layout!r}",
+        )
+        _check(
+            self.train.episode_stride == 1 or self.algo in ("ad", "ad_eps", "t2mir_ad"),
+            "train.episode_stride must be 1 for algo "
+            f"{self.algo!r} (strided windows are for AD, AD-eps and T2MIR-AD), "
+            f"got {self.train.episode_stride}",
         )
         if self.algo.startswith("t2mir"):
             _check(

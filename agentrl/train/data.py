@@ -76,6 +76,7 @@ def make_sampler(config: ExperimentConfig, dataset: HistoryDataset, env: Any):
         dataset,
         train.batch_size,
         num_episodes=train.context_episodes,
+        episode_stride=train.episode_stride,
         paired=config.algo == "t2mir_ad",
         seed=train.seed,
     )
