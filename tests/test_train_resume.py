@@ -104,3 +104,20 @@ def test_non_finite_loss_stops_and_keeps_last_good_checkpoint(
         model, _ = load_model(tmp_path / "nan", int(step))
         leaves = jax.tree.leaves(nnx.state(model, nnx.Param))
         assert all(np.isfinite(np.asarray(x)).all() for x in leaves)
+
+
+def test_resume_refuses_a_different_config(darkroom_dataset, tmp_path):
+    config = _config(darkroom_dataset)
+    run_dir = fit(config, tmp_path / "run", progress=False, stop_at_step=5)
+    changed = dataclasses.replace(
+        config, train=dataclasses.replace(config.train, lr=config.train.lr * 2)
+    )
+    with pytest.raises(ValueError, match=r"another config \(train\.lr: "):
+        fit(changed, run_dir, progress=False)
+    # how long it trains, how it logs and the evaluation may change
+    longer = dataclasses.replace(
+        config,
+        train=dataclasses.replace(config.train, steps=45, log_every=3),
+        eval=dataclasses.replace(config.eval, num_episodes=3),
+    )
+    assert fit(longer, run_dir, progress=False, stop_at_step=5) == run_dir

@@ -81,6 +81,8 @@ def fit(
     model = build_model(config, env)  # validates the model config early
     full_config = dataclasses.replace(config, model=model.config)
 
+    if resume:
+        check_resumable(run_dir, full_config)
     run_dir.mkdir(parents=True, exist_ok=True)
     dataset = prepare_dataset(full_config, env, run_dir, progress=progress)
     sampler = make_sampler(full_config, dataset, env)
@@ -144,6 +146,54 @@ def fit(
         ckpt.close()
         logger.close()
     return run_dir
+
+
+# What a resumed run may change: how long it trains, how it logs and
+# checkpoints, where its dataset lives, and the evaluation settings.
+RESUME_MAY_CHANGE = (
+    "train.steps",
+    "train.log_every",
+    "train.checkpoint_every",
+    "train.keep_checkpoints",
+    "data.path",
+    "eval.",
+)
+
+
+def check_resumable(run_dir: Path, config: ExperimentConfig) -> None:
+    """Refuse to resume ``run_dir`` with a config that trains differently.
+
+    Resuming restores the checkpoint's weights and reuses the run's dataset,
+    so any other change (model, data, learning rate, seed, ...) would be
+    silently ignored or mixed in. Fields missing from an older saved config
+    are not compared.
+    """
+    saved_file = Path(run_dir) / "config.json"
+    if not saved_file.is_file():
+        return
+    saved = _flatten(json.loads(saved_file.read_text()))
+    now = _flatten(json.loads(json.dumps(configtools.to_dict(config))))
+    changed = [
+        f"{k}: {saved[k]!r} -> {now[k]!r}"
+        for k in sorted(saved.keys() & now.keys())
+        if saved[k] != now[k] and not k.startswith(RESUME_MAY_CHANGE)
+    ]
+    if changed:
+        raise ValueError(
+            f"run_dir {run_dir} holds a run of another config ({'; '.join(changed)});"
+            f" a resumed run may only change {', '.join(RESUME_MAY_CHANGE)}. "
+            "Train into a new run_dir instead."
+        )
+
+
+def _flatten(tree: dict, prefix: str = "") -> dict[str, Any]:
+    out = {}
+    for key, value in tree.items():
+        if isinstance(value, dict):
+            out.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
 
 
 def _write_run_files(run_dir: Path, config: ExperimentConfig, dataset) -> None:
