@@ -23,7 +23,8 @@ greedy model never finds a held-out goal (measured: return 1.19 flat).
   episodes. Measured (3 seeds): the return rises for ~70 episodes to 10.19
   [9.20, 11.1], 0.955 of the data's best (10.68), in all three seeds
   between 0.950 and 0.958: not met. With consecutive episodes it was 9.62
-  [8.47, 10.7] (0.90; paired difference of stride 2 +0.58 [-0.11, 1.39]);
+  [8.47, 10.7] (0.90; paired difference of stride 2 +0.58 [-0.11, 1.39]),
+  and with every third episode 0.88 (one seed, still rising at episode 100);
   with 2,000 updates on 260 histories 0.79; 12,000 updates (one seed) 0.82
   where that seed had 0.86 at 6,000. A curriculum over all 40 episodes (no
   plateau at the floor) gave 0.80 and 20-episode histories 0.97 of their
