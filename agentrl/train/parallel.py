@@ -57,6 +57,8 @@ def make_mesh(num_data: int | None = None, num_sweep: int = 1) -> Mesh:
     return jax.make_mesh((num_sweep, num_data), (SWEEP, DATA), axis_types=(auto, auto))
 
 
+# Not imported from agentrl.data.samplers: importing agentrl.data starts the
+# XLA backend, after which jax.distributed.initialize (above) must fail.
 def data_sharding(mesh: Mesh) -> NamedSharding:
     """Leading (batch) axis split over ``data``; everything else replicated."""
     return NamedSharding(mesh, P(DATA))
