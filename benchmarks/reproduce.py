@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from agentrl import bench
+from agentrl import bench, configtools
 from agentrl.evaluate import metrics
 from agentrl.evaluate.evaluate import EvalResult
 from agentrl.evaluate.report import summarize, write_results
@@ -62,13 +62,10 @@ def train_and_evaluate(
 
 def parse_sets(pairs: list[str]) -> dict[str, str]:
     """``["train.lr=1e-3", ...]`` -> ``{"train.lr": "1e-3", ...}``."""
-    out = {}
     for pair in pairs:
-        field, sep, value = pair.partition("=")
-        if not sep or not field:
+        if "=" not in pair.strip("="):
             raise ValueError(f"--set expects FIELD=VALUE, got {pair!r}")
-        out[field] = value
-    return out
+    return configtools.parse_cli_overrides([f"--{pair}" for pair in pairs])
 
 
 def ablation_suffix(overrides: dict[str, str] | None) -> str:
