@@ -5,8 +5,8 @@ from __future__ import annotations
 import jax
 import numpy as np
 import pytest
+from model_factory import make_model
 from test_evaluate_fakes import EmpiricalMeanDPT
-from test_models_transformer import make_model
 
 from agentrl import envs
 from agentrl.evaluate import run_model_online

@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 from flax import nnx
-from test_models_transformer import make_model
+from model_factory import make_model
 
 from agentrl.models import (
     ModelConfig,
