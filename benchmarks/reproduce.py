@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -69,17 +70,19 @@ def parse_sets(pairs: list[str]) -> dict[str, str]:
 
 
 def ablation_suffix(overrides: dict[str, str] | None) -> str:
-    """``{"train.episode_stride": "3"}`` -> ``"_episode_stride3"``."""
+    """``{"train.episode_stride": "3"}`` -> ``"_episode_stride3"``.
+
+    ``{"data.source_args": '[["epsilon_end", 0.5]]'}`` ->
+    ``"_source_args-epsilon_end-0.5"``.
+    """
     parts = [
         f"{field.rsplit('.', 1)[-1]}{value}"
         for field, value in (overrides or {}).items()
     ]
     slug = "_".join(parts)
-    return (
-        "_" + "".join(c if c.isalnum() or c in "_.-" else "-" for c in slug)
-        if slug
-        else ""
-    )
+    # JSON values (e.g. source_args) become dash-separated words
+    slug = re.sub(r"[^A-Za-z0-9_.]+", "-", slug).strip("-")
+    return f"_{slug}" if slug else ""
 
 
 def data_best_return(dataset: Path, last_fraction: float = 0.1) -> float:
