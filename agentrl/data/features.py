@@ -3,8 +3,8 @@
 One record is one task's history, every field ``[step, ...]`` (no task axis):
 ``obs`` (an array or a nested dict of arrays), ``action``, ``reward``,
 ``terminated``, ``truncated`` (bools stored as uint8), ``episode``,
-optionally ``optimal_action``,
-the scalar ``task_id`` and ``params`` (the task's env params, a flat dict
+optionally ``optimal_action`` and ``next_obs`` (shaped like ``obs``), the
+scalar ``task_id`` and ``params`` (the task's env params, a flat dict
 ``{leaf name: array}`` in the order of ``jax.tree.leaves(params)``).
 Arrays are stored as raw bytes (``Encoding.BYTES``), which decode with
 ``np.frombuffer`` and no TensorFlow.
@@ -76,6 +76,10 @@ def history_records(history: History) -> Iterator[dict[str, Any]]:
         }
         if history.optimal_action is not None:
             record["optimal_action"] = np.asarray(history.optimal_action[i])
+        if history.next_obs is not None:
+            record["next_obs"] = jax.tree.map(
+                lambda x, i=i: _storable(x[i]), _obs_tree(history.next_obs)
+            )
         yield record
 
 
@@ -119,4 +123,5 @@ def records_to_history(records: list[dict[str, Any]], params_template: Any):
         optimal_action=tree.get("optimal_action"),
         task_id=tree["task_id"].astype(np.int32),
         params=params,
+        next_obs=tree.get("next_obs"),
     )

@@ -29,7 +29,9 @@ oracle's action there::
 
 The successor of an episode's last step is not stored in a history, so the
 context skips episode-final steps except where observations never change
-(bandits), where ``next_obs == obs``.
+(bandits), where ``next_obs == obs``, and where the dataset stores every
+step's successor (``next_obs``: DPT's uniform roll-in of independent
+transitions).
 
 Records are decoded once into memory when the split is at most
 ``cache_bytes`` (default 2 GiB), else read per batch from the ArrayRecord
@@ -295,8 +297,13 @@ class DPTSampler(_Sampler):
                 "dataset from an environment with an oracle (e.g. --source dpt)"
             )
         self.stateless = bool(dataset.metadata.get("stateless_obs"))
+        # independent transitions (uniform roll-in) store every successor
+        self.stored_next = bool(dataset.metadata.get("has_next_obs"))
+        if self.stored_next:
+            self.fields = (*self.fields, "next_obs")
         steps, episodes = dataset.num_steps, dataset.metadata["num_episodes"]
-        usable = steps if self.stateless else steps - episodes
+        contiguous = self.stateless or self.stored_next
+        usable = steps if contiguous else steps - episodes
         if not isinstance(context_size, int) or not 1 <= context_size <= usable:
             raise ValueError(
                 f"`context_size` must be an integer in [1, {usable}] (steps with a "
@@ -311,7 +318,7 @@ class DPTSampler(_Sampler):
 
     def _context_index(self, rng, done: np.ndarray) -> np.ndarray:
         n = self.context_size
-        if self.stateless:
+        if self.stateless or self.stored_next:
             offsets = rng.integers(0, self.num_steps - n + 1, done.shape[0])
             return offsets[:, None] + np.arange(n)
         idx = np.empty((done.shape[0], n), np.int64)
@@ -337,13 +344,16 @@ class DPTSampler(_Sampler):
         data = self._fetch(rows)
         done = np.logical_or(data["terminated"], data["truncated"])
         idx = self._context_index(rng, done)
-        next_idx = idx if self.stateless else idx + 1
+        if self.stored_next:
+            next_obs, next_idx = data["next_obs"], idx
+        else:
+            next_obs, next_idx = data["obs"], (idx if self.stateless else idx + 1)
         b = np.arange(self.batch_size)
         return {
             "context_obs": jax.tree.map(lambda x: _take(x, idx), data["obs"]),
             "context_action": _take(data["action"], idx),
             "context_reward": _take(data["reward"], idx).astype(np.float32),
-            "context_next_obs": jax.tree.map(lambda x: _take(x, next_idx), data["obs"]),
+            "context_next_obs": jax.tree.map(lambda x: _take(x, next_idx), next_obs),
             "query_obs": jax.tree.map(lambda x: x[b, query], data["obs"]),
             "label": data["optimal_action"][b, query],
             "task_id": np.asarray(data["task_id"], np.int32),

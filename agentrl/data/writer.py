@@ -339,6 +339,7 @@ def write_dataset(
             "chunk_size": chunk_size,
             "stateless_obs": is_bandit(env),
             "has_optimal_action": "optimal_action" in example,
+            "has_next_obs": "next_obs" in example,
             "param_names": param_names,
             "task_space": "finite" if plan.finite else "continuous",
             "task_ids": {k: [int(i) for i in v] for k, v in plan.task_ids.items()},

@@ -18,6 +18,9 @@ The DPT / T2MIR variant is ``make("darkroom", size=10, horizon=100)``; with
 first arrival at the goal, and the episode terminates there. Optimal return
 ``1`` if ``max(d, 1) <= horizon`` else ``0``.
 
+``uniform_state(key, params)`` draws the agent's cell uniformly (DPT's
+uniform roll-in, ``agentrl.sources.rollin``).
+
 Static: ``size``, ``horizon``, ``start``. Traced: ``goal``,
 ``max_steps_in_episode``.
 """
@@ -81,6 +84,15 @@ class DarkRoom(Environment[DarkRoomState, DarkRoomParams]):
 
     def _start(self) -> jax.Array:
         return grid.start_position(self.size, self.start)
+
+    def uniform_state(self, key: jax.Array, params: DarkRoomParams):
+        """``(obs, state)`` at a cell uniform over the grid, time 0.
+
+        DPT's uniform roll-in draws each context transition from such a state.
+        """
+        pos = jax.random.randint(key, (2,), 0, self.size, dtype=jnp.int32)
+        state = DarkRoomState(time=jnp.int32(0), pos=pos)
+        return grid.cell_id(pos, self.size), state
 
     def step_env(self, key: jax.Array, state: DarkRoomState, action: Any, params):
         pos = grid.move(state.pos, jnp.asarray(action, jnp.int32), self.size)

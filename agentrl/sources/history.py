@@ -34,6 +34,10 @@ class History:
         ``obs`` (for DPT labels), or ``None`` where the env has no oracle.
       task_id: ``[task]`` int32 id in a finite task space, ``-1`` otherwise.
       params: the environment params pytree, leaves ``[task, ...]``.
+      next_obs: ``[task, step, *obs_shape]`` the successor of every step, or
+        ``None`` (the usual case) where it is ``obs[:, t + 1]``. Set by
+        sources whose steps are independent transitions rather than a
+        trajectory (DPT's uniform roll-in).
     """
 
     obs: jax.Array
@@ -45,6 +49,7 @@ class History:
     optimal_action: jax.Array | None
     task_id: jax.Array
     params: Any
+    next_obs: Any = None
 
     @property
     def done(self) -> jax.Array:

@@ -14,7 +14,9 @@ Sources (settings and defaults in :data:`SOURCES`):
 - ``random``: any environment;
 - ``q_learning``: ``Discrete`` observations and actions (dark grid worlds);
 - ``noisy_oracle`` (AD-ε) and ``dpt`` (random roll-in, oracle labels in
-  ``optimal_action``): discrete actions and an oracle;
+  ``optimal_action``): discrete actions and an oracle; ``dpt`` with
+  ``rollin="uniform"`` draws independent transitions from uniform states
+  (the DPT paper's Dark Room data; :mod:`agentrl.sources.rollin`);
 - ``ppo``: ``agentrl.sources.ppo.generate_ppo`` (imported on demand).
 """
 
@@ -32,6 +34,7 @@ import jax.numpy as jnp
 from agentrl.sources import bandits, tabular
 from agentrl.sources.agent import run_agent, run_agent_on_tasks
 from agentrl.sources.history import History
+from agentrl.sources.rollin import supports_uniform_rollin, uniform_rollin
 
 
 def _space(env: Any, which: str) -> Any:
@@ -81,6 +84,8 @@ class Source:
     bounds: dict[str, tuple[float, float]]
     applies: Callable[[Any], str | None]
     build: Callable[..., Any] | None  # (env, num_episodes, **settings) -> Agent
+    # (env, merged settings) -> why the settings do not fit env, or None
+    check: Callable[[Any, dict], str | None] | None = None
 
 
 def _thompson(env, num_episodes, posterior, noise_variance, prior_mean, prior_var):
@@ -111,10 +116,28 @@ def _noisy_oracle(env, num_episodes, epsilon_end, decay_fraction):
     return tabular.NoisyOracle(env, decay, epsilon_end=float(epsilon_end))
 
 
-def _dpt(env, num_episodes, concentration):
+def _dpt(env, num_episodes, concentration, rollin):
+    # rollin="uniform" does not run an agent (see generate); its stand-in as
+    # a baseline is the same uniformly random policy
     if is_bandit(env):
         return bandits.FixedPolicyBandit(env.num_arms, float(concentration))
     return bandits.RandomAgent(env)
+
+
+def _check_dpt(env, settings) -> str | None:
+    if settings["rollin"] != "uniform":
+        return None
+    if is_bandit(env):
+        return (
+            "`rollin` must be 'trajectory' on bandits (their contexts come "
+            "from the Dirichlet-mixed policy)"
+        )
+    if not supports_uniform_rollin(env):
+        return (
+            "`rollin='uniform'` needs an environment with `uniform_state` and "
+            "an oracle (e.g. darkroom)"
+        )
+    return None
 
 
 _UNIT = (0.0, 1.0)
@@ -190,16 +213,21 @@ SOURCES: dict[str, Source] = {
         ),
         Source(
             "dpt",
-            "DPT: random roll-in (Dirichlet-mixed for bandits), oracle labels",
-            {"concentration": 1.0},
+            "DPT: random roll-in (Dirichlet-mixed for bandits; 'trajectory' of "
+            "random actions or 'uniform' independent transitions), oracle labels",
+            {"concentration": 1.0, "rollin": "trajectory"},
             {"concentration": (1e-6, float("inf"))},
             _need_oracle,
             _dpt,
+            _check_dpt,
         ),
         Source("ppo", "PPO over the multi-episode trial", {}, {}, _always, None),
     ]
 }
-_CHOICES = {"thompson": {"posterior": ("auto", "bernoulli", "gauss")}}
+_CHOICES = {
+    "thompson": {"posterior": ("auto", "bernoulli", "gauss")},
+    "dpt": {"rollin": ("trajectory", "uniform")},
+}
 
 
 def source_names() -> list[str]:
@@ -252,6 +280,9 @@ def check_settings(source_name: str, env: Any, settings: dict[str, Any]) -> dict
                 f"source {source_name!r}: `{field}` must be a number in "
                 f"[{low}, {high}], got {value!r}"
             )
+    problem = spec.check(env, merged) if spec.check is not None else None
+    if problem is not None:
+        raise ValueError(f"source {source_name!r} on {env_name}: {problem}")
     return merged
 
 
@@ -355,5 +386,7 @@ def generate(
     if source_name == "ppo":
         history = _load_ppo()(env, params, key, num_episodes, **settings)
         return history.replace(task_id=task_id)
+    if source_name == "dpt" and settings["rollin"] == "uniform":
+        return uniform_rollin(env, params, key, num_episodes * horizon, task_id)
     agent = SOURCES[source_name].build(env, num_episodes, **settings)
     return _run(env, agent, params, key, num_episodes * horizon, task_id)
