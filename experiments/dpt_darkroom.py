@@ -1,24 +1,25 @@
 """DPT on Dark Room 10x10 (H=100) held-out goals, 40 online episodes.
 
-Pretraining: uniform random roll-in contexts on the 80 training goals,
-optimal-action labels for a query state. Online, the model fills its
-context with its own transitions from earlier episodes. Cells are embedded
-by row, column and coordinates (``obs_encoding="grid"``) so that held-out
-goal cells share parts with trained ones.
+Pretraining contexts are one-episode roll-ins of uniformly random actions
+from the start cell on the 80 training goals, with the optimal action for a
+query state drawn from the same roll-in as the label. The DPT reference code
+instead draws every context transition's state, and so the query state,
+uniformly over the grid: ``--data.source_args '[["rollin", "uniform"]]'``
+(measured below). Online, the model fills its context with its own
+transitions from earlier episodes. Cells are embedded by row, column
+and coordinates (``obs_encoding="grid"``) so that held-out goal cells share
+parts with trained ones.
 
 - ``smoke``: seconds (H=20, 9x9); plumbing only.
 - ``cpu``: ``python benchmarks/reproduce.py dpt_darkroom --preset cpu`` —
-  10x10, H=100, 4 layers width 32, 1,200 steps of batch 32 on 10,000
-  roll-ins (about 4 minutes of training a seed, evaluation 2-3 more).
-  Measured (3 seeds): held-out return 1.44 in episode 1 -> 4.57 over the last
-  10 of 40 (random 0.99, oracle 96.8): this budget is far too small for the
-  paper's near-optimal returns (DPT trains 100k tasks for many more steps).
-  Five times the updates (``reproduce.py dpt_darkroom --set
-  train.steps=6000``, about 8 minutes of training a seed alone) changes the
-  picture: 2.2 in episode 1, 23.4 in episode 2, 51 by episode 5 and 63.0
-  [52.4, 72.7] over the last 10 (score 0.64 [0.53, 0.74]; per seed 0.63,
-  0.63, 0.66). The preset stays at 1,200 updates because the T2MIR-DPT
-  comparison was run at that budget.
+  10x10, H=100, 4 layers width 32, 6,000 steps of batch 32 on 10,000
+  roll-ins (about 8 minutes of training a seed alone, evaluation 2-3 more).
+  Measured (3 seeds x 16 held-out goals): return 2.2 in episode 1, 23.4 in
+  episode 2, 51 by episode 5 and 63.0 [52.4, 72.7] over the last 10 of 40
+  (random 0.99, oracle 96.8; score 0.64 [0.53, 0.74], per seed 0.63, 0.63,
+  0.66): the paper's fast in-context improvement, short of its
+  near-optimal returns. At the earlier preset's 1,200 updates it had barely
+  left chance (1.44 -> 4.57, score 0.03).
 - ``full``: the paper's (100,000 tasks, embedding 32, 4 layers, batch 64,
   lr 1e-3, 40 evaluation episodes).
 """
@@ -54,6 +55,6 @@ def _config(size, horizon, tasks, layers, width, steps, batch, lr, episodes):
 
 PRESETS = {
     "smoke": lambda: _config(9, 20, 64, 2, 16, 40, 16, 1e-3, 4),
-    "cpu": lambda: _config(10, 100, 10_000, 4, 32, 1200, 32, 1e-3, 40),
+    "cpu": lambda: _config(10, 100, 10_000, 4, 32, 6000, 32, 1e-3, 40),
     "full": lambda: _config(10, 100, 100_000, 4, 32, 100_000, 64, 1e-3, 40),
 }
