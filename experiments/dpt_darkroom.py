@@ -13,13 +13,15 @@ parts with trained ones.
 - ``smoke``: seconds (H=20, 9x9); plumbing only.
 - ``cpu``: ``python benchmarks/reproduce.py dpt_darkroom --preset cpu`` —
   10x10, H=100, 4 layers width 32, 6,000 steps of batch 32 on 10,000
-  roll-ins (about 8 minutes of training a seed alone, evaluation 2-3 more).
-  Measured (3 seeds x 16 held-out goals): return 2.2 in episode 1, 23.4 in
-  episode 2, 51 by episode 5 and 63.0 [52.4, 72.7] over the last 10 of 40
-  (random 0.99, oracle 96.8; score 0.64 [0.53, 0.74], per seed 0.63, 0.63,
-  0.66): the paper's fast in-context improvement, short of its
-  near-optimal returns. At the earlier preset's 1,200 updates it had barely
-  left chance (1.44 -> 4.57, score 0.03).
+  roll-ins (about 9 minutes of training a seed alone, evaluation 2-3 more).
+  Measured (3 seeds x 16 held-out goals, in
+  ``repro_t2mir_dpt_darkroom_vs_dpt_darkroom_cpu``): return 1.9 in episode
+  1, 20.0 in episode 2, 45 by episode 5 and 56.5 [47.0, 65.2] over the last
+  10 of 40 (random 0.99, oracle 96.8; score 0.58; per seed 39.2, 60.1,
+  70.0): the paper's fast in-context improvement, short of its near-optimal
+  returns. The same 6,000 updates with the 1,200-update preset's shorter
+  warm-up (120 steps) gave 63.0 [52.4, 72.7] (``_steps6000``); 1,200
+  updates left it near chance (1.44 -> 4.57, score 0.03).
 - ``full``: the paper's (100,000 tasks, embedding 32, 4 layers, batch 64,
   lr 1e-3, 40 evaluation episodes).
 """
