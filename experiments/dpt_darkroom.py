@@ -4,8 +4,8 @@ Pretraining contexts are one-episode roll-ins of uniformly random actions
 from the start cell on the 80 training goals, with the optimal action for a
 query state drawn from the same roll-in as the label. The DPT reference code
 instead draws every context transition's state, and so the query state,
-uniformly over the grid: ``--data.source_args '[["rollin", "uniform"]]'``
-(measured below). Online, the model fills its context with its own
+uniformly over the grid: ``--data.source_args '[["rollin", "uniform"]]'``.
+Online, the model fills its context with its own
 transitions from earlier episodes. Cells are embedded by row, column
 and coordinates (``obs_encoding="grid"``) so that held-out goal cells share
 parts with trained ones.
@@ -21,7 +21,15 @@ parts with trained ones.
   70.0): the paper's fast in-context improvement, short of its near-optimal
   returns. The same 6,000 updates with the 1,200-update preset's shorter
   warm-up (120 steps) gave 63.0 [52.4, 72.7] (``_steps6000``); 1,200
-  updates left it near chance (1.44 -> 4.57, score 0.03).
+  updates left it near chance (1.44 -> 4.57, score 0.03). The paper's
+  uniform roll-in at the same budget (``reproduce.py dpt_darkroom --preset
+  cpu --set 'data.source_args=[["rollin","uniform"]]'``, 3 seeds) does
+  worse here: 1.6 -> 32.4 [25.3, 39.2] (score 0.32; per seed 34.8, 45.2,
+  17.1), paired difference -24.1 [-32.5, -15.4] against the trajectory
+  roll-in, although its training loss is lower: contexts of uniformly drawn
+  cells show the goal more often than the model's own online trajectories
+  do, and at this budget it does not carry over (the paper trains far
+  longer). The preset keeps the trajectory roll-in.
 - ``full``: the paper's (100,000 tasks, embedding 32, 4 layers, batch 64,
   lr 1e-3, 40 evaluation episodes).
 """
