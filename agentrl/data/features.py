@@ -67,19 +67,23 @@ def history_records(history: History) -> Iterator[dict[str, Any]]:
     """Yield one record per task of a host (numpy) history ``[task, step, ...]``."""
     history = jax.device_get(history)
     params = params_to_dict(history.params)
+    obs = _obs_tree(history.obs)
+    next_obs = None if history.next_obs is None else _obs_tree(history.next_obs)
+
+    def task_obs(tree, i):
+        return jax.tree.map(lambda x: _storable(x[i]), tree)
+
     for i in range(history.num_tasks):
         record = {
-            "obs": jax.tree.map(lambda x, i=i: _storable(x[i]), _obs_tree(history.obs)),
+            "obs": task_obs(obs, i),
             **{f: _storable(getattr(history, f)[i]) for f in ARRAY_FIELDS},
             "task_id": np.int32(history.task_id[i]),
             "params": {k: v[i] for k, v in params.items()},
         }
         if history.optimal_action is not None:
             record["optimal_action"] = np.asarray(history.optimal_action[i])
-        if history.next_obs is not None:
-            record["next_obs"] = jax.tree.map(
-                lambda x, i=i: _storable(x[i]), _obs_tree(history.next_obs)
-            )
+        if next_obs is not None:
+            record["next_obs"] = task_obs(next_obs, i)
         yield record
 
 
