@@ -30,7 +30,7 @@ lint: setup
 	$(PY) -m ruff check .
 
 bench: setup
-	$(PY) benchmarks/env_throughput.py
+	$(PY) -m agentrl.cli bench env_throughput
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -6,6 +6,18 @@ train decision models that are then evaluated in context on held-out tasks.
 Submodules are imported on demand so that ``import agentrl`` stays cheap.
 """
 
+from typing import Any
+
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+__all__ = ["__version__", "load_run"]
+
+
+def load_run(run_dir: Any, step: int | None = None) -> Any:
+    """Open a trained run: model parameters, config, env, held-out tasks.
+
+    See :func:`agentrl.train.rundir.load_run` (imported on demand).
+    """
+    from agentrl.train.rundir import load_run as _load_run
+
+    return _load_run(run_dir, step)

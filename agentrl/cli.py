@@ -18,8 +18,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "data": ("agentrl.data.cli", "generate and inspect learning-history datasets"),
     "train": ("agentrl.train.cli", "train an in-context learner from an experiment"),
     "eval": ("agentrl.evaluate.cli", "evaluate a run in context on held-out tasks"),
-    "sweep": ("agentrl.sweep_cli", "vectorized sweeps over seeds and settings"),
-    "bench": ("agentrl.bench_cli", "run a benchmark script from benchmarks/"),
+    "sweep": ("agentrl.sweep.cli", "vectorized sweeps over seeds and settings"),
+    "bench": ("agentrl.benchmarks.cli", "run a benchmark; without a name, list them"),
 }
 
 

@@ -6,6 +6,13 @@ field name that is unique in the tree (``lr``). String values are parsed to
 the type of the field they replace. Unknown or ambiguous fields and values of
 the wrong type raise ``ValueError`` naming the field and what is allowed, so
 a bad command line fails before anything compiles.
+
+A field marked :func:`traced` is a hyperparameter the update step takes as
+a traced scalar (so a sweep vmaps over it in one program); the marking lives
+on the field, and :func:`traced_values` collects them by dotted path. A field
+whose value is a dataclass with ``to_config_dict``/``from_config_dict`` (an
+algorithm) is polymorphic: it is saved with its registered name and rebuilt
+from it, and ``--algo NAME`` replaces it by the named one's defaults.
 """
 
 from __future__ import annotations
@@ -13,6 +20,38 @@ from __future__ import annotations
 import ast
 import dataclasses
 from typing import Any
+
+TRACED = "agentrl_traced"
+
+
+def traced(default: float, **kwargs: Any) -> Any:
+    """A float field that the update step takes as a traced scalar.
+
+    Sweeping a traced field trains all its values in one compiled program
+    (vmapped); any other field changes the program (a shape, a branch).
+    """
+    metadata = {**kwargs.pop("metadata", {}), TRACED: True}
+    return dataclasses.field(default=default, metadata=metadata, **kwargs)
+
+
+def traced_values(config: Any, prefix: str = "") -> dict[str, float]:
+    """``{"train.lr": 3e-4, ...}``: every :func:`traced` field, by dotted path."""
+    out: dict[str, float] = {}
+    for f in dataclasses.fields(config):
+        value = getattr(config, f.name)
+        if f.metadata.get(TRACED, False):
+            out[prefix + f.name] = float(value)
+        elif _is_config(value):
+            out.update(traced_values(value, f"{prefix}{f.name}."))
+    return out
+
+
+def _is_config(value: Any) -> bool:
+    return dataclasses.is_dataclass(value) and not isinstance(value, type)
+
+
+def _polymorphic(value: Any) -> bool:
+    return _is_config(value) and hasattr(value, "to_config_dict")
 
 
 def field_paths(config: Any, prefix: str = "") -> dict[str, Any]:
@@ -28,10 +67,22 @@ def field_paths(config: Any, prefix: str = "") -> dict[str, Any]:
     return out
 
 
+def node_paths(config: Any, prefix: str = "") -> dict[str, Any]:
+    """``{"algo": AD(...), ...}``: the polymorphic (algorithm) nodes by path."""
+    out = {}
+    for f in dataclasses.fields(config):
+        value = getattr(config, f.name)
+        if _polymorphic(value):
+            out[prefix + f.name] = value
+        if _is_config(value):
+            out.update(node_paths(value, f"{prefix}{f.name}."))
+    return out
+
+
 def resolve(config: Any, key: str) -> str:
     """The full dotted path of ``key`` (a path or a unique leaf name)."""
     paths = field_paths(config)
-    if key in paths:
+    if key in paths or key in node_paths(config):
         return key
     matches = [p for p in paths if p.split(".")[-1] == key or p.endswith("." + key)]
     if len(matches) == 1:
@@ -72,27 +123,49 @@ def parse_value(path: str, text: Any, current: Any) -> Any:
     return value
 
 
-def _set(config: Any, parts: list[str], value: Any) -> Any:
-    head, *rest = parts
-    if not rest:
-        return dataclasses.replace(config, **{head: value})
-    return dataclasses.replace(
-        config, **{head: _set(getattr(config, head), rest, value)}
-    )
+def _apply(config: Any, changes: dict[str, Any]) -> Any:
+    """``config`` with ``{relative dotted path: value}`` applied, one level at a
+    time: all of a dataclass's changed fields are replaced together, so its
+    validation sees them together (the order of the overrides is irrelevant).
+    """
+    kwargs = {k: v for k, v in changes.items() if "." not in k}
+    nested: dict[str, dict[str, Any]] = {}
+    for key, value in changes.items():
+        if "." in key:
+            head, rest = key.split(".", 1)
+            nested.setdefault(head, {})[rest] = value
+    for head, sub in nested.items():
+        kwargs[head] = _apply(kwargs.get(head, getattr(config, head)), sub)
+    return dataclasses.replace(config, **kwargs) if kwargs else config
 
 
 def override(config: Any, overrides: dict[str, Any]) -> Any:
     """A copy of ``config`` with ``overrides`` applied (see module docstring).
 
-    Dataclass ``__post_init__`` validation re-runs on every replaced level.
+    A polymorphic node given by name (``algo``) is replaced first; the
+    other fields are then resolved and type-checked against the result and
+    applied together, so dataclass ``__post_init__`` validation runs once
+    per changed level with every change in place.
     """
-    paths = field_paths(config)
+    rest = {}
     for key, text in overrides.items():
         path = resolve(config, key)
-        value = parse_value(path, text, paths[path])
-        config = _set(config, path.split("."), value)
-        paths = field_paths(config)
-    return config
+        nodes = node_paths(config)
+        if path in nodes:  # e.g. --algo dt: the named algorithm's defaults
+            value = text
+            if not _polymorphic(text):
+                value = type(nodes[path]).from_config_value(text)
+            config = _apply(config, {path: value})
+        else:
+            rest[key] = text
+    paths = field_paths(config)
+    changes = {}
+    for key, text in rest.items():
+        path = resolve(config, key)
+        if path in changes:
+            raise ValueError(f"field {path} is given twice")
+        changes[path] = parse_value(path, text, paths[path])
+    return _apply(config, changes)
 
 
 def parse_cli_overrides(tokens: list[str]) -> dict[str, str]:
@@ -116,8 +189,14 @@ def parse_cli_overrides(tokens: list[str]) -> dict[str, str]:
 
 
 def to_dict(config: Any) -> dict[str, Any]:
-    """JSON-ready nested dict of a dataclass config."""
-    return dataclasses.asdict(config)
+    """JSON-ready nested dict of a dataclass config (algorithms with their name)."""
+    if _polymorphic(config):
+        return config.to_config_dict()
+    out = {}
+    for f in dataclasses.fields(config):
+        value = getattr(config, f.name)
+        out[f.name] = to_dict(value) if _is_config(value) else value
+    return out
 
 
 def from_dict(cls: type, data: dict[str, Any]) -> Any:
@@ -133,7 +212,9 @@ def from_dict(cls: type, data: dict[str, Any]) -> Any:
             and hints[name].default_factory is not dataclasses.MISSING
         ):
             default = hints[name].default_factory()
-        if dataclasses.is_dataclass(default) and isinstance(value, dict):
+        if _polymorphic(default):
+            value = type(default).from_config_dict(value)
+        elif dataclasses.is_dataclass(default) and isinstance(value, dict):
             value = from_dict(type(default), value)
         elif isinstance(value, list):
             value = _to_tuple(value)

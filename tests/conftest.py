@@ -22,13 +22,14 @@ def darkroom_dataset(tmp_path_factory):
     """8 Q-learning histories of 30 episodes on Dark Room 9x9 (tiny, shared)."""
     from agentrl import envs
     from agentrl.data import write_dataset
+    from agentrl.sources import source_histories
 
     path = tmp_path_factory.mktemp("data") / "darkroom_q"
     env = envs.make("darkroom")
     write_dataset(
         path,
         env,
-        "q_learning",
+        source_histories("q_learning", env),
         num_tasks=8,
         num_episodes=30,
         seed=0,

@@ -12,9 +12,10 @@ from agentrl.train.logger import read_metrics
 from agentrl.train.loop import fit, load_model
 
 
-def _replace(config, data=None, model=None, train=None):
+def _replace(config, data=None, model=None, train=None, algo=None):
     return dataclasses.replace(
         config,
+        algo=dataclasses.replace(config.algo, **(algo or {})),
         data=dataclasses.replace(config.data, **(data or {})),
         model=dataclasses.replace(config.model, **(model or {})),
         train=dataclasses.replace(config.train, **(train or {})),
@@ -38,10 +39,10 @@ def test_dpt_finds_the_best_arm_of_a_two_armed_bandit(tmp_path):
             "batch_size": 64,
             "lr": 3e-3,
             "warmup_steps": 40,
-            "context_size": 24,
             "checkpoint_every": 400,
             "log_every": 50,
         },
+        algo={"context_size": 24},
     )
     run = fit(config, tmp_path / "dpt", progress=False)
     model, _ = load_model(run)

@@ -1,5 +1,7 @@
 """The command line: dispatch, listing, and early clear errors."""
 
+import pytest
+
 from agentrl.cli import main
 
 
@@ -31,3 +33,21 @@ def test_unrecognized_flag_for_a_command_without_overrides(capsys):
     except SystemExit as e:
         assert e.code == 2
     assert "unrecognized arguments: --bogus" in capsys.readouterr().err
+
+
+def test_bench_lists_benchmarks_and_refuses_unknown_names(capsys):
+    assert main(["bench"]) == 2
+    out = capsys.readouterr().out
+    assert "env_throughput" in out and "reproduce" in out and "common" not in out
+    assert "Random-policy environment throughput" in out  # one-line docstrings
+    assert main(["bench", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown benchmark 'nope'" in err and "loader" in err
+
+
+def test_bench_passes_the_remaining_arguments_to_the_benchmark(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["bench", "env_throughput", "--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    assert "usage: agentrl bench env_throughput [-h] [--quick]" in out

@@ -13,6 +13,7 @@ from agentrl.data import (
     write_dataset,
 )
 from agentrl.envs import grid
+from agentrl.sources import source_histories
 
 ROOM = envs.make("darkroom_hard", size=5, horizon=6)  # terminates: ragged episodes
 
@@ -20,7 +21,9 @@ ROOM = envs.make("darkroom_hard", size=5, horizon=6)  # terminates: ragged episo
 @pytest.fixture(scope="module")
 def room(tmp_path_factory):
     out = tmp_path_factory.mktemp("s") / "room"
-    write_dataset(out, ROOM, "dpt", 12, 6, 0, chunk_size=12)
+    write_dataset(
+        out, ROOM, source_histories("dpt_rollin", ROOM), 12, 6, 0, chunk_size=12
+    )
     return open_dataset(out)
 
 
@@ -28,7 +31,9 @@ def room(tmp_path_factory):
 def bandit(tmp_path_factory):
     env = envs.make("gaussian_bandit", horizon=30)
     out = tmp_path_factory.mktemp("s") / "bandit"
-    write_dataset(out, env, "dpt", 10, 1, 0, chunk_size=10)
+    write_dataset(
+        out, env, source_histories("dpt_rollin", env), 10, 1, 0, chunk_size=10
+    )
     return open_dataset(out)
 
 
@@ -192,7 +197,7 @@ def test_dpt_sampler_paired_rows_share_a_history(tmp_path):
     path = write_dataset(
         tmp_path / "b",
         env,
-        "dpt",
+        source_histories("dpt_rollin", env),
         num_tasks=20,
         num_episodes=1,
         env_name="bernoulli_bandit",

@@ -13,6 +13,7 @@ import pytest
 from agentrl import envs
 from agentrl.cli import main as cli_main
 from agentrl.data import DatasetIntegrityError, open_dataset, plan_tasks, write_dataset
+from agentrl.sources import source_histories
 from agentrl.sources.registry import generate
 
 ENV_ARGS = {"size": 5, "horizon": 6}
@@ -25,7 +26,7 @@ def _write(path, seed=0, **kw):
     return write_dataset(
         path,
         env,
-        "q_learning",
+        source_histories("q_learning", env),
         20,
         5,
         seed,
@@ -78,7 +79,8 @@ def test_same_seed_identical_arrays(dataset, tmp_path):
 
 def test_continuous_tasks_get_train_and_test_splits(tmp_path):
     env = envs.make("gaussian_bandit", horizon=20)
-    out = write_dataset(tmp_path / "b", env, "thompson", 10, 2, 3, chunk_size=4)
+    thompson = source_histories("thompson", env)
+    out = write_dataset(tmp_path / "b", env, thompson, 10, 2, 3, chunk_size=4)
     ds = open_dataset(out)
     assert ds.splits == ["train", "test"]
     assert ds.num_records("train") == 8 and ds.num_records("test") == 2
@@ -144,6 +146,7 @@ def test_reading_does_not_import_tensorflow(dataset):
         "h = ds.load_history('train')\n"
         "b = ADSampler(ds, 4, num_episodes=2).batch(0)\n"
         "assert h.obs.shape[0] == 20 and b['obs'].shape == (4, 12)\n"
+        "assert not [m for m in sys.modules if m.startswith('agentrl.sources')]\n"
         "print('TF' if 'tensorflow' in sys.modules else 'NO-TF')\n"
     )
     out = subprocess.run(
@@ -187,3 +190,83 @@ def test_cli_generate_and_info(tmp_path, capsys):
     bad[bad.index(str(out))] = str(tmp_path / "bad")
     assert cli_main(bad) == 2
     assert "does not apply to GaussianBandit" in capsys.readouterr().err
+
+
+def test_any_histories_callable_with_its_source_metadata(tmp_path):
+    q = source_histories("q_learning", ENV, discount=0.5)
+    calls = []
+
+    def histories(params, key, num_episodes, task_id):
+        calls.append(task_id.shape)
+        return q(params, key, num_episodes, task_id)
+
+    meta = {"name": "mine", "settings": {"discount": 0.5}}
+    out = write_dataset(
+        tmp_path / "c", ENV, histories, 6, 2, 0, source=meta, chunk_size=4
+    )
+    ds = open_dataset(out)
+    assert ds.metadata["source"] == meta
+    assert calls == [(4,), (4,)]  # padded chunks: one compiled shape
+    with_q = open_dataset(write_dataset(tmp_path / "q", ENV, q, 6, 2, 0, chunk_size=4))
+    assert with_q.metadata["source"] == q.source
+    for a, b in zip(
+        jax.tree.leaves(ds.load_history("train")),
+        jax.tree.leaves(with_q.load_history("train")),
+        strict=True,
+    ):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_bad_source_metadata_or_history_length(tmp_path):
+    q = source_histories("q_learning", ENV)
+
+    def never(*args):
+        raise AssertionError("called before the checks")
+
+    with pytest.raises(ValueError, match="plain JSON values"):
+        write_dataset(
+            tmp_path / "x",
+            ENV,
+            never,
+            4,
+            2,
+            source={"name": "n", "settings": {"f": never}},
+        )
+    with pytest.raises(ValueError, match="keys 'name' and 'settings'"):
+        write_dataset(tmp_path / "x", ENV, never, 4, 2, source={"name": "n"})
+    with pytest.raises(ValueError, match="`episodes` must be an integer"):
+        write_dataset(tmp_path / "x", ENV, never, 4, 0)
+
+    def short(params, key, num_episodes, task_id):
+        return q(params, key, num_episodes - 1, task_id)
+
+    with pytest.raises(ValueError, match="gave 6 steps per task.*needs 12"):
+        write_dataset(tmp_path / "x", ENV, short, 4, 2)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_data_modules_do_not_import_sources():
+    """data/ knows the History schema, not the sources (DESIGN.md)."""
+    import ast
+
+    import agentrl.data
+
+    def imports(tree):
+        for node in tree:
+            if isinstance(node, ast.Import):
+                yield from (a.name for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                yield node.module
+                yield from (f"{node.module}.{a.name}" for a in node.names)
+
+    folder = Path(agentrl.data.__file__).parent
+    files = sorted(folder.glob("*.py"))
+    assert {"writer.py", "features.py", "cli.py"} <= {f.name for f in files}
+    for path in files:
+        tree = ast.parse(path.read_text())
+        # the command line builds the source callable inside its command, so
+        # importing any data module (cli included) never imports sources
+        nodes = tree.body if path.name == "cli.py" else list(ast.walk(tree))
+        names = list(imports(nodes))
+        bad = [n for n in names if n == "agentrl.sources" or "sources." in n]
+        assert not bad, f"{path.name} imports {bad}"

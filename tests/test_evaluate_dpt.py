@@ -46,7 +46,7 @@ def test_dpt_online_on_bandit_beats_random():
     key = jax.random.key(1)
     params = jax.vmap(env.sample_params)(jax.random.split(key, 32))
     res = evaluate_online(env, EmpiricalMeanDPT(5), params, key, 1, name="dpt")
-    assert res.metadata["kind"] == "dpt"
+    assert res.metadata["kind"] == "query"  # the DPT-style protocol
     random_regret = 100 * (params.means.max(-1) - params.means.mean(-1))
     assert res.regret[:, -1].mean() < 0.5 * float(random_regret.mean())
     assert np.nanmean(res.normalized) > 0.5

@@ -9,6 +9,7 @@ from model_factory import make_model
 from test_evaluate_fakes import EmpiricalMeanDPT
 
 from agentrl import envs
+from agentrl.algos import DPT
 from agentrl.evaluate import run_model_online
 from agentrl.evaluate.driver import dpt_cache_applies, make_model_agent
 from agentrl.evaluate.model_agents import DPTCachedModelAgent, DPTModelAgent
@@ -28,7 +29,9 @@ def _bandit_and_model():
         max_steps=HORIZON + 1,
         token_layout="transition",
     )
-    return env, make_model(complete_model_config(cfg, env, "dpt"), seed=3)
+    return env, make_model(
+        complete_model_config(cfg, env, DPT(context_size=HORIZON)), seed=3
+    )
 
 
 @pytest.mark.parametrize("greedy", [False, True])
@@ -56,9 +59,9 @@ def test_cache_is_chosen_only_where_it_equals_the_uncached_agent():
     assert not dpt_cache_applies(model, env, HORIZON + 1, HORIZON, "step")  # overflow
     assert not dpt_cache_applies(model, room, 6, 12, "step")  # the query moves
     assert not dpt_cache_applies(EmpiricalMeanDPT(4), env, HORIZON, HORIZON, "step")
-    agent = make_model_agent(model, env, HORIZON, protocol="dpt")
+    agent = make_model_agent(model, env, HORIZON, protocol="query")
     assert isinstance(agent, DPTCachedModelAgent)
-    agent = make_model_agent(model, env, HORIZON, protocol="dpt", dpt_cache=False)
+    agent = make_model_agent(model, env, HORIZON, protocol="query", dpt_cache=False)
     assert isinstance(agent, DPTModelAgent)
     with pytest.raises(ValueError, match="num_steps"):
-        make_model_agent(model, env, 2 * HORIZON, protocol="dpt", dpt_cache=True)
+        make_model_agent(model, env, 2 * HORIZON, protocol="query", dpt_cache=True)

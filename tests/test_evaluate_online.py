@@ -44,7 +44,7 @@ def test_shapes_and_metadata(bandit_results):
         assert res.random_return.shape == res.oracle_return.shape == (TASKS,)
         assert res.metadata["incomplete_tasks"] == 0
     assert bandit_results["random"].metadata["kind"] == "agent"
-    assert bandit_results["repeat"].metadata["kind"] == "ad"
+    assert bandit_results["repeat"].metadata["kind"] == "decode"
     # Same tasks and references for every method.
     np.testing.assert_array_equal(
         bandit_results["repeat"].oracle_return, bandit_results["random"].oracle_return

@@ -219,18 +219,19 @@ def test_grid_encoding_factorises_cells_into_rows_columns_and_layers():
 
 
 def test_grid_encoding_takes_grid_size_from_the_environment():
+    from agentrl.algos import AD
     from agentrl.envs import make
     from agentrl.train.config import complete_model_config
 
     cfg = complete_model_config(
-        ModelConfig(obs_encoding="grid"), make("darkroom"), "ad"
+        ModelConfig(obs_encoding="grid"), make("darkroom"), AD()
     )
     assert (cfg.grid_size, cfg.obs_size, cfg.grid_layers) == (9, 81, 1)
     kd = complete_model_config(
-        ModelConfig(obs_encoding="grid"), make("dark_key_to_door"), "ad"
+        ModelConfig(obs_encoding="grid"), make("dark_key_to_door"), AD()
     )
     assert kd.grid_layers * kd.grid_size**2 == kd.obs_size
     with pytest.raises(ValueError, match="obs_encoding='grid'"):
         complete_model_config(
-            ModelConfig(obs_encoding="grid"), make("bernoulli_bandit"), "ad"
+            ModelConfig(obs_encoding="grid"), make("bernoulli_bandit"), AD()
         )

@@ -1,19 +1,13 @@
-"""benchmarks/reproduce.py: --set parsing and the ablation's result name."""
-
-import importlib.util
-from pathlib import Path
+"""agentrl bench reproduce: --set parsing and the ablation's result name."""
 
 import pytest
 
-_PATH = Path(__file__).resolve().parent.parent / "benchmarks" / "reproduce.py"
-_spec = importlib.util.spec_from_file_location("reproduce", _PATH)
-reproduce = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(reproduce)
+from agentrl.benchmarks import reproduce
 
 
 def test_set_values_become_overrides_and_a_readable_suffix():
-    sets = reproduce.parse_sets(["train.episode_stride=3"])
-    assert sets == {"train.episode_stride": "3"}
+    sets = reproduce.parse_sets(["algo.episode_stride=3"])
+    assert sets == {"algo.episode_stride": "3"}
     assert reproduce.ablation_suffix(sets) == "_episode_stride3"
     json_value = reproduce.parse_sets(['data.source_args=[["epsilon_end", 0.5]]'])
     assert reproduce.ablation_suffix(json_value) == "_source_args-epsilon_end-0.5"

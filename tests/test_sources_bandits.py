@@ -119,7 +119,7 @@ def test_epsilon_greedy_random_and_dpt_rollin():
     means = np.asarray(params.means)
     best = means.argmax(1)
     picks = {}
-    for source in ("epsilon_greedy", "random", "dpt"):
+    for source in ("epsilon_greedy", "random", "dpt_rollin"):
         h = generate(source, env, params, jax.random.key(3), 1)
         picks[source] = (np.asarray(h.action) == best[:, None]).mean(1)
         # oracle labels are recorded at every step
@@ -129,8 +129,8 @@ def test_epsilon_greedy_random_and_dpt_rollin():
     assert picks["epsilon_greedy"].mean() > 0.6
     assert abs(picks["random"].mean() - 0.2) < 0.03
     # DPT's Dirichlet-mixed roll-in: best-arm share varies widely across tasks
-    assert picks["dpt"].std() > 0.15
-    assert picks["dpt"].min() < 0.05 and picks["dpt"].max() > 0.6
+    assert picks["dpt_rollin"].std() > 0.15
+    assert picks["dpt_rollin"].min() < 0.05 and picks["dpt_rollin"].max() > 0.6
 
 
 def test_bandit_agents_are_plain_agents():

@@ -1,5 +1,6 @@
 """The uniform source API: validation before compiling, shapes, determinism."""
 
+import dataclasses
 import sys
 import types
 
@@ -9,7 +10,7 @@ import numpy as np
 import pytest
 
 from agentrl import envs
-from agentrl.sources import registry
+from agentrl.sources import bandits, registry, source_histories
 from agentrl.sources.history import History
 from agentrl.sources.registry import applicable_sources, generate, source_names
 
@@ -23,13 +24,13 @@ def room():
 
 def test_all_issue_sources_are_registered():
     want = {"ucb", "thompson", "epsilon_greedy", "random", "q_learning", "ppo"}
-    assert want | {"noisy_oracle", "dpt"} <= set(source_names())
+    assert want | {"noisy_oracle", "dpt_rollin"} <= set(source_names())
     assert set(applicable_sources(envs.make("gaussian_bandit"))) >= {
         "ucb",
         "thompson",
         "epsilon_greedy",
         "random",
-        "dpt",
+        "dpt_rollin",
     }
     assert "ucb" not in applicable_sources(envs.make("darkroom"))
     assert "q_learning" not in applicable_sources(envs.make("gaussian_bandit"))
@@ -66,7 +67,9 @@ def test_bad_sizes(room, monkeypatch):
         generate("thompson", bandit, None, jax.random.key(0), 1, posterior="beta")
 
 
-@pytest.mark.parametrize("source", ["random", "q_learning", "noisy_oracle", "dpt"])
+@pytest.mark.parametrize(
+    "source", ["random", "q_learning", "noisy_oracle", "dpt_rollin"]
+)
 def test_history_shapes_and_determinism(room, source):
     env, params, ids = room
     a = generate(source, env, params, jax.random.key(3), 4, ids)
@@ -103,3 +106,73 @@ def test_ppo_dispatches_lazily(room, monkeypatch):
     monkeypatch.setitem(sys.modules, "agentrl.sources.ppo", None)
     with pytest.raises(ValueError, match="source 'ppo' is not available"):
         generate("ppo", env, params, jax.random.key(0), 2, ids)
+
+
+def test_task_blocks_give_the_same_histories(room, monkeypatch):
+    env, params, ids = room
+    whole = generate("q_learning", env, params, jax.random.key(2), 3, ids)
+    monkeypatch.setattr(registry, "TASK_BLOCK", 4)  # 6 tasks: a block and a rest
+    blocked = generate("q_learning", env, params, jax.random.key(2), 3, ids)
+    for x, y in zip(jax.tree.leaves(whole), jax.tree.leaves(blocked), strict=True):
+        np.testing.assert_array_equal(x, y)
+
+
+def test_a_source_that_makes_its_own_histories(room, monkeypatch):
+    env, params, ids = room
+    calls = []
+
+    def histories(env, params, key, num_episodes, task_id, scale):
+        calls.append(scale)
+        history = generate("random", env, params, key, num_episodes, task_id)
+        return history.replace(reward=history.reward * scale)
+
+    spec = registry.Source(
+        "scaled", "random, rewards scaled", {"scale": 2.0}, {}, lambda e: None, None
+    )
+    spec = dataclasses.replace(spec, histories=histories)
+    monkeypatch.setitem(registry.SOURCES, "scaled", spec)
+    h = generate("scaled", env, params, jax.random.key(1), 2, ids, scale=3.0)
+    plain = generate("random", env, params, jax.random.key(1), 2, ids)
+    assert calls == [3.0]
+    np.testing.assert_array_equal(h.reward, 3.0 * plain.reward)
+    with pytest.raises(ValueError, match="is not an Agent"):
+        registry.make_agent("scaled", env, 2)
+
+
+def test_thompson_posterior_follows_the_reward_distribution():
+    bernoulli = envs.make("bernoulli_bandit")
+    gaussian = envs.make("gaussian_bandit")
+    assert bernoulli.reward_distribution == "bernoulli"
+    assert gaussian.reward_distribution == "gaussian"
+    assert isinstance(
+        registry.make_agent("thompson", bernoulli, 1), bandits.BernoulliThompson
+    )
+    agent = registry.make_agent("thompson", gaussian, 1)
+    assert isinstance(agent, bandits.GaussianThompson)
+    assert agent.noise_variance == pytest.approx(0.3)
+
+
+def test_baseline_flags():
+    flagged = {n for n, s in registry.SOURCES.items() if s.baseline}
+    assert flagged == {
+        "ucb",
+        "thompson",
+        "epsilon_greedy",
+        "q_learning",
+        "noisy_oracle",
+    }
+    # every baseline is an agent
+    assert all(registry.SOURCES[n].build is not None for n in flagged)
+
+
+def test_source_histories_checks_settings_before_compiling(room, monkeypatch):
+    env, params, ids = room
+    monkeypatch.setattr(registry, "_run", None)  # calling it would crash
+    with pytest.raises(ValueError, match="`learning_rate` must be a number"):
+        source_histories("q_learning", env, learning_rate=2.0)
+    with pytest.raises(ValueError, match="does not apply to DarkRoom"):
+        source_histories("ucb", env)
+    q = source_histories("q_learning", env, discount=0.5)
+    assert q.source["name"] == "q_learning"
+    assert q.source["settings"]["discount"] == 0.5
+    assert q.source["settings"]["learning_rate"] == 0.8  # defaults filled in

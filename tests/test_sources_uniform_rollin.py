@@ -7,7 +7,7 @@ import pytest
 from agentrl import envs
 from agentrl.data import DPTSampler, open_dataset, write_dataset
 from agentrl.envs import grid
-from agentrl.sources import generate
+from agentrl.sources import generate, source_histories
 
 SIZE, HORIZON = 5, 8
 ROOM = envs.make("darkroom", size=SIZE, horizon=HORIZON)
@@ -20,7 +20,9 @@ def _tasks(n):
 
 def test_transitions_start_uniformly_and_are_labelled_by_the_oracle():
     params, ids = _tasks(4)
-    h = generate("dpt", ROOM, params, jax.random.key(0), 50, ids, rollin="uniform")
+    h = generate(
+        "dpt_rollin", ROOM, params, jax.random.key(0), 50, ids, rollin="uniform"
+    )
     assert h.next_obs is not None and h.next_obs.shape == h.obs.shape == (4, 400)
     obs, nxt = np.asarray(h.obs), np.asarray(h.next_obs)
     # the next step does not continue from the successor: not a trajectory
@@ -42,16 +44,8 @@ def test_transitions_start_uniformly_and_are_labelled_by_the_oracle():
 
 
 def test_dataset_keeps_successors_and_contexts_use_every_step(tmp_path):
-    path = write_dataset(
-        tmp_path / "u",
-        ROOM,
-        "dpt",
-        12,
-        2,
-        0,
-        settings={"rollin": "uniform"},
-        chunk_size=12,
-    )
+    uniform = source_histories("dpt_rollin", ROOM, rollin="uniform")
+    path = write_dataset(tmp_path / "u", ROOM, uniform, 12, 2, 0, chunk_size=12)
     ds = open_dataset(path)
     assert ds.metadata["has_next_obs"] and ds.metadata["source"]["settings"] == {
         "concentration": 1.0,
@@ -68,7 +62,8 @@ def test_dataset_keeps_successors_and_contexts_use_every_step(tmp_path):
         np.testing.assert_array_equal(b["context_obs"][row], want_obs)
         np.testing.assert_array_equal(b["context_next_obs"][row], want_next)
     # a trajectory dataset of the same size holds one successor less per episode
-    traj = write_dataset(tmp_path / "t", ROOM, "dpt", 12, 2, 0, chunk_size=12)
+    trajectory = source_histories("dpt_rollin", ROOM)
+    traj = write_dataset(tmp_path / "t", ROOM, trajectory, 12, 2, 0, chunk_size=12)
     with pytest.raises(ValueError, match=r"must be an integer in \[1, 14\]"):
         DPTSampler(open_dataset(traj), 6, context_size=2 * HORIZON)
 
@@ -83,10 +78,10 @@ def test_dataset_keeps_successors_and_contexts_use_every_step(tmp_path):
 def test_uniform_rollin_is_refused_where_it_does_not_apply(env, match):
     params = jax.tree.map(lambda x: x[None], env.default_params)
     with pytest.raises(ValueError, match=match):
-        generate("dpt", env, params, jax.random.key(0), 1, rollin="uniform")
+        generate("dpt_rollin", env, params, jax.random.key(0), 1, rollin="uniform")
 
 
 def test_unknown_rollin_is_refused():
     params, ids = _tasks(1)
     with pytest.raises(ValueError, match="`rollin` must be one of"):
-        generate("dpt", ROOM, params, jax.random.key(0), 1, ids, rollin="walk")
+        generate("dpt_rollin", ROOM, params, jax.random.key(0), 1, ids, rollin="walk")

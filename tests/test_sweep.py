@@ -12,12 +12,13 @@ from agentrl.sweep import (
     parse_grid_args,
     train_sweep,
 )
-from agentrl.sweep_cli import parse_seeds
+from agentrl.sweep.cli import parse_seeds
 from agentrl.train.experiments import load_experiment
 
 
 def test_vmapped_members_match_single_runs(tiny_ad_config, darkroom_dataset):
     from agentrl.data import open_dataset
+    from agentrl.train.config import complete_config
     from agentrl.train.data import make_sampler
     from agentrl.train.loop import build_model
     from agentrl.train.step import default_hparams, init_train_state, make_train_step
@@ -30,14 +31,15 @@ def test_vmapped_members_match_single_runs(tiny_ad_config, darkroom_dataset):
     assert sweep.metrics["loss"].shape == (2, 2, 4)
     for s, seed in enumerate([0, 1]):
         cfg = configtools.override(config, {"train.seed": seed})
+        full = complete_config(cfg, env, dataset)
         model = build_model(cfg, env)
-        graphdef, state0 = init_train_state(model, cfg.train, cfg.algo)
-        step = jax.jit(make_train_step(graphdef, cfg.train, cfg.algo))
-        sampler = make_sampler(cfg, dataset, env)
+        graphdef, state0 = init_train_state(model, full)
+        step = jax.jit(make_train_step(graphdef, full, env))
+        sampler = make_sampler(full, dataset, env)
         for h, setting in enumerate(settings):
             hp = {
                 **default_hparams(cfg),
-                **{k: np.float32(v) for k, v in setting.items()},
+                **{f"train.{k}": np.float32(v) for k, v in setting.items()},
             }
             state, losses = state0, []
             for i in range(cfg.train.steps):
@@ -53,7 +55,7 @@ def test_vmapped_members_match_single_runs(tiny_ad_config, darkroom_dataset):
 def test_grid_splits_traced_and_static():
     config = load_experiment("ad_darkroom", "smoke")
     spec = make_grid(config, {"lr": ["1e-4", "1e-3"], "model.num_layers": [1, 2, 3]})
-    assert spec.traced == {"lr": (1e-4, 1e-3)}
+    assert spec.traced == {"train.lr": (1e-4, 1e-3)}
     assert spec.static == {"model.num_layers": (1, 2, 3)}
     assert len(spec.traced_settings()) == 2 and len(spec.static_settings()) == 3
 
@@ -77,7 +79,8 @@ def test_grid_parse_errors(items, match):
         ({"learning_rat": ["1"]}, "unknown config field 'learning_rat'"),
         ({"lr": ["-1e-3"]}, "train.lr must be > 0"),
         ({"lr": ["fast"]}, "train.lr must be of type float"),
-        ({"balance_weight": ["0.1"]}, "only affects T2MIR"),
+        # T2MIR's weights are fields of the T2MIR algorithm only
+        ({"balance_weight": ["0.1"]}, "unknown config field 'balance_weight'"),
         ({"train.seed": ["1", "2"]}, "--seeds"),
         ({"lr": ["1e-3", "0.001"]}, "repeated"),
     ],

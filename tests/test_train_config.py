@@ -36,18 +36,21 @@ def test_dark_room_presets_fit_their_environment(name, preset):
     config = load_experiment(name, preset)
     env = make(config.data.env, **dict(config.data.env_args))
     model = complete_model_config(config.model, env, config.algo)
-    if config.algo == "dt":
+    if config.algo.name == "dt":
         assert model.obs_encoding == "table" and model.obs_kind == "continuous"
     else:
         assert model.obs_encoding == "grid" and model.grid_size == env.size
-    if config.algo == "dpt":  # one-episode roll-ins: the last step has no s'
-        assert config.train.context_size <= env.horizon - 1
+    if config.algo.name == "dpt":  # one-episode roll-ins: the last step has no s'
+        assert config.algo.context_size <= env.horizon - 1
+        assert model.max_steps == config.algo.context_size + 1
+    else:  # the window is the training context, derived from the horizon
+        assert model.max_steps == config.algo.context_episodes * env.horizon
 
 
 def test_demo_preset_is_the_ad_pipeline_between_smoke_and_cpu():
     demo = load_experiment("ad_darkroom", "demo")
     smoke, cpu = (load_experiment("ad_darkroom", p) for p in ("smoke", "cpu"))
-    assert demo.algo == "ad" and demo.eval.greedy
+    assert demo.algo.name == "ad" and demo.eval.greedy
     assert smoke.train.steps < demo.train.steps < cpu.train.steps
     with pytest.raises(ValueError, match="preset must be one of"):
         load_experiment("dpt_bandit", "demo")
@@ -71,7 +74,8 @@ def test_overrides_by_path_and_unique_name():
         ({"model.token_layout": "grid"}, "ModelConfig.token_layout must be one of"),
         ({"model.moe_layers": "(1,)"}, "model.moe_layers must be empty"),
         ({"data.split_fraction": "1.5"}, "data.split_fraction"),
-        ({"train.episode_stride": "0"}, "train.episode_stride must be >= 1"),
+        ({"algo.episode_stride": "0"}, "algo.episode_stride must be >= 1"),
+        ({"train.episode_stride": "2"}, "unknown config field 'train.episode_stride'"),
     ],
 )
 def test_bad_overrides_name_the_field(overrides, match):
@@ -84,8 +88,9 @@ def test_t2mir_needs_even_batch_and_dpt_needs_transition_layout():
         load_experiment("t2mir_ad_darkroom", "smoke", {"train.batch_size": "7"})
     with pytest.raises(ValueError, match="token_layout must be transition"):
         load_experiment("dpt_bandit", "smoke", {"model.token_layout": "step"})
-    with pytest.raises(ValueError, match="episode_stride must be 1 for algo 'dpt'"):
-        load_experiment("dpt_bandit", "smoke", {"train.episode_stride": "2"})
+    # strided windows are AD's: DPT has no such field
+    with pytest.raises(ValueError, match="unknown config field 'episode_stride'"):
+        load_experiment("dpt_bandit", "smoke", {"episode_stride": "2"})
 
 
 def test_cli_override_parsing_and_roundtrip():

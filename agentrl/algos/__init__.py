@@ -1,16 +1,46 @@
-"""ICRL algorithms: a loss and a way to act in context for each.
+"""In-context learners, one module each, behind one protocol.
 
-- ``ad`` / ``ad_eps``: :func:`agentrl.algos.ad.ad_loss` (same loss; AD-ε
-  differs only in its noise-curriculum data);
-- ``dpt``: :func:`agentrl.algos.dpt.dpt_loss`;
-- ``dt``: :func:`agentrl.algos.dt.dt_loss` (return-conditioned baseline);
-- ``t2mir_ad`` / ``t2mir_dpt``: :func:`agentrl.algos.t2mir.t2mir_loss` around
-  the AD or DPT loss, on the MoE model.
+Each algorithm is an :class:`~agentrl.algos.base.Algorithm`: a frozen
+dataclass of its hyperparameters that owns its config checks, model needs,
+batch sampler, loss, auxiliary state, traced hyperparameters and acting in
+context (see :mod:`agentrl.algos.base` for the protocol, including how a
+learner trained online by RL plugs in). Registered names:
+
+- ``ad`` (:class:`AD`), ``ad_eps`` (:class:`ADEps`: AD on noise-curriculum
+  data);
+- ``dpt`` (:class:`DPT`);
+- ``dt`` (:class:`DT`: return-conditioned, evaluated with a target return);
+- ``t2mir_ad`` / ``t2mir_dpt``: :class:`T2MIR` wrapping AD or DPT.
+
+>>> from agentrl import algos
+>>> algos.get("t2mir_ad")          # the registered defaults
+>>> algos.DPT(context_size=40)      # or build one with its fields
+
+Training, sweeps and evaluation only ask the object; nothing outside this
+package compares algorithm names. A new learner is a subclass in one module
+decorated with :func:`register` (``notebooks/04_custom_algorithm.ipynb``).
 """
 
-from agentrl.algos.ad import ad_loss
-from agentrl.algos.dpt import dpt_loss
-from agentrl.algos.dt import dt_loss, returns_to_go
-from agentrl.algos.t2mir import t2mir_loss
+from agentrl.algos.ad import AD, ADEps, ad_loss
+from agentrl.algos.base import Algorithm, get, names, register, register_variant
+from agentrl.algos.dpt import DPT, dpt_loss
+from agentrl.algos.dt import DT, DTModelAgent, dt_loss, returns_to_go
+from agentrl.algos.t2mir import T2MIR
 
-__all__ = ["ad_loss", "dpt_loss", "dt_loss", "returns_to_go", "t2mir_loss"]
+__all__ = [
+    "AD",
+    "ADEps",
+    "Algorithm",
+    "DPT",
+    "DT",
+    "DTModelAgent",
+    "T2MIR",
+    "ad_loss",
+    "dpt_loss",
+    "dt_loss",
+    "get",
+    "names",
+    "register",
+    "register_variant",
+    "returns_to_go",
+]

@@ -2,18 +2,25 @@
 
 AD trains a causal transformer to predict the source algorithm's next action
 across episodes of a learning history: the window holds several consecutive
-whole episodes of one task, and the loss is the action likelihood at every
-step of the window. AD-ε is the same model and loss on histories made by an
-oracle whose ε-greedy noise is annealed across episodes (``noisy_oracle``
-source); only the data differ, so it shares this module.
+whole episodes of one task (``context_episodes``; ``episode_stride`` k takes
+every k-th episode, to distill a learner k times faster than its source),
+and the loss is the action likelihood at every step of the window. In
+context it acts with a rolling KV cache over its own history, one token per
+step, across episode boundaries.
+
+AD-ε is the same model, loss and acting on histories made by an oracle whose
+ε-greedy noise is annealed across episodes (the ``noisy_oracle`` source);
+only the data differ, so it is a subclass that changes nothing but its name.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import jax
 
+from agentrl.algos.base import Algorithm, check, register
 from agentrl.algos.losses import action_loss
 
 
@@ -35,3 +42,80 @@ def ad_loss(model: Any, batch: dict[str, jax.Array], *, deterministic: bool = Fa
         model.config.head, out, batch["action"], batch.get("mask")
     )
     return loss, metrics, out
+
+
+def check_positive(owner: str, **values: Any) -> None:
+    """Each value must be an int >= 1 (the message names ``owner.field``)."""
+    for name, v in values.items():
+        ok = isinstance(v, int) and not isinstance(v, bool) and v >= 1
+        check(ok, f"{owner}.{name} must be >= 1, got {v!r}")
+
+
+def env_horizon(env: Any) -> int:
+    from agentrl.evaluate.model_agents import env_horizon as horizon
+
+    return horizon(env)
+
+
+@register
+@dataclasses.dataclass(frozen=True)
+class AD(Algorithm):
+    """Algorithm Distillation.
+
+    Attributes:
+      context_episodes: whole episodes per training window; the model's
+        attention window (``model.max_steps``, when unset) is this many
+        episodes of the environment's horizon.
+      episode_stride: the window takes every k-th episode of a history.
+    """
+
+    name = "ad"
+    description = "Algorithm Distillation: imitate a learner across episodes"
+
+    context_episodes: int = 4
+    episode_stride: int = 1
+
+    def __post_init__(self):
+        check_positive(
+            "algo",
+            context_episodes=self.context_episodes,
+            episode_stride=self.episode_stride,
+        )
+
+    def context_steps(self, env: Any) -> int:
+        return self.context_episodes * env_horizon(env)
+
+    def make_sampler(self, dataset: Any, train: Any, *, paired: bool = False) -> Any:
+        from agentrl.data import ADSampler
+
+        return ADSampler(
+            dataset,
+            train.batch_size,
+            num_episodes=self.context_episodes,
+            episode_stride=self.episode_stride,
+            paired=paired,
+            seed=train.seed,
+        )
+
+    def loss(self, model, batch, aux, hparams, *, env, deterministic=False):
+        return ad_loss(model, batch, deterministic=deterministic)
+
+    def make_agent(self, model: Any, env: Any, num_steps: int, config: Any) -> Any:
+        from agentrl.evaluate.model_agents import ADModelAgent
+
+        return ADModelAgent(
+            model,
+            env,
+            config.model.max_steps,
+            greedy=config.eval.greedy,
+            temperature=config.eval.temperature,
+        )
+
+
+@register
+@dataclasses.dataclass(frozen=True)
+class ADEps(AD):
+    """AD-ε: AD on noise-curriculum histories (``noisy_oracle`` source)."""
+
+    name = "ad_eps"
+    description = "AD-eps: AD on histories of an oracle with annealed noise"

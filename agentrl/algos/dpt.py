@@ -5,16 +5,27 @@ transitions ``(s, a, r, s')`` collected by some roll-in policy. As in the
 reference implementation the model predicts from every prefix of the context
 (position 0 sees only the query, position i the first i transitions), and the
 cross-entropy against the oracle's label is averaged over all positions.
+
+In context it acts on a set of its own past transitions (the last
+``context_size``): after every step on bandits (the paper's bandit
+protocol, decoded with a KV cache), after every episode elsewhere (its Dark
+Room protocol: the current episode is not in context); see
+:class:`agentrl.evaluate.model_agents.DPTModelAgent`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 
+from agentrl.algos.ad import check_positive
+from agentrl.algos.base import Algorithm, check, register
 from agentrl.algos.losses import action_loss
+
+CONTEXT_UPDATES = ("auto", "step", "episode")
 
 
 def dpt_loss(model: Any, batch: dict[str, jax.Array], *, deterministic: bool = False):
@@ -47,3 +58,64 @@ def dpt_loss(model: Any, batch: dict[str, jax.Array], *, deterministic: bool = F
         last = jnp.argmax(out.action[:, -1], -1) == label
         metrics["accuracy_full_context"] = jnp.mean(last.astype(jnp.float32))
     return loss, metrics, out
+
+
+@register
+@dataclasses.dataclass(frozen=True)
+class DPT(Algorithm):
+    """Decision-Pretrained Transformer.
+
+    Attributes:
+      context_size: transitions in the in-context set (training and acting);
+        the model's window (``model.max_steps``, when unset) is one more,
+        for the query.
+      context_update: when the acting agent adds its own transitions to its
+        context: ``"step"``, ``"episode"``, or ``"auto"`` (step on bandits,
+        episode elsewhere).
+    """
+
+    name = "dpt"
+    description = "Decision-Pretrained Transformer: optimal action from a context"
+    token_layouts = ("transition",)
+
+    context_size: int = 20
+    context_update: str = "auto"
+
+    def __post_init__(self):
+        check_positive("algo", context_size=self.context_size)
+        check(
+            self.context_update in CONTEXT_UPDATES,
+            f"algo.context_update must be one of {CONTEXT_UPDATES}, "
+            f"got {self.context_update!r}",
+        )
+
+    def context_steps(self, env: Any) -> int:
+        return self.context_size + 1
+
+    def make_sampler(self, dataset: Any, train: Any, *, paired: bool = False) -> Any:
+        from agentrl.data import DPTSampler
+
+        return DPTSampler(
+            dataset,
+            train.batch_size,
+            self.context_size,
+            seed=train.seed,
+            paired=paired,
+        )
+
+    def loss(self, model, batch, aux, hparams, *, env, deterministic=False):
+        return dpt_loss(model, batch, deterministic=deterministic)
+
+    def make_agent(self, model: Any, env: Any, num_steps: int, config: Any) -> Any:
+        from agentrl.evaluate.driver import make_model_agent
+
+        return make_model_agent(
+            model,
+            env,
+            num_steps,
+            protocol="query",
+            greedy=config.eval.greedy,
+            temperature=config.eval.temperature,
+            context_size=self.context_size,
+            context_update=self.context_update,
+        )

@@ -5,17 +5,27 @@ earlier actions. agentrl feeds the return-to-go through the observation: the
 model's observation at step t is ``[one_hot(s_t) (or s_t), R_t / scale]``
 (so a DT model has a continuous observation of size ``obs_size + 1``), with
 the usual previous action and reward. Returns-to-go are computed inside each
-episode of the window and reset at episode boundaries; at evaluation the
-target return is decreased by the rewards received.
+episode of the window and reset at episode boundaries.
+
+In context DT acts like AD (one token per step on a rolling KV cache across
+episodes) but conditioned on a target return: each episode starts at
+``target_return`` (by default the best episode return in the training data,
+as the DT and in-context RL literature set it) and the return-to-go falls by
+every reward received. It has no mechanism to improve across episodes beyond
+what its context gives it, which is the contrast with AD.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
+from agentrl.algos.ad import check_positive, env_horizon
+from agentrl.algos.base import Algorithm, check, register
 from agentrl.algos.losses import action_loss
 
 
@@ -68,3 +78,185 @@ def dt_loss(
         model.config.head, out, batch["action"], batch.get("mask")
     )
     return loss, metrics, out
+
+
+def discrete_obs_count(env: Any) -> int | None:
+    """Number of discrete observations of ``env`` (``None``: vector obs)."""
+    space = env.observation_space(env.default_params)
+    return int(space.n) if hasattr(space, "n") else None
+
+
+def best_episode_return(dataset: Any, split: str = "train", chunk: int = 256) -> float:
+    """The largest episode return in ``dataset``'s ``split`` (read in chunks)."""
+    best = -np.inf
+    num = dataset.num_records(split)
+    for lo in range(0, num, chunk):
+        for rec in dataset.records(split, range(lo, min(lo + chunk, num))):
+            episode = np.asarray(rec["episode"], np.int64)
+            sums = np.bincount(episode, weights=np.asarray(rec["reward"], np.float64))
+            best = max(best, float(sums.max()))
+    return best
+
+
+@register
+@dataclasses.dataclass(frozen=True)
+class DT(Algorithm):
+    """Decision Transformer with a target return at evaluation.
+
+    Attributes:
+      context_episodes: whole episodes per training window (as AD's).
+      rtg_scale: returns-to-go are divided by it in the observation
+        (``None``: the environment's horizon).
+      target_return: the return each evaluation episode is conditioned on
+        (``None``: the best episode return in the training data, filled in
+        when the run's dataset is known and saved with the run).
+    """
+
+    name = "dt"
+    description = "Decision Transformer: return-conditioned imitation"
+
+    context_episodes: int = 4
+    rtg_scale: float | None = None
+    target_return: float | None = None
+
+    def __post_init__(self):
+        check_positive("algo", context_episodes=self.context_episodes)
+        if self.rtg_scale is not None:
+            check(
+                isinstance(self.rtg_scale, int | float) and self.rtg_scale > 0,
+                f"algo.rtg_scale must be a number > 0 or None, got {self.rtg_scale!r}",
+            )
+        if self.target_return is not None:
+            check(
+                isinstance(self.target_return, int | float)
+                and np.isfinite(self.target_return),
+                "algo.target_return must be a finite number or None, got "
+                f"{self.target_return!r}",
+            )
+
+    def check(self, config: Any) -> None:
+        super().check(config)
+        check(
+            config.model.obs_encoding == "table",
+            "model.obs_encoding must be 'table' for algo 'dt' (its observation "
+            f"is a vector with the return-to-go), got {config.model.obs_encoding!r}",
+        )
+
+    def complete_model(self, model_config: Any, env: Any) -> Any:
+        # The return-to-go is appended to the (one-hot or vector) observation.
+        return dataclasses.replace(
+            model_config, obs_kind="continuous", obs_size=model_config.obs_size + 1
+        )
+
+    def context_steps(self, env: Any) -> int:
+        return self.context_episodes * env_horizon(env)
+
+    def resolve(self, env: Any, dataset: Any | None) -> DT:
+        scale = self.rtg_scale
+        if scale is None:
+            scale = float(getattr(env, "horizon", 1) or 1)
+        target = self.target_return
+        if target is None and dataset is not None:
+            target = best_episode_return(dataset)
+        return dataclasses.replace(self, rtg_scale=scale, target_return=target)
+
+    def make_sampler(self, dataset: Any, train: Any, *, paired: bool = False) -> Any:
+        from agentrl.data import ADSampler
+
+        return ADSampler(
+            dataset,
+            train.batch_size,
+            num_episodes=self.context_episodes,
+            paired=paired,
+            seed=train.seed,
+        )
+
+    def loss(self, model, batch, aux, hparams, *, env, deterministic=False):
+        return dt_loss(
+            model,
+            batch,
+            num_obs=discrete_obs_count(env),
+            rtg_scale=self._scale(env),
+            deterministic=deterministic,
+        )
+
+    def _scale(self, env: Any) -> float:
+        return float(self.resolve(env, None).rtg_scale)
+
+    def make_agent(self, model: Any, env: Any, num_steps: int, config: Any) -> Any:
+        check(
+            self.target_return is not None,
+            "algo.target_return is unset: evaluate a trained run (fit fills it "
+            "from the data's best episode return) or set it",
+        )
+        return DTModelAgent(
+            model,
+            env,
+            config.model.max_steps,
+            target_return=float(self.target_return),
+            rtg_scale=self._scale(env),
+            greedy=config.eval.greedy,
+            temperature=config.eval.temperature,
+        )
+
+
+class DTState(NamedTuple):
+    """The AD agent's state and the return-to-go ``[B]`` of the next token."""
+
+    inner: Any
+    rtg: jax.Array
+
+
+class DTModelAgent:
+    """DT acting online: AD's cached decoding on return-conditioned tokens.
+
+    The observation token of step t is ``[obs_t, rtg_t / scale]`` with
+    ``rtg_t = target - (rewards earlier in the episode)``; ``rtg`` is back
+    at ``target`` at every episode start. Batched (one row per task).
+    """
+
+    batched = True
+
+    def __init__(
+        self,
+        model: Any,
+        env: Any,
+        cache_steps: int,
+        target_return: float,
+        rtg_scale: float,
+        greedy: bool = False,
+        temperature: float = 1.0,
+    ):
+        from agentrl.evaluate.model_agents import ADModelAgent
+
+        self.inner = ADModelAgent(
+            model, env, cache_steps, greedy=greedy, temperature=temperature
+        )
+        self.num_obs = discrete_obs_count(env)
+        self.target = float(target_return)
+        self.scale = float(rtg_scale)
+
+    def _obs(self, obs: jax.Array, rtg: jax.Array) -> jax.Array:
+        """``[B, obs_dim + 1]`` model observation of env obs ``[B, ...]``."""
+        return dt_observation(obs[:, None], rtg[:, None], self.num_obs, self.scale)[
+            :, 0
+        ]
+
+    def init(self, key: jax.Array, params: Any) -> DTState:
+        rtg = jnp.full((key.shape[0],), self.target, jnp.float32)
+        return DTState(self.inner.init(key, params), rtg)
+
+    def act(self, key, state: DTState, obs, env_state, params) -> jax.Array:
+        return self.inner.act(
+            key, state.inner, self._obs(obs, state.rtg), env_state, params
+        )
+
+    def update(self, state: DTState, step: Any) -> DTState:
+        reward = jnp.asarray(step.reward, jnp.float32).reshape(state.rtg.shape)
+        done = jnp.asarray(step.done).reshape(state.rtg.shape)
+        next_rtg = jnp.where(done, self.target, state.rtg - reward)
+        step = step._replace(
+            obs=self._obs(step.obs, state.rtg),
+            reset_obs=self._obs(step.reset_obs, next_rtg),
+        )
+        return DTState(self.inner.update(state.inner, step), next_rtg)

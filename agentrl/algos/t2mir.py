@@ -1,28 +1,42 @@
-"""T2MIR (Mixture-of-Experts meets In-Context RL, NeurIPS 2025).
+"""T2MIR (Mixture-of-Experts meets In-Context RL, NeurIPS 2025): a wrapper.
 
-T2MIR wraps AD or DPT with a model whose last layer's FFN is a token-wise
-MoE in parallel with a task-wise MoE (see :mod:`agentrl.models`). Two losses
-are added to the base algorithm's:
+T2MIR wraps a base in-context learner (AD or DPT, as in its paper) without
+copying it: the base keeps its windows, loss and acting; T2MIR asks for a
+model whose last layer's FFN is a token-wise MoE in parallel with a
+task-wise MoE (see :mod:`agentrl.models`), draws the base's batches as
+``B/2`` tasks x 2 segments, and adds two losses to the base's:
 
-- the token-wise load-balancing loss ``w (CV^2(importance) + CV^2(load))``
-  (``aux["balance_loss"]``, already weighted by ``ModelConfig.balance_weight``);
-- a contrastive InfoNCE loss on the task router: the online router's
-  sequence-averaged logits are the queries, an EMA copy of the router
-  (``tau`` per step) gives the keys, similarity is bilinear ``q W k^T``, and
-  the positives of a segment are the other segments of the same task in the
-  batch (the sampler returns ``B/2`` tasks x 2 segments). Weighted by
-  ``ModelConfig.contrastive_weight``.
+- the token-wise load-balancing loss ``balance_weight * (CV^2(importance) +
+  CV^2(load))`` (the model's ``aux["balance_loss"]``, unweighted);
+- a contrastive InfoNCE loss on the task router, weighted by
+  ``contrastive_weight``: the online router's sequence-averaged logits are
+  the queries, an EMA copy of the router (rate ``ema_tau`` per step; the
+  auxiliary training state) gives the keys, similarity is bilinear
+  ``q W k^T``, and the positives of a segment are the other segments of the
+  same task in the batch.
+
+The three weights are traced, so a sweep over them is one program.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from agentrl.algos.ad import AD
+from agentrl.algos.base import (
+    Algorithm,
+    check,
+    register,
+    register_variant,
+    sub_hparams,
+    traced,
+)
+from agentrl.algos.dpt import DPT
 from agentrl.models import contrastive_loss, ema_update, task_router_logits
 
 
@@ -32,39 +46,122 @@ def init_ema_router(model: Any) -> nnx.State:
     return jax.tree.map(jnp.copy, nnx.state(model.task_router, nnx.Param))
 
 
-def update_ema_router(ema: Any, model: Any, tau: float) -> Any:
+def update_ema_router(ema: Any, model: Any, tau: Any) -> Any:
     return ema_update(ema, nnx.state(model.task_router, nnx.Param), tau)
 
 
-def t2mir_loss(
-    base_loss: Callable[..., tuple],
-    model: Any,
-    batch: dict,
-    ema_router: Any,
-    balance_weight: Any = None,
-    contrastive_weight: Any = None,
-    **kw,
-):
-    """Base loss + weighted balance loss + weighted contrastive loss.
-
-    The weights default to the model config's; pass them (traced) to sweep
-    them. Returns ``(loss, metrics, output)`` with the unweighted
-    ``balance_loss`` and ``contrastive_loss`` in the metrics.
-    """
-    c = model.config
-    balance_weight = c.balance_weight if balance_weight is None else balance_weight
-    if contrastive_weight is None:
-        contrastive_weight = c.contrastive_weight
-    base, metrics, out = base_loss(model, batch, **kw)
+def t2mir_terms(
+    model: Any, out: Any, batch: dict, ema_router: Any
+) -> tuple[jax.Array, jax.Array]:
+    """``(balance, contrastive)`` unweighted losses of one batch's output."""
     query = out.aux["task_router_logits"]
     keys = task_router_logits(ema_router, out.aux["task_router_input"])
     contrast = contrastive_loss(query, keys, model.contrastive_w, batch["task_id"])
-    balance = out.aux["balance_loss_raw"]
-    loss = base + balance_weight * balance + contrastive_weight * contrast
-    metrics = {
-        **metrics,
-        "base_loss": base,
-        "balance_loss": balance,
-        "contrastive_loss": contrast,
-    }
-    return loss, metrics, out
+    return out.aux["balance_loss"], contrast
+
+
+@register
+@dataclasses.dataclass(frozen=True)
+class T2MIR(Algorithm):
+    """T2MIR over a base algorithm (AD or DPT).
+
+    Attributes:
+      base: the wrapped in-context learner (its fields are ``algo.base.*``).
+      balance_weight: weight of the token-wise load-balancing loss.
+      contrastive_weight: weight of the task router's contrastive loss.
+      ema_tau: EMA rate of the router copy that gives the contrastive keys.
+    """
+
+    name = "t2mir"
+    description = "T2MIR: token- and task-wise MoE around AD or DPT"
+    needs_moe = True
+
+    base: Algorithm = AD()
+    balance_weight: float = traced(0.1)
+    contrastive_weight: float = traced(0.01)
+    ema_tau: float = traced(0.005)
+
+    def __post_init__(self):
+        check(
+            isinstance(self.base, Algorithm) and not isinstance(self.base, T2MIR),
+            f"algo.base must be a (non-T2MIR) algorithm, got {self.base!r}",
+        )
+        for name in ("balance_weight", "contrastive_weight"):
+            v = getattr(self, name)
+            check(v >= 0, f"algo.{name} must be >= 0, got {v}")
+        check(
+            0 < self.ema_tau <= 1, f"algo.ema_tau must be in (0, 1], got {self.ema_tau}"
+        )
+
+    @property
+    def label(self) -> str:
+        return f"{self.name}_{self.base.label}"
+
+    def check(self, config: Any) -> None:
+        super().check(config)
+        check(
+            config.train.batch_size % 2 == 0,
+            "train.batch_size must be even for T2MIR (pairs of segments), "
+            f"got {config.train.batch_size}",
+        )
+
+    def check_layout(self, model_config: Any) -> None:
+        self.base.check_layout(model_config)
+
+    def complete_model(self, model_config: Any, env: Any) -> Any:
+        return self.base.complete_model(model_config, env)
+
+    def context_steps(self, env: Any) -> int:
+        return self.base.context_steps(env)
+
+    def resolve(self, env: Any, dataset: Any | None) -> T2MIR:
+        return dataclasses.replace(self, base=self.base.resolve(env, dataset))
+
+    def make_sampler(self, dataset: Any, train: Any, *, paired: bool = True) -> Any:
+        # Two segments of each task side by side: the contrastive positives.
+        return self.base.make_sampler(dataset, train, paired=True)
+
+    def loss(self, model, batch, aux, hparams, *, env, deterministic=False):
+        base, metrics, out = self.base.loss(
+            model,
+            batch,
+            None,
+            sub_hparams(hparams, "base"),
+            env=env,
+            deterministic=deterministic,
+        )
+        balance, contrast = t2mir_terms(model, out, batch, aux)
+        weights = {**self.hparams_defaults(), **hparams}
+        loss = (
+            base
+            + weights["balance_weight"] * balance
+            + weights["contrastive_weight"] * contrast
+        )
+        metrics = {
+            **metrics,
+            "base_loss": base,
+            "balance_loss": balance,
+            "contrastive_loss": contrast,
+        }
+        return loss, metrics, out
+
+    def hparams_defaults(self) -> dict[str, float]:
+        return {
+            "balance_weight": self.balance_weight,
+            "contrastive_weight": self.contrastive_weight,
+            "ema_tau": self.ema_tau,
+        }
+
+    def init_aux(self, model: Any) -> Any:
+        return init_ema_router(model)
+
+    def update_aux(self, aux: Any, model: Any, hparams: dict[str, Any]) -> Any:
+        tau = hparams.get("ema_tau", self.ema_tau)
+        return update_ema_router(aux, model, tau)
+
+    def make_agent(self, model: Any, env: Any, num_steps: int, config: Any) -> Any:
+        return self.base.make_agent(model, env, num_steps, config)
+
+
+register_variant("t2mir_ad", lambda: T2MIR(base=AD()))
+register_variant("t2mir_dpt", lambda: T2MIR(base=DPT()))

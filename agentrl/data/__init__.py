@@ -1,11 +1,18 @@
 """Learning-history datasets: write (TFDS ArrayRecord), open, sample windows.
 
->>> from agentrl import data, envs
+>>> from agentrl import data, envs, sources
 >>> env = envs.make("darkroom")
->>> data.write_dataset("dr_q", env, "q_learning", num_tasks=1000, num_episodes=200,
+>>> q = sources.source_histories("q_learning", env)
+>>> data.write_dataset("dr_q", env, q, num_tasks=1000, num_episodes=200,
 ...                    env_name="darkroom")
 >>> ds = data.open_dataset("dr_q")
 >>> batch = data.ADSampler(ds, batch_size=64, num_episodes=4).batch(step=0)
+
+The writer takes any ``histories(params, key, num_episodes, task_id)``
+callable and knows the :class:`~agentrl.history.History` schema, not the
+sources: no module here imports :mod:`agentrl.sources`, except the command
+line (``agentrl data generate``), which builds the callable from a source
+name inside the command.
 """
 
 from agentrl.data.reader import DatasetIntegrityError, HistoryDataset, open_dataset

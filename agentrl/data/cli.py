@@ -67,24 +67,24 @@ def _generate(args: argparse.Namespace) -> int:
 
     from agentrl import envs
     from agentrl.data.writer import write_dataset
-    from agentrl.sources.registry import check_settings
+    from agentrl.sources import source_histories
 
     overrides = dict(args.env_arg)
     env = envs.make(args.env, **overrides)
-    check_settings(args.source, env, dict(args.source_arg))  # fail before the bar
+    # checks the source and its settings: fails before the bar appears
+    histories = source_histories(args.source, env, **dict(args.source_arg))
     with tqdm(
         total=args.tasks, unit="task", desc=f"{args.source} on {args.env}"
     ) as bar:
         out = write_dataset(
             args.out,
             env,
-            args.source,
+            histories,
             args.tasks,
             args.episodes,
             args.seed,
             env_name=args.env,
             env_overrides=overrides,
-            settings=dict(args.source_arg),
             split_fraction=args.split_fraction,
             chunk_size=args.chunk_size,
             overwrite=args.overwrite,

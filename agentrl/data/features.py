@@ -18,7 +18,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from agentrl.sources.history import History
+from agentrl.history import History
 
 ARRAY_FIELDS = ("action", "reward", "terminated", "truncated", "episode")
 

@@ -133,7 +133,7 @@ class HistoryDataset:
         return source.__getitems__([int(i) for i in indices])
 
     def load_history(self, split: str = "train", indices=None) -> Any:
-        """A numpy :class:`~agentrl.sources.history.History` of some records.
+        """A numpy :class:`~agentrl.history.History` of some records.
 
         Leaves ``[record, step, ...]``; ``params`` is rebuilt as the env's
         params pytree. Loads every record of ``split`` when ``indices`` is None.

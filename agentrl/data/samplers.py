@@ -294,7 +294,7 @@ class DPTSampler(_Sampler):
         if not dataset.metadata.get("has_optimal_action"):
             raise ValueError(
                 f"{dataset.path}: DPT needs optimal_action labels; generate the "
-                "dataset from an environment with an oracle (e.g. --source dpt)"
+                "dataset from an environment with an oracle (e.g. --source dpt_rollin)"
             )
         self.stateless = bool(dataset.metadata.get("stateless_obs"))
         # independent transitions (uniform roll-in) store every successor

@@ -1,13 +1,21 @@
 """Write learning histories as a TFDS ArrayRecord dataset, chunk by chunk.
 
-:func:`write_dataset` plans the tasks (:func:`plan_tasks`), runs a source on
-``chunk_size`` tasks at a time (one jitted call per chunk) and streams the
-per-task records into a TFDS ``GeneratorBasedBuilder`` with
-``file_format="array_record"``. Only one chunk of histories is in memory at a
-time: TFDS's in-memory shuffle buffer is capped at about one chunk (it spills
-to disk buckets beyond that) and record keys are spread over the bucket
-range, so records keep task order (record ``i`` of a split is its ``i``-th
-task) and are never gathered in memory.
+>>> from agentrl.sources import source_histories
+>>> write_dataset(out, env, source_histories("q_learning", env), 1000, 100)
+
+:func:`write_dataset` plans the tasks (:func:`plan_tasks`), asks a
+``histories`` callable for the histories of ``chunk_size`` tasks at a time
+(one jitted call per chunk) and streams the per-task records into a TFDS
+``GeneratorBasedBuilder`` with ``file_format="array_record"``. It writes
+whatever histories it is given: the callable is usually a source algorithm
+(:func:`agentrl.sources.source_histories`), but this module knows only the
+:class:`~agentrl.history.History` schema, not the sources.
+
+Only one chunk of histories is in memory at a time: TFDS's in-memory
+shuffle buffer is capped at about one chunk (it spills to disk buckets
+beyond that) and record keys are spread over the bucket range, so records
+keep task order (record ``i`` of a split is its ``i``-th task) and are never
+gathered in memory.
 
 The dataset is built in a temporary sibling directory and renamed onto
 ``out`` only when complete, with ``agentrl.json`` (metadata: env and
@@ -45,7 +53,11 @@ import numpy as np
 import agentrl
 from agentrl.data import features
 from agentrl.envs.tasks import TaskSplit, split_task_ids
-from agentrl.sources.registry import check_settings, generate, is_bandit
+from agentrl.history import History
+
+#: ``histories(params [task, ...], key, num_episodes, task_id [task]) ->
+#: History [task, num_episodes * env.horizon, ...]``: one chunk of tasks.
+HistoriesFn = Callable[[Any, jax.Array, int, jax.Array], History]
 
 METADATA_FILE = "agentrl.json"
 FORMAT_VERSION = 1
@@ -225,29 +237,68 @@ def sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+def _source_metadata(histories: Any, source: dict[str, Any] | None) -> dict:
+    """``{"name", "settings"}`` to record, checked to be plain JSON values."""
+    if source is None:
+        source = getattr(histories, "source", None)
+    if source is None:
+        name = getattr(histories, "__name__", type(histories).__name__)
+        source = {"name": name, "settings": {}}
+    if not isinstance(source, dict) or set(source) != {"name", "settings"}:
+        raise ValueError(
+            f"`source` must be a dict with keys 'name' and 'settings', got {source!r}"
+        )
+    if not isinstance(source["name"], str) or not isinstance(source["settings"], dict):
+        raise ValueError(
+            f"`source` must have a str 'name' and a dict 'settings', got {source!r}"
+        )
+    try:
+        json.dumps(source)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"`source` must hold plain JSON values: {err}") from err
+    return {"name": source["name"], "settings": dict(source["settings"])}
+
+
 def write_dataset(
     out: str | Path,
     env: Any,
-    source: str,
+    histories: HistoriesFn,
     num_tasks: int,
     num_episodes: int,
     seed: int = 0,
     *,
+    source: dict[str, Any] | None = None,
     env_name: str | None = None,
     env_overrides: dict[str, Any] | None = None,
-    settings: dict[str, Any] | None = None,
     split_fraction: float = 0.8,
     chunk_size: int = 1000,
     overwrite: bool = False,
     progress: Callable[[int], None] | None = None,
 ) -> Path:
-    """Generate ``num_tasks`` histories of ``num_episodes`` episodes into ``out``.
+    """Write ``num_tasks`` histories of ``num_episodes`` episodes into ``out``.
 
-    ``progress(n)`` is called after each chunk of ``n`` tasks. Returns ``out``.
-    Raises ``ValueError`` (before any compile) on a bad source, setting, size
-    or an existing ``out`` without ``overwrite``.
+    Args:
+      out: the dataset directory (built in a temporary sibling, then renamed).
+      env: the environment the histories are of (plans the tasks).
+      histories: ``histories(params [task, ...], key, num_episodes, task_id
+        [task]) -> History [task, num_episodes * env.horizon, ...]``, called
+        once per chunk of ``chunk_size`` tasks, e.g.
+        :func:`agentrl.sources.source_histories`.
+      num_tasks, num_episodes, seed: sizes and the seed of tasks and histories.
+      source: ``{"name": str, "settings": dict}`` recorded in the metadata
+        (plain JSON values); defaults to ``histories.source`` where the
+        callable has one, else its ``__name__`` with no settings.
+      env_name, env_overrides: how to rebuild ``env`` (inferred if omitted).
+      split_fraction: the train share of the task split.
+      chunk_size: tasks per call of ``histories``.
+      overwrite: replace an existing ``out``.
+      progress: called with ``n`` after each chunk of ``n`` tasks.
+
+    Returns ``out``. Raises ``ValueError`` before any compile on a bad size,
+    ``source`` or an existing ``out`` without ``overwrite``; after the first
+    chunk if its histories do not have ``num_episodes * env.horizon`` steps.
     """
-    settings = check_settings(source, env, dict(settings or {}))
+    source = _source_metadata(histories, source)
     for field, value in [("tasks", num_tasks), ("episodes", num_episodes)]:
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"`{field}` must be an integer >= 1, got {value!r}")
@@ -270,15 +321,14 @@ def write_dataset(
             chunk = ids[start : start + chunk_size]
             padded = np.resize(chunk, chunk_size)  # same shape: no recompile
             params = task_params(env, plan, padded, key_tasks)
-            history = generate(
-                source,
-                env,
-                params,
-                jax.random.fold_in(key_split, c),
-                num_episodes,
-                jnp.asarray(padded),
-                **settings,
-            )
+            key = jax.random.fold_in(key_split, c)
+            history = histories(params, key, num_episodes, jnp.asarray(padded))
+            if history.num_steps != num_episodes * env.horizon:
+                raise ValueError(
+                    f"`histories` gave {history.num_steps} steps per task; a "
+                    f"dataset of {num_episodes} episodes of horizon {env.horizon} "
+                    f"needs {num_episodes * env.horizon}"
+                )
             n = len(chunk)
             yield start, jax.tree.map(lambda x: x[:n], jax.device_get(history))
 
@@ -314,7 +364,7 @@ def write_dataset(
         builder = _builder()(
             feature_dict=features.feature_spec(example),
             splits={s: examples(s) for s in plan.task_ids},
-            description=f"{source} on {env_name}",
+            description=f"{source['name']} on {env_name}",
             data_dir=str(tmp),
         )
         with (
@@ -330,14 +380,15 @@ def write_dataset(
                 timespec="seconds"
             ),
             "env": {"name": env_name, "overrides": env_overrides},
-            "source": {"name": source, "settings": settings},
+            "source": source,
             "seed": seed,
             "num_tasks": num_tasks,
             "num_episodes": num_episodes,
             "horizon": env.horizon,
             "num_steps": num_episodes * env.horizon,
             "chunk_size": chunk_size,
-            "stateless_obs": is_bandit(env),
+            # a bandit's observation is a constant: contexts need no states
+            "stateless_obs": getattr(env, "kind", None) == "bandit",
             "has_optimal_action": "optimal_action" in example,
             "has_next_obs": "next_obs" in example,
             "param_names": param_names,

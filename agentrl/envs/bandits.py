@@ -13,6 +13,10 @@ Reward: Bernoulli arms pay 1 with probability ``means[a]`` else 0; Gaussian
 arms pay ``means[a] + noise_std * N(0, 1)``. Episodes never terminate; they
 are truncated after ``horizon`` pulls. The oracle pulls ``argmax(means)`` and
 its expected return is ``horizon * max(means)``.
+
+``reward_distribution`` (``"bernoulli"`` or ``"gaussian"``, a class attribute)
+says which, for algorithms that pick a model of the rewards (Thompson
+sampling's posterior).
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ class BanditParams(EnvParams):
 
 class _Bandit(Environment[BanditState, BanditParams]):
     kind = "bandit"
+    reward_distribution: str  # "bernoulli" | "gaussian", set by each subclass
     stochastic_reset = False
 
     def __init__(self, num_arms: int = 5, horizon: int = 100, noise_variance=0.0):
@@ -99,6 +104,8 @@ class _Bandit(Environment[BanditState, BanditParams]):
 class BernoulliBandit(_Bandit):
     """k-armed Bernoulli bandit; the task is the vector of success rates."""
 
+    reward_distribution = "bernoulli"
+
     def __init__(self, num_arms: int = 5, horizon: int = 100):
         super().__init__(num_arms=num_arms, horizon=horizon)
 
@@ -109,6 +116,8 @@ class BernoulliBandit(_Bandit):
 
 class GaussianBandit(_Bandit):
     """k-armed Gaussian bandit (DPT: k=5, H=500, variance 0.3)."""
+
+    reward_distribution = "gaussian"
 
     def __init__(self, num_arms: int = 5, horizon: int = 500, noise_variance=0.3):
         super().__init__(num_arms, horizon, noise_variance)

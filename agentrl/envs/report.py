@@ -11,6 +11,9 @@ import jax.numpy as jnp
 
 from agentrl.envs.registry import make, registered
 from agentrl.envs.rollout import episode_returns, oracle_policy, random_policy, rollout
+from agentrl.tables import markdown_table
+
+COLUMNS = ("family", "horizon", "random", "oracle", "optimal_return")
 
 
 def family_returns(name: str, num_tasks: int = 256, seed: int = 0) -> dict:
@@ -36,19 +39,14 @@ def family_returns(name: str, num_tasks: int = 256, seed: int = 0) -> dict:
 
 def returns_table(names: list[str] | None = None, num_tasks: int = 256) -> str:
     """Markdown table of :func:`family_returns` for ``names`` (default: all)."""
-    lines = [
-        "| family | horizon | random | oracle | optimal_return |",
-        "|---|---|---|---|---|",
-    ]
+    rows = []
     for name in names or registered():
         try:
             r = family_returns(name, num_tasks)
         except ImportError as e:  # optional extra not installed
-            lines.append(f"| {name} | - | (not installed: {e}) | | |")
+            r = {"family": name, "horizon": "-", "random": f"(not installed: {e})"}
+            rows.append({"oracle": "", "optimal_return": "", **r})
             continue
-        fmt = lambda k: f"{r[k]:.3f}" if k in r else "-"  # noqa: E731
-        lines.append(
-            f"| {name} | {r['horizon']} | {fmt('random')} | {fmt('oracle')} "
-            f"| {fmt('optimal_return')} |"
-        )
-    return "\n".join(lines)
+        rows.append({"oracle": "-", "optimal_return": "-", **r})
+    fmt = lambda v: f"{v:.3f}" if isinstance(v, float) else str(v)  # noqa: E731
+    return markdown_table(rows, COLUMNS, fmt)

@@ -1,44 +1,37 @@
-"""Baseline agents and the batched-agent protocol used by the evaluation driver.
+"""Baseline agents, and per-task views of batched agents, for evaluation.
 
-Baselines follow :class:`agentrl.sources.Agent` (one task; vmap over tasks with
-:func:`agentrl.sources.run_agent_on_tasks`):
+Baselines follow the one :class:`agentrl.sources.agent.Agent` protocol and run
+through its one driver (:func:`agentrl.sources.agent.run_agent_on_tasks`):
 
-- :class:`RandomAgent`: uniform over the action space;
+- :class:`RandomAgent`: uniform over the action space (the source ``random``'s
+  agent, re-exported from :mod:`agentrl.sources.agent`);
 - :class:`OracleAgent`: ``env.optimal_action`` (reads the env state/params, as
   oracles may).
 
-A *batched* agent has the same three methods, but every argument and the
-state carry a leading batch axis ``[B, ...]`` (one row per task), so a model
-runs one forward pass for all tasks per step. Mark it with ``batched = True``;
-:func:`per_task` turns it into an ordinary per-task :class:`Agent` (batch of
-one) for code that expects one, and :func:`agentrl.evaluate.run_batched_agent`
-drives it directly. Both give identical histories for the same key.
+A *batched* agent (``batched = True``) takes every argument and keeps its
+state with a leading batch axis ``[B, ...]`` (one row per task), so a model
+runs one forward pass for all tasks per step; the driver runs it directly.
+:func:`per_task` turns it into an ordinary per-task agent (batch of one) for
+code that expects one; both give identical histories for the same key.
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 
-from agentrl.sources.agent import Step
+from agentrl.sources.agent import (  # noqa: F401 (is_agent: re-export)
+    Agent,
+    RandomAgent,
+    Step,
+    is_agent,
+    is_batched,
+)
 
-
-class RandomAgent:
-    """Uniformly random actions from ``env.action_space(params)``."""
-
-    def __init__(self, env: Any):
-        self.env = env
-
-    def init(self, key: jax.Array, params: Any) -> Any:
-        return ()
-
-    def act(self, key, state, obs, env_state, params) -> jax.Array:
-        return self.env.action_space(params).sample(key)
-
-    def update(self, state: Any, step: Step) -> Any:
-        return state
+#: A batched agent is an :class:`Agent` with ``batched = True`` (one protocol).
+BatchedAgent = Agent
 
 
 class OracleAgent:
@@ -59,41 +52,12 @@ class OracleAgent:
         return state
 
 
-class BatchedAgent(Protocol):
-    """An agent acting on ``B`` tasks at once; leaves carry a leading ``[B]``.
-
-    ``init(keys [B], params [B, ...]) -> state``;
-    ``act(keys [B], state, obs [B, ...], env_state [B, ...], params [B, ...])
-    -> action [B, ...]``; ``update(state, Step [B, ...]) -> state``.
-    """
-
-    batched: bool
-
-    def init(self, key: jax.Array, params: Any) -> Any: ...
-
-    def act(
-        self, key: jax.Array, state: Any, obs: Any, env_state: Any, params: Any
-    ) -> jax.Array: ...
-
-    def update(self, state: Any, step: Step) -> Any: ...
-
-
-def is_agent(obj: Any) -> bool:
-    """Whether ``obj`` has the ``init``/``act``/``update`` methods of an agent."""
-    return all(callable(getattr(obj, m, None)) for m in ("init", "act", "update"))
-
-
-def is_batched(obj: Any) -> bool:
-    """Whether ``obj`` is a :class:`BatchedAgent` (``batched = True``)."""
-    return is_agent(obj) and bool(getattr(obj, "batched", False))
-
-
 def _expand(tree: Any) -> Any:
     return jax.tree.map(lambda x: jnp.asarray(x)[None], tree)
 
 
 class per_task:  # noqa: N801 (used like a function)
-    """Wrap a :class:`BatchedAgent` as a per-task :class:`Agent` (batch of one).
+    """Wrap a batched agent as a per-task :class:`Agent` (batch of one).
 
     The state keeps the batch axis of one; vmapping the wrapped agent over
     tasks (``run_agent_on_tasks``) gives ``[task, 1, ...]`` states.

@@ -1,30 +1,29 @@
-"""The vectorized evaluation driver: all tasks in one batch, one ``lax.scan``.
+"""Trained models acting in context, on the one scan driver of the sources.
 
-:func:`run_batched_agent` is :func:`agentrl.sources.run_agent_on_tasks` for a
-:class:`~agentrl.evaluate.agents.BatchedAgent`: the environment is stepped
-vmapped over tasks, while the agent sees the whole ``[task, ...]`` batch, so
-a model does one forward pass for all tasks per step, and its KV-cache
-position is shared by all tasks (a scalar, not a per-task index, which under
-``vmap`` would turn cache writes into scatters). The PRNG keys are split
-exactly as ``run_agent_on_tasks`` splits them, so both drivers give the same
-history for the same key (and baselines run on the same tasks see the same
-environment randomness).
+Every agent runs on :func:`agentrl.sources.agent.run_batched_agent` (re-
+exported here): the environment is stepped vmapped over tasks while a
+batched agent sees the whole ``[task, ...]`` batch, so a model does one
+forward pass for all tasks per step and its KV-cache position is shared by
+all tasks (a scalar, not a per-task index, which under ``vmap`` would turn
+cache writes into scatters). Baselines and data sources run on the same
+driver with the same key tree, so methods evaluated together face the same
+environment randomness.
 
-:func:`run_model_online` builds the AD or DPT agent for a trained model and
-runs it under one ``jax.jit``, with an NNX model's weights passed as an
-argument (split once, merged per step) rather than baked in as constants.
+:func:`run_model_online` builds the decode (AD-style) or query (DPT-style)
+agent for a trained model, and :func:`run_policy` any :class:`ModelPolicy`
+(a model with its algorithm's acting rule); both run under one ``jax.jit``
+with an NNX model's weights passed as an argument (split once, merged per
+step) rather than baked in as constants.
 :func:`collect_context` records a DPT context set from any agent's
 interactions (offline evaluation).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
-import jax.numpy as jnp
 
-from agentrl.evaluate.agents import is_batched
 from agentrl.evaluate.model_agents import (
     CONTEXT_UPDATES,
     ADModelAgent,
@@ -37,81 +36,33 @@ from agentrl.evaluate.model_agents import (
     env_horizon,
     split_model,
 )
-from agentrl.sources.agent import (
-    agent_transition,
-    history_from_record,
-    run_agent_on_tasks,
-)
-from agentrl.sources.history import History
+from agentrl.history import History
+from agentrl.sources.agent import as_batched, run_batched_agent
 
-PROTOCOLS = ("ad", "dpt")
-
-
-def _split_keys(key: jax.Array, num_tasks: int, num_steps: int):
-    """The key tree of ``run_agent_on_tasks``: env, agent ``[T]``, steps ``[S, T]``."""
-    keys = jax.random.split(key, num_tasks)
-    k3 = jax.vmap(lambda k: jax.random.split(k, 3))(keys)
-    steps = jax.vmap(lambda k: jax.random.split(k, num_steps))(k3[:, 2])
-    return k3[:, 0], k3[:, 1], jnp.swapaxes(steps, 0, 1)
-
-
-def run_batched_agent(
-    env: Any,
-    agent: Any,
-    params: Any,
-    key: jax.Array,
-    num_steps: int,
-    task_id: jax.Array | None = None,
-    record_optimal_action: bool | None = None,
-) -> tuple[History, Any]:
-    """Run a batched agent on tasks ``params [task, ...]`` for ``num_steps``.
-
-    Returns:
-      ``(history, final_agent_state)`` with history leaves ``[task, step, ...]``,
-      equal to ``run_agent_on_tasks(env, per_task(agent), ...)``'s.
-    """
-    if not is_batched(agent):
-        raise ValueError("run_batched_agent expects a batched agent (batched = True)")
-    if record_optimal_action is None:
-        record_optimal_action = bool(getattr(env, "has_oracle", False))
-    num_tasks = jax.tree.leaves(params)[0].shape[0]
-    if task_id is None:
-        task_id = jnp.full((num_tasks,), -1, jnp.int32)
-    key_env, key_agent, key_steps = _split_keys(key, num_tasks, num_steps)
-    obs, env_state = jax.vmap(env.reset)(key_env, params)
-    agent_state = agent.init(key_agent, params)
-    vstep = jax.vmap(env.step)
-    voptimal = jax.vmap(env.optimal_action) if record_optimal_action else None
-
-    def body(carry, step_keys):
-        ks = jax.vmap(jax.random.split)(step_keys)
-        return agent_transition(
-            agent, vstep, voptimal, carry, ks[:, 0], ks[:, 1], params
-        )
-
-    (_, _, agent_state), record = jax.lax.scan(
-        body, (obs, env_state, agent_state), key_steps
-    )
-    swap = lambda x: jnp.swapaxes(x, 0, 1)  # noqa: E731  [step, task] -> [task, step]
-    return history_from_record(jax.tree.map(swap, record), task_id, params), agent_state
+#: How a model acts: ``"decode"`` its own history token by token (AD-style,
+#: ``model.decode``) or predict a ``"query"`` state's action from a context
+#: set of transitions (DPT-style, ``model.predict_query``).
+PROTOCOLS = ("decode", "query")
 
 
 def infer_protocol(model: Any, protocol: str = "auto") -> str:
-    """``"ad"`` if the model has ``decode``, ``"dpt"`` if ``predict_query``."""
+    """``"decode"`` if the model has ``decode``, ``"query"`` if ``predict_query``."""
     if protocol in PROTOCOLS:
         return protocol
     if protocol != "auto":
-        raise ValueError(f"protocol must be 'auto' or one of {PROTOCOLS}")
+        raise ValueError(
+            f"protocol must be 'auto' or one of {PROTOCOLS}, got {protocol!r}"
+        )
     # A DecisionModel has both entry points; its token layout says which it is.
     layout = getattr(getattr(model, "config", None), "token_layout", None)
     if isinstance(layout, str):
-        return "dpt" if layout == "transition" else "ad"
-    for name, method in (("ad", "decode"), ("dpt", "predict_query")):
+        return "query" if layout == "transition" else "decode"
+    for name, method in (("decode", "decode"), ("query", "predict_query")):
         if callable(getattr(model, method, None)):
             return name
     raise ValueError(
         f"{type(model).__name__} is neither an agent (init/act/update) nor a "
-        "model with `decode` (AD) or `predict_query` (DPT)"
+        "model with `decode` (AD-style) or `predict_query` (DPT-style)"
     )
 
 
@@ -158,15 +109,16 @@ def make_model_agent(
 ) -> ADModelAgent | DPTModelAgent | DPTCachedModelAgent:
     """The batched agent for ``model`` (see :mod:`agentrl.evaluate.model_agents`).
 
-    ``cache_steps`` (AD) defaults to ``num_steps`` (the whole evaluation fits);
-    ``context_size`` (DPT) to ``env.horizon``; ``context_update`` to
-    :func:`default_context_update`, or ``"none"`` when ``context`` is given.
+    ``cache_steps`` (``"decode"``) defaults to ``num_steps`` (the whole
+    evaluation fits); ``context_size`` (``"query"``) to ``env.horizon``;
+    ``context_update`` to :func:`default_context_update`, or ``"none"`` when
+    ``context`` is given.
     ``dpt_cache`` (DPT): ``None`` decodes with a KV cache whenever that equals
     the uncached agent (see :func:`dpt_cache_applies`), ``False`` never,
     ``True`` requires it (error if it does not apply).
     """
     protocol = infer_protocol(model, protocol)
-    if protocol == "ad":
+    if protocol == "decode":
         return ADModelAgent(
             model, env, cache_steps or num_steps, greedy=greedy, temperature=temperature
         )
@@ -231,7 +183,6 @@ def run_model_online(
     """
     num_steps = num_steps or num_episodes * env_horizon(env)
     protocol = infer_protocol(model, protocol)  # before splitting an NNX module
-    handle = split_model(model)
     kwargs = dict(
         protocol=protocol,
         greedy=greedy,
@@ -241,48 +192,72 @@ def run_model_online(
         context_update=context_update,
         dpt_cache=dpt_cache,
     )
+    policy = ModelPolicy(
+        model,
+        lambda handle, n: make_model_agent(handle, env, n, context=context, **kwargs),
+    )
+    return run_policy(env, policy, params, key, num_steps)
+
+
+class ModelPolicy(NamedTuple):
+    """A trained model and how it acts in context.
+
+    ``make_agent(model_handle, num_steps) -> batched agent``; the handle is
+    a :class:`ModelHandle` whose weights are a traced argument, so the
+    model's weights are not baked into the compiled program as constants.
+    An algorithm's acting rule fits here: ``lambda h, n:
+    algo.make_agent(h, env, n, config)``.
+    """
+
+    model: Any
+    make_agent: Any
+
+
+def run_policy(
+    env: Any, policy: ModelPolicy, params: Any, key: jax.Array, num_steps: int
+) -> tuple[History, Any]:
+    """Run a :class:`ModelPolicy` on tasks ``params [task, ...]`` under one jit.
+
+    Returns:
+      ``(history [task, step, ...], final agent state)``.
+    """
+    handle = split_model(policy.model)
 
     @jax.jit
-    def go(weights, params, key, context):
-        agent = make_model_agent(
-            handle._replace(weights=weights), env, num_steps, context=context, **kwargs
-        )
+    def go(weights, params, key):
+        agent = policy.make_agent(handle._replace(weights=weights), num_steps)
         return run_batched_agent(env, agent, params, key, num_steps)
 
-    return go(handle.weights, params, key, context)
+    return go(handle.weights, params, key)
 
 
 class _Recorder:
-    """Wrap a per-task agent to also store every transition it sees."""
+    """Wrap an agent (made batched) to also store every transition it sees."""
 
-    batched = False
+    batched = True
 
     def __init__(self, agent: Any, env: Any, num_steps: int):
-        self.agent, self.env, self.num_steps = agent, env, num_steps
+        self.agent, self.env, self.num_steps = as_batched(agent), env, num_steps
 
     def init(self, key, params):
-        ctx = empty_context(self.env, key[None], _expand(params), self.num_steps)
+        ctx = empty_context(self.env, key, params, self.num_steps)
         return self.agent.init(key, params), ctx
 
     def act(self, key, state, obs, env_state, params):
         return self.agent.act(key, state[0], obs, env_state, params)
 
     def update(self, state, step):
-        return self.agent.update(state[0], step), append(state[1], _expand(step))
-
-
-def _expand(tree: Any) -> Any:
-    return jax.tree.map(lambda x: jnp.asarray(x)[None], tree)
+        return self.agent.update(state[0], step), append(state[1], step)
 
 
 def collect_context(
     env: Any, agent: Any, params: Any, key: jax.Array, num_steps: int
 ) -> Context:
-    """A DPT context ``[task, num_steps, ...]`` of a per-task agent's transitions.
+    """A DPT context ``[task, num_steps, ...]`` of an agent's transitions.
 
-    The context's quality is the agent's (e.g. a random or noisy-oracle agent
-    for offline evaluation); ``next_obs`` is the true successor.
+    ``agent`` is per-task or batched. The context's quality is the agent's
+    (e.g. a random or noisy-oracle agent for offline evaluation); ``next_obs``
+    is the true successor.
     """
     recorder = _Recorder(agent, env, num_steps)
-    _, (_, ctx) = run_agent_on_tasks(env, recorder, params, key, num_steps)
-    return jax.tree.map(lambda x: x[:, 0], ctx)
+    return run_batched_agent(env, recorder, params, key, num_steps)[1][1]

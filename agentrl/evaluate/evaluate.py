@@ -7,9 +7,11 @@
 >>> results["model"].returns.shape  # [task, episode]
 
 Anything that acts is accepted: a per-task :class:`~agentrl.sources.Agent`
-(run with ``run_agent_on_tasks``), a batched agent, or a trained model with
-``decode`` (AD) or ``predict_query`` (DPT) run by
-:func:`~agentrl.evaluate.driver.run_model_online`. Every method evaluated
+(run with ``run_agent_on_tasks``), a batched agent, a
+:class:`~agentrl.evaluate.driver.ModelPolicy` (a trained model with its
+algorithm's acting rule, e.g. from :meth:`agentrl.train.rundir.Run.policy`),
+or a bare model with ``decode`` (AD-style) or ``predict_query`` (DPT-style)
+run by :func:`~agentrl.evaluate.driver.run_model_online`. Every method evaluated
 together gets the same tasks, the same key (so the same environment noise)
 and the same random/oracle references for the normalized score.
 """
@@ -27,12 +29,15 @@ import numpy as np
 from agentrl.evaluate import metrics
 from agentrl.evaluate.agents import RandomAgent, is_agent, is_batched
 from agentrl.evaluate.driver import (
+    ModelPolicy,
     infer_protocol,
     run_batched_agent,
     run_model_online,
+    run_policy,
 )
 from agentrl.evaluate.model_agents import Context, env_horizon
 from agentrl.sources.agent import run_agent_on_tasks
+from agentrl.tables import json_safe  # re-exported: the one JSON cleaner
 
 
 @dataclasses.dataclass
@@ -84,19 +89,6 @@ class EvalResult:
         return out
 
 
-def json_safe(x: Any) -> Any:
-    """Replace non-finite floats by ``None`` in nested dicts/lists (strict JSON)."""
-    if isinstance(x, dict):
-        return {k: json_safe(v) for k, v in x.items()}
-    if isinstance(x, list | tuple):
-        return [json_safe(v) for v in x]
-    if isinstance(x, float | np.floating):
-        return float(x) if np.isfinite(x) else None
-    if isinstance(x, np.integer):
-        return int(x)
-    return x
-
-
 def reference_returns(
     env: Any, params: Any, key: jax.Array, num_random_episodes: int = 32
 ) -> tuple[np.ndarray, np.ndarray | None]:
@@ -127,6 +119,8 @@ def reference_returns(
 
 def _run(env, actor, params, key, num_episodes, kwargs):
     steps = num_episodes * env_horizon(env)
+    if isinstance(actor, ModelPolicy):
+        return run_policy(env, actor, params, key, steps)[0], "model"
     if is_batched(actor):
         fn = jax.jit(lambda p, k: run_batched_agent(env, actor, p, k, steps)[0])
         return fn(params, key), "batched_agent"
@@ -154,7 +148,8 @@ def evaluate_online(
 
     Args:
       env: the (single-episode) environment; episodes follow each other.
-      agent_or_model: a per-task agent, a batched agent or a model (AD/DPT).
+      agent_or_model: a per-task agent, a batched agent, a ``ModelPolicy``
+        or a bare model (decode/query protocol).
       params: held-out tasks, leaves ``[task, ...]``.
       key: PRNG key (share it across methods for common random numbers).
       num_episodes: consecutive episodes per task.
@@ -261,7 +256,7 @@ def evaluate_offline_dpt(
         num_episodes,
         name=name,
         references=references,
-        protocol="dpt",
+        protocol="query",
         greedy=greedy,
         context=context,
         context_update="none",

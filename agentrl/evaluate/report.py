@@ -13,7 +13,6 @@ curve. Plots use Matplotlib's Agg canvas directly (no pyplot state).
 from __future__ import annotations
 
 import datetime
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,9 @@ import numpy as np
 
 import agentrl
 from agentrl.evaluate import metrics
-from agentrl.evaluate.evaluate import EvalResult, json_safe
+from agentrl.evaluate.evaluate import EvalResult
+from agentrl.tables import markdown_table as _table
+from agentrl.tables import write_json, write_text
 
 MAX_CURVE_POINTS = 100
 
@@ -136,9 +137,8 @@ def markdown_table(summary: dict[str, dict[str, Any]]) -> str:
         f"score last {k} (IQM)",
         "final regret",
     ]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for name, s in summary.items():
-        row = [
+    rows = [
+        [
             name,
             f"{s['runs']} x {s['tasks']}",
             _fmt(s["return_first"]),
@@ -148,8 +148,9 @@ def markdown_table(summary: dict[str, dict[str, Any]]) -> str:
             _fmt_iqm(s.get("score_last")),
             _fmt(s.get("regret_final")),
         ]
-        lines.append("| " + " | ".join(row) + " |")
-    return "\n".join(lines)
+        for name, s in summary.items()
+    ]
+    return _table([dict(zip(head, row, strict=True)) for row in rows], head)
 
 
 def _plot(path: Path, curves: dict[str, dict], x: str, xlabel: str, ylabel: str):
@@ -212,17 +213,17 @@ def write_results(
             d = run.to_json()
             d.pop("regret")
             if run.regret is not None:
-                d["regret_final"] = json_safe(run.regret[:, -1].tolist())
+                d["regret_final"] = run.regret[:, -1].tolist()
             runs_json[name].append(d)
     payload = {
         "title": title,
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "agentrl_version": agentrl.__version__,
-        "summary": json_safe(summary),
+        "summary": summary,
         "runs": runs_json,
     }
     paths = {"json": out_dir / "results.json", "markdown": out_dir / "results.md"}
-    _atomic_write(paths["json"], json.dumps(payload, indent=1, allow_nan=False))
+    write_json(paths["json"], payload, indent=1)
     md = [f"# {title}", "", payload["date"], "", markdown_table(summary), ""]
     md += ["Mean [95% stratified bootstrap CI]; score: random = 0, oracle = 1.", ""]
     paths["improvement"] = plot_improvement(summary, out_dir / "improvement.png")
@@ -230,11 +231,5 @@ def write_results(
     if any("regret_curve" in s for s in summary.values()):
         paths["regret"] = plot_regret(summary, out_dir / "regret.png")
         md += ["![regret](regret.png)", ""]
-    _atomic_write(paths["markdown"], "\n".join(md))
+    write_text(paths["markdown"], "\n".join(md))
     return paths
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text)
-    tmp.replace(path)

@@ -1,7 +1,10 @@
 """Evaluate a training run directory: the model and baselines on held-out tasks.
 
-Reads what :func:`agentrl.train.fit` wrote: ``config.json`` (the experiment),
-``run.json`` (the task split) and the latest checkpoint. Held-out tasks are
+Opens the run with :func:`agentrl.train.rundir.load_run` (config, task
+split, the latest checkpoint's parameters); the model acts by its
+algorithm's rule (``config.algo.make_agent``: AD's rolling cache, DPT's
+context set, DT's target return), so every algorithm is evaluated the same
+way. Held-out tasks are
 the split's test ids for finite task spaces (Dark Room goals), or fresh tasks
 from an evaluation-only key for continuous ones (bandit means). Baselines run
 on the same tasks and keys: random and oracle always; UCB and Thompson
@@ -12,48 +15,32 @@ settings and exploration schedule it had in the data).
 
 from __future__ import annotations
 
-import json
+import dataclasses
 from pathlib import Path
 from typing import Any
 
 import jax
-import jax.numpy as jnp
-
-PROTOCOLS = {
-    "ad": "ad",
-    "ad_eps": "ad",
-    "t2mir_ad": "ad",
-    "dpt": "dpt",
-    "t2mir_dpt": "dpt",
-}
 
 
 def held_out_params(env: Any, split: dict | None, num_tasks: int | None, seed: int):
-    """``(params [task, ...], ids | None)`` of the held-out tasks."""
-    if env.num_tasks is not None and split is not None:
-        ids = [int(i) for i in split["test"]][:num_tasks]
-        return jax.vmap(env.params_for_task)(jnp.asarray(ids, jnp.int32)), ids
-    keys = jax.random.split(
-        jax.random.fold_in(jax.random.key(seed), 0xE7A1), num_tasks or 200
-    )
-    return jax.vmap(env.sample_params)(keys), None
+    """See :func:`agentrl.train.rundir.held_out_params`."""
+    from agentrl.train.rundir import held_out_params as held_out
+
+    return held_out(env, split, num_tasks, seed)
 
 
 def default_baselines(env: Any, source: str | None) -> list[str]:
     """random + oracle, UCB/Thompson on bandits, and the data's source."""
-    from agentrl.sources.registry import applicable_sources
+    from agentrl.sources.registry import SOURCES, applicable_sources
 
     names = ["random"]
     if getattr(env, "has_oracle", False):
         names.append("oracle")
     applicable = applicable_sources(env)
     for extra in ("ucb", "thompson", source):
-        if (
-            extra
-            and extra in applicable
-            and extra not in names
-            and extra not in ("dpt", "random", "ppo")
-        ):
+        if extra and extra in applicable and extra not in names:
+            if not SOURCES[extra].baseline:  # e.g. a random roll-in, PPO
+                continue
             names.append(extra)
     return names
 
@@ -122,47 +109,27 @@ def run_results(
 ) -> tuple[dict[str, Any], str]:
     """``({method: EvalResult}, title)`` of a run (see :func:`evaluate_run`)."""
     from agentrl.evaluate.evaluate import evaluate_methods
-    from agentrl.train.loop import load_model
+    from agentrl.train.rundir import load_run
 
-    run_dir = Path(run_dir)
-    model, config = load_model(run_dir)
-    if config.algo not in PROTOCOLS:
-        raise ValueError(
-            f"online evaluation supports algos {sorted(PROTOCOLS)}; {config.algo!r} "
-            "(return-conditioned DT) is evaluated by agentrl.evaluate.dt"
-        )
-    run_info = json.loads((run_dir / "run.json").read_text())
-    from agentrl import envs
-
-    env = envs.make(config.data.env, **dict(config.data.env_args))
+    run = load_run(run_dir)
+    config, env = run.config, run.env
     ev = config.eval
     num_episodes = num_episodes or ev.num_episodes
     seed = ev.seed if seed is None else seed
     greedy = ev.greedy if greedy is None else greedy
-    params, ids = held_out_params(
-        env, run_info.get("split"), num_tasks or ev.num_tasks, seed
-    )
+    acting = dataclasses.replace(config, eval=dataclasses.replace(ev, greedy=greedy))
+    params, ids = run.held_out(num_tasks or ev.num_tasks, seed)
     names = (
         baselines
         if baselines is not None
         else default_baselines(env, config.data.source)
     )
-    methods: dict[str, Any] = {config.algo: model}
+    label = config.algo.label
+    methods: dict[str, Any] = {label: run.policy(acting)}
     methods.update(baseline_methods(config, env, names, num_episodes))
-    protocol = PROTOCOLS[config.algo]
-    model_kwargs = {"protocol": protocol, "greedy": greedy}
-    if protocol == "ad":
-        model_kwargs["cache_steps"] = model.config.max_steps
-    else:
-        model_kwargs["context_size"] = config.train.context_size
-    results = evaluate_methods(
-        env,
-        methods,
-        params,
-        jax.random.key(seed),
-        num_episodes,
-        model_kwargs={config.algo: model_kwargs},
+    results = evaluate_methods(env, methods, params, jax.random.key(seed), num_episodes)
+    results[label].metadata.update(
+        run_dir=str(run.run_dir), task_ids=ids, step=run.step, greedy=greedy
     )
-    results[config.algo].metadata.update(run_dir=str(run_dir), task_ids=ids)
-    title = f"{config.name} ({config.algo}): {config.data.env} held-out tasks"
+    title = f"{config.name} ({label}): {config.data.env} held-out tasks"
     return results, title

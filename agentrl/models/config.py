@@ -65,7 +65,9 @@ class ModelConfig:
       action_size: number of actions, or action dimension.
       num_layers, num_heads, d_model, d_ff: transformer shape (pre-norm).
       dropout: residual and embedding dropout rate (training only).
-      max_steps: attention window in *steps* (also the default cache size).
+      max_steps: attention window in *steps* (also the default cache size);
+        ``None`` until filled from the algorithm's context by
+        ``agentrl.train.config.complete_model_config`` (a model needs it set).
       token_layout: ``"step"``: one token per step embedding ``obs_t``,
         ``a_{t-1}``, ``r_{t-1}``; ``"sar"``: three tokens per step ``obs_t``,
         ``a_t``, ``r_t`` (prediction read at the obs token); ``"transition"``:
@@ -86,10 +88,6 @@ class ModelConfig:
       moe_dispatch: ``"sorted"`` (sort token-expert pairs by expert, ragged
         matmul: only top-k FLOPs) or ``"dense"`` (every expert on every
         token, gates zero elsewhere). Both exact; no token is dropped.
-      balance_weight: weight ``w`` of ``w * (CV^2(importance) + CV^2(load))``
-        (``aux["balance_loss"]`` is already weighted).
-      contrastive_weight: weight the algorithm applies to ``contrastive_loss``
-        (not applied inside the model).
       rope_base: RoPE frequency base.
     """
 
@@ -104,7 +102,7 @@ class ModelConfig:
     d_model: int = 128
     d_ff: int = 512
     dropout: float = 0.0
-    max_steps: int = 256
+    max_steps: int | None = None
     token_layout: str = "step"
     head: str = "categorical"
     moe_layers: tuple[int, ...] = ()
@@ -117,8 +115,6 @@ class ModelConfig:
     expert_ff: int | None = None
     router_hidden: int | None = None
     moe_dispatch: str = "sorted"
-    balance_weight: float = 0.1
-    contrastive_weight: float = 0.01
     rope_base: float = 10000.0
 
     def __post_init__(self):
@@ -131,8 +127,10 @@ class ModelConfig:
         _choice("moe_dispatch", self.moe_dispatch, MOE_DISPATCHES)
         for name in ("obs_size", "action_size", "num_layers", "num_heads"):
             _positive(name, getattr(self, name))
-        for name in ("d_model", "d_ff", "max_steps"):
+        for name in ("d_model", "d_ff"):
             _positive(name, getattr(self, name))
+        if self.max_steps is not None:
+            _positive("max_steps", self.max_steps)
         if self.d_model % (2 * self.num_heads):
             raise ValueError(
                 "ModelConfig.d_model must be a multiple of 2 * num_heads (even "

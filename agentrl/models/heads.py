@@ -24,8 +24,8 @@ class ModelOutput:
     Attributes:
       action: logits (categorical) or mean (mse, gaussian), ``[..., A]``.
       log_std: ``[..., A]`` for "gaussian", else ``None``.
-      aux: dict; always ``"balance_loss"`` (scalar, weighted, 0 without MoE);
-        with MoE also ``"balance_loss_raw"``, ``"task_router_logits" [B, E]``,
+      aux: dict; always ``"balance_loss"`` (scalar, unweighted, 0 without
+        MoE); with MoE also ``"task_router_logits" [B, E]``,
         ``"task_router_input" [B, T, d]`` (last MoE layer).
     """
 

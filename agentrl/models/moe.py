@@ -10,7 +10,7 @@
   "sorted" (sort token-expert pairs by expert, gather, ``jax.lax.ragged_dot``,
   scatter-add back: top-k FLOPs only, no capacity, no dropped token) or
   "dense" (all experts on all tokens, weighted by gates that are zero outside
-  the top-k). Both are exact; ``benchmarks/model_throughput.py`` compares them.
+  the top-k). Both are exact; ``agentrl bench model_throughput`` compares them.
 - :class:`T2MIRFeedForward`: token MoE (``d -> d/2``) and task MoE
   (``d -> d/2``) side by side, outputs concatenated to ``d``.
 """

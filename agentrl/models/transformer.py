@@ -90,6 +90,11 @@ class DecisionModel(nnx.Module):
     """Causal transformer over transitions; see the module docstring."""
 
     def __init__(self, config: ModelConfig, *, rngs: nnx.Rngs):
+        if config.max_steps is None:
+            raise ValueError(
+                "ModelConfig.max_steps is None: set it, or complete the config "
+                "with agentrl.train.config.complete_model_config"
+            )
         self.config = config
         c = config
         self.embed = TokenEmbedding(c, rngs=rngs)
@@ -113,10 +118,10 @@ class DecisionModel(nnx.Module):
     def _aux(self, auxes: list[dict]) -> dict:
         dt = jnp.float32
         raw = sum((a["balance_loss"] for a in auxes), jnp.zeros((), dt))
-        out = {"balance_loss": self.config.balance_weight * raw}
+        # Unweighted: the algorithm that trains the model weights it (T2MIR).
+        out = {"balance_loss": raw}
         if auxes:
             last = auxes[-1]
-            out["balance_loss_raw"] = raw
             for key in ("task_router_logits", "task_router_input"):
                 out[key] = last[key]
             out["token_gates"] = [a["token_gates"] for a in auxes]

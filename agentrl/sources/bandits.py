@@ -1,4 +1,4 @@
-"""Bandit source algorithms: UCB, Thompson sampling, epsilon-greedy, random.
+"""Bandit source algorithms: UCB, Thompson sampling, epsilon-greedy, DPT roll-in.
 
 Each is an :class:`~agentrl.sources.agent.Agent` for ONE task (vmap outside,
 e.g. with :func:`~agentrl.sources.agent.run_agent_on_tasks`). They learn
@@ -14,7 +14,8 @@ rewards, never ``env_state`` or ``params``.
 - :class:`GaussianThompson`: normal prior ``N(prior_mean, prior_var)`` and a
   known noise variance (conjugate update).
 - :class:`EpsilonGreedy`: the empirical best arm, a uniform arm w.p. ``epsilon``.
-- :class:`RandomAgent`: uniform over the action space (any environment).
+- :class:`~agentrl.sources.agent.RandomAgent` (any environment) lives with the
+  agent protocol; it is re-exported here.
 - :class:`FixedPolicyBandit`: DPT's Dirichlet-mixed random roll-in policy.
 """
 
@@ -27,7 +28,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from agentrl.sources.agent import Step
+from agentrl.sources.agent import RandomAgent, Step  # noqa: F401 (re-export)
 
 
 @struct.dataclass
@@ -153,22 +154,6 @@ class EpsilonGreedy:
 
     def update(self, state: ArmStats, step: Step) -> ArmStats:
         return _update_stats(state, step)
-
-
-@dataclasses.dataclass(frozen=True)
-class RandomAgent:
-    """Uniform over ``env.action_space`` (any environment); stateless."""
-
-    env: Any
-
-    def init(self, key: jax.Array, params: Any) -> jax.Array:
-        return jnp.int32(0)
-
-    def act(self, key, state, obs, env_state, params) -> jax.Array:
-        return self.env.action_space(params).sample(key)
-
-    def update(self, state, step: Step):
-        return state
 
 
 @dataclasses.dataclass(frozen=True)

@@ -35,7 +35,7 @@ import jax.numpy as jnp
 import optax
 
 from agentrl.envs import spaces
-from agentrl.sources.history import History, episode_index
+from agentrl.history import History, episode_index
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,20 +1,25 @@
 """One entry point for every source: ``generate(source_name, env, params, ...)``.
 
 >>> history = generate("q_learning", env, params, key, num_episodes=100)
+>>> write_dataset(out, env, source_histories("q_learning", env), 1000, 100)
 
 ``params`` holds one task per leading index (leaves ``[task, ...]``); the
-result is a :class:`~agentrl.sources.history.History` with leaves ``[task,
+result is a :class:`~agentrl.history.History` with leaves ``[task,
 num_episodes * env.horizon, ...]``. Source names, settings and whether the
 source applies to the environment are checked before anything compiles, and
 a ``ValueError`` names the field and what is allowed.
+
+A :class:`Source` either builds an :class:`~agentrl.sources.agent.Agent`
+(``build``), which the shared driver runs, or makes its histories itself
+(``histories``: DPT's uniform roll-in, PPO's own training loop).
 
 Sources (settings and defaults in :data:`SOURCES`):
 
 - ``ucb``, ``thompson``, ``epsilon_greedy``: bandits only;
 - ``random``: any environment;
 - ``q_learning``: ``Discrete`` observations and actions (dark grid worlds);
-- ``noisy_oracle`` (AD-ε) and ``dpt`` (random roll-in, oracle labels in
-  ``optimal_action``): discrete actions and an oracle; ``dpt`` with
+- ``noisy_oracle`` (AD-ε) and ``dpt_rollin`` (DPT's random roll-in, oracle
+  labels in ``optimal_action``): discrete actions and an oracle; with
   ``rollin="uniform"`` draws independent transitions from uniform states
   (the DPT paper's Dark Room data; :mod:`agentrl.sources.rollin`);
 - ``ppo``: ``agentrl.sources.ppo.generate_ppo`` (imported on demand).
@@ -31,9 +36,9 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from agentrl.history import History
 from agentrl.sources import bandits, tabular
-from agentrl.sources.agent import run_agent, run_agent_on_tasks
-from agentrl.sources.history import History
+from agentrl.sources.agent import RandomAgent, run_agent_on_tasks
 from agentrl.sources.rollin import supports_uniform_rollin, uniform_rollin
 
 
@@ -76,21 +81,42 @@ def _always(env: Any) -> str | None:
 
 @dataclasses.dataclass(frozen=True)
 class Source:
-    """A source: its settings' defaults and ``(low, high)`` bounds, and a builder."""
+    """A source algorithm: its settings, where it applies, how it makes histories.
+
+    Attributes:
+      name, description: registry name and one line for listings.
+      defaults: ``{setting: default}``; ``None`` when the source checks its
+        own settings when it runs (``ppo``: the ``PPOConfig`` fields).
+      bounds: ``{setting: (low, high)}`` of numeric settings.
+      applies: ``env -> None`` if the source runs on ``env``, else why not.
+      build: ``(env, num_episodes, **settings) -> Agent``, the agent that the
+        shared driver runs (and that evaluation runs as a baseline); ``None``
+        if the source is no agent.
+      histories: ``(env, params [task, ...], key, num_episodes, task_id [task],
+        **settings) -> History``: set when the source makes its histories
+        itself; ``generate`` then calls it instead of running ``build``'s agent.
+      check: ``(env, merged settings) -> None``, or why they do not fit ``env``.
+      choices: ``{setting: allowed values}`` of non-numeric settings.
+      baseline: whether ``build``'s agent is a sensible online baseline to
+        compare a model with (a learner or an oracle, not a random roll-in).
+    """
 
     name: str
     description: str
-    defaults: dict[str, Any]
+    defaults: dict[str, Any] | None
     bounds: dict[str, tuple[float, float]]
     applies: Callable[[Any], str | None]
-    build: Callable[..., Any] | None  # (env, num_episodes, **settings) -> Agent
-    # (env, merged settings) -> why the settings do not fit env, or None
+    build: Callable[..., Any] | None
+    histories: Callable[..., History] | None = None
     check: Callable[[Any, dict], str | None] | None = None
+    choices: dict[str, tuple] = dataclasses.field(default_factory=dict)
+    baseline: bool = False
 
 
 def _thompson(env, num_episodes, posterior, noise_variance, prior_mean, prior_var):
     if posterior == "auto":
-        posterior = "bernoulli" if type(env).__name__ == "BernoulliBandit" else "gauss"
+        bernoulli = getattr(env, "reward_distribution", None) == "bernoulli"
+        posterior = "bernoulli" if bernoulli else "gauss"
     if posterior == "bernoulli":
         return bandits.BernoulliThompson(env.num_arms)
     if noise_variance is None:
@@ -117,11 +143,19 @@ def _noisy_oracle(env, num_episodes, epsilon_end, decay_fraction):
 
 
 def _dpt(env, num_episodes, concentration, rollin):
-    # rollin="uniform" does not run an agent (see generate); its stand-in as
-    # a baseline is the same uniformly random policy
+    # rollin="uniform" runs no agent (see _dpt_histories); its stand-in as an
+    # agent is the same uniformly random policy
     if is_bandit(env):
         return bandits.FixedPolicyBandit(env.num_arms, float(concentration))
-    return bandits.RandomAgent(env)
+    return RandomAgent(env)
+
+
+def _dpt_histories(env, params, key, num_episodes, task_id, **settings) -> History:
+    num_steps = num_episodes * env.horizon
+    if settings["rollin"] == "uniform":
+        return uniform_rollin(env, params, key, num_steps, task_id)
+    agent = _dpt(env, num_episodes, **settings)
+    return _run(env, agent, params, key, num_steps, task_id, TASK_BLOCK)
 
 
 def _check_dpt(env, settings) -> str | None:
@@ -140,6 +174,45 @@ def _check_dpt(env, settings) -> str | None:
     return None
 
 
+#: Tasks run side by side inside the jit; larger task sets loop over blocks
+#: of this many (``lax.map``), which keeps per-task state (Q tables) in cache.
+TASK_BLOCK = 1024
+
+
+@partial(jax.jit, static_argnums=(0, 1, 4, 6))
+def _run(env, agent, params, key, num_steps, task_id, block_size) -> History:
+    """``agent``'s histories on tasks ``params [task, ...]``, one jit."""
+    history, _ = run_agent_on_tasks(
+        env, agent, params, key, num_steps, task_id, block_size=block_size
+    )
+    return history
+
+
+def _load_ppo() -> Callable[..., History]:
+    try:
+        module = importlib.import_module("agentrl.sources.ppo")
+    except ModuleNotFoundError as err:
+        if err.name != "agentrl.sources.ppo":
+            raise ValueError(f"source 'ppo' is not available: {err}") from err
+        raise ValueError(
+            "source 'ppo' is not available: agentrl/sources/ppo.py is missing"
+        ) from err
+    except ImportError as err:
+        raise ValueError(f"source 'ppo' is not available: {err}") from err
+    fn = getattr(module, "generate_ppo", None)
+    if fn is None:
+        raise ValueError(
+            "source 'ppo' is not available: agentrl.sources.ppo has no generate_ppo"
+        )
+    return fn
+
+
+def _ppo_histories(env, params, key, num_episodes, task_id, **settings) -> History:
+    # imported here: PPO (optax, its networks) is heavy and rarely used
+    history = _load_ppo()(env, params, key, num_episodes, **settings)
+    return history.replace(task_id=task_id)
+
+
 _UNIT = (0.0, 1.0)
 SOURCES: dict[str, Source] = {
     s.name: s
@@ -151,6 +224,7 @@ SOURCES: dict[str, Source] = {
             {"c": (0.0, float("inf"))},
             _need_bandit,
             lambda env, n, c: bandits.UCB(env.num_arms, float(c)),
+            baseline=True,
         ),
         Source(
             "thompson",
@@ -164,6 +238,8 @@ SOURCES: dict[str, Source] = {
             {"noise_variance": (1e-9, float("inf")), "prior_var": (1e-9, 1e9)},
             _need_bandit,
             _thompson,
+            choices={"posterior": ("auto", "bernoulli", "gauss")},
+            baseline=True,
         ),
         Source(
             "epsilon_greedy",
@@ -172,6 +248,7 @@ SOURCES: dict[str, Source] = {
             {"epsilon": _UNIT},
             _need_bandit,
             lambda env, n, epsilon: bandits.EpsilonGreedy(env.num_arms, epsilon),
+            baseline=True,
         ),
         Source(
             "random",
@@ -179,7 +256,7 @@ SOURCES: dict[str, Source] = {
             {},
             {},
             _always,
-            lambda env, n: bandits.RandomAgent(env),
+            lambda env, n: RandomAgent(env),
         ),
         Source(
             "q_learning",
@@ -202,6 +279,7 @@ SOURCES: dict[str, Source] = {
             },
             _need_table,
             _q_learning,
+            baseline=True,
         ),
         Source(
             "noisy_oracle",
@@ -210,23 +288,30 @@ SOURCES: dict[str, Source] = {
             {"epsilon_end": _UNIT, "decay_fraction": _UNIT},
             _need_oracle,
             _noisy_oracle,
+            baseline=True,
         ),
         Source(
-            "dpt",
+            "dpt_rollin",
             "DPT: random roll-in (Dirichlet-mixed for bandits; 'trajectory' of "
             "random actions or 'uniform' independent transitions), oracle labels",
             {"concentration": 1.0, "rollin": "trajectory"},
             {"concentration": (1e-6, float("inf"))},
             _need_oracle,
             _dpt,
+            _dpt_histories,
             _check_dpt,
+            choices={"rollin": ("trajectory", "uniform")},
         ),
-        Source("ppo", "PPO over the multi-episode trial", {}, {}, _always, None),
+        Source(
+            "ppo",
+            "PPO over the multi-episode trial",
+            None,
+            {},
+            _always,
+            None,
+            _ppo_histories,
+        ),
     ]
-}
-_CHOICES = {
-    "thompson": {"posterior": ("auto", "bernoulli", "gauss")},
-    "dpt": {"rollin": ("trajectory", "uniform")},
 }
 
 
@@ -238,7 +323,8 @@ def check_settings(source_name: str, env: Any, settings: dict[str, Any]) -> dict
     """Validate ``source_name`` for ``env`` and fill defaults; return the settings.
 
     Raises ``ValueError`` naming the bad source, setting or value (nothing is
-    compiled). ``ppo`` settings are passed through to its own checks.
+    compiled). A source with ``defaults=None`` (``ppo``) gets its settings
+    passed through to its own checks.
     """
     if source_name not in SOURCES:
         raise ValueError(
@@ -252,7 +338,7 @@ def check_settings(source_name: str, env: Any, settings: dict[str, Any]) -> dict
             f"source {source_name!r} does not apply to {env_name}: {reason}. "
             f"Sources for {env_name}: {', '.join(applicable_sources(env))}"
         )
-    if source_name == "ppo":
+    if spec.defaults is None:
         return dict(settings)
     unknown = sorted(set(settings) - set(spec.defaults))
     if unknown:
@@ -265,7 +351,7 @@ def check_settings(source_name: str, env: Any, settings: dict[str, Any]) -> dict
     for field, value in settings.items():
         if value is None and spec.defaults[field] is None:
             continue  # resolved from the env (e.g. thompson's noise_variance)
-        choices = _CHOICES.get(source_name, {}).get(field)
+        choices = spec.choices.get(field)
         if choices is not None:
             if value not in choices:
                 raise ValueError(
@@ -297,46 +383,6 @@ def make_agent(source_name: str, env: Any, num_episodes: int, **settings) -> Any
     if SOURCES[source_name].build is None:
         raise ValueError(f"source {source_name!r} is not an Agent")
     return SOURCES[source_name].build(env, num_episodes, **settings)
-
-
-#: Tasks run side by side inside the jit; larger task sets loop over blocks
-#: of this many (``lax.map``), which keeps per-task state (Q tables) in cache.
-TASK_BLOCK = 1024
-
-
-@partial(jax.jit, static_argnums=(0, 1, 4))
-def _run(env, agent, params, key, num_steps, task_id) -> History:
-    num_tasks = task_id.shape[0]
-    if num_tasks <= TASK_BLOCK:
-        history, _ = run_agent_on_tasks(env, agent, params, key, num_steps, task_id)
-        return history
-    # Same per-task keys as run_agent_on_tasks, so results do not depend on it.
-    keys = jax.random.split(key, num_tasks)
-
-    def one(args):
-        p, k, t = args
-        return run_agent(env, agent, p, k, num_steps, t)[0]
-
-    return jax.lax.map(one, (params, keys, task_id), batch_size=TASK_BLOCK)
-
-
-def _load_ppo() -> Callable[..., History]:
-    try:
-        module = importlib.import_module("agentrl.sources.ppo")
-    except ModuleNotFoundError as err:
-        if err.name != "agentrl.sources.ppo":
-            raise ValueError(f"source 'ppo' is not available: {err}") from err
-        raise ValueError(
-            "source 'ppo' is not available: agentrl/sources/ppo.py is missing"
-        ) from err
-    except ImportError as err:
-        raise ValueError(f"source 'ppo' is not available: {err}") from err
-    fn = getattr(module, "generate_ppo", None)
-    if fn is None:
-        raise ValueError(
-            "source 'ppo' is not available: agentrl.sources.ppo has no generate_ppo"
-        )
-    return fn
 
 
 def generate(
@@ -383,10 +429,44 @@ def generate(
         raise ValueError(
             f"`task_id` must have shape [{num_tasks}], got {task_id.shape}"
         )
-    if source_name == "ppo":
-        history = _load_ppo()(env, params, key, num_episodes, **settings)
-        return history.replace(task_id=task_id)
-    if source_name == "dpt" and settings["rollin"] == "uniform":
-        return uniform_rollin(env, params, key, num_episodes * horizon, task_id)
-    agent = SOURCES[source_name].build(env, num_episodes, **settings)
-    return _run(env, agent, params, key, num_episodes * horizon, task_id)
+    spec = SOURCES[source_name]
+    if spec.histories is not None:
+        return spec.histories(env, params, key, num_episodes, task_id, **settings)
+    agent = spec.build(env, num_episodes, **settings)
+    return _run(env, agent, params, key, num_episodes * horizon, task_id, TASK_BLOCK)
+
+
+@dataclasses.dataclass(frozen=True)
+class SourceHistories:
+    """A source with its checked settings, as the callable a dataset writer takes.
+
+    ``histories(params [task, ...], key, num_episodes, task_id [task])`` is
+    ``generate(name, env, params, key, num_episodes, task_id, **settings)``;
+    ``histories.source`` is its metadata ``{"name", "settings"}`` (plain
+    values), which :func:`agentrl.data.write_dataset` records.
+    """
+
+    name: str
+    env: Any
+    settings: dict[str, Any]
+
+    @property
+    def source(self) -> dict[str, Any]:
+        return {"name": self.name, "settings": dict(self.settings)}
+
+    def __call__(
+        self, params: Any, key: jax.Array, num_episodes: int, task_id: jax.Array
+    ) -> History:
+        return generate(
+            self.name, self.env, params, key, num_episodes, task_id, **self.settings
+        )
+
+
+def source_histories(source_name: str, env: Any, **settings: Any) -> SourceHistories:
+    """``source_name`` on ``env`` with ``settings``, checked now (before compiling).
+
+    >>> write_dataset(out, env, source_histories("ucb", env, c=0.5), 1000, 1)
+
+    Raises ``ValueError`` as :func:`check_settings` does.
+    """
+    return SourceHistories(source_name, env, check_settings(source_name, env, settings))

@@ -3,7 +3,7 @@
 The DPT paper's Dark Room pretraining contexts are not trajectories: every
 transition starts from a state drawn uniformly over the grid and takes a
 uniformly random action. The history of one task is then ``num_steps``
-independent transitions, so its :class:`~agentrl.sources.history.History`
+independent transitions, so its :class:`~agentrl.history.History`
 carries ``next_obs`` explicitly (``obs[:, t + 1]`` is an unrelated state).
 Steps are grouped into episodes of ``env.horizon`` (``truncated`` at each
 end, never ``terminated``: no transition ends an episode early) only so that
@@ -22,7 +22,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from agentrl.sources.history import History
+from agentrl.history import History
 
 
 def supports_uniform_rollin(env: Any) -> bool:

@@ -21,7 +21,7 @@
 The command line is ``agentrl sweep`` (:mod:`agentrl.sweep_cli`).
 """
 
-from agentrl.sweep.grid import TRACED_PATHS, SweepGrid, make_grid, parse_grid_args
+from agentrl.sweep.grid import SweepGrid, make_grid, parse_grid_args, traced_paths
 from agentrl.sweep.report import write_sweep_results
 from agentrl.sweep.run import SweepOutcome, run_sweep
 from agentrl.sweep.sources import SourceSweep, curve_rows, source_sweep
@@ -35,7 +35,6 @@ from agentrl.sweep.train import (
 )
 
 __all__ = [
-    "TRACED_PATHS",
     "SourceSweep",
     "SweepGrid",
     "SweepOutcome",
@@ -49,6 +48,7 @@ __all__ = [
     "parse_grid_args",
     "run_sweep",
     "source_sweep",
+    "traced_paths",
     "train_sweep",
     "write_sweep_results",
 ]

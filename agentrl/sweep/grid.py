@@ -1,15 +1,16 @@
 """Sweep specifications: which config fields vary, traced or static.
 
 A grid is ``{field: [values]}`` with config field names as the CLI accepts
-them (``lr``, ``train.lr``, ``num_layers``, ``model.d_model`` ...). Fields the
-update step takes as traced scalars (:data:`TRACED_PATHS`) are swept inside
-ONE compiled program (vmapped); every other field is *static* (it changes a
-shape or the program), so each combination of static values is its own
-compiled program, run one after another.
+them (``lr``, ``train.lr``, ``num_layers``, ``model.d_model`` ...). Fields
+marked :func:`~agentrl.configtools.traced` on the config (``train.lr``,
+``train.weight_decay``, and the algorithm's own, e.g. T2MIR's loss weights)
+are swept inside ONE compiled program (vmapped); every other field is
+*static* (it changes a shape or the program), so each combination of static
+values is its own compiled program, run one after another.
 
 Everything is validated here, before anything compiles: unknown or ambiguous
-fields, values of the wrong type, values the config rejects (``lr <= 0``)
-and traced fields the algorithm ignores raise ``ValueError`` naming the
+fields (including another algorithm's fields), values of the wrong type and
+values the config rejects (``lr <= 0``) raise ``ValueError`` naming the
 field and what is allowed.
 """
 
@@ -21,15 +22,10 @@ from typing import Any
 
 from agentrl import configtools
 
-#: config path -> name of the traced hyperparameter in the update step.
-TRACED_PATHS: dict[str, str] = {
-    "train.lr": "lr",
-    "train.weight_decay": "weight_decay",
-    "model.balance_weight": "balance_weight",
-    "model.contrastive_weight": "contrastive_weight",
-    "train.ema_tau": "ema_tau",
-}
-_T2MIR_ONLY = ("balance_weight", "contrastive_weight", "ema_tau")
+
+def traced_paths(config: Any) -> list[str]:
+    """The config paths swept in one program (its traced fields)."""
+    return list(configtools.traced_values(config))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,7 +33,7 @@ class SweepGrid:
     """A validated grid.
 
     Attributes:
-      traced: ``{hparam name: (float, ...)}`` (e.g. ``{"lr": (1e-4, 1e-3)}``).
+      traced: ``{config path: (float, ...)}`` (e.g. ``{"train.lr": (1e-4, 1e-3)}``).
       static: ``{config path: (value, ...)}`` (e.g. ``{"model.d_model": (16, 32)}``).
     """
 
@@ -105,14 +101,8 @@ def make_grid(config: Any, grid: dict[str, Any]) -> SweepGrid:
             configtools.override(config, {path: v})  # the config's own checks
         if len(set(map(repr, parsed))) != len(parsed):
             raise ValueError(f"grid field {path} has repeated values {values}")
-        if path in TRACED_PATHS:
-            name = TRACED_PATHS[path]
-            if name in _T2MIR_ONLY and not config.algo.startswith("t2mir"):
-                raise ValueError(
-                    f"grid field {path} only affects T2MIR algos (t2mir_ad, "
-                    f"t2mir_dpt); algo is {config.algo!r}"
-                )
-            traced[name] = tuple(float(v) for v in parsed)
+        if path in traced_paths(config):
+            traced[path] = tuple(float(v) for v in parsed)
         else:
             if path in ("train.seed",):
                 raise ValueError("sweep seeds with --seeds, not a grid over train.seed")

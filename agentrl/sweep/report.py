@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import csv
 import io
-import json
-import math
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from agentrl.evaluate.metrics import aggregate, bootstrap_ci, bootstrap_curve
+from agentrl.tables import format_cell, markdown_table, write_json, write_text
 
 
 def _tail_mean(curves: np.ndarray) -> np.ndarray:
@@ -81,19 +80,15 @@ def markdown(rows: list[dict[str, Any]]) -> str:
     if not rows:
         return ""
     cols = [c for c in rows[0] if not c.endswith(("_ci_low", "_ci_high"))]
-    fmt = lambda v: f"{v:.4g}" if isinstance(v, float) else str(v)  # noqa: E731
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    for r in rows:
-        cells = []
-        for c in cols:
-            stem = c.removeprefix("final_")
-            if f"{stem}_ci_low" in r:
-                lo, hi = r[f"{stem}_ci_low"], r[f"{stem}_ci_high"]
-                cells.append(f"{fmt(r[c])} [{fmt(lo)}, {fmt(hi)}]")
-            else:
-                cells.append(fmt(r.get(c, "")))
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+
+    def cell(r: dict[str, Any], c: str) -> Any:
+        stem = c.removeprefix("final_")
+        if f"{stem}_ci_low" not in r:
+            return r.get(c, "")
+        lo, hi = r[f"{stem}_ci_low"], r[f"{stem}_ci_high"]
+        return f"{format_cell(r[c])} [{format_cell(lo)}, {format_cell(hi)}]"
+
+    return markdown_table([{c: cell(r, c) for c in cols} for r in rows], cols)
 
 
 def to_csv(rows: list[dict[str, Any]]) -> str:
@@ -139,18 +134,6 @@ def plot(path: Path, curves: dict[str, np.ndarray], rows: list[dict[str, Any]]) 
     return path
 
 
-def _json_safe(x: Any) -> Any:
-    if isinstance(x, dict):
-        return {k: _json_safe(v) for k, v in x.items()}
-    if isinstance(x, list | tuple):
-        return [_json_safe(v) for v in x]
-    if isinstance(x, float | np.floating):
-        return float(x) if math.isfinite(x) else None
-    if isinstance(x, np.integer):
-        return int(x)
-    return x
-
-
 def write_sweep_results(
     out_dir: str | Path,
     rows: list[dict[str, Any]],
@@ -177,14 +160,14 @@ def write_sweep_results(
         "the last 10% of steps; score = normalized return (random 0, oracle 1) "
         "of the last evaluation episodes on held-out tasks."
     )
-    paths["md"].write_text("\n".join(md) + "\n")
-    paths["csv"].write_text(to_csv(rows))
+    write_text(paths["md"], "\n".join(md) + "\n")
+    write_text(paths["csv"], to_csv(rows))
     payload = {
         "title": title,
         "rows": rows,
-        "curves": {k: np.asarray(v).tolist() for k, v in curves.items()},
+        "curves": {k: np.asarray(v) for k, v in curves.items()},
         **info,
     }
-    paths["json"].write_text(json.dumps(_json_safe(payload), indent=2))
+    write_json(paths["json"], payload)
     plot(paths["png"], curves, rows)
     return paths

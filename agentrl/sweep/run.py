@@ -22,7 +22,6 @@ import numpy as np
 
 from agentrl import configtools
 from agentrl.sweep.grid import (
-    TRACED_PATHS,
     SweepGrid,
     apply_static,
     make_grid,
@@ -30,15 +29,12 @@ from agentrl.sweep.grid import (
 )
 from agentrl.sweep.report import setting_rows, write_sweep_results
 from agentrl.sweep.train import (
-    EVAL_PROTOCOLS,
     check_seeds,
     evaluate_members,
     held_out_tasks,
     train_sweep,
 )
 from agentrl.train.config import ExperimentConfig
-
-HPARAM_PATHS = {name: path for path, name in TRACED_PATHS.items()}
 
 
 @dataclasses.dataclass
@@ -77,10 +73,10 @@ def run_sweep(
       config: the experiment (e.g. ``load_experiment("ad_darkroom", "smoke")``).
       seeds: training seeds (``S``).
       grid: ``{field: [values]}``; traced fields (``lr``, ``weight_decay``,
-        T2MIR weights, ``ema_tau``) share one program, others form the static
-        grid (see :mod:`agentrl.sweep.grid`).
+        the algorithm's traced fields such as T2MIR's weights) share one
+        program, others form the static grid (see :mod:`agentrl.sweep.grid`).
       out_dir: where ``results.{md,csv,json,png}`` (and datasets) go.
-      evaluate: run each member in context on held-out tasks (AD/DPT algos).
+      evaluate: run each member in context on held-out tasks.
       steps_per_call: training steps per jitted ``lax.scan`` chunk.
 
     Returns:
@@ -91,11 +87,6 @@ def run_sweep(
 
     seeds = check_seeds(seeds)
     spec = grid if isinstance(grid, SweepGrid) else make_grid(config, grid or {})
-    if evaluate and config.algo not in EVAL_PROTOCOLS:
-        raise ValueError(
-            f"evaluate=True supports algos {sorted(EVAL_PROTOCOLS)}; got "
-            f"{config.algo!r} (pass evaluate=False / --no-eval)"
-        )
     out = Path(out_dir)
     rows, curves, timings = [], {}, []
     for static in spec.static_settings():
@@ -121,7 +112,7 @@ def run_sweep(
             scores = _scores(env, params, key, returns)
             eval_seconds = time.perf_counter() - start
         for h, traced in enumerate(settings):
-            fields = {**static, **{HPARAM_PATHS[k]: v for k, v in traced.items()}}
+            fields = {**static, **traced}
             label = setting_label({**static, **traced})
             metrics = {k: v[:, h] for k, v in sweep.metrics.items()}
             rows.append(
@@ -140,7 +131,7 @@ def run_sweep(
         )
     info = {
         "experiment": config.name,
-        "algo": config.algo,
+        "algo": config.algo.label,
         "seeds": seeds,
         "traced": {k: list(v) for k, v in spec.traced.items()},
         "static": {k: list(v) for k, v in spec.static.items()},
@@ -149,7 +140,7 @@ def run_sweep(
         "devices": jax.device_count(),
         "config": configtools.to_dict(config),
     }
-    title = f"sweep: {config.name} ({config.algo}), {len(seeds)} seeds"
+    title = f"sweep: {config.name} ({config.algo.label}), {len(seeds)} seeds"
     paths = write_sweep_results(out, rows, curves, info, title)
     return SweepOutcome(rows, curves, paths, info)
 

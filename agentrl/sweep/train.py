@@ -36,16 +36,8 @@ from jax.sharding import PartitionSpec as P
 
 from agentrl.models import DecisionModel
 from agentrl.train import parallel
-from agentrl.train.config import ExperimentConfig, complete_model_config
+from agentrl.train.config import ExperimentConfig
 from agentrl.train.step import init_train_state, make_train_step
-
-EVAL_PROTOCOLS = {
-    "ad": "ad",
-    "ad_eps": "ad",
-    "t2mir_ad": "ad",
-    "dpt": "dpt",
-    "t2mir_dpt": "dpt",
-}
 
 
 @dataclasses.dataclass
@@ -87,11 +79,28 @@ def check_seeds(seeds: Any) -> list[int]:
 def member_hparams(
     config: ExperimentConfig, settings: list[dict[str, float]], num_seeds: int
 ) -> dict[str, jax.Array]:
-    """Traced hparams ``{name: [M]}`` float32, seed-major, defaults from ``config``."""
+    """Traced hparams ``{path: [M]}`` float32, seed-major, defaults from ``config``.
+
+    ``settings`` are ``{field: value}`` dicts keyed by path or unique name
+    (``{"train.lr": 1e-3}`` or ``{"lr": 1e-3}``); a field that is not traced
+    raises ``ValueError`` naming it.
+    """
+    from agentrl import configtools
     from agentrl.train.step import default_hparams
 
     base = {k: float(v) for k, v in default_hparams(config).items()}
-    per_setting = [{**base, **s} for s in settings]
+    per_setting = []
+    for setting in settings:
+        resolved = {
+            configtools.resolve(config, k): float(v) for k, v in setting.items()
+        }
+        untraced = sorted(set(resolved) - set(base))
+        if untraced:
+            raise ValueError(
+                f"{untraced} are not traced fields; traced: {sorted(base)} (sweep "
+                "other fields as a static grid)"
+            )
+        per_setting.append({**base, **resolved})
     return {
         k: jnp.asarray([h[k] for h in per_setting] * num_seeds, jnp.float32)
         for k in base
@@ -101,12 +110,14 @@ def member_hparams(
 def init_member_states(
     config: ExperimentConfig, env: Any, seeds: list[int], num_settings: int
 ) -> tuple[Any, Any]:
-    """``(graphdef, state)``: one init per seed, repeated; leaves ``[M, ...]``."""
-    model_cfg = complete_model_config(config.model, env, config.algo)
+    """``(graphdef, state)``: one init per seed, repeated; leaves ``[M, ...]``.
+
+    ``config`` is completed (:func:`~agentrl.train.config.complete_config`).
+    """
     graphdef, states = None, []
     for seed in seeds:
-        model = DecisionModel(model_cfg, rngs=nnx.Rngs(seed))
-        graphdef, state = init_train_state(model, config.train, config.algo)
+        model = DecisionModel(config.model, rngs=nnx.Rngs(seed))
+        graphdef, state = init_train_state(model, config)
         states.append(state)
     stacked = jax.tree.map(lambda *xs: jnp.stack(xs), *states)
     return graphdef, jax.tree.map(lambda x: jnp.repeat(x, num_settings, 0), stacked)
@@ -126,19 +137,16 @@ def sweep_mesh(num_members: int, batch_size: int):
     return mesh
 
 
-def make_chunk_fn(graphdef: Any, config: ExperimentConfig, **dt_kwargs: Any):
+@functools.lru_cache(maxsize=16)
+def make_chunk_fn(graphdef: Any, config: ExperimentConfig, env: Any):
     """``run(state [M], batches [K, M, B, ...], hp [M]) -> (state, metrics [K, M])``.
 
-    Cached on ``(graphdef, config, dt_kwargs)``, so a repeated sweep of the
-    same program reuses its compilation.
+    :func:`fit`'s update step (:func:`~agentrl.train.step.make_train_step`),
+    vmapped over members and scanned over a chunk of steps. Cached on its
+    arguments, so a repeated sweep of the same program reuses its
+    compilation.
     """
-    return _chunk_fn(graphdef, config, tuple(sorted(dt_kwargs.items())))
-
-
-@functools.lru_cache(maxsize=16)
-def _chunk_fn(graphdef: Any, config: ExperimentConfig, dt_items: tuple):
-    step = make_train_step(graphdef, config.train, config.algo, **dict(dt_items))
-    step = jax.vmap(step)
+    step = jax.vmap(make_train_step(graphdef, config, env))
 
     def run(state, batches, hp):
         return jax.lax.scan(lambda s, b: step(s, b, hp), state, batches)
@@ -177,8 +185,8 @@ def train_sweep(
       env: its environment (``agentrl.envs.make(config.data.env, ...)``).
       dataset: the opened history dataset (:func:`agentrl.train.data.prepare_dataset`).
       seeds: ``S`` distinct training seeds (model init and batch stream).
-      settings: ``H`` dicts of traced hparams (``lr``, ``weight_decay``, ...);
-        default ``[{}]`` (the config's values).
+      settings: ``H`` dicts of traced fields by path (``train.lr``,
+        ``algo.balance_weight`` ...); default ``[{}]`` (the config's values).
       steps_per_call: steps per jitted ``lax.scan`` chunk (1 = Python loop);
         a last, shorter chunk (``steps % steps_per_call``) compiles once more.
 
@@ -187,8 +195,8 @@ def train_sweep(
     """
     from tqdm.auto import tqdm
 
+    from agentrl.train.config import complete_config
     from agentrl.train.data import make_sampler
-    from agentrl.train.loop import dt_kwargs
 
     seeds = check_seeds(seeds)
     settings = list(settings or [{}])
@@ -198,27 +206,23 @@ def train_sweep(
         )
     num_s, num_h = len(seeds), len(settings)
     members = num_s * num_h
+    full = complete_config(config, env, dataset)
     mesh = sweep_mesh(members, config.train.batch_size)
     samplers = [
         make_sampler(
-            dataclasses.replace(
-                config, train=dataclasses.replace(config.train, seed=s)
-            ),
+            dataclasses.replace(full, train=dataclasses.replace(full.train, seed=s)),
             dataset,
             env,
         )
         for s in seeds
     ]
     start = time.perf_counter()
-    graphdef, state = init_member_states(config, env, seeds, num_h)
-    full = dataclasses.replace(
-        config, model=complete_model_config(config.model, env, config.algo)
-    )
+    graphdef, state = init_member_states(full, env, seeds, num_h)
     member_spec = NamedSharding(mesh, P(parallel.SWEEP))
     state = jax.device_put(state, member_spec)
     hp = jax.device_put(member_hparams(full, settings, num_s), member_spec)
     batch_spec = NamedSharding(mesh, P(None, parallel.SWEEP, parallel.DATA))
-    run = make_chunk_fn(graphdef, full, **dt_kwargs(full, env))
+    run = make_chunk_fn(graphdef, full, env)
     total = config.train.steps
     chunks: list[dict] = []
     bar = tqdm(total=total, desc="sweep", unit="step", disable=not progress)
@@ -244,7 +248,7 @@ def train_sweep(
 
 def held_out_tasks(env: Any, dataset: Any, config: ExperimentConfig):
     """``params [task, ...]`` of the held-out tasks (as ``agentrl eval``)."""
-    from agentrl.evaluate.run import held_out_params
+    from agentrl.train.rundir import held_out_params
 
     split = dataset.metadata.get("split")
     params, _ = held_out_params(env, split, config.eval.num_tasks, config.eval.seed)
@@ -260,32 +264,22 @@ def evaluate_members(
 ) -> np.ndarray:
     """Each member's in-context returns on tasks ``params [task, ...]``.
 
-    All members act in one jitted program (vmapped over their weights), with
-    the same key, so they face the same environment randomness.
+    Members act by the algorithm's rule (``config.algo.make_agent``) in one
+    jitted program (vmapped over their weights), with the same key, so they
+    face the same environment randomness.
 
     Returns:
       ``[S, H, task, episode]`` per-episode returns.
     """
-    from agentrl.evaluate.driver import make_model_agent, run_batched_agent
+    from agentrl.evaluate.driver import run_batched_agent
     from agentrl.evaluate.model_agents import ModelHandle, env_horizon
 
     config = sweep.config
-    if config.algo not in EVAL_PROTOCOLS:
-        raise ValueError(
-            f"in-context evaluation supports algos {sorted(EVAL_PROTOCOLS)}, "
-            f"got {config.algo!r}"
-        )
-    protocol = EVAL_PROTOCOLS[config.algo]
     num_steps = num_episodes * env_horizon(env)
-    kwargs: dict[str, Any] = {"protocol": protocol, "greedy": config.eval.greedy}
-    if protocol == "ad":
-        kwargs["cache_steps"] = config.model.max_steps
-    else:
-        kwargs["context_size"] = config.train.context_size
 
     def one(weights):
         handle = ModelHandle(sweep.graphdef, weights)
-        agent = make_model_agent(handle, env, num_steps, **kwargs)
+        agent = config.algo.make_agent(handle, env, num_steps, config)
         history, _ = run_batched_agent(env, agent, params, key, num_steps)
         return history.episode_returns(num_episodes)
 

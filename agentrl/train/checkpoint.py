@@ -96,6 +96,40 @@ class Checkpointer:
         )
         return unflatten_state(restored["state"], like), dict(restored["meta"])
 
+    def restore_part(
+        self, like: Any, offset: int, step: int | None = None
+    ) -> tuple[Any, dict]:
+        """Restore only the saved leaves ``offset ..`` that ``like`` stands for.
+
+        ``like`` is a pytree shaped like a contiguous run of the saved
+        state's leaves starting at leaf ``offset`` (e.g. the model's
+        parameters); no other array is read from disk.
+        """
+        step = self.latest_step() if step is None else step
+        if step is None:
+            raise FileNotFoundError(f"no checkpoint in {self.directory}")
+        flat = flatten_state(like)
+        abstract = {
+            f"{offset + i:05d}": np.zeros(x.shape, x.dtype)
+            for i, x in enumerate(flat.values())
+        }
+        restored = self._manager.restore(
+            step,
+            args=ocp.args.Composite(
+                state=ocp.args.PyTreeRestore(
+                    item=abstract,
+                    restore_args=jax.tree.map(
+                        lambda _: ocp.RestoreArgs(restore_type=np.ndarray), abstract
+                    ),
+                    partial_restore=True,
+                ),
+                meta=ocp.args.JsonRestore(),
+            ),
+        )
+        state = restored["state"]
+        part = {f"{i:05d}": state[f"{offset + i:05d}"] for i in range(len(flat))}
+        return unflatten_state(part, like), dict(restored["meta"])
+
     def wait(self) -> None:
         self._manager.wait_until_finished()
 

@@ -1,9 +1,16 @@
 """Experiment configuration: frozen dataclasses, validated before compiling.
 
-An experiment (``experiments/<name>.py``) defines presets ``smoke``, ``cpu``
-and ``full`` returning an :class:`ExperimentConfig`. The model's
-observation/action fields are filled from the environment at run time
-(:func:`complete_model_config`), so presets name only the architecture.
+An experiment (``agentrl/experiments/<name>.py``) defines presets ``smoke``,
+``cpu`` and ``full`` returning an :class:`ExperimentConfig`. The algorithm is
+an object (:mod:`agentrl.algos`) whose fields are its own hyperparameters
+(``algo.context_episodes``, ``algo.context_size``, T2MIR's weights ...).
+
+Derived fields are derived in one place, :func:`complete_config`: the
+model's observation/action fields from the environment, its attention window
+(``model.max_steps``, when unset) from the algorithm's context, and the
+algorithm's data-dependent fields (DT's target return). The warm-up is
+derived from ``train.steps`` by :attr:`TrainConfig.warmup` unless set, so
+``--train.steps 6000`` also moves it.
 """
 
 from __future__ import annotations
@@ -11,9 +18,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from agentrl import algos
+from agentrl.algos.base import Algorithm
+from agentrl.configtools import traced
 from agentrl.models import ModelConfig
 
-ALGOS = ("ad", "ad_eps", "dpt", "dt", "t2mir_ad", "t2mir_dpt")
 SCHEDULES = ("cosine", "constant")
 
 
@@ -58,117 +67,127 @@ class DataConfig:
 
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
-    """Optimisation and bookkeeping.
+    """Optimisation and bookkeeping (the algorithm's own fields are ``algo.*``).
 
-    ``context_episodes`` (AD) sets the window to that many whole episodes,
-    ``episode_stride`` (AD) apart in the history (1: consecutive; k: every
-    k-th episode, to distill a learner k times faster than the source);
-    ``context_size`` (DPT) is the size of the in-context transition set.
+    ``lr`` and ``weight_decay`` are traced (a sweep over them is one
+    program). ``warmup_steps`` unset: ``warmup_fraction`` of the steps, at
+    most ``max_warmup_steps`` (see :attr:`warmup`).
     """
 
     steps: int = 1000
     batch_size: int = 32
-    lr: float = 3e-4
-    weight_decay: float = 1e-4
-    warmup_steps: int = 100
+    lr: float = traced(3e-4)
+    weight_decay: float = traced(1e-4)
+    warmup_steps: int | None = None
+    warmup_fraction: float = 0.1
+    max_warmup_steps: int = 500
     schedule: str = "cosine"
     grad_clip: float = 1.0
     seed: int = 0
-    context_episodes: int = 4
-    episode_stride: int = 1
-    context_size: int = 20
     log_every: int = 10
     checkpoint_every: int = 200
     keep_checkpoints: int = 3
-    ema_tau: float = 0.005
 
     def __post_init__(self):
         for name in (
             "steps",
             "batch_size",
-            "context_episodes",
-            "episode_stride",
-            "context_size",
+            "log_every",
+            "checkpoint_every",
+            "keep_checkpoints",
         ):
             v = getattr(self, name)
-            _check(isinstance(v, int) and v >= 1, f"train.{name} must be >= 1, got {v}")
-        for name in ("log_every", "checkpoint_every", "keep_checkpoints"):
-            v = getattr(self, name)
-            _check(isinstance(v, int) and v >= 1, f"train.{name} must be >= 1, got {v}")
+            _check(
+                isinstance(v, int) and not isinstance(v, bool) and v >= 1,
+                f"train.{name} must be >= 1, got {v}",
+            )
         _check(self.lr > 0, f"train.lr must be > 0, got {self.lr}")
         _check(
             self.weight_decay >= 0,
             f"train.weight_decay must be >= 0, got {self.weight_decay}",
         )
         _check(
-            self.warmup_steps >= 0,
-            f"train.warmup_steps must be >= 0, got {self.warmup_steps}",
+            self.warmup_steps is None
+            or (isinstance(self.warmup_steps, int) and self.warmup_steps >= 0),
+            f"train.warmup_steps must be >= 0 or None, got {self.warmup_steps}",
+        )
+        _check(
+            0.0 <= self.warmup_fraction <= 1.0,
+            f"train.warmup_fraction must be in [0, 1], got {self.warmup_fraction}",
+        )
+        _check(
+            isinstance(self.max_warmup_steps, int) and self.max_warmup_steps >= 0,
+            f"train.max_warmup_steps must be >= 0, got {self.max_warmup_steps}",
         )
         _check(self.grad_clip > 0, f"train.grad_clip must be > 0, got {self.grad_clip}")
-        _check(
-            0 < self.ema_tau <= 1,
-            f"train.ema_tau must be in (0, 1], got {self.ema_tau}",
-        )
         _check(
             self.schedule in SCHEDULES,
             f"train.schedule must be one of {SCHEDULES}, got {self.schedule!r}",
         )
 
+    @property
+    def warmup(self) -> int:
+        """Warm-up steps: ``warmup_steps``, else derived from ``steps``."""
+        if self.warmup_steps is not None:
+            return self.warmup_steps
+        return min(self.max_warmup_steps, int(self.warmup_fraction * self.steps))
+
 
 @dataclasses.dataclass(frozen=True)
 class EvalConfig:
-    """Online in-context evaluation on held-out tasks."""
+    """Online in-context evaluation on held-out tasks.
+
+    ``greedy`` acts by argmax; otherwise actions are sampled at
+    ``temperature`` (discrete actions).
+    """
 
     num_tasks: int = 16
     num_episodes: int = 20
     greedy: bool = False
+    temperature: float = 1.0
     seed: int = 1234
+
+    def __post_init__(self):
+        for name in ("num_tasks", "num_episodes"):
+            v = getattr(self, name)
+            _check(
+                isinstance(v, int) and not isinstance(v, bool) and v >= 1,
+                f"eval.{name} must be >= 1, got {v}",
+            )
+        _check(
+            self.temperature > 0,
+            f"eval.temperature must be > 0, got {self.temperature}",
+        )
 
 
 @dataclasses.dataclass(frozen=True)
 class ExperimentConfig:
-    """One experiment: data, model, algorithm, optimisation, evaluation."""
+    """One experiment: data, algorithm, model, optimisation, evaluation."""
 
     name: str = "experiment"
-    algo: str = "ad"
+    algo: Algorithm = algos.AD()
     data: DataConfig = DataConfig()
     model: ModelConfig = ModelConfig()
     train: TrainConfig = TrainConfig()
     eval: EvalConfig = EvalConfig()
 
     def __post_init__(self):
-        _check(self.algo in ALGOS, f"algo must be one of {ALGOS}, got {self.algo!r}")
-        wants_moe = self.algo.startswith("t2mir")
         _check(
-            wants_moe == bool(self.model.moe_layers),
-            f"model.moe_layers must be {'non-empty' if wants_moe else 'empty'} "
-            f"for algo {self.algo!r}, got {self.model.moe_layers!r}",
+            isinstance(self.algo, Algorithm),
+            f"algo must be an algorithm (one of {tuple(algos.names())}), "
+            f"got {self.algo!r}",
         )
-        is_dpt = self.algo in ("dpt", "t2mir_dpt")
-        _check(
-            is_dpt == (self.model.token_layout == "transition"),
-            f"model.token_layout must be {'transition' if is_dpt else 'step or sar'} "
-            f"for algo {self.algo!r}, got {self.model.token_layout!r}",
-        )
-        _check(
-            self.train.episode_stride == 1 or self.algo in ("ad", "ad_eps", "t2mir_ad"),
-            "train.episode_stride must be 1 for algo "
-            f"{self.algo!r} (strided windows are for AD, AD-eps and T2MIR-AD), "
-            f"got {self.train.episode_stride}",
-        )
-        if self.algo.startswith("t2mir"):
-            _check(
-                self.train.batch_size % 2 == 0,
-                "train.batch_size must be even for T2MIR (pairs of segments), "
-                f"got {self.train.batch_size}",
-            )
+        self.algo.check(self)
 
 
-def complete_model_config(config: ModelConfig, env: Any, algo: str) -> ModelConfig:
-    """Fill obs/action kinds and sizes from ``env``'s spaces.
+def complete_model_config(
+    config: ModelConfig, env: Any, algo: Algorithm
+) -> ModelConfig:
+    """Fill obs/action kinds and sizes from ``env``'s spaces, and the window.
 
-    DT conditions on return-to-go by appending it to a one-hot (or vector)
-    observation, so its observation is always continuous.
+    The algorithm adapts the result (DT appends the return-to-go to the
+    observation) and, when ``max_steps`` is unset, sets the attention window
+    its training windows need (:meth:`Algorithm.context_steps`).
     """
     params = env.default_params
     obs_space, act_space = env.observation_space(params), env.action_space(params)
@@ -180,8 +199,6 @@ def complete_model_config(config: ModelConfig, env: Any, algo: str) -> ModelConf
             "continuous",
             int(obs_space.shape[-1] if obs_space.shape else 1),
         )
-    if algo == "dt":
-        obs_kind, obs_size = "continuous", obs_size + 1
     if hasattr(act_space, "n"):
         action = {
             "action_kind": "discrete",
@@ -198,12 +215,61 @@ def complete_model_config(config: ModelConfig, env: Any, algo: str) -> ModelConf
     grid = {}
     if config.obs_encoding == "grid":
         size = getattr(env, "size", None)
-        if obs_kind != "discrete" or not isinstance(size, int):
+        if not discrete_obs or not isinstance(size, int):
             raise ValueError(
                 "model.obs_encoding='grid' needs a grid environment with discrete "
                 f"cell observations and a 'size' (Dark Room, Key-to-Door), got {env!r}"
             )
         grid = {"grid_size": size}
-    return dataclasses.replace(
-        config, obs_kind=obs_kind, obs_size=obs_size, **action, **grid
+    window = {}
+    if config.max_steps is None:
+        window = {"max_steps": algo.context_steps(env)}
+    config = dataclasses.replace(
+        config, obs_kind=obs_kind, obs_size=obs_size, **action, **grid, **window
     )
+    return algo.complete_model(config, env)
+
+
+def complete_config(
+    config: ExperimentConfig, env: Any, dataset: Any | None = None
+) -> ExperimentConfig:
+    """``config`` with every derived field filled (see the module docstring).
+
+    ``dataset``: the run's training data, for data-derived algorithm fields
+    (DT's target return); ``None`` leaves those unset.
+    """
+    algo = config.algo.resolve(env, dataset)
+    model = complete_model_config(config.model, env, algo)
+    return dataclasses.replace(config, algo=algo, model=model)
+
+
+def upgrade_legacy_dict(data: dict[str, Any]) -> dict[str, Any]:
+    """A saved config of agentrl <= 0.1.0 (``"algo": NAME``) in today's form.
+
+    Those configs kept the algorithm's fields in ``train`` (context_episodes,
+    episode_stride, context_size, ema_tau) and ``model`` (balance_weight,
+    contrastive_weight); they move onto the algorithm object.
+    """
+    if not isinstance(data.get("algo"), str):
+        return data
+    data = {k: (dict(v) if isinstance(v, dict) else v) for k, v in data.items()}
+    algo = algos.get(data["algo"]).to_config_dict()
+    old = {**data.get("model", {}), **data.get("train", {})}
+
+    def fill(node: dict) -> dict:
+        for key, value in node.items():
+            if isinstance(value, dict):
+                fill(value)
+            elif key in old and key != "name":
+                node[key] = old[key]
+        return node
+
+    data["algo"] = fill(algo)
+    legacy = {"context_episodes", "episode_stride", "context_size", "ema_tau"}
+    data["train"] = {k: v for k, v in data.get("train", {}).items() if k not in legacy}
+    data["model"] = {
+        k: v
+        for k, v in data.get("model", {}).items()
+        if k not in ("balance_weight", "contrastive_weight")
+    }
+    return data

@@ -2,10 +2,8 @@
 
 A run either points at an existing dataset (``data.path``) or generates one
 into ``run_dir/dataset`` from the config's env, source and seed (written
-atomically, so a killed generation is simply redone). The sampler is chosen
-by the algorithm: AD windows of ``train.context_episodes`` whole episodes
-(paired segments of the same task for T2MIR), DPT context sets of
-``train.context_size`` transitions with a query and its label.
+atomically, so a killed generation is simply redone). The sampler is the
+algorithm's (:meth:`agentrl.algos.Algorithm.make_sampler`).
 """
 
 from __future__ import annotations
@@ -16,7 +14,7 @@ from typing import Any
 import jax
 from tqdm.auto import tqdm
 
-from agentrl.data import ADSampler, DPTSampler, open_dataset, write_dataset
+from agentrl.data import open_dataset, write_dataset
 from agentrl.data.reader import HistoryDataset
 from agentrl.train.config import ExperimentConfig
 
@@ -42,16 +40,17 @@ def prepare_dataset(
             total=data.num_tasks, desc="histories", unit="task", disable=not progress
         )
         try:
+            from agentrl.sources import source_histories
+
             write_dataset(
                 path,
                 env,
-                data.source,
+                source_histories(data.source, env, **dict(data.source_args)),
                 data.num_tasks,
                 data.num_episodes,
                 seed=data.seed,
                 env_name=data.env,
                 env_overrides=dict(data.env_args),
-                settings=dict(data.source_args),
                 split_fraction=data.split_fraction,
                 progress=bar.update,
             )
@@ -66,17 +65,4 @@ def prepare_dataset(
 
 def make_sampler(config: ExperimentConfig, dataset: HistoryDataset, env: Any):
     """The algorithm's sampler; ``sampler.host_batch(step)`` gives numpy batches."""
-    train = config.train
-    if config.algo in ("dpt", "t2mir_dpt"):
-        kwargs = {"paired": True} if config.algo == "t2mir_dpt" else {}
-        return DPTSampler(
-            dataset, train.batch_size, train.context_size, seed=train.seed, **kwargs
-        )
-    return ADSampler(
-        dataset,
-        train.batch_size,
-        num_episodes=train.context_episodes,
-        episode_stride=train.episode_stride,
-        paired=config.algo == "t2mir_ad",
-        seed=train.seed,
-    )
+    return config.algo.make_sampler(dataset, config.train)

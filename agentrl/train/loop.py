@@ -17,8 +17,6 @@ A run directory holds everything the evaluation needs::
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -26,14 +24,21 @@ from typing import Any
 import jax
 from flax import nnx
 
-import agentrl
 from agentrl import configtools
 from agentrl.envs import make as make_env
 from agentrl.models import DecisionModel
 from agentrl.train import parallel
 from agentrl.train.checkpoint import Checkpointer
-from agentrl.train.config import ExperimentConfig, complete_model_config
+from agentrl.train.config import ExperimentConfig, complete_config
 from agentrl.train.logger import RunLogger
+from agentrl.train.rundir import (  # noqa: F401  (re-exported)
+    RESUME_MAY_CHANGE,
+    check_resumable,
+    load_config,
+    load_model,
+    load_run,
+    write_run_files,
+)
 from agentrl.train.step import default_hparams, init_train_state, make_train_step
 
 
@@ -42,19 +47,9 @@ class NonFiniteLossError(RuntimeError):
 
 
 def build_model(config: ExperimentConfig, env: Any) -> DecisionModel:
-    model_cfg = complete_model_config(config.model, env, config.algo)
+    """The model of ``config`` (completed for ``env``), initialised from its seed."""
+    model_cfg = complete_config(config, env).model
     return DecisionModel(model_cfg, rngs=nnx.Rngs(config.train.seed))
-
-
-def dt_kwargs(config: ExperimentConfig, env: Any) -> dict[str, Any]:
-    """Extra arguments of the DT loss: how observations and returns are scaled."""
-    if config.algo != "dt":
-        return {}
-    space = env.observation_space(env.default_params)
-    return {
-        "num_obs": int(space.n) if hasattr(space, "n") else None,
-        "rtg_scale": float(getattr(env, "horizon", 1) or 1),
-    }
 
 
 def fit(
@@ -79,17 +74,17 @@ def fit(
     mesh = parallel.make_mesh()
     parallel.check_batch_divisible(config.train.batch_size, mesh)
     model = build_model(config, env)  # validates the model config early
-    full_config = dataclasses.replace(config, model=model.config)
 
+    run_dir.mkdir(parents=True, exist_ok=True)
+    dataset = prepare_dataset(config, env, run_dir, progress=progress)
+    full_config = complete_config(config, env, dataset)
     if resume:
         check_resumable(run_dir, full_config)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    dataset = prepare_dataset(full_config, env, run_dir, progress=progress)
     sampler = make_sampler(full_config, dataset, env)
     if jax.process_index() == 0:
-        _write_run_files(run_dir, full_config, dataset)
+        write_run_files(run_dir, full_config, dataset)
 
-    graphdef, state = init_train_state(model, config.train, config.algo)
+    graphdef, state = init_train_state(model, full_config)
     state = parallel.replicate(state, mesh)
     ckpt = Checkpointer(
         run_dir / "checkpoints",
@@ -100,10 +95,7 @@ def fit(
     if resume and ckpt.latest_step() is not None:
         state, meta = ckpt.restore(state)
         start = int(meta["step"])
-    step_fn = jax.jit(
-        make_train_step(graphdef, config.train, config.algo, **dt_kwargs(config, env)),
-        donate_argnums=0,
-    )
+    step_fn = jax.jit(make_train_step(graphdef, full_config, env), donate_argnums=0)
     hparams = parallel.replicate(default_hparams(full_config), mesh)
     total = config.train.steps
     end = total if stop_at_step is None else min(total, stop_at_step)
@@ -146,89 +138,3 @@ def fit(
         ckpt.close()
         logger.close()
     return run_dir
-
-
-# What a resumed run may change: how long it trains, how it logs and
-# checkpoints, where its dataset lives, and the evaluation settings.
-RESUME_MAY_CHANGE = (
-    "train.steps",
-    "train.log_every",
-    "train.checkpoint_every",
-    "train.keep_checkpoints",
-    "data.path",
-    "eval.",
-)
-
-
-def check_resumable(run_dir: Path, config: ExperimentConfig) -> None:
-    """Refuse to resume ``run_dir`` with a config that trains differently.
-
-    Resuming restores the checkpoint's weights and reuses the run's dataset,
-    so any other change (model, data, learning rate, seed, ...) would be
-    silently ignored or mixed in. Fields missing from an older saved config
-    are not compared.
-    """
-    saved_file = Path(run_dir) / "config.json"
-    if not saved_file.is_file():
-        return
-    saved = _flatten(json.loads(saved_file.read_text()))
-    now = _flatten(json.loads(json.dumps(configtools.to_dict(config))))
-    changed = [
-        f"{k}: {saved[k]!r} -> {now[k]!r}"
-        for k in sorted(saved.keys() & now.keys())
-        if saved[k] != now[k] and not k.startswith(RESUME_MAY_CHANGE)
-    ]
-    if changed:
-        raise ValueError(
-            f"run_dir {run_dir} holds a run of another config ({'; '.join(changed)});"
-            f" a resumed run may only change {', '.join(RESUME_MAY_CHANGE)}. "
-            "Train into a new run_dir instead."
-        )
-
-
-def _flatten(tree: dict, prefix: str = "") -> dict[str, Any]:
-    out = {}
-    for key, value in tree.items():
-        if isinstance(value, dict):
-            out.update(_flatten(value, f"{prefix}{key}."))
-        else:
-            out[f"{prefix}{key}"] = value
-    return out
-
-
-def _write_run_files(run_dir: Path, config: ExperimentConfig, dataset) -> None:
-    (run_dir / "config.json").write_text(
-        json.dumps(configtools.to_dict(config), indent=2)
-    )
-    split = dataset.metadata.get("split")
-    info = {
-        "agentrl_version": agentrl.__version__,
-        "jax_version": jax.__version__,
-        "env": config.data.env,
-        "env_args": dict(config.data.env_args),
-        "split": split,
-        "dataset": str(dataset.path),
-        "dataset_source": dataset.metadata.get("source"),
-        "num_devices": jax.device_count(),
-        "num_processes": jax.process_count(),
-    }
-    (run_dir / "run.json").write_text(json.dumps(info, indent=2))
-
-
-def load_config(run_dir: str | Path) -> ExperimentConfig:
-    data = json.loads((Path(run_dir) / "config.json").read_text())
-    return configtools.from_dict(ExperimentConfig, data)
-
-
-def load_model(run_dir: str | Path, step: int | None = None):
-    """``(model, config)`` of a run's checkpoint (latest by default)."""
-    run_dir = Path(run_dir)
-    config = load_config(run_dir)
-    model = DecisionModel(config.model, rngs=nnx.Rngs(config.train.seed))
-    graphdef, state = init_train_state(model, config.train, config.algo)
-    ckpt = Checkpointer(run_dir / "checkpoints", config.train.checkpoint_every)
-    try:
-        state, _ = ckpt.restore(state, step)
-    finally:
-        ckpt.close()
-    return nnx.merge(graphdef, state["params"], state["rest"]), config

@@ -1,6 +1,6 @@
 """Generation throughput of the history sources, and peak RSS of chunked writes.
 
-    .venv/bin/python benchmarks/data_generation.py [--quick]
+    agentrl bench data_generation [--quick]
 
 Measures (issue 3):
 
@@ -31,7 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from agentrl import envs
-from agentrl.bench import target, write_results
+from agentrl.benchmarks.common import target, write_results
 from agentrl.sources.registry import generate
 
 
@@ -95,10 +95,12 @@ def _peak_rss_mib(tasks: int, episodes: int, chunk: int) -> tuple[float, float, 
     return rss_kib / 1024, seconds, size
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="agentrl bench data_generation", description=__doc__
+    )
     parser.add_argument("--quick", action="store_true", help="small sizes (smoke)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     sizes = [100, 300] if args.quick else [1_000, 10_000]
     episodes = 10 if args.quick else 100
     rss_tasks = 1_000 if args.quick else 10_000

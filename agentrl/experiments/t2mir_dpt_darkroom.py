@@ -5,7 +5,7 @@ top-2, balance weight 0.01; task-wise: 8 experts, top-2, contrastive weight
 0.001 as the paper uses for DPT Dark Room). ``smoke``/``cpu``/``full`` as in
 ``dpt_darkroom``.
 
-``python benchmarks/reproduce.py t2mir_dpt_darkroom --compare dpt_darkroom
+``agentrl bench reproduce t2mir_dpt_darkroom --compare dpt_darkroom
 --preset cpu`` trains both on the same data, updates and seeds (T2MIR about
 15 minutes of training a seed alone, DPT about 9). Measured (3 seeds x 16
 held-out goals, 6,000 updates): T2MIR-DPT 2.2 -> 48.3 [39.4, 56.5] over the
@@ -17,22 +17,24 @@ where neither had left chance level: 2.34 vs 4.57, -2.23 [-3.68, -0.89]
 
 import dataclasses
 
-from agentrl.train.config import ExperimentConfig
-from agentrl.train.experiments import load_experiment
+from agentrl.algos import T2MIR
+from agentrl.experiments import dpt_darkroom
+from agentrl.experiments._t2mir import moe_last
+from agentrl.train.experiments import make_presets
 
-
-def _preset(preset: str) -> ExperimentConfig:
-    config = load_experiment("dpt_darkroom", preset)
-    model = dataclasses.replace(
-        config.model,
-        moe_layers=(config.model.num_layers - 1,),
-        balance_weight=0.01,
-        contrastive_weight=0.001,
+BASE = dataclasses.replace(
+    dpt_darkroom.BASE,
+    name="t2mir_dpt_darkroom",
+    algo=T2MIR(
+        base=dpt_darkroom.BASE.algo, balance_weight=0.01, contrastive_weight=0.001
+    ),
+    model=dataclasses.replace(
+        dpt_darkroom.BASE.model,
+        moe_layers=(dpt_darkroom.BASE.model.num_layers - 1,),
         task_routing="sequence",
-    )
-    return dataclasses.replace(
-        config, name="t2mir_dpt_darkroom", algo="t2mir_dpt", model=model
-    )
+    ),
+)
 
-
-PRESETS = {p: (lambda p=p: _preset(p)) for p in ("smoke", "cpu", "full")}
+LAYERS = BASE.model.num_layers
+CHANGES = {p: moe_last(c, LAYERS) for p, c in dpt_darkroom.CHANGES.items()}
+PRESETS = make_presets(BASE, **CHANGES)

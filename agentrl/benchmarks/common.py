@@ -1,14 +1,15 @@
-"""Shared plumbing for benchmarks: machine facts, matmul peak, result files.
+"""Shared plumbing of the benchmarks: machine facts, timing, result files.
 
-Every benchmark writes ``benchmarks/results/<name>.json`` and ``<name>.md``.
-The JSON has ``machine``, ``date``, ``agentrl_version``, ``results`` (free
-form) and ``targets``: ``[{"name", "value", "target", "higher_is_better"}]``.
+Every benchmark writes ``<name>.json`` and ``<name>.md`` into
+:func:`results_dir` (``benchmarks/results`` under the current directory, or
+``$AGENTRL_BENCH_RESULTS``). The JSON has ``machine``, ``date``,
+``agentrl_version``, ``results`` (free form) and ``targets``:
+``[{"name", "value", "target", "higher_is_better", "met"}]``.
 """
 
 from __future__ import annotations
 
 import datetime
-import json
 import os
 import platform
 import time
@@ -19,8 +20,17 @@ import jax
 import jax.numpy as jnp
 
 import agentrl
+from agentrl.benchmarks import RESULTS_ENV
+from agentrl.tables import markdown_table, write_json, write_text
 
-RESULTS_DIR = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
+
+def results_dir() -> Path:
+    """Where results go: ``$AGENTRL_BENCH_RESULTS`` or ``./benchmarks/results``.
+
+    Relative to the current directory, so that run from a checkout the
+    results land beside the committed ones.
+    """
+    return Path(os.environ.get(RESULTS_ENV) or Path("benchmarks") / "results")
 
 
 def machine_info() -> dict[str, Any]:
@@ -73,16 +83,6 @@ def target(name: str, value: float, goal: float, higher_is_better: bool = True):
     }
 
 
-def markdown_table(rows: list[dict[str, Any]]) -> str:
-    if not rows:
-        return ""
-    cols = list(rows[0])
-    fmt = lambda v: f"{v:.4g}" if isinstance(v, float) else str(v)  # noqa: E731
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    lines += ["| " + " | ".join(fmt(r.get(c, "")) for c in cols) + " |" for r in rows]
-    return "\n".join(lines)
-
-
 def write_results(
     name: str,
     results: Any,
@@ -92,8 +92,7 @@ def write_results(
     out_dir: Path | None = None,
 ) -> Path:
     """Write ``<name>.json`` and ``<name>.md``; return the JSON path."""
-    out_dir = Path(out_dir or RESULTS_DIR)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir = Path(out_dir or results_dir())
     payload = {
         "name": name,
         "machine": machine_info(),
@@ -102,8 +101,7 @@ def write_results(
         "results": results,
         "targets": targets,
     }
-    path = out_dir / f"{name}.json"
-    path.write_text(json.dumps(payload, indent=2))
+    path = write_json(out_dir / f"{name}.json", payload)
     md = [
         f"# {name}",
         "",
@@ -117,5 +115,5 @@ def write_results(
         md += ["## Targets", "", markdown_table(targets), ""]
     if notes:
         md += [notes, ""]
-    (out_dir / f"{name}.md").write_text("\n".join(md))
+    write_text(out_dir / f"{name}.md", "\n".join(md))
     return path

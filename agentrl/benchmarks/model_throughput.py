@@ -1,6 +1,6 @@
 """Decision-model throughput: training step, MoE overhead, cached decoding.
 
-Run: ``.venv/bin/python benchmarks/model_throughput.py [--full]``
+Run: ``agentrl bench model_throughput [--full]``
 
 - Training step (AdamW, cross-entropy + balance loss, one jit) of a 4-layer,
   width-256, 8-head model at contexts 512 and 2,048 (one token per step),
@@ -25,7 +25,12 @@ import jax.numpy as jnp
 import optax
 from flax import nnx
 
-from agentrl.bench import matmul_peak_flops, target, timeit, write_results
+from agentrl.benchmarks.common import (
+    matmul_peak_flops,
+    target,
+    timeit,
+    write_results,
+)
 from agentrl.models import DecisionModel, ModelConfig, log_prob
 
 D, LAYERS, HEADS, D_FF, EXPERT_FF = 256, 4, 8, 1024, 341
@@ -129,10 +134,12 @@ def decode_times(ctx: int, batch: int, recompute_batch: int, repeats: int):
     return batch / cached, recompute_batch / full
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="agentrl bench model_throughput", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--full", action="store_true", help="issue's batch 256")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     dec_batch = 256 if args.full else 32
     rec_batch = {256: 256, 1024: 256, 4096: 256} if args.full else {}
     if not args.full:

@@ -23,16 +23,16 @@ Presets (times measured on the 2-core CPU of the development machine):
   60 Q-learning episodes, 3 layers width 64, 1,200 steps, 20 evaluation
   episodes; about 3 minutes. Expected: the held-out return rises over the
   first few episodes.
-- ``cpu``: ``python benchmarks/reproduce.py ad_darkroom --preset cpu`` — as
+- ``cpu``: ``agentrl bench reproduce ad_darkroom --preset cpu`` — as
   ``demo`` with 2,000 steps and 50 evaluation episodes; about 6 minutes a
   seed. Target (issue): mean normalized score of the last 10 of 50 episodes
   >= 0.8, first episode clearly lower. Measured (3 seeds): 0.09 -> 0.48,
   not met; the source itself, Q-learning on this schedule, is at 0.67 over
   episodes 41-50 and the best of 64 Q-learning settings at 0.75
-  (``benchmarks/q_learning_ceiling.py``), so the target asks AD to beat its
+  (``agentrl bench q_learning_ceiling``), so the target asks AD to beat its
   data by a wide margin. Asking AD to learn faster than its source by
   training on every third episode (``reproduce.py ad_darkroom --set
-  train.episode_stride=3``) gave 0.51 [0.38, 0.64] (3 seeds), a paired
+  algo.episode_stride=3``) gave 0.51 [0.38, 0.64] (3 seeds), a paired
   difference of +0.03 [-0.10, 0.18] against stride 1: no gain. Its scores
   are bimodal: of 16 held-out goals, 6, 6 and 9 (per seed) stay at ~0 over
   the last 10 episodes while the rest sit at 0.86-1.0 (one at ~0.5 in
@@ -44,99 +44,83 @@ Presets (times measured on the 2-core CPU of the development machine):
   4 layers, width 512, batch 512, lr 3e-4, 300k updates; for a GPU.
 """
 
+from agentrl.algos import AD
 from agentrl.models import ModelConfig
 from agentrl.train.config import DataConfig, EvalConfig, ExperimentConfig, TrainConfig
+from agentrl.train.experiments import make_presets
 
 # Q-learning that explores for the first 30% of each history's episodes.
 Q_LEARNING_FAST = (("explore_fraction", 0.3),)
 
-
-def _config(
-    *,
-    context: int,
-    tasks: int,
-    episodes: int,
-    layers: int,
-    heads: int,
-    width: int,
-    steps: int,
-    batch: int,
-    lr: float,
-    eval_episodes: int,
-    source_args: tuple = (),
-    dropout: float = 0.1,
-    eval_tasks: int = 16,
-):
-    return ExperimentConfig(
-        name="ad_darkroom",
-        algo="ad",
-        data=DataConfig(
-            env="darkroom",
-            source="q_learning",
-            source_args=source_args,
-            num_tasks=tasks,
-            num_episodes=episodes,
-        ),
-        model=ModelConfig(
-            num_layers=layers,
-            num_heads=heads,
-            d_model=width,
-            d_ff=4 * width,
-            max_steps=context * 20,
-            dropout=dropout,
-            obs_encoding="grid",
-        ),
-        train=TrainConfig(
-            steps=steps,
-            batch_size=batch,
-            lr=lr,
-            warmup_steps=min(steps // 10, 10_000),
-            context_episodes=context,
-            log_every=max(steps // 40, 1),
-            checkpoint_every=max(steps // 4, 1),
-        ),
-        eval=EvalConfig(num_tasks=eval_tasks, num_episodes=eval_episodes, greedy=True),
-    )
-
-
-_CPU = dict(
-    context=4,
-    tasks=260,
-    episodes=60,
-    layers=3,
-    heads=4,
-    width=64,
-    batch=32,
-    lr=1e-3,
-    source_args=Q_LEARNING_FAST,
-)
-PRESETS = {
-    "smoke": lambda: _config(
-        context=2,
-        tasks=16,
-        episodes=40,
-        layers=2,
-        heads=2,
-        width=32,
-        steps=60,
-        batch=8,
+BASE = ExperimentConfig(
+    name="ad_darkroom",
+    algo=AD(context_episodes=4),
+    data=DataConfig(
+        env="darkroom",
+        source="q_learning",
+        source_args=Q_LEARNING_FAST,
+        num_tasks=260,
+        num_episodes=60,
+    ),
+    model=ModelConfig(
+        num_layers=3,
+        num_heads=4,
+        d_model=64,
+        d_ff=256,
+        dropout=0.1,
+        obs_encoding="grid",
+    ),
+    train=TrainConfig(
+        steps=2000,
+        batch_size=32,
         lr=1e-3,
-        eval_episodes=6,
-        dropout=0.0,
-        eval_tasks=8,
+        max_warmup_steps=10_000,
+        log_every=50,
+        checkpoint_every=500,
     ),
-    "demo": lambda: _config(**_CPU, steps=1200, eval_episodes=20),
-    "cpu": lambda: _config(**_CPU, steps=2000, eval_episodes=50),
-    "full": lambda: _config(
-        context=4,
-        tasks=6500,
-        episodes=1000,
-        layers=4,
-        heads=8,
-        width=512,
-        steps=300_000,
-        batch=512,
-        lr=3e-4,
-        eval_episodes=100,
-    ),
-}
+    eval=EvalConfig(num_tasks=16, num_episodes=50, greedy=True),
+)
+
+# What each preset changes in BASE (the cpu preset is BASE itself).
+CHANGES = dict(
+    smoke={
+        "context_episodes": 2,
+        "data.num_tasks": 16,
+        "data.num_episodes": 40,
+        "data.source_args": (),
+        "model.num_layers": 2,
+        "model.num_heads": 2,
+        "model.d_model": 32,
+        "model.d_ff": 128,
+        "model.dropout": 0.0,
+        "train.steps": 60,
+        "train.batch_size": 8,
+        "train.log_every": 1,
+        "train.checkpoint_every": 15,
+        "eval.num_tasks": 8,
+        "eval.num_episodes": 6,
+    },
+    demo={
+        "train.steps": 1200,
+        "train.log_every": 30,
+        "train.checkpoint_every": 300,
+        "eval.num_episodes": 20,
+    },
+    cpu={},
+    full={
+        "data.num_tasks": 6500,
+        "data.num_episodes": 1000,
+        "data.source_args": (),
+        "model.num_layers": 4,
+        "model.num_heads": 8,
+        "model.d_model": 512,
+        "model.d_ff": 2048,
+        "train.steps": 300_000,
+        "train.batch_size": 512,
+        "train.lr": 3e-4,
+        "train.log_every": 7500,
+        "train.checkpoint_every": 75_000,
+        "eval.num_episodes": 100,
+    },
+)
+PRESETS = make_presets(BASE, **CHANGES)

@@ -9,14 +9,16 @@ appended (a vector), so it uses a linear embedding, not the grid encoding.
 
 import dataclasses
 
-from agentrl.train.config import ExperimentConfig
-from agentrl.train.experiments import load_experiment
+from agentrl.algos import DT
+from agentrl.experiments import ad_darkroom
+from agentrl.train.experiments import make_presets
 
-
-def _preset(preset: str) -> ExperimentConfig:
-    config = load_experiment("ad_darkroom", preset)
-    model = dataclasses.replace(config.model, obs_encoding="table")
-    return dataclasses.replace(config, name="dt_darkroom", algo="dt", model=model)
-
-
-PRESETS = {p: (lambda p=p: _preset(p)) for p in ("smoke", "cpu", "full")}
+BASE = dataclasses.replace(
+    ad_darkroom.BASE,
+    name="dt_darkroom",
+    algo=DT(context_episodes=ad_darkroom.BASE.algo.context_episodes),
+    model=dataclasses.replace(ad_darkroom.BASE.model, obs_encoding="table"),
+)
+PRESETS = make_presets(
+    BASE, **{p: c for p, c in ad_darkroom.CHANGES.items() if p != "demo"}
+)

@@ -1,6 +1,6 @@
 """Loader throughput: AD and DPT training batches per second from disk.
 
-    .venv/bin/python benchmarks/loader.py [--quick]
+    agentrl bench loader [--quick]
 
 Writes a Dark Room Q-learning dataset (1,000 tasks x 100 episodes) and a DPT
 bandit dataset (1,000 tasks, H = 500) to a temporary directory, then times
@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from agentrl import envs
-from agentrl.bench import target, write_results
+from agentrl.benchmarks.common import target, write_results
 from agentrl.data import ADSampler, DPTSampler, open_dataset, write_dataset
 
 BATCH = 64
@@ -91,17 +91,23 @@ def _train_steps_per_second(batch: dict) -> float:
     return n / (time.perf_counter() - start)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="agentrl bench loader", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="small sizes (smoke)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     tasks = 100 if args.quick else 1_000
     episodes = 20 if args.quick else 100
     tmp = Path(tempfile.mkdtemp())
     room = envs.make("darkroom")
     bandit = envs.make("gaussian_bandit")
-    write_dataset(tmp / "room", room, "q_learning", tasks, episodes, 0)
-    write_dataset(tmp / "bandit", bandit, "dpt", tasks, 1, 0)
+    from agentrl.sources import source_histories
+
+    q, dpt = (
+        source_histories("q_learning", room),
+        source_histories("dpt_rollin", bandit),
+    )
+    write_dataset(tmp / "room", room, q, tasks, episodes, 0)
+    write_dataset(tmp / "bandit", bandit, dpt, tasks, 1, 0)
     room_ds, bandit_ds = open_dataset(tmp / "room"), open_dataset(tmp / "bandit")
 
     ad = ADSampler(room_ds, BATCH, num_episodes=CONTEXT_EPISODES)

@@ -1,9 +1,9 @@
 """Online AD evaluation throughput: KV-cache decoding vs recomputing the context.
 
-Run: ``.venv/bin/python benchmarks/eval_throughput.py [--recompute-steps N]``
+Run: ``agentrl bench eval_throughput [--recompute-steps N]``
 
 100 Dark Room 9x9 tasks (H=20) x 50 episodes = 1,000 steps per task, with
-the ``cpu`` preset's model of ``experiments/ad_darkroom.py`` (3 layers, width
+the ``cpu`` preset's model of ``agentrl/experiments/ad_darkroom.py`` (3 layers, width
 64, window ``max_steps`` = 80 steps; random init, which does not change the
 speed). Both agents run in the same driver
 (:func:`agentrl.evaluate.driver.run_batched_agent`: one ``lax.scan`` over
@@ -30,27 +30,21 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
-from pathlib import Path
 from typing import Any, NamedTuple
 
-REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+import jax
+import jax.numpy as jnp
 
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-
-from agentrl import bench  # noqa: E402
-from agentrl.evaluate.driver import run_batched_agent  # noqa: E402
-from agentrl.evaluate.model_agents import (  # noqa: E402
+from agentrl.benchmarks import common as bench
+from agentrl.evaluate.driver import run_batched_agent
+from agentrl.evaluate.model_agents import (
     ADModelAgent,
     ModelHandle,
     select_action,
     split_model,
 )
-from agentrl.sources.agent import Step  # noqa: E402
+from agentrl.sources.agent import Step
 
 NUM_TASKS, NUM_EPISODES = 100, 50
 TARGET = 10.0
@@ -158,11 +152,20 @@ def preset_model(experiment: str, num_tasks: int):
     return config, env, model, split_model(model), params
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--recompute-steps", type=int, default=100)
+def parse_args(
+    argv: list[str] | None, name: str, doc: str, recompute_steps: int
+) -> argparse.Namespace:
+    """Options of this benchmark and of ``dpt_eval_throughput`` (``name``)."""
+    parser = argparse.ArgumentParser(
+        prog=f"agentrl bench {name}", description=doc.splitlines()[0]
+    )
+    parser.add_argument("--recompute-steps", type=int, default=recompute_steps)
     parser.add_argument("--repeats", type=int, default=2)
-    args = parser.parse_args()
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv, "eval_throughput", __doc__, recompute_steps=100)
 
     _, env, model, handle, params = preset_model("ad_darkroom", NUM_TASKS)
     window = model.config.max_steps

@@ -7,7 +7,7 @@ random policy on N parallel envs (N = 1, 1,024, 16,384) inside one jitted
 every agentrl family at least as fast as gymnax's BernoulliBandit at 16,384
 envs (ratio >= 1.0 in the same run).
 
-    .venv/bin/python benchmarks/env_throughput.py [--quick]
+    agentrl bench env_throughput [--quick]
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ import time
 import jax
 import jax.numpy as jnp
 
-from agentrl import bench, envs
+from agentrl import envs
+from agentrl.benchmarks import common as bench
 
 SIZES = (1, 1024, 16384)
 STEPS = {1: 2000, 1024: 200, 16384: 50}
@@ -72,10 +73,12 @@ def measure(env, params, num_envs, batched_params):
     return {"steps_per_s": num_envs * num_steps / run_s, "compile_s": compile_s}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="agentrl bench env_throughput", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--quick", action="store_true", help="only 16,384 envs")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     sizes = (16384,) if args.quick else SIZES
     import gymnax
 

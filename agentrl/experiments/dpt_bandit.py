@@ -6,7 +6,7 @@ from its own pulls. Compared against UCB, Thompson sampling and random on
 the same held-out bandits by cumulative regret.
 
 - ``smoke``: seconds, H=50; plumbing only.
-- ``cpu``: ``python benchmarks/reproduce.py dpt_bandit --preset cpu`` —
+- ``cpu``: ``agentrl bench reproduce dpt_bandit --preset cpu`` —
   H=500, 4 layers width 32 with one head and 100,000 pretraining tasks (both
   the paper's), 8,000 steps of batch 8 and the paper's 200 held-out bandits
   (evaluation decodes with a KV cache, ~30 s). One step takes 0.185 s alone
@@ -22,37 +22,48 @@ the same held-out bandits by cumulative regret.
   batch 64, AdamW lr 1e-4, wd 1e-4).
 """
 
+from agentrl.experiments._dpt import dpt_base, width_fields
 from agentrl.train.config import DataConfig
-from agentrl.train.presets import dpt_experiment
+from agentrl.train.experiments import make_presets, steps_fields
 
 
-def _config(horizon, tasks, layers, width, heads, steps, batch, lr, eval_tasks):
-    env_args = (("num_arms", 5), ("horizon", horizon), ("noise_variance", 0.3))
-    data = DataConfig(
+def _env_args(horizon: int) -> tuple:
+    return (("num_arms", 5), ("horizon", horizon), ("noise_variance", 0.3))
+
+
+BASE = dpt_base(
+    "dpt_bandit",
+    DataConfig(
         env="gaussian_bandit",
-        env_args=env_args,
-        source="dpt",
-        num_tasks=tasks,
+        env_args=_env_args(500),
+        source="dpt_rollin",
+        num_tasks=100_000,
         num_episodes=1,
-    )
-    return dpt_experiment(
-        "dpt_bandit",
-        data,
-        layers=layers,
-        width=width,
-        heads=heads,
-        context=horizon,
-        steps=steps,
-        batch=batch,
-        lr=lr,
-        eval_tasks=eval_tasks,
-        eval_episodes=1,
-    )
-
-
-PRESETS = {
-    "smoke": lambda: _config(50, 64, 2, 16, 2, 40, 16, 1e-3, 16),
+    ),
+    layers=4,
+    width=32,
+    heads=1,
+    context=500,
     # ~0.19 s a step at context 500, batch 8, one head, on the 2-core CPU
-    "cpu": lambda: _config(500, 100_000, 4, 32, 1, 8000, 8, 1e-3, 200),
-    "full": lambda: _config(500, 100_000, 4, 32, 1, 100_000, 64, 1e-4, 200),
-}
+    steps=8000,
+    batch=8,
+    lr=1e-3,
+    eval_tasks=200,
+    eval_episodes=1,
+)
+CHANGES = dict(
+    smoke={
+        "data.env_args": _env_args(50),
+        "context_size": 50,
+        "data.num_tasks": 64,
+        "model.num_layers": 2,
+        "model.num_heads": 2,
+        **width_fields(16),
+        **steps_fields(40),
+        "train.batch_size": 16,
+        "eval.num_tasks": 16,
+    },
+    cpu={},
+    full={**steps_fields(100_000), "train.batch_size": 64, "train.lr": 1e-4},
+)
+PRESETS = make_presets(BASE, **CHANGES)

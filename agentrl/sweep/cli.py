@@ -1,6 +1,6 @@
 """``agentrl sweep EXPERIMENT --seeds N --grid FIELD=V1,V2 [--field value ...]``.
 
->>> agentrl sweep experiments/ad_darkroom.py --seeds 8 --grid lr=1e-4,3e-4,1e-3
+>>> agentrl sweep ad_darkroom --seeds 8 --grid lr=1e-4,3e-4,1e-3
 >>> agentrl sweep ad_darkroom --seeds 4 --grid lr=1e-3,3e-4 --grid num_layers=1,2
 
 Traced fields (lr, weight_decay, balance_weight, contrastive_weight,

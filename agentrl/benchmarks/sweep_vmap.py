@@ -14,11 +14,12 @@ are inside the timings on both sides.
 Target (issue 7): the vmapped sweep at least 3x faster than sequential.
 Writes ``benchmarks/results/sweep_vmap.{json,md}``.
 
-    .venv/bin/python benchmarks/sweep_vmap.py
+    agentrl bench sweep_vmap
 """
 
 from __future__ import annotations
 
+import argparse
 import tempfile
 import time
 from pathlib import Path
@@ -26,9 +27,11 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from agentrl import bench, envs
+from agentrl import envs
+from agentrl.benchmarks import common as bench
 from agentrl.sources.registry import generate
 from agentrl.sweep import source_sweep, train_sweep
+from agentrl.train.config import complete_config
 from agentrl.train.data import make_sampler, prepare_dataset
 from agentrl.train.experiments import load_experiment
 from agentrl.train.loop import build_model
@@ -47,7 +50,7 @@ def ad_sequential(config, env, dataset, step_fn) -> float:
         cfg = dataclasses.replace(
             config, train=dataclasses.replace(config.train, seed=seed)
         )
-        _, state = init_train_state(build_model(cfg, env), cfg.train, cfg.algo)
+        _, state = init_train_state(build_model(cfg, env), cfg)
         sampler = make_sampler(cfg, dataset, env)
         for i in range(cfg.train.steps):
             state, _ = step_fn(state, sampler.host_batch(i), hp)
@@ -58,10 +61,9 @@ def ad_sequential(config, env, dataset, step_fn) -> float:
 def ad_benchmark() -> dict:
     config = load_experiment("ad_darkroom", "smoke")
     env = envs.make(config.data.env)
-    graphdef, _ = init_train_state(build_model(config, env), config.train, config.algo)
-    step_fn = jax.jit(
-        make_train_step(graphdef, config.train, config.algo), donate_argnums=0
-    )
+    config = complete_config(config, env)
+    graphdef, _ = init_train_state(build_model(config, env), config)
+    step_fn = jax.jit(make_train_step(graphdef, config, env), donate_argnums=0)
     with tempfile.TemporaryDirectory() as tmp:
         dataset = prepare_dataset(config, env, Path(tmp), progress=False)
         seq_cold = ad_sequential(config, env, dataset, step_fn)  # compiles once
@@ -126,7 +128,10 @@ def q_benchmark(num_seeds: int = 64, num_episodes: int = 100) -> dict:
     }
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    argparse.ArgumentParser(
+        prog="agentrl bench sweep_vmap", description=__doc__.splitlines()[0]
+    ).parse_args(argv)
     q = q_benchmark()
     ad = ad_benchmark()
     print(ad, q, sep="\n")
@@ -175,7 +180,7 @@ def main() -> None:
         "machine's 2 cores are shared with other jobs, so absolute times vary."
     )
     path = bench.write_results(
-        "sweep_vmap", {"ad": ad, "q_learning": q}, targets, rows, notes
+        "sweep_vmap", {"ad_darkroom": ad, "q_learning": q}, targets, rows, notes
     )
     print(f"wrote {path}")
 

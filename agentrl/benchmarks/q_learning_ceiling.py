@@ -9,7 +9,7 @@ discount. Scores are normalized per goal (random = 0, oracle = 1; the random
 return is the mean of a uniform policy's episodes on that goal). Reported per
 setting: episode 1 and the means of episodes 11-20, ..., 51-60.
 
-    .venv/bin/python benchmarks/q_learning_ceiling.py [--seeds 4]
+    agentrl bench q_learning_ceiling [--seeds 4]
 
 The issue's AD target (last 10 of 50 episodes >= 0.8) is judged on the
 window 41-50; the table says what the source reaches there. No target of the
@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from agentrl import bench
+from agentrl.benchmarks import common as bench
 from agentrl.envs import make as make_env
 from agentrl.evaluate.metrics import normalized_score
 from agentrl.sources.registry import generate
@@ -59,10 +59,12 @@ def score_curve(env, params, random_return, oracle, settings, episodes, seeds):
     return np.mean(curves, axis=(0, 1))
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="agentrl bench q_learning_ceiling", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--seeds", type=int, default=4)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     data = load_experiment("ad_darkroom", "cpu").data  # the AD preset's source
     episodes = data.num_episodes

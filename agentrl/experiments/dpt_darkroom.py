@@ -11,7 +11,7 @@ and coordinates (``obs_encoding="grid"``) so that held-out goal cells share
 parts with trained ones.
 
 - ``smoke``: seconds (H=20, 9x9); plumbing only.
-- ``cpu``: ``python benchmarks/reproduce.py dpt_darkroom --preset cpu`` —
+- ``cpu``: ``agentrl bench reproduce dpt_darkroom --preset cpu`` —
   10x10, H=100, 4 layers width 32, 6,000 steps of batch 32 on 10,000
   roll-ins (about 9 minutes of training a seed alone, evaluation 2-3 more).
   Measured (3 seeds x 16 held-out goals, in
@@ -34,37 +34,48 @@ parts with trained ones.
   lr 1e-3, 40 evaluation episodes).
 """
 
+from agentrl.experiments._dpt import dpt_base, width_fields
 from agentrl.train.config import DataConfig
-from agentrl.train.presets import dpt_experiment
+from agentrl.train.experiments import make_presets, steps_fields
 
 
-def _config(size, horizon, tasks, layers, width, steps, batch, lr, episodes):
-    data = DataConfig(
+def _env_args(size: int, horizon: int) -> tuple:
+    return (("size", size), ("horizon", horizon))
+
+
+BASE = dpt_base(
+    "dpt_darkroom",
+    DataConfig(
         env="darkroom",
-        env_args=(("size", size), ("horizon", horizon)),
-        source="dpt",
-        num_tasks=tasks,
+        env_args=_env_args(10, 100),
+        source="dpt_rollin",
+        num_tasks=10_000,
         num_episodes=1,
-    )
-    return dpt_experiment(
-        "dpt_darkroom",
-        data,
-        layers=layers,
-        width=width,
-        heads=2,
-        # the last step of a 1-episode roll-in has no stored successor
-        context=horizon - 1,
-        steps=steps,
-        batch=batch,
-        lr=lr,
-        eval_tasks=16,
-        eval_episodes=episodes,
-        obs_encoding="grid",
-    )
-
-
-PRESETS = {
-    "smoke": lambda: _config(9, 20, 64, 2, 16, 40, 16, 1e-3, 4),
-    "cpu": lambda: _config(10, 100, 10_000, 4, 32, 6000, 32, 1e-3, 40),
-    "full": lambda: _config(10, 100, 100_000, 4, 32, 100_000, 64, 1e-3, 40),
-}
+    ),
+    layers=4,
+    width=32,
+    heads=2,
+    # the last step of a 1-episode roll-in has no stored successor
+    context=100 - 1,
+    steps=6000,
+    batch=32,
+    lr=1e-3,
+    eval_tasks=16,
+    eval_episodes=40,
+    obs_encoding="grid",
+)
+CHANGES = dict(
+    smoke={
+        "data.env_args": _env_args(9, 20),
+        "context_size": 20 - 1,
+        "data.num_tasks": 64,
+        "model.num_layers": 2,
+        **width_fields(16),
+        **steps_fields(40),
+        "train.batch_size": 16,
+        "eval.num_episodes": 4,
+    },
+    cpu={},
+    full={**steps_fields(100_000), "data.num_tasks": 100_000, "train.batch_size": 64},
+)
+PRESETS = make_presets(BASE, **CHANGES)

@@ -1,9 +1,9 @@
 """Online DPT bandit evaluation: KV-cache decoding vs recomputing the context.
 
-Run: ``.venv/bin/python benchmarks/dpt_eval_throughput.py [--recompute-steps N]``
+Run: ``agentrl bench dpt_eval_throughput [--recompute-steps N]``
 
 200 held-out 5-arm Gaussian bandits x H=500 pulls (the DPT paper's online
-protocol) with the ``cpu`` preset's model of ``experiments/dpt_bandit.py``
+protocol) with the ``cpu`` preset's model of ``agentrl/experiments/dpt_bandit.py``
 (random init, which does not change the speed), in the same driver and jit:
 
 - cached: :class:`agentrl.evaluate.model_agents.DPTCachedModelAgent`, what
@@ -22,22 +22,19 @@ compute the same thing.
 
 from __future__ import annotations
 
-import argparse
 import os
-import sys
-from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-for path in (HERE.parent, HERE):
-    if str(path) not in sys.path:
-        sys.path.insert(0, str(path))
+import jax
+import jax.numpy as jnp
 
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-from eval_throughput import make_runner, measure, preset_model  # noqa: E402
-
-from agentrl import bench  # noqa: E402
-from agentrl.evaluate.model_agents import (  # noqa: E402
+from agentrl.benchmarks import common as bench
+from agentrl.benchmarks.eval_throughput import (
+    make_runner,
+    measure,
+    parse_args,
+    preset_model,
+)
+from agentrl.evaluate.model_agents import (
     DPTCachedModelAgent,
     DPTModelAgent,
     ModelHandle,
@@ -46,14 +43,11 @@ from agentrl.evaluate.model_agents import (  # noqa: E402
 NUM_TASKS = 200
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--recompute-steps", type=int, default=50)
-    parser.add_argument("--repeats", type=int, default=2)
-    args = parser.parse_args()
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv, "dpt_eval_throughput", __doc__, recompute_steps=50)
 
     config, env, model, handle, params = preset_model("dpt_bandit", NUM_TASKS)
-    size = config.train.context_size
+    size = config.algo.context_size
     key = jax.random.key(0)
     horizon = env.horizon
     rec_steps = min(args.recompute_steps, horizon)

@@ -1,17 +1,17 @@
 """Training throughput of AD on Dark Room: presets, dense vs T2MIR, device counts.
 
-Run: ``.venv/bin/python benchmarks/train_throughput.py [--quick]``
+Run: ``agentrl bench train_throughput [--quick]``
 
 Part 1 (presets). The real update step of ``agentrl.train``
 (``init_train_state`` + ``make_train_step``: AdamW, clipping, the AD loss, and
 T2MIR's balance + contrastive losses and EMA router) at the MODEL and BATCH
-shapes of ``experiments/ad_darkroom.py`` (dense) and
-``experiments/t2mir_ad_darkroom.py`` (T2MIR), presets ``smoke``, ``cpu`` and
+shapes of ``agentrl/experiments/ad_darkroom.py`` (dense) and
+``agentrl/experiments/t2mir_ad_darkroom.py`` (T2MIR), presets ``smoke``, ``cpu`` and
 ``full``. Batches are synthetic (random observations, actions and rewards of
 the right shapes and dtypes; T2MIR pairs share a ``task_id``), so no dataset
 is needed. Reported: transitions (= tokens, one per step) per second and
 achieved FLOP/s as a fraction of a 2048^3 float32 matmul timed in the same
-run (:func:`agentrl.bench.matmul_peak_flops`).
+run (:func:`agentrl.benchmarks.common.matmul_peak_flops`).
 
 FLOPs are analytic: ``3 x forward`` with forward per token
 ``2 x active matmul parameters + 4 x T x d_model`` per layer (QK^T and AV over
@@ -45,23 +45,21 @@ import os
 import subprocess
 import sys
 import time
-from pathlib import Path
-
-REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
 
 FULL_BATCH = 16  # the full preset's 512 is minutes per step on 2 CPU cores
 DEVICE_COUNTS = (1, 2, 8)
 DEVICE_TARGET = 1.5
 
 
-def preset_config(algo: str, preset: str, batch: int | None = None):
-    """The experiment config of ``ad``/``t2mir_ad`` at ``preset`` (batch opt.)."""
+#: The experiments measured: AD and T2MIR-AD on Dark Room.
+EXPERIMENTS = ("ad_darkroom", "t2mir_ad_darkroom")
+
+
+def preset_config(experiment: str, preset: str, batch: int | None = None):
+    """The config of ``experiment`` at ``preset`` (batch optional)."""
     from agentrl.train.experiments import load_experiment
 
-    name = "ad_darkroom" if algo == "ad" else "t2mir_ad_darkroom"
-    config = load_experiment(name, preset)
+    config = load_experiment(experiment, preset)
     if batch is not None:
         train = dataclasses.replace(config.train, batch_size=batch)
         config = dataclasses.replace(config, train=train)
@@ -73,7 +71,7 @@ def synthetic_batch(config, env, rng) -> dict:
     import numpy as np
 
     b = config.train.batch_size
-    t = config.train.context_episodes * env.horizon
+    t = config.algo.context_steps(env)
     num_obs = int(env.observation_space(None).n)
     num_act = int(env.action_space(None).n)
     return {
@@ -121,20 +119,19 @@ def build_step(config, mesh=None):
 
     from agentrl.envs import make as make_env
     from agentrl.train import parallel
+    from agentrl.train.config import complete_config
     from agentrl.train.loop import build_model
     from agentrl.train.step import default_hparams, init_train_state, make_train_step
 
     env = make_env(config.data.env, **dict(config.data.env_args))
     model = build_model(config, env)
-    full = dataclasses.replace(config, model=model.config)
-    graphdef, state = init_train_state(model, config.train, config.algo)
+    full = complete_config(config, env)
+    graphdef, state = init_train_state(model, full)
     hparams = default_hparams(full)
     if mesh is not None:
         state = parallel.replicate(state, mesh)
         hparams = parallel.replicate(hparams, mesh)
-    step = jax.jit(
-        make_train_step(graphdef, config.train, config.algo), donate_argnums=0
-    )
+    step = jax.jit(make_train_step(graphdef, full, env), donate_argnums=0)
     return step, state, hparams, model, env
 
 
@@ -156,12 +153,12 @@ def time_steps(step, state, batches, hparams, repeats: int) -> tuple[float, floa
     return compile_s, best
 
 
-def measure_preset(algo: str, preset: str, num_steps: int, peak: float) -> dict:
+def measure_preset(experiment: str, preset: str, num_steps: int, peak: float) -> dict:
     import jax
     import numpy as np
 
     batch = FULL_BATCH if preset == "full" else None
-    config = preset_config(algo, preset, batch)
+    config = preset_config(experiment, preset, batch)
     step, state, hparams, model, env = build_step(config)
     rng = np.random.default_rng(0)
     batches = [synthetic_batch(config, env, rng) for _ in range(num_steps)]
@@ -177,17 +174,17 @@ def measure_preset(algo: str, preset: str, num_steps: int, peak: float) -> dict:
     except Exception as err:  # cost analysis is best effort
         print(f"cost_analysis unavailable: {err}")
     _, sec = time_steps(compiled, state, batches, hparams, repeats=2)
-    b, t = config.train.batch_size, config.train.context_episodes * env.horizon
+    b, t = config.train.batch_size, config.algo.context_steps(env)
     flops = train_flops(model, b, t)
     c = model.config
     return {
-        "algo": algo,
+        "algo": config.algo.label,
         "preset": preset,
         "layers": c.num_layers,
         "d_model": c.d_model,
         "d_ff": c.d_ff,
         "batch": b,
-        "preset_batch": preset_config(algo, preset).train.batch_size,
+        "preset_batch": preset_config(experiment, preset).train.batch_size,
         "window_steps": t,
         "step_s": sec,
         "transitions_per_s": b * t / sec,
@@ -209,7 +206,7 @@ def device_worker(num_devices: int, num_steps: int) -> None:
 
     from agentrl.train import parallel
 
-    config = preset_config("ad", "cpu")
+    config = preset_config(EXPERIMENTS[0], "cpu")
     mesh = parallel.make_mesh()
     parallel.check_batch_divisible(config.train.batch_size, mesh)
     step, state, hparams, _, env = build_step(config, mesh)
@@ -219,7 +216,7 @@ def device_worker(num_devices: int, num_steps: int) -> None:
         for _ in range(num_steps)
     ]
     compile_s, sec = time_steps(step, state, batches, hparams, repeats=3)
-    b, t = config.train.batch_size, config.train.context_episodes * env.horizon
+    b, t = config.train.batch_size, config.algo.context_steps(env)
     print(
         "RESULT "
         + json.dumps(
@@ -240,10 +237,11 @@ def device_worker(num_devices: int, num_steps: int) -> None:
 def run_device_counts(num_steps: int) -> list[dict]:
     out = []
     for n in DEVICE_COUNTS:
-        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        env = dict(os.environ)
         env.pop("XLA_FLAGS", None)
         proc = subprocess.run(
-            [sys.executable, __file__, "--worker-devices", str(n)]
+            [sys.executable, "-m", "agentrl.benchmarks.train_throughput"]
+            + ["--worker-devices", str(n)]
             + ["--steps", str(num_steps)],
             capture_output=True,
             text=True,
@@ -259,17 +257,24 @@ def run_device_counts(num_steps: int) -> list[dict]:
     return out
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="agentrl bench train_throughput", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--quick", action="store_true", help="smoke/cpu only")
     parser.add_argument("--steps", type=int, default=5, help="timed steps")
     parser.add_argument("--worker-devices", type=int, default=0, help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.worker_devices:
         device_worker(args.worker_devices, args.steps)
         return
 
-    from agentrl.bench import markdown_table, matmul_peak_flops, target, write_results
+    from agentrl.benchmarks.common import (
+        markdown_table,
+        matmul_peak_flops,
+        target,
+        write_results,
+    )
 
     peak = matmul_peak_flops(2048)
     print(f"matmul peak: {peak / 1e9:.1f} GFLOP/s", flush=True)
@@ -277,10 +282,11 @@ def main() -> None:
     rows = []
     for preset in presets:
         steps = {"smoke": 20, "cpu": args.steps, "full": max(2, args.steps // 2)}
-        for algo in ("ad", "t2mir_ad"):
-            r = measure_preset(algo, preset, steps[preset], peak)
+        for experiment in EXPERIMENTS:
+            r = measure_preset(experiment, preset, steps[preset], peak)
             print(
-                f"{algo:9s} {preset:6s} batch {r['batch']:4d} x {r['window_steps']}: "
+                f"{r['algo']:9s} {preset:6s} batch {r['batch']:4d} x "
+                f"{r['window_steps']}: "
                 f"{r['transitions_per_s']:.3e} transitions/s, "
                 f"{r['peak_fraction']:.1%} of peak (compile {r['compile_s']:.1f}s)",
                 flush=True,
@@ -311,7 +317,7 @@ def main() -> None:
     ]
     # Reported, not judged: the issue sets no FLOP-fraction goal (target 0).
     for preset in presets:
-        for algo in ("ad", "t2mir_ad"):
+        for algo in dict.fromkeys(r["algo"] for r in rows):
             targets.append(
                 target(
                     f"{preset} {algo} FLOP/s fraction of matmul peak (reported)",

@@ -1,18 +1,18 @@
-"""Shared builders for experiment presets (the pieces every DPT preset repeats).
+"""What every DPT experiment shares: the model shape and optimiser settings.
 
-A DPT run always uses the ``transition`` layout with a window of one query
-plus ``context`` transitions, AdamW with weight decay 1e-4, a warm-up of a
-tenth of the steps (at most 500), about 50 log lines and 4 checkpoints.
-Experiments in ``experiments/`` call :func:`dpt_experiment` with what differs.
+A DPT run uses the ``transition`` token layout (the window, one query plus
+``context_size`` transitions, is derived from the algorithm), a feed-forward
+width of four times the model width, AdamW with weight decay 1e-4 and the
+derived warm-up (a tenth of the steps, at most 500).
 """
 
-from __future__ import annotations
-
+from agentrl.algos import DPT
 from agentrl.models import ModelConfig
 from agentrl.train.config import DataConfig, EvalConfig, ExperimentConfig, TrainConfig
+from agentrl.train.experiments import steps_fields
 
 
-def dpt_experiment(
+def dpt_base(
     name: str,
     data: DataConfig,
     *,
@@ -28,16 +28,16 @@ def dpt_experiment(
     obs_encoding: str = "table",
 ) -> ExperimentConfig:
     """A DPT :class:`ExperimentConfig` on ``data`` with ``context`` transitions."""
+    cadence = steps_fields(steps)
     return ExperimentConfig(
         name=name,
-        algo="dpt",
+        algo=DPT(context_size=context),
         data=data,
         model=ModelConfig(
             num_layers=layers,
             num_heads=heads,
             d_model=width,
             d_ff=4 * width,
-            max_steps=context + 1,
             token_layout="transition",
             obs_encoding=obs_encoding,
         ),
@@ -46,10 +46,13 @@ def dpt_experiment(
             batch_size=batch,
             lr=lr,
             weight_decay=1e-4,
-            warmup_steps=min(500, steps // 10),
-            context_size=context,
-            log_every=max(steps // 50, 1),
-            checkpoint_every=max(steps // 4, 1),
+            log_every=cadence["train.log_every"],
+            checkpoint_every=cadence["train.checkpoint_every"],
         ),
         eval=EvalConfig(num_tasks=eval_tasks, num_episodes=eval_episodes),
     )
+
+
+def width_fields(width: int) -> dict[str, int]:
+    """``model.d_model`` and the matching ``model.d_ff``."""
+    return {"model.d_model": width, "model.d_ff": 4 * width}

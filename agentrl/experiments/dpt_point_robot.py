@@ -26,38 +26,46 @@ fills its context with its own transitions of earlier episodes.
   a GPU.
 """
 
+from agentrl.experiments._dpt import dpt_base, width_fields
 from agentrl.train.config import DataConfig
-from agentrl.train.presets import dpt_experiment
+from agentrl.train.experiments import make_presets, steps_fields
 
-ENV_ARGS = (("num_goals", 50),)  # finite goals: task_split(0.9) gives 45 / 5
-
-
-def _config(tasks, episodes, layers, width, context, steps, batch, lr, eval_eps):
-    data = DataConfig(
+BASE = dpt_base(
+    "dpt_point_robot",
+    DataConfig(
         env="point_robot",
-        env_args=ENV_ARGS,
+        env_args=(("num_goals", 50),),  # finite goals: task_split(0.9): 45 / 5
         source="ppo",
-        num_tasks=tasks,
-        num_episodes=episodes,
+        num_tasks=450,
+        num_episodes=50,
         split_fraction=0.9,
-    )
-    return dpt_experiment(
-        "dpt_point_robot",
-        data,
-        layers=layers,
-        width=width,
-        heads=2,
-        context=context,
-        steps=steps,
-        batch=batch,
-        lr=lr,
-        eval_tasks=5,
-        eval_episodes=eval_eps,
-    )
-
-
-PRESETS = {
-    "smoke": lambda: _config(8, 20, 2, 16, 20, 40, 16, 1e-3, 4),
-    "cpu": lambda: _config(450, 50, 4, 32, 40, 6000, 64, 1e-3, 40),
-    "full": lambda: _config(4500, 100, 4, 32, 40, 100_000, 64, 1e-3, 40),
-}
+    ),
+    layers=4,
+    width=32,
+    heads=2,
+    context=40,
+    steps=6000,
+    batch=64,
+    lr=1e-3,
+    eval_tasks=5,
+    eval_episodes=40,
+)
+CHANGES = dict(
+    smoke={
+        "data.num_tasks": 8,
+        "data.num_episodes": 20,
+        "model.num_layers": 2,
+        **width_fields(16),
+        "context_size": 20,
+        **steps_fields(40),
+        "train.batch_size": 16,
+        "eval.num_episodes": 4,
+    },
+    cpu={},
+    full={
+        "data.num_tasks": 4500,
+        "data.num_episodes": 100,
+        **steps_fields(100_000),
+    },
+)
+PRESETS = make_presets(BASE, **CHANGES)

@@ -1,0 +1,253 @@
+"""The Algorithm protocol: one object per in-context learner, registered by name.
+
+An algorithm is a frozen dataclass whose fields are its hyperparameters. It
+owns everything that differs between learners, so that the training loop,
+the sweep and the evaluation harness only ever ask the object:
+
+- its **config fields**, their defaults and validation (``__post_init__``),
+  and the checks that involve the rest of the experiment (:meth:`check`:
+  token layout, MoE layers, batch size);
+- what it needs from the **model** (:meth:`complete_model`: e.g. DT's
+  return-conditioned observation; :meth:`context_steps`: the attention
+  window its training windows need, from which ``model.max_steps`` is
+  derived when unset);
+- its **batch sampler** (:meth:`make_sampler`) and **loss**
+  (:meth:`loss`), with any **auxiliary training state** (:meth:`init_aux`,
+  :meth:`update_aux`: T2MIR's EMA router);
+- which hyperparameters are **traced**: declared once, on the field, with
+  :func:`agentrl.configtools.traced` (as Rejax marks pytree fields); the
+  update step takes them as a pytree of scalars, so one compiled program
+  can vmap over them;
+- how it **acts in context** at evaluation (:meth:`make_agent`: AD's rolling
+  KV cache, DPT's context set, DT's return conditioning).
+
+Learners trained from a dataset (``trains_online = False``) use the shared
+supervised update program of :mod:`agentrl.train`. A learner trained online
+by RL across multi-episode trials (RL², a long-context transformer PPO) sets
+``trains_online = True`` and brings its own jitted program instead of a
+sampler and a loss: :meth:`make_online_train` returns ``train(key, hparams)
+-> (state, metrics)``, a pure function of the config and a key, vmappable
+over seeds and traced hyperparameters, whose state holds the same
+``params``/``rest`` model leaves, so checkpoints, :meth:`make_agent` and
+therefore evaluation and sweeps treat both kinds alike.
+
+Registering: decorate the class with :func:`register`; ``get(name)`` builds
+it with its defaults. A new algorithm is one module (see
+``notebooks/04_custom_algorithm.ipynb``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import jax
+
+from agentrl.configtools import traced, traced_values
+
+__all__ = ["Algorithm", "check", "get", "names", "register", "traced", "traced_values"]
+
+
+def sub_hparams(hparams: dict[str, Any], prefix: str) -> dict[str, Any]:
+    """The entries of ``hparams`` under ``prefix.``, with the prefix removed."""
+    lead = prefix + "."
+    return {k[len(lead) :]: v for k, v in hparams.items() if k.startswith(lead)}
+
+
+def check(cond: bool, message: str) -> None:
+    """Raise ``ValueError(message)`` unless ``cond`` (config validation)."""
+    if not cond:
+        raise ValueError(message)
+
+
+@dataclasses.dataclass(frozen=True)
+class Algorithm:
+    """Base class of the in-context learners (see the module docstring).
+
+    Subclasses set ``name`` and ``description`` and override what differs.
+    Shapes: batches are dicts of ``[B, ...]`` arrays from the sampler;
+    ``hparams`` holds this algorithm's traced fields as float32 scalars.
+    """
+
+    name: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    #: token layouts the algorithm's batches and acting use
+    token_layouts: ClassVar[tuple[str, ...]] = ("step", "sar")
+    #: whether the model must have (True) or must not have (False) MoE layers
+    needs_moe: ClassVar[bool] = False
+    #: False: trained by the shared supervised program from a dataset; True:
+    #: brings its own online RL program (:meth:`make_online_train`)
+    trains_online: ClassVar[bool] = False
+
+    @property
+    def label(self) -> str:
+        """The name results and titles show (``t2mir_ad`` for T2MIR over AD)."""
+        return self.name
+
+    # ----- configuration -------------------------------------------------
+    def check(self, config: Any) -> None:
+        """Checks that involve the rest of the ``ExperimentConfig``.
+
+        Raises ``ValueError`` naming the field and what is allowed; runs when
+        the config is built, before anything compiles.
+        """
+        self.check_layout(config.model)
+        check(
+            self.needs_moe == bool(config.model.moe_layers),
+            f"model.moe_layers must be {'non-empty' if self.needs_moe else 'empty'} "
+            f"for algo {self.label!r}, got {config.model.moe_layers!r}",
+        )
+
+    def check_layout(self, model_config: Any) -> None:
+        layout = model_config.token_layout
+        check(
+            layout in self.token_layouts,
+            f"model.token_layout must be {' or '.join(self.token_layouts)} for "
+            f"algo {self.label!r}, got {layout!r}",
+        )
+
+    def complete_model(self, model_config: Any, env: Any) -> Any:
+        """The model config with algorithm-specific fields filled (default: as is)."""
+        return model_config
+
+    def context_steps(self, env: Any) -> int:
+        """Attention window (in steps) that the training windows need."""
+        raise NotImplementedError
+
+    def resolve(self, env: Any, dataset: Any | None) -> Algorithm:
+        """This algorithm with fields derived from the env or data filled in."""
+        return self
+
+    # ----- training from a dataset ----------------------------------------
+    def make_sampler(self, dataset: Any, train: Any, *, paired: bool = False) -> Any:
+        """A sampler with ``host_batch(step) -> {name: np.ndarray [B, ...]}``."""
+        raise NotImplementedError
+
+    def loss(
+        self,
+        model: Any,
+        batch: dict[str, jax.Array],
+        aux: Any,
+        hparams: dict[str, jax.Array],
+        *,
+        env: Any,
+        deterministic: bool = False,
+    ) -> tuple[jax.Array, dict[str, jax.Array], Any]:
+        """``(loss, metrics, model output)`` of one batch."""
+        raise NotImplementedError
+
+    def init_aux(self, model: Any) -> Any:
+        """Auxiliary training state saved with the model (``None``: none)."""
+        return None
+
+    def update_aux(self, aux: Any, model: Any, hparams: dict[str, jax.Array]) -> Any:
+        """The auxiliary state after an optimizer step (``model`` is updated)."""
+        return aux
+
+    # ----- training online by RL ------------------------------------------
+    def make_online_train(self, config: Any, env: Any) -> Callable[..., Any]:
+        """``train(key, hparams) -> (state, metrics)`` for online learners."""
+        raise NotImplementedError(f"algo {self.name!r} trains from a dataset")
+
+    # ----- acting in context ------------------------------------------------
+    def make_agent(self, model: Any, env: Any, num_steps: int, config: Any) -> Any:
+        """A batched agent (``agentrl.evaluate.agents.BatchedAgent``) for ``model``.
+
+        ``model`` is an NNX module or a ``ModelHandle``; ``num_steps`` the
+        number of environment steps it will act for; ``config`` the run's
+        (completed) ``ExperimentConfig`` with the acting settings in
+        ``config.eval``.
+        """
+        raise NotImplementedError
+
+    # ----- (de)serialisation --------------------------------------------------
+    def to_config_dict(self) -> dict[str, Any]:
+        """``{"name": ..., field: value, ...}`` (nested algorithms as dicts)."""
+        out: dict[str, Any] = {"name": self.name}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            out[f.name] = (
+                value.to_config_dict() if isinstance(value, Algorithm) else value
+            )
+        return out
+
+    @classmethod
+    def from_config_dict(cls, data: dict[str, Any] | str) -> Algorithm:
+        """Rebuild an algorithm from :meth:`to_config_dict` output (or a name)."""
+        if isinstance(data, str):
+            return get(data)
+        data = dict(data)
+        name = data.pop("name", None)
+        algo_cls = get_class(name)
+        fields = {f.name: f for f in dataclasses.fields(algo_cls)}
+        unknown = sorted(set(data) - set(fields))
+        check(
+            not unknown,
+            f"algo {name!r}: unknown field(s) {unknown}; fields: {sorted(fields)}",
+        )
+        kwargs = {}
+        for key, value in data.items():
+            if isinstance(value, dict) and "name" in value:
+                value = Algorithm.from_config_dict(value)
+            elif isinstance(value, list):
+                value = _to_tuple(value)
+            kwargs[key] = value
+        return algo_cls(**kwargs)
+
+    @classmethod
+    def from_config_value(cls, text: Any) -> Algorithm:
+        """``--algo NAME`` on the command line: the registered algorithm's defaults."""
+        return get(str(text))
+
+
+def _to_tuple(x: Any) -> Any:
+    return tuple(_to_tuple(v) for v in x) if isinstance(x, list) else x
+
+
+_REGISTRY: dict[str, Callable[[], Algorithm]] = {}
+_CLASSES: dict[str, type[Algorithm]] = {}
+
+
+def register(cls: type[Algorithm]) -> type[Algorithm]:
+    """Class decorator: make ``cls`` (with its defaults) available by ``cls.name``."""
+    check(bool(cls.name), f"{cls.__name__} needs a non-empty `name`")
+    old = _CLASSES.get(cls.name)
+    # A class redefined under the same qualified name (a re-run notebook
+    # cell) replaces itself; another class may not take a registered name.
+    check(
+        old is None
+        or (old.__module__, old.__qualname__) == (cls.__module__, cls.__qualname__),
+        f"algorithm {cls.name!r} is already registered (by {old!r})",
+    )
+    _CLASSES[cls.name] = cls
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def register_variant(name: str, factory: Callable[[], Algorithm]) -> None:
+    """Register a named preset of a registered class (``t2mir_ad`` = T2MIR over AD)."""
+    check(name not in _REGISTRY, f"algorithm {name!r} is already registered")
+    _REGISTRY[name] = factory
+
+
+def names() -> list[str]:
+    """Every registered name (classes and variants)."""
+    return sorted(_REGISTRY)
+
+
+def get(name: str) -> Algorithm:
+    """The registered algorithm ``name`` with its default settings."""
+    check(
+        name in _REGISTRY,
+        f"algo must be one of {tuple(names())}, got {name!r}",
+    )
+    return _REGISTRY[name]()
+
+
+def get_class(name: str | None) -> type[Algorithm]:
+    check(
+        name in _CLASSES,
+        f"algo must be one of {tuple(sorted(_CLASSES))}, got {name!r}",
+    )
+    return _CLASSES[name]

@@ -1,0 +1,90 @@
+"""AD on Point-Robot (50 goals, 45/5 split, H=20) from PPO learning histories.
+
+Algorithm Distillation on continuous 2-D navigation (the T2MIR Point-Robot
+setting, REFERENCES.md): PPO with a Gaussian policy learns each training goal
+from scratch (``source="ppo"``), and a causal transformer with a Gaussian
+action head (filled in by ``complete_model_config``; ``--model.head mse``
+also works) imitates those across-episode histories. On the 5 held-out
+goals the model should move closer to the goal episode after episode.
+Normalized score: random = 0, oracle (straight to the goal) = 1.
+
+Presets (2-core CPU of the development machine):
+
+- ``smoke``: ``agentrl train ad_point_robot --preset smoke`` — 8 PPO
+  histories of 20 episodes, a 2-layer width-32 model, 60 steps; well under a
+  minute, most of it compiling. Checks plumbing (the loss falls; evaluation
+  runs); no in-context improvement expected.
+- ``cpu``: ``agentrl train ad_point_robot --preset cpu`` then
+  ``agentrl eval runs/ad_point_robot-cpu`` — 180 histories (4 per training
+  goal) of 100 PPO episodes, 4 layers width 64, context 4 episodes, 4,000
+  steps of batch 32 (about 20-30 min, estimated from
+  ``agentrl bench train_throughput``'s cpu-shape step time; not yet run end
+  to end). Expected: the held-out return rises over the 50 evaluation
+  episodes, as the PPO histories do (PPO reaches more than halfway to the
+  oracle within 100 episodes, ``tests/test_ppo.py``).
+- ``full``: the T2MIR AD settings for Point-Robot: 450 histories of 200
+  episodes, 4 layers, 8 heads, width 128, batch 64, AdamW lr 3e-4, wd 1e-4,
+  10k warm-up then cosine, 100k updates; for a GPU.
+"""
+
+from agentrl.algos import AD
+from agentrl.models import ModelConfig
+from agentrl.train.config import DataConfig, EvalConfig, ExperimentConfig, TrainConfig
+from agentrl.train.experiments import make_presets
+
+BASE = ExperimentConfig(
+    name="ad_point_robot",
+    algo=AD(context_episodes=4),
+    data=DataConfig(
+        env="point_robot",
+        env_args=(("num_goals", 50),),  # finite goals: task_split(0.9): 45 / 5
+        source="ppo",
+        num_tasks=180,
+        num_episodes=100,
+        split_fraction=0.9,
+    ),
+    model=ModelConfig(num_layers=4, num_heads=4, d_model=64, d_ff=256, dropout=0.1),
+    train=TrainConfig(
+        steps=4000,
+        batch_size=32,
+        lr=1e-3,
+        warmup_steps=200,
+        log_every=50,
+        checkpoint_every=500,
+    ),
+    eval=EvalConfig(num_tasks=5, num_episodes=50),
+)
+CHANGES = dict(
+    smoke={
+        "data.num_tasks": 8,
+        "data.num_episodes": 20,
+        "context_episodes": 2,
+        "model.num_layers": 2,
+        "model.num_heads": 2,
+        "model.d_model": 32,
+        "model.d_ff": 64,
+        "model.dropout": 0.0,
+        "train.steps": 60,
+        "train.batch_size": 8,
+        "train.warmup_steps": 10,
+        "train.log_every": 10,
+        "train.checkpoint_every": 30,
+        "eval.num_episodes": 4,
+    },
+    cpu={},
+    full={
+        "data.num_tasks": 450,
+        "data.num_episodes": 200,
+        "model.num_heads": 8,
+        "model.d_model": 128,
+        "model.d_ff": 512,
+        "train.steps": 100_000,
+        "train.batch_size": 64,
+        "train.lr": 3e-4,
+        "train.warmup_steps": 10_000,
+        "train.log_every": 100,
+        "train.checkpoint_every": 5000,
+        "eval.num_episodes": 100,
+    },
+)
+PRESETS = make_presets(BASE, **CHANGES)

@@ -1,0 +1,80 @@
+"""The learning-history schema: what sources write and datasets store.
+
+It lives outside :mod:`agentrl.sources` so that :mod:`agentrl.data`, which
+writes and reads histories, need not import the source algorithms;
+``agentrl.sources.history`` re-exports it.
+
+A :class:`History` records how an agent acted on a batch of tasks, step by
+step, across episodes. Axes are ``[task, step, ...]``; ``obs[:, t]`` is the
+observation in which ``action[:, t]`` was taken and ``reward[:, t]``,
+``terminated[:, t]``, ``truncated[:, t]`` are that step's outcome. Episodes
+follow each other inside a history (the environment auto-resets), and
+``episode[:, t]`` is the index of the episode step ``t`` belongs to.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from agentrl.envs.rollout import episode_returns
+
+
+@struct.dataclass
+class History:
+    """Learning histories of a batch of tasks.
+
+    Attributes:
+      obs: ``[task, step, *obs_shape]``.
+      action: ``[task, step, *action_shape]`` (int32 for discrete actions).
+      reward: ``[task, step]`` float32.
+      terminated: ``[task, step]`` bool.
+      truncated: ``[task, step]`` bool.
+      episode: ``[task, step]`` int32, episode index within the history.
+      optimal_action: ``[task, step, *action_shape]`` the oracle's action in
+        ``obs`` (for DPT labels), or ``None`` where the env has no oracle.
+      task_id: ``[task]`` int32 id in a finite task space, ``-1`` otherwise.
+      params: the environment params pytree, leaves ``[task, ...]``.
+      next_obs: ``[task, step, *obs_shape]`` the successor of every step, or
+        ``None`` (the usual case) where it is ``obs[:, t + 1]``. Set by
+        sources whose steps are independent transitions rather than a
+        trajectory (DPT's uniform roll-in).
+    """
+
+    obs: jax.Array
+    action: jax.Array
+    reward: jax.Array
+    terminated: jax.Array
+    truncated: jax.Array
+    episode: jax.Array
+    optimal_action: jax.Array | None
+    task_id: jax.Array
+    params: Any
+    next_obs: Any = None
+
+    @property
+    def done(self) -> jax.Array:
+        return jnp.logical_or(self.terminated, self.truncated)
+
+    @property
+    def num_tasks(self) -> int:
+        return self.reward.shape[0]
+
+    @property
+    def num_steps(self) -> int:
+        return self.reward.shape[1]
+
+    def episode_returns(self, num_episodes: int) -> jax.Array:
+        """``[task, num_episodes]`` return of each of the first episodes."""
+        return jax.vmap(lambda r, d: episode_returns(r, d, num_episodes))(
+            self.reward, self.done
+        )
+
+
+def episode_index(done: jax.Array) -> jax.Array:
+    """``[..., step]`` episode index of each step from ``done [..., step]``."""
+    done = done.astype(jnp.int32)
+    return (jnp.cumsum(done, axis=-1) - done).astype(jnp.int32)

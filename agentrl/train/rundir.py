@@ -1,0 +1,223 @@
+"""Run directories: what :func:`agentrl.train.fit` writes and how to read it.
+
+::
+
+    run_dir/config.json      the full ExperimentConfig (derived fields filled)
+    run_dir/run.json         env, task split, dataset reference, versions
+    run_dir/dataset/         the learning histories (unless data.path is set)
+    run_dir/checkpoints/     orbax checkpoints (last K)
+    run_dir/metrics.jsonl    and run_dir/tb/ (TensorBoard)
+
+:func:`load_run` is the one public way to open a trained run (notebooks,
+``agentrl eval``, benchmarks): it restores the model's parameters only (no
+optimizer state is built or read) and returns them with the config, the
+environment and the held-out tasks of the run's split. Configs saved by
+agentrl <= 0.1.0 (algorithm as a name, its fields in ``train``/``model``)
+are upgraded when read.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+import agentrl
+from agentrl import configtools
+from agentrl.train.config import ExperimentConfig, upgrade_legacy_dict
+
+# What a resumed run may change: how long it trains, how it logs and
+# checkpoints, where its dataset lives, and the evaluation settings.
+RESUME_MAY_CHANGE = (
+    "train.steps",
+    "train.log_every",
+    "train.checkpoint_every",
+    "train.keep_checkpoints",
+    "data.path",
+    "eval.",
+)
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path} is not valid JSON: {err}") from None
+
+
+def load_config(run_dir: str | Path) -> ExperimentConfig:
+    """The ``ExperimentConfig`` a run was trained with (its ``config.json``)."""
+    path = Path(run_dir) / "config.json"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} does not exist: not a training run directory")
+    data = upgrade_legacy_dict(_read_json(path))
+    return configtools.from_dict(ExperimentConfig, data)
+
+
+def check_resumable(run_dir: Path, config: ExperimentConfig) -> None:
+    """Refuse to resume ``run_dir`` with a config that trains differently.
+
+    Resuming restores the checkpoint's weights and reuses the run's dataset,
+    so any other change (model, data, learning rate, seed, ...) would be
+    silently ignored or mixed in. Fields missing from an older saved config
+    are not compared.
+    """
+    saved_file = Path(run_dir) / "config.json"
+    if not saved_file.is_file():
+        return
+    saved = _flatten(upgrade_legacy_dict(_read_json(saved_file)))
+    now = _flatten(json.loads(json.dumps(configtools.to_dict(config))))
+    changed = [
+        f"{k}: {saved[k]!r} -> {now[k]!r}"
+        for k in sorted(saved.keys() & now.keys())
+        if saved[k] != now[k] and not k.startswith(RESUME_MAY_CHANGE)
+    ]
+    if changed:
+        raise ValueError(
+            f"run_dir {run_dir} holds a run of another config ({'; '.join(changed)});"
+            f" a resumed run may only change {', '.join(RESUME_MAY_CHANGE)}. "
+            "Train into a new run_dir instead."
+        )
+
+
+def _flatten(tree: dict, prefix: str = "") -> dict[str, Any]:
+    out = {}
+    for key, value in tree.items():
+        if isinstance(value, dict):
+            out.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def write_run_files(run_dir: Path, config: ExperimentConfig, dataset: Any) -> None:
+    """``config.json`` and ``run.json`` (env, split, dataset, versions)."""
+    (run_dir / "config.json").write_text(
+        json.dumps(configtools.to_dict(config), indent=2)
+    )
+    info = {
+        "agentrl_version": agentrl.__version__,
+        "jax_version": jax.__version__,
+        "env": config.data.env,
+        "env_args": dict(config.data.env_args),
+        "split": dataset.metadata.get("split"),
+        "dataset": str(dataset.path),
+        "dataset_source": dataset.metadata.get("source"),
+        "num_devices": jax.device_count(),
+        "num_processes": jax.process_count(),
+    }
+    (run_dir / "run.json").write_text(json.dumps(info, indent=2))
+
+
+def held_out_params(env: Any, split: dict | None, num_tasks: int | None, seed: int):
+    """``(params [task, ...], ids | None)`` of the held-out tasks.
+
+    The split's test ids for finite task spaces (Dark Room goals); fresh
+    tasks from an evaluation-only key for continuous ones (bandit means).
+    """
+    if env.num_tasks is not None and split is not None:
+        ids = [int(i) for i in split["test"]][:num_tasks]
+        return jax.vmap(env.params_for_task)(jnp.asarray(ids, jnp.int32)), ids
+    keys = jax.random.split(
+        jax.random.fold_in(jax.random.key(seed), 0xE7A1), num_tasks or 200
+    )
+    return jax.vmap(env.sample_params)(keys), None
+
+
+@dataclasses.dataclass
+class Run:
+    """A trained run, opened by :func:`load_run`.
+
+    Attributes:
+      run_dir: the directory.
+      config: its completed ``ExperimentConfig`` (``config.algo`` acts it).
+      model: the decision model with the checkpoint's parameters.
+      env: the environment it was trained on.
+      split: the task split recorded with its data (``None`` if absent).
+      step: the checkpoint's training step.
+    """
+
+    run_dir: Path
+    config: ExperimentConfig
+    model: Any
+    env: Any
+    split: dict | None
+    step: int
+
+    def held_out(self, num_tasks: int | None = None, seed: int | None = None):
+        """``(params [task, ...], ids | None)``: held-out tasks, as ``eval`` uses."""
+        ev = self.config.eval
+        return held_out_params(
+            self.env,
+            self.split,
+            num_tasks or ev.num_tasks,
+            ev.seed if seed is None else seed,
+        )
+
+    def policy(self, config: ExperimentConfig | None = None):
+        """The model with its algorithm's acting rule (``config.eval`` settings).
+
+        A :class:`~agentrl.evaluate.driver.ModelPolicy` for
+        :func:`agentrl.evaluate.evaluate_methods` or ``run_policy``; pass a
+        ``config`` with other ``eval`` settings (greedy, temperature) to act
+        differently.
+        """
+        from agentrl.evaluate.driver import ModelPolicy
+
+        config = config or self.config
+        env = self.env
+        return ModelPolicy(
+            self.model,
+            lambda handle, n: config.algo.make_agent(handle, env, n, config),
+        )
+
+
+def load_run(run_dir: str | Path, step: int | None = None) -> Run:
+    """Open a training run directory: model parameters, config, env, split.
+
+    Only the model's parameters (and its RNG counters) are read from the
+    checkpoint (``step``, default the latest); the optimizer state is
+    neither built nor restored.
+    """
+    from flax import nnx
+
+    from agentrl.envs import make as make_env
+    from agentrl.models import DecisionModel
+    from agentrl.train.checkpoint import Checkpointer
+    from agentrl.train.step import make_optimizer
+
+    run_dir = Path(run_dir)
+    config = load_config(run_dir)
+    model = DecisionModel(config.model, rngs=nnx.Rngs(config.train.seed))
+    graphdef, params, rest = nnx.split(model, nnx.Param, ...)
+    # The saved state is {"aux", "opt", "params", "rest"} flattened in that
+    # order: count the leaves before the model's (abstractly, allocating none).
+    aux = jax.eval_shape(lambda: config.algo.init_aux(model))
+    opt = jax.eval_shape(make_optimizer(config.train).init, params)
+    offset = len(jax.tree.leaves(aux)) + len(jax.tree.leaves(opt))
+    ckpt = Checkpointer(run_dir / "checkpoints", config.train.checkpoint_every)
+    try:
+        (params, rest), meta = ckpt.restore_part((params, rest), offset, step)
+    finally:
+        ckpt.close()
+    info_path = run_dir / "run.json"
+    split = _read_json(info_path).get("split") if info_path.is_file() else None
+    env = make_env(config.data.env, **dict(config.data.env_args))
+    return Run(
+        run_dir=run_dir,
+        config=config,
+        model=nnx.merge(graphdef, params, rest),
+        env=env,
+        split=split,
+        step=int(meta["step"]),
+    )
+
+
+def load_model(run_dir: str | Path, step: int | None = None):
+    """``(model, config)`` of a run's checkpoint (see :func:`load_run`)."""
+    run = load_run(run_dir, step)
+    return run.model, run.config

@@ -1,0 +1,190 @@
+"""The Algorithm protocol: names stay inside agentrl/algos, configs round-trip,
+derived fields re-derive, and old run directories still load."""
+
+import ast
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from agentrl import algos, configtools
+from agentrl.train.config import ExperimentConfig, upgrade_legacy_dict
+from agentrl.train.experiments import load_experiment
+
+PACKAGE = Path(__file__).resolve().parents[1] / "agentrl"
+
+
+def _string_constants(path: Path) -> list[tuple[int, str]]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(
+            node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef
+        )
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    return [
+        (node.lineno, node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and id(node) not in docstrings
+    ]
+
+
+def test_no_module_outside_algos_names_an_algorithm():
+    """Training, evaluation and sweeps ask the algorithm object, never its name."""
+    registered = set(algos.names()) | {cls.name for cls in _algorithm_classes()}
+    offenders = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if (PACKAGE / "algos") in path.parents:
+            continue
+        for line, value in _string_constants(path):
+            if value in registered:
+                offenders.append(f"{path.relative_to(PACKAGE)}:{line}: {value!r}")
+    assert not offenders, "\n".join(offenders)
+
+
+def test_the_name_check_sees_a_violation(tmp_path):
+    """The scan above finds a name used as a string (it could fail)."""
+    bad = tmp_path / "bad.py"
+    bad.write_text(
+        '"""Doc: ad is fine here."""\n\nif config.algo == "dpt":\n    pass\n'
+    )
+    assert _string_constants(bad) == [(3, "dpt")]
+
+
+def _algorithm_classes():
+    seen, todo = set(), [algos.Algorithm]
+    while todo:
+        cls = todo.pop()
+        for sub in cls.__subclasses__():
+            if sub not in seen and sub.name:
+                seen.add(sub)
+            todo.append(sub)
+    return seen
+
+
+@pytest.mark.parametrize("name", algos.names())
+def test_every_registered_algorithm_round_trips_through_json(name):
+    algo = algos.get(name)
+    again = algos.Algorithm.from_config_dict(
+        json.loads(json.dumps(algo.to_config_dict()))
+    )
+    assert again == algo and type(again) is type(algo)
+
+
+def test_traced_fields_are_declared_on_the_field():
+    t2mir = load_experiment("t2mir_ad_darkroom", "smoke")
+    assert set(configtools.traced_values(t2mir)) == {
+        "train.lr",
+        "train.weight_decay",
+        "algo.balance_weight",
+        "algo.contrastive_weight",
+        "algo.ema_tau",
+    }
+    ad = load_experiment("ad_darkroom", "smoke")
+    assert set(configtools.traced_values(ad)) == {"train.lr", "train.weight_decay"}
+
+
+def test_t2mir_wraps_its_base_instead_of_copying_it():
+    config = load_experiment("t2mir_dpt_darkroom", "smoke")
+    assert isinstance(config.algo, algos.T2MIR)
+    assert isinstance(config.algo.base, algos.DPT)
+    assert config.algo.label == "t2mir_dpt"
+    # the base's fields are the wrapped algorithm's, reachable by unique name
+    changed = configtools.override(config, {"context_size": 7})
+    assert changed.algo.base.context_size == 7
+
+
+def test_algo_by_name_on_the_command_line():
+    config = load_experiment("ad_darkroom", "smoke", {"algo": "ad_eps"})
+    assert isinstance(config.algo, algos.ADEps)
+    with pytest.raises(ValueError, match="algo must be one of"):
+        load_experiment("ad_darkroom", "smoke", {"algo": "ppo"})
+
+
+def test_derived_fields_follow_the_fields_they_derive_from():
+    config = load_experiment("ad_darkroom", "cpu")
+    assert config.train.warmup == 200  # a tenth of 2,000 steps
+    longer = load_experiment("ad_darkroom", "cpu", {"train.steps": "6000"})
+    assert longer.train.warmup == 600  # re-derived, not the preset's 200
+    pinned = load_experiment("ad_darkroom", "cpu", {"train.warmup_steps": "50"})
+    assert pinned.train.warmup == 50
+
+    from agentrl.envs import make
+    from agentrl.train.config import complete_config
+
+    env = make("darkroom")
+    wider = load_experiment("ad_darkroom", "smoke", {"context_episodes": "3"})
+    assert complete_config(wider, env).model.max_steps == 3 * env.horizon
+
+
+def test_overrides_apply_together_whatever_their_order():
+    # num_layers=4 with moe_layers=(3,) is only valid when both are applied
+    config = load_experiment("t2mir_ad_darkroom", "smoke")
+    for order in (
+        {"model.moe_layers": "(3,)", "model.num_layers": "4"},
+        {"model.num_layers": "4", "model.moe_layers": "(3,)"},
+    ):
+        changed = configtools.override(config, order)
+        assert changed.model.moe_layers == (3,) and changed.model.num_layers == 4
+
+
+def test_legacy_config_json_upgrades_to_the_algorithm_object():
+    legacy = {
+        "name": "old",
+        "algo": "t2mir_ad",
+        "data": {"env": "darkroom"},
+        "model": {
+            "moe_layers": [1],
+            "num_layers": 2,
+            "balance_weight": 0.2,
+            "contrastive_weight": 0.05,
+        },
+        "train": {
+            "steps": 10,
+            "batch_size": 4,
+            "warmup_steps": 3,
+            "context_episodes": 2,
+            "episode_stride": 1,
+            "context_size": 20,
+            "ema_tau": 0.01,
+        },
+        "eval": {},
+    }
+    config = configtools.from_dict(ExperimentConfig, upgrade_legacy_dict(legacy))
+    assert config.algo == algos.T2MIR(
+        base=algos.AD(context_episodes=2),
+        balance_weight=0.2,
+        contrastive_weight=0.05,
+        ema_tau=0.01,
+    )
+    assert config.train.warmup == 3
+    # today's form passes through unchanged
+    today = configtools.to_dict(config)
+    assert upgrade_legacy_dict(today) == today
+
+
+def test_a_new_algorithm_is_one_class():
+    @dataclasses.dataclass(frozen=True)
+    class Weighted(algos.AD):
+        name = "test_weighted_ad"
+        late_weight: float = configtools.traced(2.0)
+
+    algos.register(Weighted)
+    try:
+        config = load_experiment("ad_darkroom", "smoke", {"algo": "test_weighted_ad"})
+        assert isinstance(config.algo, Weighted)
+        assert configtools.traced_values(config)["algo.late_weight"] == 2.0
+        with pytest.raises(ValueError, match="already registered"):
+            algos.register_variant("test_weighted_ad", Weighted)
+    finally:
+        from agentrl.algos import base
+
+        base._REGISTRY.pop("test_weighted_ad")
+        base._CLASSES.pop("test_weighted_ad")

@@ -1,0 +1,67 @@
+"""The one agent driver: every entry point gives the same history for a key."""
+
+import jax
+import numpy as np
+
+from agentrl import envs, evaluate, sources
+from agentrl.sources import bandits
+from agentrl.sources.agent import (
+    RandomAgent,
+    as_batched,
+    run_agent,
+    run_agent_on_tasks,
+    run_batched_agent,
+)
+from agentrl.sources.registry import make_agent
+
+ROOM = envs.make("darkroom", size=5, horizon=6)
+IDS = np.arange(7)
+PARAMS = jax.vmap(ROOM.params_for_task)(IDS)
+
+
+def _equal(a, b):
+    for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True):
+        np.testing.assert_array_equal(x, y)
+
+
+def test_one_task_is_a_row_of_many():
+    agent = make_agent("q_learning", ROOM, 4)
+    key = jax.random.key(0)
+    many, states = run_agent_on_tasks(ROOM, agent, PARAMS, key, 24, IDS)
+    keys = jax.random.split(key, len(IDS))
+    for i in (0, 5):
+        task = jax.tree.map(lambda x, i=i: x[i], PARAMS)
+        one, state = run_agent(ROOM, agent, task, keys[i], 24, IDS[i])
+        _equal(one, jax.tree.map(lambda x, i=i: x[i], many))
+        _equal(state, jax.tree.map(lambda x, i=i: x[i], states))
+    assert many.obs.shape == (7, 24) and one.obs.shape == (24,)
+
+
+def test_blocks_and_batching_do_not_change_histories():
+    agent = make_agent("noisy_oracle", ROOM, 4)
+    key = jax.random.key(1)
+    whole = run_agent_on_tasks(ROOM, agent, PARAMS, key, 24, IDS)
+    blocked = run_agent_on_tasks(ROOM, agent, PARAMS, key, 24, IDS, block_size=3)
+    batched = run_batched_agent(ROOM, as_batched(agent), PARAMS, key, 24, IDS)
+    _equal(whole, blocked)  # histories and final agent states
+    _equal(whole, batched)
+    assert as_batched(as_batched(agent)) == as_batched(agent)
+
+
+def test_one_random_agent():
+    assert evaluate.RandomAgent is sources.RandomAgent is RandomAgent
+    assert bandits.RandomAgent is RandomAgent
+    assert make_agent("random", ROOM, 1) == RandomAgent(ROOM)
+
+
+def test_collect_context_takes_per_task_and_batched_agents():
+    key = jax.random.key(2)
+    ctx = evaluate.collect_context(ROOM, RandomAgent(ROOM), PARAMS, key, 12)
+    again = evaluate.collect_context(
+        ROOM, as_batched(RandomAgent(ROOM)), PARAMS, key, 12
+    )
+    _equal(ctx, again)
+    history, _ = run_agent_on_tasks(ROOM, RandomAgent(ROOM), PARAMS, key, 12)
+    np.testing.assert_array_equal(ctx.obs, history.obs)
+    np.testing.assert_array_equal(ctx.action, history.action)
+    np.testing.assert_array_equal(ctx.count, 12)
