@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     for name, s in summary.items():
         first, last = s["return_first"]["mean"], s["return_last"]["mean"]
         print(f"{name:12s} {first:12.2f} {last:12.2f}")
-    ad = summary[config.algo]
+    ad = summary[config.algo.label]
     gain = ad["return_last"]["mean"] - ad["return_first"]["mean"]
     print(
         f"\nlast = mean of the last {ad['last_k']} of {config.eval.num_episodes} "

@@ -51,9 +51,7 @@ def test_dt_tokens_condition_on_target_minus_rewards_so_far():
 
     # the uncached forward pass on those tokens picks the agent's actions
     num_obs = env.observation_space(None).n
-    obs = dt_observation(
-        history.obs, jnp.asarray(rtg), num_obs, config.algo.rtg_scale
-    )
+    obs = dt_observation(history.obs, jnp.asarray(rtg), num_obs, config.algo.rtg_scale)
     out = model(obs, history.action, history.reward, deterministic=True)
     np.testing.assert_array_equal(np.argmax(out.action, -1), history.action)
     # and the conditioning matters: another target changes some actions

@@ -51,3 +51,13 @@ def test_bench_passes_the_remaining_arguments_to_the_benchmark(capsys):
     assert exit_info.value.code == 0
     out = capsys.readouterr().out
     assert "usage: agentrl bench env_throughput [-h] [--quick]" in out
+
+
+@pytest.mark.slow
+def test_demo_runs_the_pipeline_end_to_end(tmp_path, capsys):
+    """``make demo``'s command at smoke size: data, training, evaluation."""
+    out = tmp_path / "demo"
+    assert main(["demo", "--preset", "smoke", "--out", str(out), "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    assert "return ep 1" in printed and "improvement" in printed
+    assert (out / "eval" / "results.md").is_file()

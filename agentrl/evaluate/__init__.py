@@ -19,10 +19,12 @@ from agentrl.evaluate.agents import (
     register_baseline,
 )
 from agentrl.evaluate.driver import (
+    ModelPolicy,
     collect_context,
     make_model_agent,
     run_batched_agent,
     run_model_online,
+    run_policy,
 )
 from agentrl.evaluate.evaluate import (
     EvalResult,
@@ -51,6 +53,7 @@ __all__ = [
     "Context",
     "DPTModelAgent",
     "EvalResult",
+    "ModelPolicy",
     "OracleAgent",
     "RandomAgent",
     "aggregate",
@@ -72,6 +75,7 @@ __all__ = [
     "register_baseline",
     "run_batched_agent",
     "run_model_online",
+    "run_policy",
     "standard_error",
     "summarize",
     "write_results",

@@ -18,7 +18,7 @@
   JSON and plot;
 - :mod:`agentrl.sweep.run`: :func:`run_sweep`, the whole sweep.
 
-The command line is ``agentrl sweep`` (:mod:`agentrl.sweep_cli`).
+The command line is ``agentrl sweep`` (:mod:`agentrl.sweep.cli`).
 """
 
 from agentrl.sweep.grid import SweepGrid, make_grid, parse_grid_args, traced_paths
