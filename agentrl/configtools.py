@@ -90,7 +90,8 @@ def resolve(config: Any, key: str) -> str:
     if len(matches) > 1:
         raise ValueError(f"field {key!r} is ambiguous: use one of {matches}")
     raise ValueError(
-        f"unknown config field {key!r}; valid fields: {', '.join(sorted(paths))}"
+        f"unknown config field {key!r}; valid fields: "
+        f"{', '.join(sorted([*paths, *node_paths(config)]))}"
     )
 
 

@@ -69,6 +69,12 @@ def fit(
     """
     from agentrl.train.data import make_sampler, prepare_dataset
 
+    if config.algo.trains_online:
+        # Online RL learners bring their own program (Algorithm.make_online_train).
+        raise ValueError(
+            f"algo {config.algo.label!r} trains online by RL, not from a dataset: "
+            "run its own program (algo.make_online_train), not fit"
+        )
     run_dir = Path(run_dir or Path("runs") / config.name).resolve()
     env = make_env(config.data.env, **dict(config.data.env_args))
     mesh = parallel.make_mesh()
