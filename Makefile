@@ -8,13 +8,17 @@ ifeq ($(strip $(PYTHON)),)
 PYTHON := $(shell command -v python3.12 2>/dev/null)
 endif
 
-.PHONY: setup demo test lint bench clean
+# pyproject.toml declares compatible ranges; constraints.txt is the exact,
+# known-good set that `make` and CI install (`make lock` regenerates it).
+CONSTRAINTS := constraints.txt
 
-$(VENV)/.installed: pyproject.toml
+.PHONY: setup demo test lint bench lock clean
+
+$(VENV)/.installed: pyproject.toml $(CONSTRAINTS)
 	@if [ -z "$(PYTHON)" ]; then echo "error: no Python 3.12 found (set PYTHON=/path/to/python3.12)"; exit 1; fi
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[dev]"
+	$(PY) -m pip install --quiet -c $(CONSTRAINTS) -e ".[dev]"
 	touch $@
 
 setup: $(VENV)/.installed
@@ -31,6 +35,12 @@ lint: setup
 
 bench: setup
 	$(PY) -m agentrl.cli bench env_throughput
+
+# Regenerate constraints.txt with the newest versions the ranges in
+# pyproject.toml allow (.ci/lock says more); then run `make test`.
+lock:
+	@if [ -z "$(PYTHON)" ]; then echo "error: no Python 3.12 found (set PYTHON=/path/to/python3.12)"; exit 1; fi
+	PYTHON=$(PYTHON) bash .ci/lock
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -2,7 +2,8 @@
 
 ``agentrl <command> [args]``; each command lives in its own module, which
 defines ``add_arguments(parser)`` and ``run(args) -> int``. Modules are
-imported only when their command runs, so ``agentrl --help`` is instant.
+imported only when their command runs, so ``agentrl --help`` and
+``agentrl --version`` are instant.
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+
+from agentrl import __version__
 
 #: command -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -27,6 +30,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="agentrl", description="In-context RL research in JAX."
     )
+    parser.add_argument("--version", action="version", version=f"agentrl {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module, help_text) in COMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
@@ -58,6 +62,11 @@ def main(argv: list[str] | None = None) -> int:
         # Bad input: a one-line message naming the field, no traceback.
         print(f"agentrl {args.command}: error: {err}", file=sys.stderr)
         return 2
+    except OSError as err:
+        # A full disk or an unwritable directory (agentrl.safeio.StorageError
+        # names the path and what was kept): one line, no traceback.
+        print(f"agentrl {args.command}: error: {err}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

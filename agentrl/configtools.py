@@ -3,9 +3,11 @@
 ``override(config, {"train.lr": "3e-4", "layers": 2})`` returns a new config.
 A key is a dotted path through nested dataclasses (``train.lr``) or a bare
 field name that is unique in the tree (``lr``). String values are parsed to
-the type of the field they replace. Unknown or ambiguous fields and values of
-the wrong type raise ``ValueError`` naming the field and what is allowed, so
-a bad command line fails before anything compiles.
+the type of the field they replace. Unknown or ambiguous fields, values of
+the wrong type (checked against the field's annotation: ``int | None``,
+``tuple[int, ...]`` ...) and non-finite numbers raise ``ValueError`` naming
+the field, the value and what is allowed, so a bad command line fails before
+anything compiles; :func:`from_dict` (a saved ``config.json``) checks the same.
 
 A field marked :func:`traced` is a hyperparameter the update step takes as
 a traced scalar (so a sweep vmaps over it in one program); the marking lives
@@ -19,6 +21,10 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
+import math
+import types
+import typing
 from typing import Any
 
 TRACED = "agentrl_traced"
@@ -95,17 +101,134 @@ def resolve(config: Any, key: str) -> str:
     )
 
 
-def parse_value(path: str, text: Any, current: Any) -> Any:
-    """Parse ``text`` to the type of ``current`` (the field's present value)."""
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    try:
+        return typing.get_type_hints(cls)
+    except Exception:  # an annotation that cannot be resolved: no type check
+        return {}
+
+
+def field_types(config: Any, prefix: str = "") -> dict[str, Any]:
+    """``{"train.lr": float, "model.max_steps": int | None, ...}`` per leaf field."""
+    out = {}
+    hints = _hints(type(config))
+    for f in dataclasses.fields(config):
+        value = getattr(config, f.name)
+        if _is_config(value):
+            out.update(field_types(value, f"{prefix}{f.name}."))
+        else:
+            out[prefix + f.name] = hints.get(f.name, Any)
+    return out
+
+
+def _type_name(hint: Any) -> str:
+    if isinstance(hint, type) and not typing.get_args(hint):
+        return hint.__name__
+    return str(hint).replace("typing.", "")
+
+
+def conforms(value: Any, hint: Any) -> bool:
+    """Whether ``value`` is of the annotated type ``hint`` (bools are not ints)."""
+    if hint is Any:
+        return True
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        return any(conforms(value, a) for a in args)
+    if hint is type(None) or hint is None:
+        return value is None
+    if hint is bool:
+        return isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if hint is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if origin is tuple:
+        if not isinstance(value, tuple):
+            return False
+        if len(args) == 2 and args[1] is Ellipsis:
+            return all(conforms(v, args[0]) for v in value)
+        return len(args) == len(value) and all(
+            conforms(v, a) for v, a in zip(value, args, strict=True)
+        )
+    if isinstance(hint, type):
+        return isinstance(value, hint)
+    return True  # other generics: the dataclass's own checks decide
+
+
+def check_value(path: str, value: Any, hint: Any, text: Any = None) -> Any:
+    """``value`` checked against ``hint`` (ints widened to float where allowed).
+
+    Raises ``ValueError`` naming ``path``, the allowed type and the value;
+    non-finite floats (nan, inf) are refused everywhere.
+    """
+    shown = value if text is None else text
+    if (
+        isinstance(value, int)
+        and not isinstance(value, bool)
+        and not _accepts_int(hint)
+        and conforms(value, hint)
+    ):
+        value = float(value)  # 3 for a float field
+    if not conforms(value, hint):
+        raise ValueError(f"{path} must be of type {_type_name(hint)}, got {shown!r}")
+    for x in _numbers(value):
+        if not math.isfinite(x):
+            raise ValueError(f"{path} must be a finite number, got {shown!r}")
+    return value
+
+
+def _accepts_int(hint: Any) -> bool:
+    if hint is Any or hint is int:
+        return True
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        return any(_accepts_int(a) for a in typing.get_args(hint))
+    return False
+
+
+def _accepts_float(hint: Any) -> bool:
+    if hint is float:
+        return True
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        return any(_accepts_float(a) for a in typing.get_args(hint))
+    return False
+
+
+def _numbers(value: Any):
+    if isinstance(value, float):
+        yield value
+    elif isinstance(value, tuple | list):
+        for v in value:
+            yield from _numbers(v)
+
+
+def parse_value(path: str, text: Any, current: Any, hint: Any = Any) -> Any:
+    """Parse ``text`` to the type of ``current`` (the field's present value).
+
+    ``hint``: the field's annotation (see :func:`field_types`); with it the
+    value is checked against the annotation, so a field whose default is
+    ``None`` is checked too.
+    """
     if not isinstance(text, str):
         value = text
-    elif isinstance(current, str):
+    elif isinstance(current, str) or hint is str:
         value = text
     else:
         try:
             value = ast.literal_eval(text)
-        except (ValueError, SyntaxError):
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
             value = text
+            if isinstance(current, float) or _accepts_float(hint):
+                try:  # "nan", "inf": numbers, refused below as not finite
+                    value = float(text)
+                except ValueError:
+                    pass
+        if (
+            isinstance(value, str)
+            and value.lower() in ("none", "null")
+            and (conforms(None, hint) and hint is not Any)
+        ):
+            value = None
         if isinstance(current, bool) and isinstance(value, str):
             value = {"true": True, "false": False}.get(value.lower(), value)
     if isinstance(current, bool) != isinstance(value, bool) and current is not None:
@@ -113,7 +236,7 @@ def parse_value(path: str, text: Any, current: Any) -> Any:
     if isinstance(current, float) and isinstance(value, int):
         value = float(value)
     if isinstance(current, tuple) and isinstance(value, list):
-        value = tuple(value)
+        value = _to_tuple(value)
     if isinstance(current, tuple) and isinstance(value, int | str) and not current:
         value = (value,)
     if current is not None and not isinstance(value, type(current)):
@@ -121,7 +244,7 @@ def parse_value(path: str, text: Any, current: Any) -> Any:
             f"{path} must be of type {type(current).__name__} "
             f"(like its default {current!r}), got {text!r}"
         )
-    return value
+    return check_value(path, value, hint, text)
 
 
 def _apply(config: Any, changes: dict[str, Any]) -> Any:
@@ -155,17 +278,23 @@ def override(config: Any, overrides: dict[str, Any]) -> Any:
         if path in nodes:  # e.g. --algo dt: the named algorithm's defaults
             value = text
             if not _polymorphic(text):
-                value = type(nodes[path]).from_config_value(text)
+                try:
+                    value = type(nodes[path]).from_config_value(text)
+                except ValueError as err:
+                    if str(err).startswith(path):
+                        raise
+                    raise ValueError(f"{path}: {err}") from None
             config = _apply(config, {path: value})
         else:
             rest[key] = text
     paths = field_paths(config)
+    hints = field_types(config)
     changes = {}
     for key, text in rest.items():
         path = resolve(config, key)
         if path in changes:
             raise ValueError(f"field {path} is given twice")
-        changes[path] = parse_value(path, text, paths[path])
+        changes[path] = parse_value(path, text, paths[path], hints.get(path, Any))
     return _apply(config, changes)
 
 
@@ -200,10 +329,20 @@ def to_dict(config: Any) -> dict[str, Any]:
     return out
 
 
-def from_dict(cls: type, data: dict[str, Any]) -> Any:
-    """Rebuild a nested dataclass from :func:`to_dict` output."""
+def from_dict(cls: type, data: dict[str, Any], prefix: str = "") -> Any:
+    """Rebuild a nested dataclass from :func:`to_dict` output.
+
+    Every value is checked against its field's annotation (``ValueError``
+    naming the dotted field) before the dataclass validates the whole.
+    """
+    if not isinstance(data, dict):
+        raise ValueError(
+            f"{prefix.rstrip('.') or cls.__name__} must be a JSON object of "
+            f"{cls.__name__}'s fields, got {data!r}"
+        )
     kwargs = {}
     hints = {f.name: f for f in dataclasses.fields(cls)}
+    types_ = _hints(cls)
     for name, value in data.items():
         if name not in hints:
             raise ValueError(f"{cls.__name__}: unknown field {name!r} in saved config")
@@ -214,11 +353,18 @@ def from_dict(cls: type, data: dict[str, Any]) -> Any:
         ):
             default = hints[name].default_factory()
         if _polymorphic(default):
+            if not isinstance(value, dict | str):
+                raise ValueError(
+                    f"{prefix}{name} must be an algorithm (a JSON object with its "
+                    f"'name'), got {value!r}"
+                )
             value = type(default).from_config_dict(value)
-        elif dataclasses.is_dataclass(default) and isinstance(value, dict):
-            value = from_dict(type(default), value)
-        elif isinstance(value, list):
-            value = _to_tuple(value)
+        elif dataclasses.is_dataclass(default):
+            value = from_dict(type(default), value, f"{prefix}{name}.")
+        else:
+            if isinstance(value, list):
+                value = _to_tuple(value)
+            value = check_value(prefix + name, value, types_.get(name, Any))
         kwargs[name] = value
     return cls(**kwargs)
 

@@ -21,6 +21,8 @@ import json
 import time
 from pathlib import Path
 
+from agentrl.cliargs import check_output_path
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
@@ -39,6 +41,7 @@ def run(args: argparse.Namespace) -> int:
 
     start = time.time()
     config = load_experiment("ad_darkroom", args.preset)
+    check_output_path(args.out, "--out")
     print(f"[1-2/3] histories + AD training ({config.train.steps} steps) -> {args.out}")
     run_dir = fit(config, args.out, progress=not args.no_progress)
     print(f"[3/3] in-context evaluation on held-out goals ({time.time() - start:.0f}s)")

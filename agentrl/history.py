@@ -10,12 +10,15 @@ observation in which ``action[:, t]`` was taken and ``reward[:, t]``,
 ``terminated[:, t]``, ``truncated[:, t]`` are that step's outcome. Episodes
 follow each other inside a history (the environment auto-resets), and
 ``episode[:, t]`` is the index of the episode step ``t`` belongs to.
+:func:`check_history` asserts these shapes (``chex``) where histories cross
+a module border, e.g. on their way into a dataset.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import chex
 import jax
 import jax.numpy as jnp
 from flax import struct
@@ -72,6 +75,34 @@ class History:
         return jax.vmap(lambda r, d: episode_returns(r, d, num_episodes))(
             self.reward, self.done
         )
+
+
+def check_history(history: History) -> History:
+    """Assert that every field of ``history`` has its documented shape.
+
+    ``reward``, ``terminated``, ``truncated`` and ``episode`` are ``[task,
+    step]``; every leaf of ``obs``, ``action`` and (where present)
+    ``optimal_action`` and ``next_obs`` is ``[task, step, ...]``; ``task_id``
+    is ``[task]`` and every leaf of ``params`` ``[task, ...]``. Shapes only
+    (no values), so it also runs at trace time inside ``jit``. Raises
+    ``AssertionError`` naming the field; returns ``history``.
+    """
+    chex.assert_rank(history.reward, 2, custom_message="History.reward [task, step]")
+    task, step = history.reward.shape
+    for name in ("terminated", "truncated", "episode"):
+        chex.assert_shape(
+            getattr(history, name), (task, step), custom_message=f"History.{name}"
+        )
+    for name in ("obs", "action", "optimal_action", "next_obs"):
+        leaves = jax.tree.leaves(getattr(history, name))
+        chex.assert_shape(
+            leaves, (task, step, ...), custom_message=f"History.{name} [task, step]"
+        )
+    chex.assert_shape(history.task_id, (task,), custom_message="History.task_id")
+    chex.assert_shape(
+        jax.tree.leaves(history.params), (task, ...), custom_message="History.params"
+    )
+    return history
 
 
 def episode_index(done: jax.Array) -> jax.Array:

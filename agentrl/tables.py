@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from agentrl.safeio import remove_stale_siblings, temp_sibling
 
 
 def format_cell(value: Any) -> str:
@@ -64,14 +65,21 @@ def json_safe(x: Any) -> Any:
 
 
 def write_text(path: str | Path, text: str) -> Path:
-    """Write ``text`` to ``path`` atomically (temporary file, then rename)."""
+    """Write ``text`` (UTF-8) to ``path`` atomically (temporary file, then rename)."""
+    return write_bytes(path, text.encode("utf-8"))
+
+
+def write_bytes(path: str | Path, data: bytes) -> Path:
+    """Write ``data`` to ``path`` atomically (e.g. a PNG rendered in memory)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    # Same directory, so the rename never crosses file systems; the pid keeps
-    # two processes writing the same file from sharing a temporary file.
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    # Same directory, so the rename never crosses file systems; the name
+    # holds the pid, so two writers never share a temporary file and what a
+    # killed writer left is removed by the next one.
+    remove_stale_siblings(path)
+    tmp = temp_sibling(path)
     try:
-        tmp.write_text(text)
+        tmp.write_bytes(data)
         tmp.replace(path)
     finally:
         tmp.unlink(missing_ok=True)

@@ -15,6 +15,15 @@ def test_help_and_unknown_command(capsys):
     assert "unknown command 'trian'" in capsys.readouterr().err
 
 
+def test_version(capsys):
+    import agentrl
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out == f"agentrl {agentrl.__version__}\n"
+
+
 def test_envs_table(capsys):
     assert main(["envs", "darkroom", "--tasks", "8"]) == 0
     out = capsys.readouterr().out

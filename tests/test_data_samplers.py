@@ -213,3 +213,21 @@ def test_dpt_sampler_paired_rows_share_a_history(tmp_path):
     )
     with pytest.raises(ValueError, match="even"):
         DPTSampler(open_dataset(path), 7, 6, paired=True)
+
+
+def test_batches_are_checked_against_their_declared_shapes(room, bandit, monkeypatch):
+    from agentrl.data import check_batch, samplers
+
+    s = ADSampler(room, 4, num_episodes=2, seed=0)
+    batch = s.batch(0)
+    assert s.batch_shapes["reward"] == (4, 2 * ROOM.horizon)
+    assert check_batch(batch, s.batch_shapes) is batch
+    with pytest.raises(AssertionError, match="batch field 'reward'"):
+        check_batch({**batch, "reward": batch["reward"][:, 1:]}, s.batch_shapes)
+    with pytest.raises(AssertionError, match="batch fields differ"):
+        check_batch({k: v for k, v in batch.items() if k != "mask"}, s.batch_shapes)
+    # The sampler checks its own output: a context one step short is caught.
+    take = samplers._take
+    monkeypatch.setattr(samplers, "_take", lambda x, idx: take(x, idx[:, :-1]))
+    with pytest.raises(AssertionError, match="batch field 'context_obs'"):
+        DPTSampler(bandit, 4, 5).batch(0)

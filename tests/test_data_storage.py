@@ -245,6 +245,45 @@ def test_bad_source_metadata_or_history_length(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_check_history_names_the_misshapen_field(tmp_path):
+    from agentrl.history import History, check_history
+
+    task, step = 3, 5
+    good = History(
+        obs=np.zeros((task, step, 2), np.int32),
+        action=np.zeros((task, step), np.int32),
+        reward=np.zeros((task, step), np.float32),
+        terminated=np.zeros((task, step), bool),
+        truncated=np.zeros((task, step), bool),
+        episode=np.zeros((task, step), np.int32),
+        optimal_action=None,
+        task_id=np.arange(task, dtype=np.int32),
+        params={"goal": np.zeros((task, 2), np.int32)},
+    )
+    assert check_history(good) is good
+    for field, value in [
+        ("reward", np.zeros((task,), np.float32)),
+        ("truncated", np.zeros((task, step + 1), bool)),
+        ("obs", {"pos": np.zeros((task, step - 1, 2))}),
+        ("optimal_action", np.zeros((task, 1), np.int32)),
+        ("task_id", np.zeros((task + 1,), np.int32)),
+        ("params", {"goal": np.zeros((task - 1, 2))}),
+    ]:
+        with pytest.raises(AssertionError, match=f"History.{field}"):
+            check_history(good.replace(**{field: value}))
+
+    # write_dataset checks every chunk: nothing is written.
+    q = source_histories("q_learning", ENV)
+
+    def misshapen(params, key, num_episodes, task_id):
+        history = q(params, key, num_episodes, task_id)
+        return history.replace(episode=history.episode[:, :-1])
+
+    with pytest.raises(AssertionError, match="History.episode"):
+        write_dataset(tmp_path / "x", ENV, misshapen, 4, 2)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_data_modules_do_not_import_sources():
     """data/ knows the History schema, not the sources (DESIGN.md)."""
     import ast

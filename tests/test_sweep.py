@@ -102,14 +102,15 @@ def test_seed_parsing():
 def test_cli_reports_clear_errors(capsys):
     from agentrl.cli import main
 
-    with pytest.raises(SystemExit, match="unknown config field 'nope'"):
-        main(["sweep", "ad_darkroom", "--grid", "nope=1,2"])
-    with pytest.raises(SystemExit, match="--grid expects FIELD=V1,V2"):
-        main(["sweep", "ad_darkroom", "--grid", "lr"])
-    with pytest.raises(SystemExit, match="--seeds"):
-        main(["sweep", "ad_darkroom", "--seeds", "zero"])
-    with pytest.raises(SystemExit, match="unknown experiment"):
-        main(["sweep", "no_such_experiment"])
+    for argv, message in [
+        (["--grid", "nope=1,2"], "unknown config field 'nope'"),
+        (["--grid", "lr"], "--grid expects FIELD=V1,V2"),
+        (["--seeds", "zero"], "--seeds"),
+    ]:
+        assert main(["sweep", "ad_darkroom", *argv]) == 2
+        assert message in capsys.readouterr().err
+    assert main(["sweep", "no_such_experiment"]) == 2
+    assert "agentrl sweep: error: unknown experiment" in capsys.readouterr().err
 
 
 def test_batch_must_divide_data_devices():

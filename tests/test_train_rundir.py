@@ -60,3 +60,42 @@ def test_load_run_names_a_directory_that_is_not_a_run(tmp_path):
     (tmp_path / "config.json").write_text("{not json")
     with pytest.raises(ValueError, match="config.json is not valid JSON"):
         agentrl.load_run(tmp_path)
+
+
+def test_a_run_saved_by_the_old_config_format_resumes(tmp_path):
+    """agentrl <= 0.1.0 saved the algorithm as a name with its fields in
+    ``train``/``model`` and the preset's derived warm-up: same run today."""
+    import json
+
+    from agentrl.envs import make
+    from agentrl.train.rundir import check_resumable
+
+    config = load_experiment("t2mir_ad_darkroom", "smoke")
+    full = complete_config(config, make("darkroom"))
+    legacy = configtools.to_dict(full)
+    algo = legacy.pop("algo")
+    legacy["algo"] = "t2mir_ad"
+    legacy["train"].update(
+        warmup_steps=full.train.warmup,
+        context_episodes=algo["base"]["context_episodes"],
+        episode_stride=algo["base"]["episode_stride"],
+        context_size=20,
+        ema_tau=algo["ema_tau"],
+    )
+    legacy["model"].update(
+        balance_weight=algo["balance_weight"],
+        contrastive_weight=algo["contrastive_weight"],
+    )
+    (tmp_path / "config.json").write_text(json.dumps(legacy))
+    check_resumable(tmp_path, full)  # no error: the same run
+    # more steps may change; the old run's warm-up was fixed, today's would
+    # follow the steps, so it is named unless pinned to the old value
+    longer = configtools.override(full, {"train.steps": 120})
+    with pytest.raises(ValueError, match="train.warmup_steps: 6 -> None"):
+        check_resumable(tmp_path, longer)
+    pinned = configtools.override(longer, {"train.warmup_steps": 6})
+    check_resumable(tmp_path, pinned)
+    with pytest.raises(ValueError, match="algo.balance_weight: 0.1 -> 0.5"):
+        check_resumable(
+            tmp_path, configtools.override(full, {"balance_weight": 0.5})
+        )

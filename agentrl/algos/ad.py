@@ -51,6 +51,19 @@ def check_positive(owner: str, **values: Any) -> None:
         check(ok, f"{owner}.{name} must be >= 1, got {v!r}")
 
 
+def check_episodes_fit(config: Any, prefix: str, episodes: int, stride: int) -> None:
+    """A window of ``episodes`` whole episodes, ``stride`` apart, must fit in the
+    histories the run generates (``data.num_episodes``; a dataset given by
+    ``data.path`` is checked when its sampler is built)."""
+    span = (episodes - 1) * stride + 1
+    check(
+        bool(config.data.path) or span <= config.data.num_episodes,
+        f"{prefix}.context_episodes={episodes} (with {prefix}.episode_stride="
+        f"{stride}) spans {span} episodes of a history, more than "
+        f"data.num_episodes={config.data.num_episodes}",
+    )
+
+
 def env_horizon(env: Any) -> int:
     from agentrl.evaluate.model_agents import env_horizon as horizon
 
@@ -81,6 +94,11 @@ class AD(Algorithm):
             context_episodes=self.context_episodes,
             episode_stride=self.episode_stride,
         )
+
+    def check(self, config: Any, prefix: str = "algo") -> None:
+        if prefix == "algo":
+            super().check(config)
+        check_episodes_fit(config, prefix, self.context_episodes, self.episode_stride)
 
     def context_steps(self, env: Any) -> int:
         return self.context_episodes * env_horizon(env)

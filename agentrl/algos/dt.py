@@ -24,7 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from agentrl.algos.ad import check_positive, env_horizon
+from agentrl.algos.ad import check_episodes_fit, check_positive, env_horizon
 from agentrl.algos.base import Algorithm, check, register
 from agentrl.algos.losses import action_loss
 
@@ -141,6 +141,7 @@ class DT(Algorithm):
             "model.obs_encoding must be 'table' for algo 'dt' (its observation "
             f"is a vector with the return-to-go), got {config.model.obs_encoding!r}",
         )
+        check_episodes_fit(config, "algo", self.context_episodes, 1)
 
     def complete_model(self, model_config: Any, env: Any) -> Any:
         # The return-to-go is appended to the (one-hot or vector) observation.

@@ -99,6 +99,8 @@ class T2MIR(Algorithm):
 
     def check(self, config: Any) -> None:
         super().check(config)
+        if isinstance(self.base, AD):  # the base's data checks (not its MoE one)
+            self.base.check(config, prefix="algo.base")
         check(
             config.train.batch_size % 2 == 0,
             "train.batch_size must be even for T2MIR (pairs of segments), "

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from agentrl import benchmarks
 from agentrl.benchmarks import RESULTS_ENV
+from agentrl.cliargs import check_output_path
 
 #: Modules of the package that are not benchmarks.
 NOT_BENCHMARKS = frozenset({"cli", "common"})
@@ -59,10 +60,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.name not in available():
         if args.name is not None:
-            print(f"agentrl bench: unknown benchmark {args.name!r}", file=sys.stderr)
+            print(
+                f"agentrl bench: error: unknown benchmark {args.name!r}",
+                file=sys.stderr,
+            )
         print(listing(), file=sys.stderr if args.name is not None else sys.stdout)
         return 2
     if args.out is not None:
+        check_output_path(args.out, "--out")
         # The environment, not an argument: the benchmarks (and the workers
         # some of them start) all ask common.results_dir().
         os.environ[RESULTS_ENV] = args.out

@@ -37,6 +37,7 @@ import jax
 import jax.numpy as jnp
 
 from agentrl.benchmarks import common as bench
+from agentrl.cliargs import positive_int
 from agentrl.evaluate.driver import run_batched_agent
 from agentrl.evaluate.model_agents import (
     ADModelAgent,
@@ -159,8 +160,8 @@ def parse_args(
     parser = argparse.ArgumentParser(
         prog=f"agentrl bench {name}", description=doc.splitlines()[0]
     )
-    parser.add_argument("--recompute-steps", type=int, default=recompute_steps)
-    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--recompute-steps", type=positive_int, default=recompute_steps)
+    parser.add_argument("--repeats", type=positive_int, default=2)
     return parser.parse_args(argv)
 
 

@@ -26,6 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from agentrl.benchmarks import common as bench
+from agentrl.cliargs import positive_int
 from agentrl.envs import make as make_env
 from agentrl.evaluate.metrics import normalized_score
 from agentrl.sources.registry import generate
@@ -63,7 +64,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         prog="agentrl bench q_learning_ceiling", description=__doc__.splitlines()[0]
     )
-    parser.add_argument("--seeds", type=int, default=4)
+    parser.add_argument("--seeds", type=positive_int, default=4)
     args = parser.parse_args(argv)
 
     data = load_experiment("ad_darkroom", "cpu").data  # the AD preset's source

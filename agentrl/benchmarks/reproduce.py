@@ -30,6 +30,7 @@ import numpy as np
 
 from agentrl import configtools
 from agentrl.benchmarks import common as bench
+from agentrl.cliargs import check_output_path, positive_int
 from agentrl.evaluate import metrics
 from agentrl.evaluate.evaluate import EvalResult
 from agentrl.evaluate.report import summarize, write_results
@@ -243,7 +244,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("experiment")
     parser.add_argument("--preset", default="cpu")
-    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--seeds", type=positive_int, default=3)
     parser.add_argument(
         "--compare", default=None, help="a second experiment trained on the same budget"
     )
@@ -263,6 +264,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     args = parser.parse_args(argv)
 
+    check_output_path(args.runs, "--runs")
     names = [args.experiment] + ([args.compare] if args.compare else [])
     overrides = parse_sets(args.set)
     for name in names:  # bad fields fail here, before any training

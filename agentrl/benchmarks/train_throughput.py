@@ -46,6 +46,8 @@ import subprocess
 import sys
 import time
 
+from agentrl.cliargs import positive_int
+
 FULL_BATCH = 16  # the full preset's 512 is minutes per step on 2 CPU cores
 DEVICE_COUNTS = (1, 2, 8)
 DEVICE_TARGET = 1.5
@@ -262,7 +264,7 @@ def main(argv: list[str] | None = None) -> None:
         prog="agentrl bench train_throughput", description=__doc__.splitlines()[0]
     )
     parser.add_argument("--quick", action="store_true", help="smoke/cpu only")
-    parser.add_argument("--steps", type=int, default=5, help="timed steps")
+    parser.add_argument("--steps", type=positive_int, default=5, help="timed steps")
     parser.add_argument("--worker-devices", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker_devices:

@@ -16,7 +16,7 @@ name inside the command.
 """
 
 from agentrl.data.reader import DatasetIntegrityError, HistoryDataset, open_dataset
-from agentrl.data.samplers import ADSampler, DPTSampler, data_sharding
+from agentrl.data.samplers import ADSampler, DPTSampler, check_batch, data_sharding
 from agentrl.data.writer import TaskPlan, plan_tasks, write_dataset
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "DatasetIntegrityError",
     "HistoryDataset",
     "TaskPlan",
+    "check_batch",
     "data_sharding",
     "open_dataset",
     "plan_tasks",

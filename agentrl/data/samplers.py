@@ -33,6 +33,10 @@ context skips episode-final steps except where observations never change
 step's successor (``next_obs``: DPT's uniform roll-in of independent
 transitions).
 
+Every batch is checked against the sampler's ``batch_shapes`` (the shapes
+above, ``...`` for trailing axes) with ``chex.assert_shape`` before it leaves
+the sampler (:func:`check_batch`).
+
 Records are decoded once into memory when the split is at most
 ``cache_bytes`` (default 2 GiB), else read per batch from the ArrayRecord
 files through ``tfds.data_source``; ``iterator`` prefetches batches on
@@ -43,6 +47,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import chex
 import jax
 import numpy as np
 
@@ -112,6 +117,11 @@ class _Sampler:
             raise ValueError(f"`step` must be >= 0, got {step}")
         return np.random.default_rng([self.seed, int(step)])
 
+    @property
+    def batch_shapes(self) -> dict[str, tuple]:
+        """``{field: chex shape}`` of every batch (see :func:`check_batch`)."""
+        raise NotImplementedError
+
     def host_batch(self, step: int) -> dict[str, Any]:
         raise NotImplementedError
 
@@ -136,6 +146,22 @@ class _Sampler:
         )
         for batch in ds.to_iter_dataset(options):
             yield self.place(batch)
+
+
+def check_batch(batch: dict[str, Any], shapes: dict[str, tuple]) -> dict[str, Any]:
+    """Assert that ``batch`` has exactly the fields of ``shapes``, each shaped so.
+
+    ``shapes[field]`` is a chex shape (``...`` matches any trailing axes),
+    applied to every leaf of the field (observations may be dicts). Raises
+    ``AssertionError`` naming the field; returns ``batch``.
+    """
+    chex.assert_equal(
+        sorted(batch), sorted(shapes), custom_message="batch fields differ"
+    )
+    for name, shape in shapes.items():
+        leaves = jax.tree.leaves(batch[name])
+        chex.assert_shape(leaves, shape, custom_message=f"batch field {name!r}")
+    return batch
 
 
 def _data_devices(sharding: Any) -> int:
@@ -256,13 +282,26 @@ class ADSampler(_Sampler):
             m = mask.reshape(mask.shape + (1,) * (w.ndim - 2))
             return np.where(m, w, np.zeros((), w.dtype))
 
-        return {
+        batch = {
             "obs": jax.tree.map(window, data["obs"]),
             "action": window(data["action"]),
             "reward": window(data["reward"]).astype(np.float32),
             "done": window(done),
             "mask": mask,
             "task_id": np.asarray(data["task_id"], np.int32),
+        }
+        return check_batch(batch, self.batch_shapes)
+
+    @property
+    def batch_shapes(self) -> dict[str, tuple]:
+        b, t = self.batch_size, self.length
+        return {
+            "obs": (b, t, ...),
+            "action": (b, t, ...),
+            "reward": (b, t),
+            "done": (b, t),
+            "mask": (b, t),
+            "task_id": (b,),
         }
 
 
@@ -349,7 +388,7 @@ class DPTSampler(_Sampler):
         else:
             next_obs, next_idx = data["obs"], (idx if self.stateless else idx + 1)
         b = np.arange(self.batch_size)
-        return {
+        batch = {
             "context_obs": jax.tree.map(lambda x: _take(x, idx), data["obs"]),
             "context_action": _take(data["action"], idx),
             "context_reward": _take(data["reward"], idx).astype(np.float32),
@@ -357,4 +396,18 @@ class DPTSampler(_Sampler):
             "query_obs": jax.tree.map(lambda x: x[b, query], data["obs"]),
             "label": data["optimal_action"][b, query],
             "task_id": np.asarray(data["task_id"], np.int32),
+        }
+        return check_batch(batch, self.batch_shapes)
+
+    @property
+    def batch_shapes(self) -> dict[str, tuple]:
+        b, n = self.batch_size, self.context_size
+        return {
+            "context_obs": (b, n, ...),
+            "context_action": (b, n, ...),
+            "context_reward": (b, n),
+            "context_next_obs": (b, n, ...),
+            "query_obs": (b, ...),
+            "label": (b, ...),
+            "task_id": (b,),
         }

@@ -21,7 +21,13 @@ The dataset is built in a temporary sibling directory and renamed onto
 ``out`` only when complete, with ``agentrl.json`` (metadata: env and
 overrides, source and settings, seed, task ids and split, agentrl version,
 and a size and SHA-256 per file) written last, so an interrupted run leaves
-nothing that opens as a dataset.
+nothing that opens as a dataset. The temporary sibling is named after its
+process (:func:`agentrl.safeio.temp_sibling`); the next write of ``out``
+removes those of killed writers, and puts back a dataset that a writer
+killed mid-replacement had moved aside. A full disk or an unwritable
+directory raises :class:`agentrl.safeio.StorageError` naming ``out`` and
+leaves any previous dataset unchanged; nothing is left in the system
+temporary directory.
 
 Splits: for a finite task space (Dark Room goals) the env's task ids are
 split ``split_fraction`` / rest with ``seed`` and histories cycle over the
@@ -40,8 +46,8 @@ import io
 import json
 import os
 import shutil
+import tempfile
 import types
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -53,7 +59,14 @@ import numpy as np
 import agentrl
 from agentrl.data import features
 from agentrl.envs.tasks import TaskSplit, split_task_ids
-from agentrl.history import History
+from agentrl.history import History, check_history
+from agentrl.safeio import (
+    remove,
+    remove_stale_siblings,
+    stale_siblings,
+    storage_error,
+    temp_sibling,
+)
 
 #: ``histories(params [task, ...], key, num_episodes, task_id [task]) ->
 #: History [task, num_episodes * env.horizon, ...]``: one chunk of tasks.
@@ -297,6 +310,8 @@ def write_dataset(
     Returns ``out``. Raises ``ValueError`` before any compile on a bad size,
     ``source`` or an existing ``out`` without ``overwrite``; after the first
     chunk if its histories do not have ``num_episodes * env.horizon`` steps.
+    Each chunk is checked with :func:`~agentrl.history.check_history`
+    (``AssertionError`` naming the field whose shape disagrees).
     """
     source = _source_metadata(histories, source)
     for field, value in [("tasks", num_tasks), ("episodes", num_episodes)]:
@@ -308,8 +323,11 @@ def write_dataset(
         raise ValueError(f"`chunk_size` must be an integer >= 1, got {chunk_size!r}")
     env_name, env_overrides = env_identity(env, env_name, env_overrides)
     out = Path(out)
+    restored = _recover(out)
     if out.exists() and not overwrite:
-        raise ValueError(f"`out` {out} already exists (pass overwrite=True)")
+        how = " (put back: a killed overwrite had moved it aside)" if restored else ""
+        raise ValueError(f"`out` {out} already exists{how} (pass overwrite=True)")
+    _check_writable(out)
     plan = plan_tasks(env, num_tasks, split_fraction, seed)
     key_tasks, key_run = jax.random.split(jax.random.key(seed))
     chunk_size = min(chunk_size, num_tasks)
@@ -323,6 +341,7 @@ def write_dataset(
             params = task_params(env, plan, padded, key_tasks)
             key = jax.random.fold_in(key_split, c)
             history = histories(params, key, num_episodes, jnp.asarray(padded))
+            check_history(history)
             if history.num_steps != num_episodes * env.horizon:
                 raise ValueError(
                     f"`histories` gave {history.num_steps} steps per task; a "
@@ -359,19 +378,22 @@ def write_dataset(
 
         return gen
 
-    tmp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex[:8]}"
+    tmp = temp_sibling(out)
+    existed = out.exists()
     try:
-        builder = _builder()(
-            feature_dict=features.feature_spec(example),
-            splits={s: examples(s) for s in plan.task_ids},
-            description=f"{source['name']} on {env_name}",
-            data_dir=str(tmp),
-        )
-        with (
-            _bounded_shuffle_buffer(2 * record_bytes * chunk_size),
-            _quiet_tfds(),
-        ):
-            builder.download_and_prepare()
+        tmp.mkdir(parents=True)
+        with _temporary_files_in(tmp):
+            builder = _builder()(
+                feature_dict=features.feature_spec(example),
+                splits={s: examples(s) for s in plan.task_ids},
+                description=f"{source['name']} on {env_name}",
+                data_dir=str(tmp),
+            )
+            with (
+                _bounded_shuffle_buffer(2 * record_bytes * chunk_size),
+                _quiet_tfds(),
+            ):
+                builder.download_and_prepare()
         built = Path(builder.data_dir)
         metadata = {
             "format_version": FORMAT_VERSION,
@@ -398,13 +420,84 @@ def write_dataset(
             "files": file_checksums(built),
         }
         (built / METADATA_FILE).write_text(json.dumps(metadata, indent=1))
-        old = None
-        if out.exists():
-            old = out.parent / f".{out.name}.old-{uuid.uuid4().hex[:8]}"
-            out.rename(old)
-        built.rename(out)
-        if old is not None:
-            shutil.rmtree(old)
+        _move_into_place(built, out)
+    except Exception as err:
+        after = "the existing dataset is unchanged" if existed else ""
+        storage = storage_error(err, f"write the dataset {out}", after)
+        if storage is None:
+            raise
+        raise storage from err
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return out
+
+
+def _recover(out: Path) -> bool:
+    """Clean up after writers of ``out`` that were killed; True if one is undone.
+
+    A killed writer leaves its temporary build beside ``out`` (removed). One
+    killed between moving the dataset it replaced aside and renaming the new
+    one into place (before its commit) leaves the old dataset aside: it is
+    put back, as if the overwrite had not started.
+    """
+    restored = False
+    for old in stale_siblings(out, ("old",)):
+        if out.exists():
+            remove(old)
+        else:
+            with contextlib.suppress(OSError):  # unwritable: _check_writable says
+                old.rename(out)
+                restored = True
+    remove_stale_siblings(out, ("tmp",))
+    return restored
+
+
+def _check_writable(out: Path) -> None:
+    """A clear error, before anything is computed, if ``out`` cannot be written."""
+    probe = temp_sibling(out)
+    try:
+        probe.mkdir(parents=True)
+        probe.rmdir()
+    except OSError as err:
+        after = "the existing dataset is unchanged" if out.exists() else ""
+        storage = storage_error(err, f"write the dataset {out}", after)
+        raise (storage or err) from None
+
+
+def _move_into_place(built: Path, out: Path) -> None:
+    """Rename the complete ``built`` onto ``out``, replacing a previous dataset."""
+    if not out.exists():
+        try:
+            built.rename(out)
+        except OSError as err:
+            if out.exists():
+                raise ValueError(
+                    f"`out` {out} was created by another process while this one "
+                    "wrote it; nothing was replaced"
+                ) from err
+            raise
+        return
+    old = temp_sibling(out, "old")
+    out.rename(old)
+    try:
+        built.rename(out)
+    except BaseException:
+        old.rename(out)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _temporary_files_in(directory: Path):
+    """Point :mod:`tempfile` at ``directory`` while TFDS builds the dataset.
+
+    TFDS's builder makes an (empty) ``tmp*tfds`` directory in the system
+    temporary directory and never removes it; here it lands in the build's
+    own temporary directory, which is removed with it.
+    """
+    old = tempfile.tempdir
+    tempfile.tempdir = str(directory)
+    try:
+        yield
+    finally:
+        tempfile.tempdir = old

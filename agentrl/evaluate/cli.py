@@ -10,12 +10,20 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from agentrl.cliargs import check_output_path, nonnegative_int, positive_int
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_dir", type=Path, help="training run directory")
-    parser.add_argument("--episodes", type=int, default=None, help="episodes/task")
-    parser.add_argument("--tasks", type=int, default=None, help="held-out tasks")
-    parser.add_argument("--seed", type=int, default=None, help="evaluation seed")
+    parser.add_argument(
+        "--episodes", type=positive_int, default=None, help="episodes/task"
+    )
+    parser.add_argument(
+        "--tasks", type=positive_int, default=None, help="held-out tasks"
+    )
+    parser.add_argument(
+        "--seed", type=nonnegative_int, default=None, help="evaluation seed"
+    )
     parser.add_argument("--out", type=Path, default=None, help="default RUN_DIR/eval")
     parser.add_argument(
         "--baselines",
@@ -28,8 +36,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     baselines = (
-        None if args.baselines is None else [b for b in args.baselines.split(",") if b]
+        None
+        if args.baselines is None
+        else [b.strip() for b in args.baselines.split(",") if b.strip()]
     )
+    check_output_path(args.out, "--out")
     from agentrl.evaluate.run import evaluate_run
 
     paths = evaluate_run(

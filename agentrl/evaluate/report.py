@@ -8,11 +8,15 @@ and normalized score, the final regret for bandits, and the curves that
 :func:`write_results` plots: the in-context improvement curve (per-episode
 mean with a bootstrap band, one line per method) and the cumulative regret
 curve. Plots use Matplotlib's Agg canvas directly (no pyplot state).
+Every file is written to a temporary sibling and renamed into place
+(:mod:`agentrl.tables`), so an evaluation killed at any moment leaves each
+result file complete (old or new) or absent, and a rerun rewrites them.
 """
 
 from __future__ import annotations
 
 import datetime
+import io
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -23,7 +27,7 @@ import agentrl
 from agentrl.evaluate import metrics
 from agentrl.evaluate.evaluate import EvalResult
 from agentrl.tables import markdown_table as _table
-from agentrl.tables import write_json, write_text
+from agentrl.tables import write_bytes, write_json, write_text
 
 MAX_CURVE_POINTS = 100
 
@@ -170,7 +174,9 @@ def _plot(path: Path, curves: dict[str, dict], x: str, xlabel: str, ylabel: str)
     ax.grid(alpha=0.3)
     ax.legend()
     fig.tight_layout()
-    fig.savefig(path)
+    png = io.BytesIO()
+    fig.savefig(png, format="png")
+    write_bytes(path, png.getvalue())  # atomic: never a half-written plot
 
 
 def plot_improvement(summary: dict[str, dict[str, Any]], path: str | Path) -> Path:

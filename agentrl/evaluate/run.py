@@ -91,12 +91,38 @@ def evaluate_run(
     Unset arguments come from the run's ``EvalConfig``. Returns the paths
     written (see :func:`agentrl.evaluate.write_results`).
     """
+    from agentrl.cliargs import check_output_path
     from agentrl.evaluate.report import write_results
 
+    check_arguments(num_episodes, num_tasks, seed, baselines)
+    check_output_path(out_dir, "out_dir")
     results, title = run_results(
         run_dir, num_episodes, num_tasks, seed, baselines, greedy
     )
     return write_results(results, out_dir or Path(run_dir) / "eval", title=title)
+
+
+def check_arguments(
+    num_episodes: int | None,
+    num_tasks: int | None,
+    seed: int | None,
+    baselines: list[str] | None = None,
+) -> None:
+    """``ValueError`` naming the argument unless each is unset or allowed."""
+    for name, value, low in (
+        ("num_episodes", num_episodes, 1),
+        ("num_tasks", num_tasks, 1),
+        ("seed", seed, 0),
+    ):
+        ok = value is None or (
+            isinstance(value, int) and not isinstance(value, bool) and value >= low
+        )
+        if not ok:
+            raise ValueError(f"`{name}` must be an integer >= {low}, got {value!r}")
+    if baselines is not None and (
+        isinstance(baselines, str) or not all(isinstance(b, str) for b in baselines)
+    ):
+        raise ValueError(f"`baselines` must be a list of names, got {baselines!r}")
 
 
 def run_results(
@@ -111,14 +137,15 @@ def run_results(
     from agentrl.evaluate.evaluate import evaluate_methods
     from agentrl.train.rundir import load_run
 
+    check_arguments(num_episodes, num_tasks, seed, baselines)
     run = load_run(run_dir)
     config, env = run.config, run.env
     ev = config.eval
-    num_episodes = num_episodes or ev.num_episodes
+    num_episodes = ev.num_episodes if num_episodes is None else num_episodes
     seed = ev.seed if seed is None else seed
     greedy = ev.greedy if greedy is None else greedy
     acting = dataclasses.replace(config, eval=dataclasses.replace(ev, greedy=greedy))
-    params, ids = run.held_out(num_tasks or ev.num_tasks, seed)
+    params, ids = run.held_out(ev.num_tasks if num_tasks is None else num_tasks, seed)
     names = (
         baselines
         if baselines is not None

@@ -20,6 +20,7 @@ angles are ``position * inv_freq`` in float32 (angle error ~1e-3 rad after
 from __future__ import annotations
 
 import dataclasses
+import math
 
 OBS_KINDS = ("discrete", "continuous")
 OBS_ENCODINGS = ("table", "grid")
@@ -38,7 +39,7 @@ def _choice(name: str, value, allowed: tuple) -> None:
 
 
 def _positive(name: str, value, minimum: int = 1) -> None:
-    if not isinstance(value, int) or value < minimum:
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
         raise ValueError(
             f"ModelConfig.{name} must be an int >= {minimum}, got {value!r}"
         )
@@ -131,6 +132,28 @@ class ModelConfig:
             _positive(name, getattr(self, name))
         if self.max_steps is not None:
             _positive("max_steps", self.max_steps)
+        # optional sizes are checked whenever set, used or not
+        if self.grid_size is not None:
+            _positive("grid_size", self.grid_size, 2)
+        for name in ("expert_ff", "router_hidden"):
+            if getattr(self, name) is not None:
+                _positive(name, getattr(self, name))
+        for name in ("token_experts", "token_top_k", "task_experts", "task_top_k"):
+            _positive(name, getattr(self, name))
+        if not isinstance(self.token_noise, bool):
+            raise ValueError(
+                "ModelConfig.token_noise must be true or false, got "
+                f"{self.token_noise!r}"
+            )
+        if (
+            not isinstance(self.rope_base, int | float)
+            or isinstance(self.rope_base, bool)
+            or not math.isfinite(self.rope_base)
+            or self.rope_base <= 1.0
+        ):
+            raise ValueError(
+                f"ModelConfig.rope_base must be > 1 and finite, got {self.rope_base!r}"
+            )
         if self.d_model % (2 * self.num_heads):
             raise ValueError(
                 "ModelConfig.d_model must be a multiple of 2 * num_heads (even "
@@ -149,7 +172,7 @@ class ModelConfig:
                 "ModelConfig.head must be one of ('gaussian', 'mse') for "
                 f"continuous actions, got {self.head!r}"
             )
-        if not 0.0 <= self.dropout < 1.0:
+        if isinstance(self.dropout, bool) or not 0.0 <= self.dropout < 1.0:
             raise ValueError(
                 f"ModelConfig.dropout must be in [0, 1), got {self.dropout}"
             )

@@ -1,5 +1,5 @@
 """Re-export of the History schema, which lives in :mod:`agentrl.history`."""
 
-from agentrl.history import History, episode_index
+from agentrl.history import History, check_history, episode_index
 
-__all__ = ["History", "episode_index"]
+__all__ = ["History", "check_history", "episode_index"]

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import argparse
 
+from agentrl.cliargs import check_output_path, positive_int
+
 #: Unknown ``--field value`` pairs are config overrides (see configtools).
 ACCEPTS_OVERRIDES = True
 
@@ -37,7 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default=None, help="default sweeps/<name>-<preset>")
     parser.add_argument("--no-eval", action="store_true", help="skip evaluation")
     parser.add_argument(
-        "--steps-per-call", type=int, default=10, help="steps per jitted chunk"
+        "--steps-per-call", type=positive_int, default=10, help="steps per jitted chunk"
     )
     parser.add_argument("--no-progress", action="store_true")
 
@@ -74,6 +76,7 @@ def prepare(args: argparse.Namespace):
     grid = make_grid(config, parse_grid_args(args.grid))
     if args.steps_per_call < 1:
         raise ValueError(f"--steps-per-call must be >= 1, got {args.steps_per_call}")
+    check_output_path(args.out, "--out")
     return config, seeds, grid
 
 
@@ -82,10 +85,8 @@ def run(args: argparse.Namespace) -> int:
     from agentrl.train import parallel
 
     parallel.initialize_distributed()
-    try:
-        config, seeds, grid = prepare(args)
-    except ValueError as err:
-        raise SystemExit(f"agentrl sweep: error: {err}") from None
+    # a ValueError is reported by agentrl.cli: one line, exit code 2
+    config, seeds, grid = prepare(args)
     out = args.out or f"sweeps/{config.name}-{args.preset}"
     outcome = run_sweep(
         config,

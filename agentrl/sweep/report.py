@@ -21,7 +21,13 @@ from typing import Any
 import numpy as np
 
 from agentrl.evaluate.metrics import aggregate, bootstrap_ci, bootstrap_curve
-from agentrl.tables import format_cell, markdown_table, write_json, write_text
+from agentrl.tables import (
+    format_cell,
+    markdown_table,
+    write_bytes,
+    write_json,
+    write_text,
+)
 
 
 def _tail_mean(curves: np.ndarray) -> np.ndarray:
@@ -130,7 +136,9 @@ def plot(path: Path, curves: dict[str, np.ndarray], rows: list[dict[str, Any]]) 
     ylabel = "normalized return, last episodes" if key == "score" else "final loss"
     ax_bar.set(ylabel=ylabel, title=f"{ylabel} (mean, 95% CI)")
     fig.tight_layout()
-    FigureCanvasAgg(fig).print_png(str(path))
+    png = io.BytesIO()
+    FigureCanvasAgg(fig).print_png(png)
+    write_bytes(path, png.getvalue())  # atomic: never a half-written plot
     return path
 
 

@@ -6,13 +6,25 @@ train all seeds x traced settings in one program
 (:func:`agentrl.sweep.train.train_sweep`), evaluate every member in context
 on held-out tasks (one program), then gather one row per setting into one
 table (:mod:`agentrl.sweep.report`).
+
+A sweep resumes. Each static setting's rows and curves are written to
+``OUT/settings/<setting>-<hash>.json`` when complete (the hash covers the
+config, seeds, traced settings, evaluation and chunking), and a rerun with
+the same arguments reads them instead of training again; within a setting
+the members are checkpointed every ``train.checkpoint_every`` steps into
+``OUT/settings/<setting>-<hash>.ckpt`` (removed once the setting is done),
+so a killed sweep continues where it was and ends with the same table as an
+uninterrupted one. ``OUT/.lock`` keeps a second sweep out of the directory.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
+import re
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -20,7 +32,9 @@ from typing import Any
 import jax
 import numpy as np
 
+import agentrl
 from agentrl import configtools
+from agentrl.safeio import DirectoryLock
 from agentrl.sweep.grid import (
     SweepGrid,
     apply_static,
@@ -34,6 +48,7 @@ from agentrl.sweep.train import (
     held_out_tasks,
     train_sweep,
 )
+from agentrl.tables import json_safe, write_json
 from agentrl.train.config import ExperimentConfig
 
 
@@ -66,6 +81,7 @@ def run_sweep(
     evaluate: bool = True,
     steps_per_call: int = 10,
     progress: bool = True,
+    resume: bool = True,
 ) -> SweepOutcome:
     """Train and evaluate ``seeds`` x ``grid`` of ``config``; write the table.
 
@@ -78,71 +94,161 @@ def run_sweep(
       out_dir: where ``results.{md,csv,json,png}`` (and datasets) go.
       evaluate: run each member in context on held-out tasks.
       steps_per_call: training steps per jitted ``lax.scan`` chunk.
+      resume: reuse complete static settings and member checkpoints already
+        in ``out_dir`` (see the module docstring); ``False`` recomputes all.
 
     Returns:
       :class:`SweepOutcome`.
     """
-    from agentrl.envs import make as make_env
-    from agentrl.train.data import prepare_dataset
-
     seeds = check_seeds(seeds)
     spec = grid if isinstance(grid, SweepGrid) else make_grid(config, grid or {})
     out = Path(out_dir)
     rows, curves, timings = [], {}, []
-    for static in spec.static_settings():
-        cfg = apply_static(config, static)
-        env = make_env(cfg.data.env, **dict(cfg.data.env_args))
-        dataset = prepare_dataset(cfg, env, _data_dir(out, cfg), progress=progress)
-        settings = spec.traced_settings()
-        sweep = train_sweep(
-            cfg,
-            env,
-            dataset,
-            seeds,
-            settings,
-            steps_per_call=steps_per_call,
-            progress=progress,
-        )
-        scores, eval_seconds = None, 0.0
-        if evaluate:
-            start = time.perf_counter()
-            params = held_out_tasks(env, dataset, sweep.config)
-            key = jax.random.key(cfg.eval.seed)
-            returns = evaluate_members(sweep, env, params, key, cfg.eval.num_episodes)
-            scores = _scores(env, params, key, returns)
-            eval_seconds = time.perf_counter() - start
-        for h, traced in enumerate(settings):
-            fields = {**static, **traced}
-            label = setting_label({**static, **traced})
-            metrics = {k: v[:, h] for k, v in sweep.metrics.items()}
-            rows.append(
-                setting_rows(
-                    label, fields, metrics, None if scores is None else scores[:, h]
-                )
+    # One sweep per directory (process 0 of a multi-host run holds the lock).
+    lead = jax.process_index() == 0
+    with DirectoryLock(out, "sweep directory") if lead else contextlib.nullcontext():
+        for static in spec.static_settings():
+            part = _static_setting(
+                config,
+                static,
+                spec.traced_settings(),
+                seeds,
+                out,
+                evaluate=evaluate,
+                steps_per_call=steps_per_call,
+                progress=progress,
+                resume=resume,
             )
-            curves[label] = metrics["loss"]
-        timings.append(
-            {
-                "static": setting_label(static),
-                "members": sweep.num_members,
-                "train_seconds": round(sweep.seconds, 3),
-                "eval_seconds": round(eval_seconds, 3),
-            }
-        )
-    info = {
-        "experiment": config.name,
-        "algo": config.algo.label,
-        "seeds": seeds,
-        "traced": {k: list(v) for k, v in spec.traced.items()},
-        "static": {k: list(v) for k, v in spec.static.items()},
-        "eval_last_episodes": last_episodes(config.eval.num_episodes),
-        "timings": timings,
-        "devices": jax.device_count(),
-        "config": configtools.to_dict(config),
-    }
-    title = f"sweep: {config.name} ({config.algo.label}), {len(seeds)} seeds"
-    paths = write_sweep_results(out, rows, curves, info, title)
+            rows += part["rows"]
+            curves.update(
+                {k: np.asarray(v, np.float32) for k, v in part["curves"].items()}
+            )
+            timings.append(part["timing"])
+        info = {
+            "experiment": config.name,
+            "algo": config.algo.label,
+            "seeds": seeds,
+            "traced": {k: list(v) for k, v in spec.traced.items()},
+            "static": {k: list(v) for k, v in spec.static.items()},
+            "eval_last_episodes": last_episodes(config.eval.num_episodes),
+            "timings": timings,
+            "devices": jax.device_count(),
+            "config": configtools.to_dict(config),
+        }
+        title = f"sweep: {config.name} ({config.algo.label}), {len(seeds)} seeds"
+        paths = write_sweep_results(out, rows, curves, info, title)
     return SweepOutcome(rows, curves, paths, info)
+
+
+def _setting_key(
+    cfg: ExperimentConfig,
+    static: dict[str, Any],
+    settings: list[dict[str, float]],
+    seeds: list[int],
+    evaluate: bool,
+    steps_per_call: int,
+) -> str:
+    """``<label>-<hash>``: names what one static setting's results depend on."""
+    identity = {
+        "config": configtools.to_dict(cfg),
+        "settings": settings,
+        "seeds": seeds,
+        "evaluate": evaluate,
+        "steps_per_call": steps_per_call,
+        "agentrl_version": agentrl.__version__,
+    }
+    blob = json.dumps(json_safe(identity), sort_keys=True, default=str)
+    label = re.sub(r"[^A-Za-z0-9_.=-]+", "_", setting_label(static)) or "base"
+    return f"{label[:80]}-{hashlib.sha1(blob.encode()).hexdigest()[:10]}"
+
+
+def _read_part(path: Path, key: str) -> dict[str, Any] | None:
+    """A complete static setting's record, or ``None`` if absent or damaged."""
+    try:
+        part = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(part, dict) or part.get("key") != key:
+        return None
+    if not {"rows", "curves", "timing"} <= part.keys():
+        return None
+    return part
+
+
+def _static_setting(
+    config: ExperimentConfig,
+    static: dict[str, Any],
+    settings: list[dict[str, float]],
+    seeds: list[int],
+    out: Path,
+    *,
+    evaluate: bool,
+    steps_per_call: int,
+    progress: bool,
+    resume: bool,
+) -> dict[str, Any]:
+    """Train (or resume) and evaluate one static setting; its JSON record."""
+    from agentrl.envs import make as make_env
+    from agentrl.train.data import prepare_dataset
+
+    cfg = apply_static(config, static)
+    key = _setting_key(cfg, static, settings, seeds, evaluate, steps_per_call)
+    path = out / "settings" / f"{key}.json"
+    ckpt_dir = out / "settings" / f"{key}.ckpt"
+    part = _read_part(path, key) if resume else None
+    if part is not None:
+        shutil.rmtree(ckpt_dir, ignore_errors=True)  # a kill after the record
+        return {**part, "timing": {**part["timing"], "resumed": "complete"}}
+    if not resume:
+        shutil.rmtree(ckpt_dir, ignore_errors=True)
+    env = make_env(cfg.data.env, **dict(cfg.data.env_args))
+    dataset = prepare_dataset(cfg, env, _data_dir(out, cfg), progress=progress)
+    sweep = train_sweep(
+        cfg,
+        env,
+        dataset,
+        seeds,
+        settings,
+        steps_per_call=steps_per_call,
+        progress=progress,
+        checkpoint_dir=ckpt_dir,
+        checkpoint_every=max(cfg.train.checkpoint_every, 0),
+    )
+    scores, eval_seconds = None, 0.0
+    if evaluate:
+        start = time.perf_counter()
+        params = held_out_tasks(env, dataset, sweep.config)
+        eval_key = jax.random.key(cfg.eval.seed)
+        returns = evaluate_members(sweep, env, params, eval_key, cfg.eval.num_episodes)
+        scores = _scores(env, params, eval_key, returns)
+        eval_seconds = time.perf_counter() - start
+    rows, curves = [], {}
+    for h, traced in enumerate(settings):
+        fields = {**static, **traced}
+        label = setting_label(fields)
+        metrics = {k: v[:, h] for k, v in sweep.metrics.items()}
+        rows.append(
+            setting_rows(
+                label, fields, metrics, None if scores is None else scores[:, h]
+            )
+        )
+        curves[label] = metrics["loss"]
+    timing = {
+        "static": setting_label(static),
+        "members": sweep.num_members,
+        "train_seconds": round(sweep.seconds, 3),
+        "eval_seconds": round(eval_seconds, 3),
+    }
+    # What is kept is what a resumed sweep reads back: one path for both.
+    part = json.loads(
+        json.dumps(json_safe({"key": key, "rows": rows, "curves": curves}))
+    )
+    part["timing"] = timing
+    write_json(path, part)
+    shutil.rmtree(ckpt_dir, ignore_errors=True)
+    if sweep.resumed_from:
+        timing = {**timing, "resumed": f"from step {sweep.resumed_from}"}
+    return {**part, "timing": timing}
 
 
 def _scores(env: Any, params: Any, key: jax.Array, returns: np.ndarray) -> np.ndarray:

@@ -21,10 +21,14 @@ one jitted program too (vmapped over the members' weights).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
+import io
 import math
+import shutil
 import time
+from pathlib import Path
 from typing import Any
 
 import jax
@@ -52,6 +56,7 @@ class TrainSweep:
       graphdef: the model's graph definition (shared by all members).
       state: the final train state, leaves ``[M, ...]`` with ``M = S * H``.
       seconds: wall time of the training loop (compile included).
+      resumed_from: the step it continued from (0: a fresh start).
     """
 
     config: ExperimentConfig
@@ -61,6 +66,7 @@ class TrainSweep:
     graphdef: Any
     state: Any
     seconds: float
+    resumed_from: int = 0
 
     @property
     def num_members(self) -> int:
@@ -177,6 +183,8 @@ def train_sweep(
     *,
     steps_per_call: int = 10,
     progress: bool = False,
+    checkpoint_dir: str | Path | None = None,
+    checkpoint_every: int = 0,
 ) -> TrainSweep:
     """Train every (seed, traced setting) member of ``config`` in one program.
 
@@ -189,6 +197,13 @@ def train_sweep(
         ``algo.balance_weight`` ...); default ``[{}]`` (the config's values).
       steps_per_call: steps per jitted ``lax.scan`` chunk (1 = Python loop);
         a last, shorter chunk (``steps % steps_per_call``) compiles once more.
+      checkpoint_dir: if given, the members' state (orbax, the last one
+        kept) and metrics so far (``metrics.npz``) are saved there at the
+        first chunk boundary after every ``checkpoint_every`` steps and at
+        the end, and a later call with the same arguments continues from
+        the latest: a killed sweep resumes with exactly the results of an
+        uninterrupted one.
+      checkpoint_every: steps between those checkpoints (0: only the last).
 
     Returns:
       :class:`TrainSweep` with ``metrics[name] [S, H, steps]``.
@@ -225,16 +240,37 @@ def train_sweep(
     run = make_chunk_fn(graphdef, full, env)
     total = config.train.steps
     chunks: list[dict] = []
-    bar = tqdm(total=total, desc="sweep", unit="step", disable=not progress)
+    ckpt, first, saved = None, 0, 0
+    if checkpoint_dir is not None:
+        ckpt, state, first, chunks = _resume_members(checkpoint_dir, state)
+        saved = first
+    bar = tqdm(
+        total=total, initial=first, desc="sweep", unit="step", disable=not progress
+    )
     try:
-        for lo in range(0, total, steps_per_call):
+        for lo in range(first, total, steps_per_call):
             steps = range(lo, min(lo + steps_per_call, total))
             batches = jax.device_put(_stack_batches(samplers, steps, num_h), batch_spec)
             state, metrics = run(state, batches, hp)
             chunks.append(metrics)
             bar.update(len(steps))
+            done = steps.stop
+            if ckpt is not None and (
+                done == total or (checkpoint_every and done - saved >= checkpoint_every)
+            ):
+                # the metrics first: a kill between the two leaves more
+                # metric rows than checkpointed steps, never fewer
+                _save_metrics(checkpoint_dir, chunks)
+                ckpt.save(done, {"state": state}, {})
+                saved = done
+        if ckpt is not None:
+            ckpt.close()
+            ckpt = None
     finally:
         bar.close()
+        if ckpt is not None:
+            with contextlib.suppress(Exception):
+                ckpt.close()
     host = jax.device_get(chunks)
     jax.block_until_ready(state)
     seconds = time.perf_counter() - start
@@ -243,7 +279,51 @@ def train_sweep(
         k: np.concatenate([c[k] for c in host], 0).T.reshape(num_s, num_h, -1)
         for k in names
     }
-    return TrainSweep(full, seeds, settings, metrics, graphdef, state, seconds)
+    return TrainSweep(
+        full, seeds, settings, metrics, graphdef, state, seconds, resumed_from=first
+    )
+
+
+METRICS_FILE = "metrics.npz"
+
+
+def _save_metrics(directory: str | Path, chunks: list[dict]) -> None:
+    """The metrics so far, ``{name: [steps, M]}``, into ``DIR/metrics.npz``."""
+    from agentrl.tables import write_bytes
+
+    host = jax.device_get(chunks)
+    arrays = {k: np.concatenate([np.asarray(c[k]) for c in host], 0) for k in host[0]}
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    write_bytes(Path(directory) / METRICS_FILE, buffer.getvalue())
+
+
+def _resume_members(directory: str | Path, state: Any):
+    """``(checkpointer, state, step, metric chunks)`` from ``directory``'s latest.
+
+    The state comes from the latest orbax checkpoint, the metrics of its
+    steps from ``metrics.npz`` (written before each checkpoint), as one chunk.
+    """
+    from agentrl.train.checkpoint import Checkpointer, remove_incomplete_checkpoints
+
+    if jax.process_index() == 0:
+        remove_incomplete_checkpoints(directory)
+    ckpt = Checkpointer(directory, every=1, keep=1)
+    step = ckpt.latest_step()
+    if step is None:
+        return ckpt, state, 0, []
+    metrics_file = Path(directory) / METRICS_FILE
+    chunk = {}
+    if metrics_file.is_file():
+        with np.load(metrics_file) as saved:
+            chunk = {k: saved[k][:step] for k in saved.files}
+    if not chunk or any(len(v) < step for v in chunk.values()):
+        # cannot happen (the metrics are written first): start afresh
+        ckpt.close()
+        shutil.rmtree(directory, ignore_errors=True)
+        return Checkpointer(directory, every=1, keep=1), state, 0, []
+    restored, _ = ckpt.restore({"state": state})
+    return ckpt, restored["state"], step, [chunk]
 
 
 def held_out_tasks(env: Any, dataset: Any, config: ExperimentConfig):

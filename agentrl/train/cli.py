@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from agentrl.cliargs import check_output_path, positive_int
+
 #: Unknown ``--field value`` pairs are config overrides (see configtools).
 ACCEPTS_OVERRIDES = True
 
@@ -23,7 +25,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--run-dir", default=None, help="default runs/<name>-<preset>")
     parser.add_argument("--no-resume", action="store_true")
     parser.add_argument("--no-progress", action="store_true")
-    parser.add_argument("--stop-at-step", type=int, default=None)
+    parser.add_argument(
+        "--stop-at-step",
+        type=positive_int,
+        default=None,
+        help="stop (checkpointed, resumable) after this step",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -36,6 +43,7 @@ def run(args: argparse.Namespace) -> int:
     overrides = configtools.parse_cli_overrides(args.overrides)
     config = load_experiment(args.experiment, args.preset, overrides)
     run_dir = args.run_dir or f"runs/{config.name}-{args.preset}"
+    check_output_path(run_dir, "--run-dir")
     out = fit(
         config,
         run_dir,

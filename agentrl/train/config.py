@@ -16,6 +16,8 @@ derived from ``train.steps`` by :attr:`TrainConfig.warmup` unless set, so
 from __future__ import annotations
 
 import dataclasses
+import math
+import re
 from typing import Any
 
 from agentrl import algos
@@ -29,6 +31,38 @@ SCHEDULES = ("cosine", "constant")
 def _check(cond: bool, message: str) -> None:
     if not cond:
         raise ValueError(message)
+
+
+def _is_int(value: Any, minimum: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= minimum
+
+
+def _is_number(value: Any) -> bool:
+    """A finite int or float (not a bool)."""
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+    )
+
+
+def _check_pairs(name: str, pairs: Any) -> None:
+    """``((key, value), ...)`` with distinct string keys."""
+    ok = isinstance(pairs, tuple) and all(
+        isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], str) and p[0]
+        for p in pairs
+    )
+    _check(
+        ok,
+        f'{name} must be (name, value) pairs, e.g. [["size", 9]] on the command '
+        f"line, got {pairs!r}",
+    )
+    keys = [k for k, _ in pairs]
+    _check(len(set(keys)) == len(keys), f"{name} sets a key twice: {keys}")
+
+
+#: Experiment names become directory names (``runs/<name>-<preset>``).
+NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,16 +86,32 @@ class DataConfig:
     path: str = ""
 
     def __post_init__(self):
+        for name in ("env", "source"):
+            value = getattr(self, name)
+            _check(
+                isinstance(value, str) and value.strip() != "",
+                f"data.{name} must be a registered name, got {value!r}",
+            )
         _check(
-            self.num_tasks >= 1, f"data.num_tasks must be >= 1, got {self.num_tasks}"
+            isinstance(self.path, str), f"data.path must be a str, got {self.path!r}"
+        )
+        _check_pairs("data.env_args", self.env_args)
+        _check_pairs("data.source_args", self.source_args)
+        _check(
+            _is_int(self.num_tasks, 1),
+            f"data.num_tasks must be an integer >= 1, got {self.num_tasks!r}",
         )
         _check(
-            self.num_episodes >= 1,
-            f"data.num_episodes must be >= 1, got {self.num_episodes}",
+            _is_int(self.num_episodes, 1),
+            f"data.num_episodes must be an integer >= 1, got {self.num_episodes!r}",
         )
         _check(
-            0.0 < self.split_fraction < 1.0,
-            f"data.split_fraction must be in (0, 1), got {self.split_fraction}",
+            _is_number(self.split_fraction) and 0.0 < self.split_fraction < 1.0,
+            f"data.split_fraction must be in (0, 1), got {self.split_fraction!r}",
+        )
+        _check(
+            _is_int(self.seed, 0),
+            f"data.seed must be an integer >= 0, got {self.seed!r}",
         )
 
 
@@ -101,25 +151,39 @@ class TrainConfig:
                 isinstance(v, int) and not isinstance(v, bool) and v >= 1,
                 f"train.{name} must be >= 1, got {v}",
             )
-        _check(self.lr > 0, f"train.lr must be > 0, got {self.lr}")
         _check(
-            self.weight_decay >= 0,
-            f"train.weight_decay must be >= 0, got {self.weight_decay}",
+            _is_number(self.lr) and self.lr > 0,
+            f"train.lr must be > 0 and finite, got {self.lr!r}",
         )
         _check(
-            self.warmup_steps is None
-            or (isinstance(self.warmup_steps, int) and self.warmup_steps >= 0),
-            f"train.warmup_steps must be >= 0 or None, got {self.warmup_steps}",
+            _is_number(self.weight_decay) and self.weight_decay >= 0,
+            f"train.weight_decay must be >= 0 and finite, got {self.weight_decay!r}",
         )
         _check(
-            0.0 <= self.warmup_fraction <= 1.0,
-            f"train.warmup_fraction must be in [0, 1], got {self.warmup_fraction}",
+            self.warmup_steps is None or _is_int(self.warmup_steps, 0),
+            f"train.warmup_steps must be >= 0 or None, got {self.warmup_steps!r}",
         )
         _check(
-            isinstance(self.max_warmup_steps, int) and self.max_warmup_steps >= 0,
-            f"train.max_warmup_steps must be >= 0, got {self.max_warmup_steps}",
+            self.warmup_steps is None or self.warmup_steps <= self.steps,
+            f"train.warmup_steps must be <= train.steps={self.steps} (the "
+            f"learning rate would never leave its warm-up), got {self.warmup_steps}",
         )
-        _check(self.grad_clip > 0, f"train.grad_clip must be > 0, got {self.grad_clip}")
+        _check(
+            _is_number(self.warmup_fraction) and 0.0 <= self.warmup_fraction <= 1.0,
+            f"train.warmup_fraction must be in [0, 1], got {self.warmup_fraction!r}",
+        )
+        _check(
+            _is_int(self.max_warmup_steps, 0),
+            f"train.max_warmup_steps must be >= 0, got {self.max_warmup_steps!r}",
+        )
+        _check(
+            _is_number(self.grad_clip) and self.grad_clip > 0,
+            f"train.grad_clip must be > 0 and finite, got {self.grad_clip!r}",
+        )
+        _check(
+            _is_int(self.seed, 0),
+            f"train.seed must be an integer >= 0, got {self.seed!r}",
+        )
         _check(
             self.schedule in SCHEDULES,
             f"train.schedule must be one of {SCHEDULES}, got {self.schedule!r}",
@@ -155,8 +219,16 @@ class EvalConfig:
                 f"eval.{name} must be >= 1, got {v}",
             )
         _check(
-            self.temperature > 0,
-            f"eval.temperature must be > 0, got {self.temperature}",
+            _is_number(self.temperature) and self.temperature > 0,
+            f"eval.temperature must be > 0 and finite, got {self.temperature!r}",
+        )
+        _check(
+            isinstance(self.greedy, bool),
+            f"eval.greedy must be true or false, got {self.greedy!r}",
+        )
+        _check(
+            _is_int(self.seed, 0),
+            f"eval.seed must be an integer >= 0, got {self.seed!r}",
         )
 
 
@@ -172,6 +244,22 @@ class ExperimentConfig:
     eval: EvalConfig = EvalConfig()
 
     def __post_init__(self):
+        _check(
+            isinstance(self.name, str)
+            and NAME_PATTERN.fullmatch(self.name) is not None,
+            "name must be letters, digits, '_', '.' or '-' (it names the run "
+            f"directory), starting with a letter or digit, got {self.name!r}",
+        )
+        for part, cls in (
+            ("data", DataConfig),
+            ("model", ModelConfig),
+            ("train", TrainConfig),
+            ("eval", EvalConfig),
+        ):
+            _check(
+                isinstance(getattr(self, part), cls),
+                f"{part} must be a {cls.__name__}, got {getattr(self, part)!r}",
+            )
         _check(
             isinstance(self.algo, Algorithm),
             f"algo must be an algorithm (one of {tuple(algos.names())}), "

@@ -15,7 +15,7 @@ import jax
 from tqdm.auto import tqdm
 
 from agentrl.data import open_dataset, write_dataset
-from agentrl.data.reader import HistoryDataset
+from agentrl.data.reader import DatasetIntegrityError, HistoryDataset
 from agentrl.train.config import ExperimentConfig
 
 
@@ -64,5 +64,26 @@ def prepare_dataset(
 
 
 def make_sampler(config: ExperimentConfig, dataset: HistoryDataset, env: Any):
-    """The algorithm's sampler; ``sampler.host_batch(step)`` gives numpy batches."""
-    return config.algo.make_sampler(dataset, config.train)
+    """The algorithm's sampler; ``sampler.host_batch(step)`` gives numpy batches.
+
+    A dataset its windows do not fit (a context longer than the histories)
+    raises ``ValueError`` naming the algorithm's fields and the data's sizes,
+    before anything compiles.
+    """
+    from agentrl import configtools
+
+    try:
+        return config.algo.make_sampler(dataset, config.train)
+    except DatasetIntegrityError:
+        raise  # names the damaged file already
+    except ValueError as err:
+        fields = ", ".join(
+            f"algo.{k}={v!r}" for k, v in configtools.field_paths(config.algo).items()
+        )
+        m = dataset.metadata
+        raise ValueError(
+            f"cannot draw training windows of algo {config.algo.label!r} ({fields}, "
+            f"train.batch_size={config.train.batch_size}) from {dataset.path} "
+            f"({m['num_episodes']} episodes of {m['horizon']} steps per history): "
+            f"{err}"
+        ) from None

@@ -13,11 +13,26 @@ A run directory holds everything the evaluation needs::
     run_dir/dataset/         the learning histories (unless data.path is set)
     run_dir/checkpoints/     orbax checkpoints (last K)
     run_dir/metrics.jsonl    and run_dir/tb/ (TensorBoard)
+
+One process at a time: ``fit`` holds ``run_dir/.lock``
+(:class:`agentrl.safeio.DirectoryLock`) while it runs, so a second process
+training into the same directory stops with an error naming the holder's
+pid; a lock left by a killed process is taken over. On start it removes
+what a killed run left in ``checkpoints/`` (orbax's unfinished temporary
+directories, an old checkpoint whose deletion was cut short). A full disk
+or an unwritable directory while saving stops training with a
+:class:`agentrl.safeio.StorageError` that names the last complete
+checkpoint, which is left intact, so the run resumes once there is space.
+Checkpoints hold unsharded arrays, so a run can resume on another number
+of devices.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -27,8 +42,13 @@ from flax import nnx
 from agentrl import configtools
 from agentrl.envs import make as make_env
 from agentrl.models import DecisionModel
+from agentrl.safeio import DirectoryLock, storage_error, temp_sibling
 from agentrl.train import parallel
-from agentrl.train.checkpoint import Checkpointer
+from agentrl.train.checkpoint import (
+    Checkpointer,
+    complete_steps,
+    remove_incomplete_checkpoints,
+)
 from agentrl.train.config import ExperimentConfig, complete_config
 from agentrl.train.logger import RunLogger
 from agentrl.train.rundir import (  # noqa: F401  (re-exported)
@@ -66,9 +86,12 @@ def fit(
       resume: continue from the latest checkpoint in ``run_dir`` if any.
       stop_at_step: stop (after checkpointing) at this step, e.g. to test
         resumption; the run is then incomplete and can be resumed.
-    """
-    from agentrl.train.data import make_sampler, prepare_dataset
 
+    Raises :class:`~agentrl.safeio.DirectoryLockedError` (a ``ValueError``)
+    if another process is training into ``run_dir``, and
+    :class:`~agentrl.safeio.StorageError` (an ``OSError``) if the disk is full
+    or the directory unwritable; the last complete checkpoint is kept.
+    """
     if config.algo.trains_online:
         # Online RL learners bring their own program (Algorithm.make_online_train).
         raise ValueError(
@@ -82,6 +105,26 @@ def fit(
     model = build_model(config, env)  # validates the model config early
 
     run_dir.mkdir(parents=True, exist_ok=True)
+    lead = jax.process_index() == 0
+    # One writer per run directory (process 0 of a multi-host run holds it).
+    lock = DirectoryLock(run_dir, "run directory").acquire() if lead else None
+    try:
+        if lead:
+            remove_incomplete_checkpoints(run_dir / "checkpoints")
+        if jax.process_count() > 1:
+            from jax.experimental import multihost_utils
+
+            multihost_utils.sync_global_devices("agentrl checkpoints recovered")
+        return _fit(config, run_dir, env, mesh, model, resume, progress, stop_at_step)
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+def _fit(config, run_dir, env, mesh, model, resume, progress, stop_at_step) -> Path:
+    """:func:`fit` once ``run_dir`` is locked."""
+    from agentrl.train.data import make_sampler, prepare_dataset
+
     dataset = prepare_dataset(config, env, run_dir, progress=progress)
     full_config = complete_config(config, env, dataset)
     if resume:
@@ -97,6 +140,7 @@ def fit(
         config.train.checkpoint_every,
         config.train.keep_checkpoints,
     )
+    _check_writable(run_dir, ckpt.directory)  # before anything compiles
     start = 0
     if resume and ckpt.latest_step() is not None:
         state, meta = ckpt.restore(state)
@@ -117,6 +161,7 @@ def fit(
         enabled=lead,
     )
     meta = {"config": configtools.to_dict(full_config), "sampler_position": None}
+    threads = set(threading.enumerate())  # orbax starts its own per save
     try:
         for step in range(start, end):
             batch = parallel.shard_batch(sampler.host_batch(step), mesh)
@@ -139,8 +184,61 @@ def fit(
                         f"good checkpoint is step {ckpt.latest_step()}"
                     )
                 meta["sampler_position"] = done
+                # orbax meets an unwritable directory with threads that wait
+                # minutes for each other: find out first
+                _check_writable(run_dir, ckpt.directory)
                 ckpt.save(done, state, meta)
-    finally:
-        ckpt.close()
+        ckpt.close()  # waits for the last (async) save
+    except BaseException as err:
         logger.close()
+        # An async save that failed surfaces here (or at the next save): the
+        # error in flight is the one to report, so closing again is quiet.
+        with contextlib.suppress(Exception):
+            ckpt.close()
+        if lead:
+            # A failed save's other writers may still be running: let them
+            # end before removing what they wrote.
+            _join_new_threads(threads, timeout=30)
+            remove_incomplete_checkpoints(ckpt.directory)
+        storage = _save_error(err, run_dir, ckpt.directory)
+        if storage is not None:
+            raise storage from err
+        raise
+    logger.close()
     return run_dir
+
+
+def _check_writable(run_dir: Path, directory: Path) -> None:
+    """Raise the :func:`_save_error` of ``directory`` if nothing can be made there."""
+    probe = temp_sibling(directory / "probe")
+    try:
+        probe.mkdir()
+        probe.rmdir()
+    except OSError as err:
+        raise _save_error(err, run_dir, directory) or err from None
+
+
+def _join_new_threads(before: set, timeout: float) -> None:
+    """Wait (up to ``timeout`` s in all) for new non-daemon threads to end."""
+    deadline = time.monotonic() + timeout
+    for thread in set(threading.enumerate()) - before:
+        if thread is not threading.current_thread() and not thread.daemon:
+            thread.join(max(0.0, deadline - time.monotonic()))
+
+
+def _save_error(err: BaseException, run_dir: Path, directory: Path):
+    """A :class:`~agentrl.safeio.StorageError` for a failed write, else ``None``.
+
+    The message names the last complete checkpoint in ``directory``, which
+    orbax never touches while writing a new one.
+    """
+    if not isinstance(err, Exception):
+        return None
+    last = complete_steps(directory)
+    after = (
+        f"the last complete checkpoint, step {last[-1]}, is intact: free space "
+        "(or make the directory writable) and run again to resume from it"
+        if last
+        else "no checkpoint was written"
+    )
+    return storage_error(err, f"write the training run {run_dir}", after)

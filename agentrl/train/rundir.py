@@ -28,6 +28,7 @@ import jax.numpy as jnp
 
 import agentrl
 from agentrl import configtools
+from agentrl.tables import write_text
 from agentrl.train.config import ExperimentConfig, upgrade_legacy_dict
 
 # What a resumed run may change: how long it trains, how it logs and
@@ -44,18 +45,60 @@ RESUME_MAY_CHANGE = (
 
 def _read_json(path: Path) -> dict[str, Any]:
     try:
-        return json.loads(path.read_text())
-    except json.JSONDecodeError as err:
+        data = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise ValueError(f"{path} is not valid JSON: {err}") from None
+    if not isinstance(data, dict):
+        raise ValueError(
+            f"{path} must hold a JSON object, got {type(data).__name__} (damaged?)"
+        )
+    return data
 
 
 def load_config(run_dir: str | Path) -> ExperimentConfig:
-    """The ``ExperimentConfig`` a run was trained with (its ``config.json``)."""
+    """The ``ExperimentConfig`` a run was trained with (its ``config.json``).
+
+    A damaged or edited file raises ``ValueError`` naming it and the field.
+    """
     path = Path(run_dir) / "config.json"
     if not path.is_file():
         raise FileNotFoundError(f"{path} does not exist: not a training run directory")
-    data = upgrade_legacy_dict(_read_json(path))
-    return configtools.from_dict(ExperimentConfig, data)
+    try:
+        data = upgrade_legacy_dict(_read_json(path))
+        return configtools.from_dict(ExperimentConfig, data)
+    except (TypeError, AttributeError, KeyError, ValueError) as err:
+        text = str(err)
+        if text.startswith(str(path)):
+            raise
+        raise ValueError(f"{path}: not a valid agentrl config: {text}") from None
+
+
+def read_split(run_dir: str | Path, env: Any) -> dict | None:
+    """The task split recorded in ``run.json`` (``None`` if absent), checked.
+
+    Its test ids must be task ids of ``env`` (for a finite task space).
+    """
+    path = Path(run_dir) / "run.json"
+    if not path.is_file():
+        return None
+    split = _read_json(path).get("split")
+    if split is None:
+        return None
+    num = getattr(env, "num_tasks", None)
+    ids = split.get("test") if isinstance(split, dict) else None
+    ok = isinstance(ids, list) and all(
+        isinstance(i, int)
+        and not isinstance(i, bool)
+        and 0 <= i < (num if num is not None else 2**31)
+        for i in ids
+    )
+    if not ok:
+        allowed = f"in [0, {num})" if num is not None else ">= 0"
+        raise ValueError(
+            f"{path}: 'split' must be {{'test': [task id, ...], ...}} with ids "
+            f"{allowed}, got {split!r:.200} (damaged?)"
+        )
+    return split
 
 
 def check_resumable(run_dir: Path, config: ExperimentConfig) -> None:
@@ -71,6 +114,10 @@ def check_resumable(run_dir: Path, config: ExperimentConfig) -> None:
         return
     saved = _flatten(upgrade_legacy_dict(_read_json(saved_file)))
     now = _flatten(json.loads(json.dumps(configtools.to_dict(config))))
+    # Configs of agentrl <= 0.1.0 saved the warm-up a preset derived; today it
+    # is derived when unset: the same warm-up is the same run.
+    if saved.get("train.warmup_steps") == config.train.warmup:
+        saved["train.warmup_steps"] = now.get("train.warmup_steps")
     changed = [
         f"{k}: {saved[k]!r} -> {now[k]!r}"
         for k in sorted(saved.keys() & now.keys())
@@ -96,8 +143,10 @@ def _flatten(tree: dict, prefix: str = "") -> dict[str, Any]:
 
 def write_run_files(run_dir: Path, config: ExperimentConfig, dataset: Any) -> None:
     """``config.json`` and ``run.json`` (env, split, dataset, versions)."""
-    (run_dir / "config.json").write_text(
-        json.dumps(configtools.to_dict(config), indent=2)
+    # Atomic (temporary file, then rename): a kill or a full disk never
+    # leaves a truncated config.json that would stop the run resuming.
+    write_text(
+        run_dir / "config.json", json.dumps(configtools.to_dict(config), indent=2)
     )
     info = {
         "agentrl_version": agentrl.__version__,
@@ -110,7 +159,7 @@ def write_run_files(run_dir: Path, config: ExperimentConfig, dataset: Any) -> No
         "num_devices": jax.device_count(),
         "num_processes": jax.process_count(),
     }
-    (run_dir / "run.json").write_text(json.dumps(info, indent=2))
+    write_text(run_dir / "run.json", json.dumps(info, indent=2))
 
 
 def held_out_params(env: Any, split: dict | None, num_tasks: int | None, seed: int):
@@ -199,14 +248,20 @@ def load_run(run_dir: str | Path, step: int | None = None) -> Run:
     aux = jax.eval_shape(lambda: config.algo.init_aux(model))
     opt = jax.eval_shape(make_optimizer(config.train).init, params)
     offset = len(jax.tree.leaves(aux)) + len(jax.tree.leaves(opt))
-    ckpt = Checkpointer(run_dir / "checkpoints", config.train.checkpoint_every)
+    env = make_env(config.data.env, **dict(config.data.env_args))
+    split = read_split(run_dir, env)
+    ckpt = Checkpointer(
+        run_dir / "checkpoints", config.train.checkpoint_every, create=False
+    )
     try:
-        (params, rest), meta = ckpt.restore_part((params, rest), offset, step)
+        # ``rest`` is the last of the saved state's parts: the total is known.
+        total = offset + len(jax.tree.leaves((params, rest)))
+        (params, rest), meta = ckpt.restore_part(
+            (params, rest), offset, step, total=total
+        )
     finally:
         ckpt.close()
-    info_path = run_dir / "run.json"
-    split = _read_json(info_path).get("split") if info_path.is_file() else None
-    env = make_env(config.data.env, **dict(config.data.env_args))
+    _check_same_model(run_dir, config, meta)
     return Run(
         run_dir=run_dir,
         config=config,
@@ -215,6 +270,21 @@ def load_run(run_dir: str | Path, step: int | None = None) -> Run:
         split=split,
         step=int(meta["step"]),
     )
+
+
+def _check_same_model(run_dir: Path, config: ExperimentConfig, meta: dict) -> None:
+    """The checkpoint's recorded model config must be the run's own."""
+    saved = (meta.get("config") or {}).get("model")
+    if not isinstance(saved, dict):
+        return  # older checkpoints: the shapes were compared
+    now = json.loads(json.dumps(configtools.to_dict(config)["model"]))
+    changed = sorted(k for k in saved.keys() & now.keys() if saved[k] != now[k])
+    if changed:
+        diff = "; ".join(f"model.{k}: {saved[k]!r} vs {now[k]!r}" for k in changed)
+        raise ValueError(
+            f"{run_dir}: the checkpoint was saved by another model than its "
+            f"config.json describes ({diff}): checkpoints mixed up between runs?"
+        )
 
 
 def load_model(run_dir: str | Path, step: int | None = None):
