@@ -96,6 +96,4 @@ def test_a_run_saved_by_the_old_config_format_resumes(tmp_path):
     pinned = configtools.override(longer, {"train.warmup_steps": 6})
     check_resumable(tmp_path, pinned)
     with pytest.raises(ValueError, match="algo.balance_weight: 0.1 -> 0.5"):
-        check_resumable(
-            tmp_path, configtools.override(full, {"balance_weight": 0.5})
-        )
+        check_resumable(tmp_path, configtools.override(full, {"balance_weight": 0.5}))
