@@ -19,6 +19,7 @@ import json
 import os
 import shutil
 import signal
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -209,6 +210,25 @@ def test_dataset_full_disk_keeps_previous(
     assert list(fresh_tempdir.iterdir()) == []
 
 
+def test_dataset_killed_mid_overwrite_is_put_back(darkroom_dataset, tmp_path):
+    from agentrl.safeio import temp_sibling
+
+    out = tmp_path / "d"
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    # what a writer killed between its two renames leaves: the old dataset
+    # aside, its complete new build in its temporary directory, no `out`
+    aside = temp_sibling(out, "old")
+    aside = aside.with_name(aside.name.replace(f"-{os.getpid()}-", f"-{dead.pid}-"))
+    shutil.copytree(darkroom_dataset, aside)
+    build = Path(str(aside).replace(".old-", ".tmp-"))
+    shutil.copytree(darkroom_dataset, build / "agentrl_history" / "1.0.0")
+    with pytest.raises(ValueError, match="put back: a killed overwrite"):
+        generate(out)  # refused before anything compiles
+    assert files_of(out) == files_of(darkroom_dataset)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d"]
+
+
 def test_dataset_write_leaves_nothing_in_system_tempdir(tmp_path, fresh_tempdir):
     generate(tmp_path / "d")
     generate(tmp_path / "d", seed=1, overwrite=True)
@@ -247,7 +267,30 @@ def test_dataset_read_only_directory(darkroom_dataset, tmp_path):
     assert list(tmpdir.iterdir()) == []
 
 
-# -- checkpoints: a full disk, an unwritable directory -----------------------
+# -- checkpoints: leftovers, a full disk, an unwritable directory --------------
+
+
+def test_remove_incomplete_checkpoints(tmp_path):
+    from agentrl.safeio import temp_sibling
+    from agentrl.train.checkpoint import complete_steps, remove_incomplete_checkpoints
+
+    ckpts = tmp_path / "checkpoints"
+    for step in (2, 4, 6):  # complete: orbax writes the metadata before renaming
+        (ckpts / str(step) / "state").mkdir(parents=True)
+        (ckpts / str(step) / "_CHECKPOINT_METADATA").write_text("{}")
+    (ckpts / "3" / "state").mkdir(parents=True)  # deletion cut short
+    (ckpts / "8.orbax-checkpoint-tmp" / "state").mkdir(parents=True)  # save cut short
+    dead = subprocess.Popen(["true"])  # a pid whose process has ended
+    dead.wait()
+    probe = temp_sibling(ckpts / "probe")  # left by a killed _check_writable
+    probe.with_name(probe.name.replace(f"-{os.getpid()}-", f"-{dead.pid}-")).mkdir()
+    removed = remove_incomplete_checkpoints(ckpts)
+    assert sorted(p.name for p in ckpts.iterdir()) == ["2", "4", "6"]
+    assert len(removed) == 3 and complete_steps(ckpts) == [2, 4, 6]
+    # the latest step is never touched, complete or not
+    (ckpts / "9").mkdir()
+    remove_incomplete_checkpoints(ckpts)
+    assert (ckpts / "9").is_dir() and complete_steps(ckpts) == [2, 4, 6]
 
 
 def params_of(run_dir: Path) -> tuple[int, list[np.ndarray]]:
