@@ -210,3 +210,25 @@ def unprivileged_prefix() -> list[str] | None:
 def png_complete(path: Path) -> bool:
     data = Path(path).read_bytes()
     return data.startswith(b"\x89PNG\r\n\x1a\n") and data.endswith(b"IEND\xaeB`\x82")
+
+
+def tiny(dataset: Path) -> list[str]:
+    """Overrides of ``ad_darkroom --preset smoke``: a 1-layer width-16 model."""
+    return [
+        "--data.path",
+        str(dataset),
+        "--train.batch_size",
+        "4",
+        "--train.warmup_steps",
+        "1",
+        "--model.d_model",
+        "16",
+        "--model.d_ff",
+        "32",
+        "--model.num_layers",
+        "1",
+        "--eval.num_tasks",
+        "3",
+        "--eval.num_episodes",
+        "2",
+    ]

@@ -36,6 +36,7 @@ from fault_tools import (
     read_record,
     run_cli,
     temporaries,
+    tiny,
 )
 
 KILLS = 20 if LONG else 2
@@ -43,28 +44,6 @@ STEPS = 16 if LONG else 8
 SWEEP_EVERY = 4  # steps between member checkpoints (2 steps per call)
 SAVE = "agentrl.train.checkpoint:Checkpointer.save"
 RESTORE = "agentrl.train.checkpoint:Checkpointer.restore"
-
-
-def tiny(dataset: Path) -> list[str]:
-    """Overrides of ``ad_darkroom --preset smoke``: a 1-layer width-16 model."""
-    return [
-        "--data.path",
-        str(dataset),
-        "--train.batch_size",
-        "4",
-        "--train.warmup_steps",
-        "1",
-        "--model.d_model",
-        "16",
-        "--model.d_ff",
-        "32",
-        "--model.num_layers",
-        "1",
-        "--eval.num_tasks",
-        "3",
-        "--eval.num_episodes",
-        "2",
-    ]
 
 
 def train_args(dataset: Path, run_dir: Path) -> list[str]:
