@@ -21,12 +21,7 @@ from typing import Any
 
 import jax
 
-
-def held_out_params(env: Any, split: dict | None, num_tasks: int | None, seed: int):
-    """See :func:`agentrl.train.rundir.held_out_params`."""
-    from agentrl.train.rundir import held_out_params as held_out
-
-    return held_out(env, split, num_tasks, seed)
+from agentrl.train.rundir import held_out_params  # noqa: F401  (re-exported)
 
 
 def default_baselines(env: Any, source: str | None) -> list[str]:
