@@ -1,6 +1,6 @@
 """agentrl: in-context reinforcement learning research in pure, jit-compiled JAX.
 
-The package is organised along one data path (see ``DESIGN.md``): task families
+The package is organised along one data path (see ``docs/design.md``): task families
 (:mod:`agentrl.envs`) feed source algorithms that write learning histories, which
 train decision models that are then evaluated in context on held-out tasks.
 Submodules are imported on demand so that ``import agentrl`` stays cheap.

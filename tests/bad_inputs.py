@@ -10,7 +10,7 @@
 - :data:`CLI_ARG_KINDS`: the numeric arguments of the commands and the kinds
   of bad value generated for them.
 
-:func:`count` adds them up (README, "Reliability").
+:func:`count` adds them up (docs/reliability.md).
 """
 
 from __future__ import annotations

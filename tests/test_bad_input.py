@@ -228,10 +228,10 @@ def test_truncated_checkpoint_leaves_no_traceback_in_a_fresh_process(run_dir, tm
     assert "agentrl eval: error:" in out.stderr and str(path) in out.stderr
 
 
-def test_count_of_bad_inputs_matches_the_readme():
+def test_count_of_bad_inputs_matches_the_docs():
     numbers = count()
     print("bad inputs covered:", numbers)
-    readme = (Path(__file__).parents[1] / "README.md").read_text()
-    match = re.search(r"([\d,]+)\s+distinct\s+bad\s+inputs", readme)
-    assert match, "README's Reliability section states the count"
+    doc = (Path(__file__).parents[1] / "docs" / "reliability.md").read_text()
+    match = re.search(r"([\d,]+)\s+distinct\s+bad\s+inputs", doc)
+    assert match, "docs/reliability.md states the count"
     assert int(match.group(1).replace(",", "")) == numbers["total"], numbers

@@ -285,7 +285,7 @@ def test_check_history_names_the_misshapen_field(tmp_path):
 
 
 def test_data_modules_do_not_import_sources():
-    """data/ knows the History schema, not the sources (DESIGN.md)."""
+    """data/ knows the History schema, not the sources (docs/design.md)."""
     import ast
 
     import agentrl.data
