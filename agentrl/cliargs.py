@@ -230,12 +230,10 @@ def parse(
     them (``agentrl train`` passes them on as config fields). ``-h/--help``
     prints tyro's help and raises ``SystemExit(0)``.
     """
-    from tyro import _errors
-
     if any(a in ("-h", "--help") for a in argv):
         # tyro prints the help of the (sub)command asked and exits 0
         tyro.cli(cls, args=list(argv), prog=prog, return_unknown_args=unknown)
-    with _errors.on_parse_error(_refuse):
+    with refusing(_refuse, prog):
         return tyro.cli(
             cls,
             args=list(argv),
@@ -243,6 +241,28 @@ def parse(
             return_unknown_args=unknown,
             console_outputs=False,
         )
+
+
+@contextlib.contextmanager
+def refusing(hook, prog: str):
+    """Run tyro with ``hook`` turning its parse failures into ``ConfigError``.
+
+    The hook is tyro's ``_errors.on_parse_error`` (private; tyro is pinned to
+    the tested minor series for it). Should a tyro release lack it, a
+    failure is still one line and exit code 2, only less specific.
+    """
+    try:
+        from tyro._errors import on_parse_error
+    except ImportError:  # pragma: no cover - depends on the tyro release
+        on_parse_error = None
+    context = on_parse_error(hook) if on_parse_error else contextlib.nullcontext()
+    try:
+        with context:
+            yield
+    except SystemExit as exit_info:
+        if exit_info.code in (0, None):
+            raise
+        raise ConfigError(f"invalid arguments (see {prog} --help)") from None
 
 
 def help_text(cls: Any, prog: str, description: str | None = None) -> str:

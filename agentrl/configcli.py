@@ -407,12 +407,13 @@ def parse(config: Any, tokens: list[str], prog: str = "agentrl") -> Any:
 
 def _run_tyro(config, argv, prog, hints, given):
     import tyro
-    from tyro import _errors
+
+    from agentrl.cliargs import refusing
 
     def hook(event):
         _tyro_error(event, hints, given)
 
-    with _errors.on_parse_error(hook):
+    with refusing(hook, prog):
         return tyro.cli(
             view_type(config),
             args=argv,

@@ -261,6 +261,9 @@ def parse_value(path: str, text: Any, current: Any, hint: Any = Any) -> Any:
             value = None
         if isinstance(current, bool) and isinstance(value, str):
             value = {"true": True, "false": False}.get(value.lower(), value)
+    if hint is not Any and conforms(value, hint):
+        # the annotation decides (a field set to 24 may go back to None)
+        return check_value(path, value, hint, text)
     if isinstance(current, bool) != isinstance(value, bool) and current is not None:
         raise ConfigError(f"{path} must be a bool (true/false), got {text!r}")
     if isinstance(current, float) and isinstance(value, int):
