@@ -14,6 +14,8 @@ this module bridges them:
       def sample(key):  # the task: the pendulum's mass
           return params.replace(m=jax.random.uniform(key, minval=0.5, maxval=2))
       family = from_gymnax(env, sample_params=sample, horizon=200)
+      # registered, a dataset written from it can rebuild it by name
+      agentrl.envs.register("pendulum_mass", lambda: from_gymnax(env, sample, 200))
 
 - **spaces**: gymnax's wrappers check ``isinstance(space, gymnax...Box)``;
   :func:`to_gymnax` presents an agentrl environment as a
@@ -124,9 +126,11 @@ class GymnaxTaskFamily(Environment):
         return self.env.is_truncated(state, params)
 
     def action_space(self, params: Any = None) -> spaces.Space:
+        params = self.default_params if params is None else params
         return space_from_gymnax(self.env.action_space(params))
 
     def observation_space(self, params: Any = None) -> spaces.Space:
+        params = self.default_params if params is None else params
         return space_from_gymnax(self.env.observation_space(params))
 
     def sample_params(self, key: jax.Array) -> Any:

@@ -23,8 +23,8 @@ from agentrl.train.cli import ExperimentArgs
 class Args(ExperimentArgs):
     """Train an experiment over seeds and a grid of settings, vectorized.
 
-    Every other ``--FIELD VALUE`` sets a config field of the experiment
-    (``agentrl sweep EXPERIMENT --help`` lists them).
+    Every other --FIELD VALUE sets a config field of the experiment
+    (agentrl sweep EXPERIMENT --help lists them).
     """
 
     seeds: str = "4"

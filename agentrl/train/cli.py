@@ -34,8 +34,8 @@ class ExperimentArgs:
 class Args(ExperimentArgs):
     """Train an in-context learner from an experiment's preset.
 
-    Every other ``--FIELD VALUE`` sets a config field of the experiment
-    (``agentrl train EXPERIMENT --help`` lists them).
+    Every other --FIELD VALUE sets a config field of the experiment
+    (agentrl train EXPERIMENT --help lists them).
     """
 
     run_dir: str | None = None
@@ -47,8 +47,8 @@ class Args(ExperimentArgs):
     stop_at_step: PositiveInt | None = None
     """stop (checkpointed, resumable) after this step"""
     tracker: Literal["none", "wandb"] = "none"
-    """also log the run's metrics to an experiment tracker (agentrl.tracking;
-    wandb needs the `tracking` extra; WANDB_MODE=offline keeps it local)"""
+    """also send the run's metrics to an experiment tracker (wandb needs the
+    tracking extra; WANDB_MODE=offline keeps it local; see agentrl.tracking)"""
 
 
 def parse_experiment_args(cls, argv: list[str], prog: str):
