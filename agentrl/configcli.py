@@ -241,12 +241,14 @@ def _clean(text: str) -> str | None:
     return text.replace("``", "`").strip() or None
 
 
-def view_type(config: Any) -> type:
+def view_type(config: Any, only: set[str] | None = None, prefix: str = "") -> type:
     """A plain dataclass mirroring ``config``'s tree, for tyro.
 
     Nested configs (and the concrete algorithm, whatever the annotation
     says) become nested views; each leaf has its annotation (see
     :func:`_view_hint`), the config's value as default and its docs as help.
+    ``only``: the dotted paths to include (parsing needs only the fields
+    given; ``--help`` shows them all).
     """
     import tyro
 
@@ -256,9 +258,14 @@ def view_type(config: Any) -> type:
     fields = []
     for f in dataclasses.fields(config):
         value = getattr(config, f.name)
+        path = prefix + f.name
+        if only is not None and not any(
+            p == path or p.startswith(path + ".") for p in only
+        ):
+            continue
         help_ = docs.get(f.name, "")
         if configtools._is_config(value):
-            sub = view_type(value)
+            sub = view_type(value, only, path + ".")
             if configtools._polymorphic(value):
                 help_ = f"{help_} Now {type(value).__name__}: {value.description}."
                 help_ += _algorithm_names(f.name)
@@ -415,7 +422,7 @@ def _run_tyro(config, argv, prog, hints, given):
 
     with refusing(hook, prog):
         return tyro.cli(
-            view_type(config),
+            view_type(config, only=set(given)),
             args=argv,
             prog=prog,
             use_underscores=True,
