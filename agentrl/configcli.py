@@ -401,6 +401,12 @@ def parse(config: Any, tokens: list[str], prog: str = "agentrl") -> Any:
             literal = _literal(values[0])  # the earlier list syntax, '[0, 1]'
             if isinstance(literal, list | tuple):
                 values = [str(v) for v in literal]
+        if (
+            len(values) == 1
+            and values[0].strip().lower() in ("none", "null")
+            and configtools.conforms(None, hint)
+        ):
+            values = ["None"]  # as the earlier parser took none/null
         argv += [f"--{path}", *values]
     view = _run_tyro(config, argv, prog, hints, given)
     changes = {}

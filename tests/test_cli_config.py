@@ -119,8 +119,9 @@ def test_typed_flags_for_tuples_pairs_bools_and_none_defaults():
     assert new.data.source_args == (("explore_fraction", 0.5), ("learning_rate", 0.2))
     assert new.model.token_noise is False and new.model.expert_ff == 24
     assert new.train.lr == 2e-3 and new.train.log_every == 7
-    again = configcli.parse(new, ["--model.expert_ff", "None"])
-    assert again.model.expert_ff is None
+    for none in ("None", "none", "null"):
+        again = configcli.parse(new, ["--model.expert_ff", none])
+        assert again.model.expert_ff is None
     # the earlier list-literal forms are still accepted
     legacy = configcli.parse(
         config,
