@@ -1,16 +1,34 @@
 """The ``agentrl`` command line: a thin layer over the library.
 
-``agentrl <command> [args]``; each command lives in its own module, which
-defines ``add_arguments(parser)`` and ``run(args) -> int``. Modules are
-imported only when their command runs, so ``agentrl --help`` and
-``agentrl --version`` are instant.
+``agentrl [--debug] <command> [args]``; each command lives in its own module
+and is imported only when it runs, so ``agentrl --help`` and ``agentrl
+--version`` are instant. A command module defines
+
+- ``Args``: a dataclass of its options (see :mod:`agentrl.cliargs`; tyro
+  builds the flags, types and ``--help`` from it), optionally ``parse(argv)
+  -> args`` when it takes more (``train``: the experiment's config fields);
+- ``run(args) -> int``.
+
+A pass-through command (``bench``, whose benchmarks parse their own
+arguments) defines ``add_arguments(parser)`` for argparse instead.
+
+Errors: bad input (a :class:`~agentrl.configtools.ConfigError`, or a
+``ValueError`` that agentrl raised to refuse a value, a file or a directory,
+and a missing file) is one line, ``agentrl <command>: error: ...``, exit code
+2, no traceback; a full disk or unwritable directory one line and exit code
+1; any other exception, a ``ValueError`` from inside JAX or Flax included,
+keeps its traceback. ``--debug`` (anywhere on the line, or
+``AGENTRL_DEBUG=1``) shows the traceback of every error.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import linecache
+import os
 import sys
+from pathlib import Path
 
 from agentrl import __version__
 
@@ -25,48 +43,111 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "bench": ("agentrl.benchmarks.cli", "run a benchmark; without a name, list them"),
 }
 
+#: commands whose remaining arguments belong to someone else (a benchmark)
+PASS_THROUGH = frozenset({"bench"})
 
-def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+_PACKAGE = Path(__file__).resolve().parent
+
+
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="agentrl", description="In-context RL research in JAX."
+        prog="agentrl",
+        description="In-context RL research in JAX. "
+        "`agentrl COMMAND --help` shows a command's options.",
     )
     parser.add_argument("--version", action="version", version=f"agentrl {__version__}")
+    parser.add_argument(
+        "--debug", action="store_true", help="show the traceback of every error"
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name, (module, help_text) in COMMANDS.items():
-        p = sub.add_parser(name, help=help_text, description=help_text)
-        if name == command:
-            importlib.import_module(module).add_arguments(p)
+    for name, (_, help_text) in COMMANDS.items():
+        sub.add_parser(name, help=help_text, description=help_text)
     return parser
 
 
+def is_input_error(err: BaseException) -> bool:
+    """Whether ``err`` refuses the user's input (one line) or is a bug (traceback).
+
+    Input errors: :class:`~agentrl.configtools.ConfigError`, a missing file,
+    and a ``ValueError`` raised by a ``raise`` statement in agentrl's own
+    code (its checks of values, datasets, run directories; they name what
+    is wrong). A ``ValueError`` raised inside JAX, Flax or NumPy is not one:
+    its innermost frame is theirs (or, with JAX's traceback filtering, an
+    agentrl line that calls them, not a ``raise``).
+    """
+    from agentrl.configtools import ConfigError
+
+    if isinstance(err, ConfigError | FileNotFoundError):
+        return True
+    if not isinstance(err, ValueError):
+        return False
+    tb = err.__traceback__
+    if tb is None:
+        return False
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    path = Path(tb.tb_frame.f_code.co_filename)
+    try:
+        path.resolve().relative_to(_PACKAGE)
+    except ValueError:
+        return False
+    line = linecache.getline(str(path), tb.tb_lineno).strip()
+    return line.startswith("raise")
+
+
+def _parse_bench(module, rest: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="agentrl bench", description=COMMANDS["bench"][1]
+    )
+    module.add_arguments(parser)
+    return parser.parse_args(rest)
+
+
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    command = next((a for a in argv if not a.startswith("-")), None)
-    if command is not None and command not in COMMANDS:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = os.environ.get("AGENTRL_DEBUG", "") not in ("", "0")
+    first = next((i for i, a in enumerate(argv) if not a.startswith("-")), None)
+    head = argv if first is None else argv[:first]
+    if "--debug" in head:
+        debug = True
+        head = [a for a in head if a != "--debug"]
+    if head:  # options before the command: --help, --version exit; a typo errs
+        build_parser().parse_args(head)
+    if first is None:
+        build_parser().print_help()
+        return 2
+    command, rest = argv[first], argv[first + 1 :]
+    if command not in COMMANDS:
         build_parser().error(
             f"unknown command {command!r}; choose from {', '.join(COMMANDS)}"
         )
-    parser = build_parser(command)
-    args, extra = parser.parse_known_args(argv)
-    if args.command is None:
-        parser.print_help()
-        return 2
-    module = importlib.import_module(COMMANDS[args.command][0])
-    # Commands that take config overrides (--field value) declare it.
-    if extra and not getattr(module, "ACCEPTS_OVERRIDES", False):
-        parser.error(f"unrecognized arguments: {' '.join(extra)}")
-    args.overrides = extra
+    if command not in PASS_THROUGH and "--debug" in rest:
+        debug = True
+        rest = [a for a in rest if a != "--debug"]
+    prog = f"agentrl {command}"
     try:
+        module = importlib.import_module(COMMANDS[command][0])
+        if command in PASS_THROUGH:
+            args = _parse_bench(module, rest)
+        elif hasattr(module, "parse"):
+            args = module.parse(rest)
+        else:
+            from agentrl import cliargs
+
+            args = cliargs.parse(module.Args, rest, prog)
         return int(module.run(args) or 0)
-    except (ValueError, FileNotFoundError) as err:
-        # Bad input: a one-line message naming the field, no traceback.
-        print(f"agentrl {args.command}: error: {err}", file=sys.stderr)
-        return 2
-    except OSError as err:
-        # A full disk or an unwritable directory (agentrl.safeio.StorageError
-        # names the path and what was kept): one line, no traceback.
-        print(f"agentrl {args.command}: error: {err}", file=sys.stderr)
-        return 1
+    except Exception as err:
+        if debug:
+            raise
+        if is_input_error(err):
+            print(f"{prog}: error: {err}", file=sys.stderr)
+            return 2
+        if isinstance(err, OSError):
+            # A full disk or an unwritable directory (agentrl.safeio.StorageError
+            # names the path and what was kept): one line, no traceback.
+            print(f"{prog}: error: {err}", file=sys.stderr)
+            return 1
+        raise
 
 
 if __name__ == "__main__":

@@ -5,9 +5,12 @@ A key is a dotted path through nested dataclasses (``train.lr``) or a bare
 field name that is unique in the tree (``lr``). String values are parsed to
 the type of the field they replace. Unknown or ambiguous fields, values of
 the wrong type (checked against the field's annotation: ``int | None``,
-``tuple[int, ...]`` ...) and non-finite numbers raise ``ValueError`` naming
+``tuple[int, ...]`` ...) and non-finite numbers raise ``ConfigError`` naming
 the field, the value and what is allowed, so a bad command line fails before
 anything compiles; :func:`from_dict` (a saved ``config.json``) checks the same.
+Every refusal is a :class:`ConfigError` (a ``ValueError``), also those of
+the dataclasses' own validation. The command line is generated from the same
+dataclasses by :mod:`agentrl.configcli`.
 
 A field marked :func:`traced` is a hyperparameter the update step takes as
 a traced scalar (so a sweep vmaps over it in one program); the marking lives
@@ -20,6 +23,7 @@ from it, and ``--algo NAME`` replaces it by the named one's defaults.
 from __future__ import annotations
 
 import ast
+import contextlib
 import dataclasses
 import functools
 import math
@@ -28,6 +32,32 @@ import typing
 from typing import Any
 
 TRACED = "agentrl_traced"
+
+
+class ConfigError(ValueError):
+    """A config value, field name or command-line argument is refused.
+
+    The message names the field (or argument) and what is allowed. The
+    command line prints it on one line and exits with code 2, before
+    anything compiles; any other exception keeps its traceback. A
+    ``ValueError``, so ``except ValueError`` still catches it.
+    """
+
+
+@contextlib.contextmanager
+def config_errors():
+    """Re-raise a ``ValueError`` from a config's own checks as :class:`ConfigError`.
+
+    Dataclass ``__post_init__`` validation (and an algorithm's ``check``)
+    raise plain ``ValueError`` naming the field; inside this block they
+    become config errors with the same message.
+    """
+    try:
+        yield
+    except ConfigError:
+        raise
+    except ValueError as err:
+        raise ConfigError(str(err)) from err
 
 
 def traced(default: float, **kwargs: Any) -> Any:
@@ -94,8 +124,8 @@ def resolve(config: Any, key: str) -> str:
     if len(matches) == 1:
         return matches[0]
     if len(matches) > 1:
-        raise ValueError(f"field {key!r} is ambiguous: use one of {matches}")
-    raise ValueError(
+        raise ConfigError(f"field {key!r} is ambiguous: use one of {matches}")
+    raise ConfigError(
         f"unknown config field {key!r}; valid fields: "
         f"{', '.join(sorted([*paths, *node_paths(config)]))}"
     )
@@ -171,10 +201,10 @@ def check_value(path: str, value: Any, hint: Any, text: Any = None) -> Any:
     ):
         value = float(value)  # 3 for a float field
     if not conforms(value, hint):
-        raise ValueError(f"{path} must be of type {_type_name(hint)}, got {shown!r}")
+        raise ConfigError(f"{path} must be of type {_type_name(hint)}, got {shown!r}")
     for x in _numbers(value):
         if not math.isfinite(x):
-            raise ValueError(f"{path} must be a finite number, got {shown!r}")
+            raise ConfigError(f"{path} must be a finite number, got {shown!r}")
     return value
 
 
@@ -231,8 +261,11 @@ def parse_value(path: str, text: Any, current: Any, hint: Any = Any) -> Any:
             value = None
         if isinstance(current, bool) and isinstance(value, str):
             value = {"true": True, "false": False}.get(value.lower(), value)
+    if hint is not Any and conforms(value, hint):
+        # the annotation decides (a field set to 24 may go back to None)
+        return check_value(path, value, hint, text)
     if isinstance(current, bool) != isinstance(value, bool) and current is not None:
-        raise ValueError(f"{path} must be a bool (true/false), got {text!r}")
+        raise ConfigError(f"{path} must be a bool (true/false), got {text!r}")
     if isinstance(current, float) and isinstance(value, int):
         value = float(value)
     if isinstance(current, tuple) and isinstance(value, list):
@@ -240,7 +273,7 @@ def parse_value(path: str, text: Any, current: Any, hint: Any = Any) -> Any:
     if isinstance(current, tuple) and isinstance(value, int | str) and not current:
         value = (value,)
     if current is not None and not isinstance(value, type(current)):
-        raise ValueError(
+        raise ConfigError(
             f"{path} must be of type {type(current).__name__} "
             f"(like its default {current!r}), got {text!r}"
         )
@@ -260,7 +293,10 @@ def _apply(config: Any, changes: dict[str, Any]) -> Any:
             nested.setdefault(head, {})[rest] = value
     for head, sub in nested.items():
         kwargs[head] = _apply(kwargs.get(head, getattr(config, head)), sub)
-    return dataclasses.replace(config, **kwargs) if kwargs else config
+    if not kwargs:
+        return config
+    with config_errors():
+        return dataclasses.replace(config, **kwargs)
 
 
 def override(config: Any, overrides: dict[str, Any]) -> Any:
@@ -282,8 +318,8 @@ def override(config: Any, overrides: dict[str, Any]) -> Any:
                     value = type(nodes[path]).from_config_value(text)
                 except ValueError as err:
                     if str(err).startswith(path):
-                        raise
-                    raise ValueError(f"{path}: {err}") from None
+                        raise ConfigError(str(err)) from err
+                    raise ConfigError(f"{path}: {err}") from None
             config = _apply(config, {path: value})
         else:
             rest[key] = text
@@ -293,25 +329,30 @@ def override(config: Any, overrides: dict[str, Any]) -> Any:
     for key, text in rest.items():
         path = resolve(config, key)
         if path in changes:
-            raise ValueError(f"field {path} is given twice")
+            raise ConfigError(f"field {path} is given twice")
         changes[path] = parse_value(path, text, paths[path], hints.get(path, Any))
     return _apply(config, changes)
 
 
 def parse_cli_overrides(tokens: list[str]) -> dict[str, str]:
-    """``["--train.lr", "1e-3", "--layers=2"]`` -> ``{"train.lr": "1e-3", ...}``."""
+    """``["--train.lr", "1e-3", "--layers=2"]`` -> ``{"train.lr": "1e-3", ...}``.
+
+    One value per field, as text (for :func:`override`); the command line
+    itself is parsed by :func:`agentrl.configcli.parse`, which also takes
+    several values for a tuple field.
+    """
     out: dict[str, str] = {}
     i = 0
     while i < len(tokens):
         tok = tokens[i]
         if not tok.startswith("--"):
-            raise ValueError(f"expected --field value, got {tok!r}")
+            raise ConfigError(f"expected --field value, got {tok!r}")
         if "=" in tok:
             k, v = tok[2:].split("=", 1)
             i += 1
         else:
             if i + 1 >= len(tokens):
-                raise ValueError(f"missing value for {tok}")
+                raise ConfigError(f"missing value for {tok}")
             k, v = tok[2:], tokens[i + 1]
             i += 2
         out[k.replace("-", "_")] = v
@@ -336,7 +377,7 @@ def from_dict(cls: type, data: dict[str, Any], prefix: str = "") -> Any:
     naming the dotted field) before the dataclass validates the whole.
     """
     if not isinstance(data, dict):
-        raise ValueError(
+        raise ConfigError(
             f"{prefix.rstrip('.') or cls.__name__} must be a JSON object of "
             f"{cls.__name__}'s fields, got {data!r}"
         )
@@ -345,7 +386,7 @@ def from_dict(cls: type, data: dict[str, Any], prefix: str = "") -> Any:
     types_ = _hints(cls)
     for name, value in data.items():
         if name not in hints:
-            raise ValueError(f"{cls.__name__}: unknown field {name!r} in saved config")
+            raise ConfigError(f"{cls.__name__}: unknown field {name!r} in saved config")
         default = hints[name].default
         if (
             default is dataclasses.MISSING
@@ -354,11 +395,12 @@ def from_dict(cls: type, data: dict[str, Any], prefix: str = "") -> Any:
             default = hints[name].default_factory()
         if _polymorphic(default):
             if not isinstance(value, dict | str):
-                raise ValueError(
+                raise ConfigError(
                     f"{prefix}{name} must be an algorithm (a JSON object with its "
                     f"'name'), got {value!r}"
                 )
-            value = type(default).from_config_dict(value)
+            with config_errors():
+                value = type(default).from_config_dict(value)
         elif dataclasses.is_dataclass(default):
             value = from_dict(type(default), value, f"{prefix}{name}.")
         else:
@@ -366,7 +408,8 @@ def from_dict(cls: type, data: dict[str, Any], prefix: str = "") -> Any:
                 value = _to_tuple(value)
             value = check_value(prefix + name, value, types_.get(name, Any))
         kwargs[name] = value
-    return cls(**kwargs)
+    with config_errors():
+        return cls(**kwargs)
 
 
 def _to_tuple(x: Any) -> Any:

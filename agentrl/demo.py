@@ -16,7 +16,7 @@ reused, so it only re-evaluates.
 
 from __future__ import annotations
 
-import argparse
+import dataclasses
 import json
 import time
 from pathlib import Path
@@ -24,17 +24,19 @@ from pathlib import Path
 from agentrl.cliargs import check_output_path
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--preset",
-        default="demo",
-        help="demo (default), smoke, cpu or full: a preset of ad_darkroom",
-    )
-    parser.add_argument("--out", default="runs/demo", help="run directory")
-    parser.add_argument("--no-progress", action="store_true")
+@dataclasses.dataclass
+class Args:
+    """Run the Dark Room AD pipeline end to end: data, training, evaluation."""
+
+    preset: str = "demo"
+    """demo (default), smoke, cpu or full: a preset of ad_darkroom"""
+    out: str = "runs/demo"
+    """the run directory"""
+    progress: bool = True
+    """show progress bars"""
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: Args) -> int:
     from agentrl.evaluate.run import evaluate_run
     from agentrl.train.experiments import load_experiment
     from agentrl.train.loop import fit
@@ -43,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     config = load_experiment("ad_darkroom", args.preset)
     check_output_path(args.out, "--out")
     print(f"[1-2/3] histories + AD training ({config.train.steps} steps) -> {args.out}")
-    run_dir = fit(config, args.out, progress=not args.no_progress)
+    run_dir = fit(config, args.out, progress=args.progress)
     print(f"[3/3] in-context evaluation on held-out goals ({time.time() - start:.0f}s)")
     paths = evaluate_run(run_dir)
     summary = json.loads(Path(paths["json"]).read_text())["summary"]

@@ -123,6 +123,10 @@ CLI_ROWS: list[tuple[str, str]] = [
     ("train ad_darkroom --train.lr", "missing value for --train.lr"),
     ("train ad_darkroom positional", "expected --field value"),
     ("train dt_darkroom --algo.target_return inf", "algo.target_return"),
+    ("train ad_darkroom --model.expert_ff abc", "model.expert_ff"),
+    ("train ad_darkroom --model.moe_layers 0 x", "model.moe_layers"),
+    ("train ad_darkroom --data.source_args noequals", "data.source_args"),
+    ("train ad_darkroom --tracker nope", "--tracker"),
     # sweep
     ("sweep nope", "unknown experiment"),
     ("sweep ad_darkroom --seeds 0", "--seeds"),

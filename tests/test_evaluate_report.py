@@ -51,7 +51,14 @@ def test_write_results_files(tmp_path):
         "random": _result("random", 2, 0.0),
     }
     paths = write_results(results, tmp_path / "out", title="unit")
-    assert set(paths) == {"json", "markdown", "improvement", "regret"}
+    assert set(paths) == {
+        "json",
+        "markdown",
+        "improvement",
+        "regret",
+        "csv",
+        "tensorboard",
+    }
     for key in ("improvement", "regret"):
         assert paths[key].read_bytes()[:8] == PNG
     payload = json.loads(paths["json"].read_text())  # strict JSON (no NaN)

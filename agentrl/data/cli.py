@@ -13,80 +13,94 @@ what it checked or exits with code 2 naming the file and what is wrong.
 
 from __future__ import annotations
 
-import argparse
-import ast
+import dataclasses
 import json
-import sys
-from typing import Any
+from typing import Annotated, Literal
+
+import tyro
 
 from agentrl.cliargs import (
+    KeyValue,
+    NonNegativeInt,
+    Positional,
+    PositiveInt,
+    Repeatable,
+    UnitFraction,
     check_output_path,
-    nonnegative_int,
-    positive_int,
-    unit_fraction,
 )
+from agentrl.configtools import ConfigError
 
 
-def _key_value(text: str) -> tuple[str, Any]:
-    if "=" not in text:
-        raise argparse.ArgumentTypeError(f"expected key=value, got {text!r}")
-    key, raw = text.split("=", 1)
-    try:
-        value = ast.literal_eval(raw)
-    except (ValueError, SyntaxError):
-        value = raw  # a bare string, e.g. start=corner
-    return key.strip(), value
+@dataclasses.dataclass
+class Generate:
+    """Run a source algorithm on many tasks and write a dataset."""
+
+    env: str
+    """registered environment name (agentrl envs lists them) or gymnax:<id>"""
+    source: str
+    """source algorithm (q_learning, ucb, ppo, ...)"""
+    tasks: PositiveInt
+    """number of histories (one task each)"""
+    episodes: PositiveInt
+    """episodes per history"""
+    out: str
+    """dataset directory to create"""
+    env_arg: Annotated[tuple[KeyValue, ...], Repeatable] = ()
+    """an environment constructor argument (repeat the flag for more)"""
+    source_arg: Annotated[tuple[KeyValue, ...], Repeatable] = ()
+    """a source setting (repeat the flag for more)"""
+    seed: NonNegativeInt = 0
+    """random seed of the tasks and the source"""
+    split_fraction: UnitFraction = 0.8
+    """share of the tasks in the train split"""
+    chunk_size: PositiveInt = 1000
+    """tasks per jit call (bounds memory)"""
+    overwrite: bool = False
+    """replace --out if it exists"""
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    sub = parser.add_subparsers(dest="data_command", metavar="SUBCOMMAND")
-    gen = sub.add_parser("generate", help="run a source on many tasks, write a dataset")
-    gen.add_argument("--env", required=True, help="registered environment name")
-    gen.add_argument(
-        "--env-arg",
-        action="append",
-        type=_key_value,
-        default=[],
-        metavar="KEY=VALUE",
-        help="environment constructor override (repeatable)",
-    )
-    gen.add_argument("--source", required=True, help="source algorithm")
-    gen.add_argument(
-        "--source-arg",
-        action="append",
-        type=_key_value,
-        default=[],
-        metavar="KEY=VALUE",
-        help="source setting (repeatable)",
-    )
-    gen.add_argument(
-        "--tasks", type=positive_int, required=True, help="number of histories"
-    )
-    gen.add_argument(
-        "--episodes", type=positive_int, required=True, help="episodes per history"
-    )
-    gen.add_argument("--seed", type=nonnegative_int, default=0)
-    gen.add_argument("--out", required=True, help="dataset directory to create")
-    gen.add_argument(
-        "--split-fraction", type=unit_fraction, default=0.8, help="train share"
-    )
-    gen.add_argument(
-        "--chunk-size", type=positive_int, default=1000, help="tasks per jit call"
-    )
-    gen.add_argument("--overwrite", action="store_true", help="replace --out")
-    info = sub.add_parser("info", help="print a dataset's metadata and sizes")
-    info.add_argument("path", help="dataset directory")
-    info.add_argument("--json", action="store_true", help="print JSON")
-    info.add_argument(
-        "--verify", default="size", choices=("full", "size", "none"), help="checks"
-    )
-    verify = sub.add_parser(
-        "verify", help="check metadata, file checksums and every record's values"
-    )
-    verify.add_argument("path", help="dataset directory")
+@dataclasses.dataclass
+class Info:
+    """Print a dataset's metadata and sizes."""
+
+    path: Annotated[str, Positional]
+    """dataset directory"""
+    json: bool = False
+    """print JSON"""
+    verify: Literal["full", "size", "none"] = "size"
+    """checks on open: file sizes, full checksums, or none"""
 
 
-def _generate(args: argparse.Namespace) -> int:
+@dataclasses.dataclass
+class Verify:
+    """Check metadata, file checksums and every record's values."""
+
+    path: Annotated[str, Positional]
+    """dataset directory"""
+
+
+#: the subcommands: ``agentrl data generate|info|verify``
+Args = (
+    Annotated[Generate, tyro.conf.subcommand("generate")]
+    | Annotated[Info, tyro.conf.subcommand("info")]
+    | Annotated[Verify, tyro.conf.subcommand("verify")]
+)
+SUBCOMMANDS = ("generate", "info", "verify")
+
+
+def parse(argv: list[str]) -> Generate | Info | Verify:
+    """The subcommand's arguments (an unknown subcommand is named as such)."""
+    from agentrl import cliargs
+
+    if argv and not argv[0].startswith("-") and argv[0] not in SUBCOMMANDS:
+        raise ConfigError(
+            f"invalid choice: {argv[0]!r} (choose a subcommand: "
+            f"{', '.join(SUBCOMMANDS)})"
+        )
+    return cliargs.parse(Args, argv, "agentrl data")
+
+
+def _generate(args) -> int:
     from tqdm import tqdm
 
     from agentrl import envs
@@ -95,7 +109,7 @@ def _generate(args: argparse.Namespace) -> int:
 
     out = check_output_path(args.out, "--out")
     if out.exists() and not args.overwrite:
-        raise ValueError(f"--out {out} already exists; pass --overwrite to replace it")
+        raise ConfigError(f"--out {out} already exists; pass --overwrite to replace it")
     overrides = dict(args.env_arg)
     env = envs.make(args.env, **overrides)
     # checks the source and its settings: fails before the bar appears
@@ -121,7 +135,7 @@ def _generate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _info(args: argparse.Namespace) -> int:
+def _info(args) -> int:
     from agentrl.data.reader import open_dataset
 
     summary = open_dataset(args.path, verify=args.verify).summary()
@@ -142,7 +156,7 @@ def _info(args: argparse.Namespace) -> int:
     return 0
 
 
-def _verify(args: argparse.Namespace) -> int:
+def _verify(args) -> int:
     from agentrl.data.reader import open_dataset
 
     dataset = open_dataset(args.path, verify="full")
@@ -157,15 +171,8 @@ def _verify(args: argparse.Namespace) -> int:
     return 0
 
 
-def run(args: argparse.Namespace) -> int:
-    # ValueError (DatasetIntegrityError included) and FileNotFoundError are
-    # reported by agentrl.cli as one line, exit code 2.
-    commands = {"generate": _generate, "info": _info, "verify": _verify}
-    if args.data_command in commands:
-        return commands[args.data_command](args)
-    print(
-        "agentrl data: error: choose a subcommand: generate, info or verify "
-        "(see agentrl data --help)",
-        file=sys.stderr,
-    )
-    return 2
+def run(args: Generate | Info | Verify) -> int:
+    # DatasetIntegrityError and FileNotFoundError are reported by agentrl.cli
+    # as one line, exit code 2.
+    commands = {Generate: _generate, Info: _info, Verify: _verify}
+    return commands[type(args)](args)

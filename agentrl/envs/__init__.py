@@ -9,6 +9,7 @@
 from agentrl.envs.bandits import BernoulliBandit, GaussianBandit
 from agentrl.envs.base import Environment, EnvParams, EnvState
 from agentrl.envs.darkroom import DarkRoom, DarkRoomHard
+from agentrl.envs.gymnax_adapter import from_gymnax, to_gymnax
 from agentrl.envs.key_to_door import DarkKeyToDoor
 from agentrl.envs.registry import make, overrides_of, register, registered
 from agentrl.envs.rollout import (
@@ -22,6 +23,8 @@ from agentrl.envs.tasks import TaskSplit, split_task_ids
 from agentrl.envs.trial import MultiEpisodeTrial
 
 __all__ = [
+    "from_gymnax",
+    "to_gymnax",
     "BernoulliBandit",
     "DarkKeyToDoor",
     "DarkRoom",

@@ -8,7 +8,9 @@ environment can be used wherever an agentrl one is expected::
 
 ``step`` auto-resets without branching: when the episode ends, the returned
 observation and state are those of a fresh episode and the last observation of
-the finished one is in ``info["final_observation"]``.
+the finished one is in ``info["final_observation"]``; ``info`` also holds
+``terminated`` and ``truncated`` (both true when an episode ends at its
+time limit by termination), as gymnax 1.0's does.
 
 What agentrl adds is the *task*. The task lives in ``EnvParams`` (a pytree),
 so vmapping over params is vmapping over tasks:
@@ -89,6 +91,9 @@ class Environment(Generic[S, P]):
         Returns ``(obs, state, reward, terminated, truncated, info)``; when
         ``terminated | truncated`` the obs/state are a fresh episode's and the
         finished episode's last observation is ``info["final_observation"]``.
+        As in gymnax 1.0, ``truncated`` is the time limit, so both may be
+        true on one step, and ``info`` carries ``terminated`` and
+        ``truncated`` too.
         """
         params = self.default_params if params is None else params
         if self.stochastic_reset:
@@ -98,16 +103,20 @@ class Environment(Generic[S, P]):
         obs_st, state_st, reward, terminated, info = self.step_env(
             key_step, state, action, params
         )
-        truncated = jnp.logical_and(
-            jnp.logical_not(terminated), self.is_truncated(state_st, params)
-        )
+        # as gymnax 1.0: truncated at the time limit even if also terminated
+        truncated = jnp.asarray(self.is_truncated(state_st, params), jnp.bool_)
         done = jnp.logical_or(terminated, truncated)
         obs_re, state_re = self.reset_env(key_reset, params)
         state = jax.tree.map(
             lambda r, s: jax.lax.select(done, r, s), state_re, state_st
         )
         obs = jax.tree.map(lambda r, s: jax.lax.select(done, r, s), obs_re, obs_st)
-        info = {**info, "final_observation": obs_st}
+        info = {
+            **info,
+            "terminated": terminated,
+            "truncated": truncated,
+            "final_observation": obs_st,
+        }
         return obs, state, reward, terminated, truncated, info
 
     def is_truncated(self, state: S, params: P) -> jax.Array:

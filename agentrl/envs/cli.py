@@ -2,24 +2,29 @@
 
 from __future__ import annotations
 
-import argparse
+import dataclasses
+from typing import Annotated
 
-from agentrl.cliargs import positive_int
+from agentrl.cliargs import Positional, PositiveInt
+from agentrl.configtools import ConfigError
 from agentrl.envs.registry import registered
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("names", nargs="*", help="families (default: all)")
-    parser.add_argument(
-        "--tasks", type=positive_int, default=256, help="tasks per family"
-    )
+@dataclasses.dataclass
+class Args:
+    """List task families with their random and oracle returns."""
+
+    names: Annotated[tuple[str, ...], Positional] = ()
+    """families to show (default: all)"""
+    tasks: PositiveInt = 256
+    """tasks per family"""
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: Args) -> int:
     from agentrl.envs.report import returns_table
 
     unknown = sorted(set(args.names) - set(registered()))
     if unknown:
-        raise ValueError(f"unknown families {unknown}; registered: {registered()}")
-    print(returns_table(args.names or None, args.tasks))
+        raise ConfigError(f"unknown families {unknown}; registered: {registered()}")
+    print(returns_table(list(args.names) or None, args.tasks))
     return 0

@@ -3,7 +3,9 @@
 Overrides are constructor arguments; unknown names, unknown overrides and bad
 values raise ``ValueError`` naming what is valid, before anything compiles.
 Any gymnax environment is available as ``make("gymnax:<id>")`` (gymnax is
-imported only then, as it takes seconds to import).
+imported only then, as it takes seconds to import), as a task family of one
+task (:func:`agentrl.envs.gymnax_adapter.from_gymnax`; call it yourself to
+give a task distribution).
 """
 
 from __future__ import annotations
@@ -97,4 +99,6 @@ def _make_gymnax(env_id: str, overrides: dict[str, Any]) -> Any:
             f"{', '.join(gymnax.registered_envs)}"
         )
     env, _ = gymnax.make(env_id, **overrides)
-    return env
+    from agentrl.envs.gymnax_adapter import from_gymnax
+
+    return from_gymnax(env)  # a task family (one task: the default params)

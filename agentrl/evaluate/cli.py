@@ -2,39 +2,49 @@
 
 A thin layer over :func:`agentrl.evaluate.run.evaluate_run`, which reads the
 run directory written by :func:`agentrl.train.fit` (config, task split,
-latest checkpoint) and writes ``RUN_DIR/eval/results.{json,md}`` and plots.
+latest checkpoint) and writes ``RUN_DIR/eval/results.{json,md,csv}``, plots
+and TensorBoard scalars (``RUN_DIR/tb``, beside the training curves).
+
+The options are the fields of :class:`Args` (an option is a field: its
+annotation types it, the docstring under it is its ``--help``).
 """
 
 from __future__ import annotations
 
-import argparse
+import dataclasses
 from pathlib import Path
+from typing import Annotated
 
-from agentrl.cliargs import check_output_path, nonnegative_int, positive_int
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("run_dir", type=Path, help="training run directory")
-    parser.add_argument(
-        "--episodes", type=positive_int, default=None, help="episodes/task"
-    )
-    parser.add_argument(
-        "--tasks", type=positive_int, default=None, help="held-out tasks"
-    )
-    parser.add_argument(
-        "--seed", type=nonnegative_int, default=None, help="evaluation seed"
-    )
-    parser.add_argument("--out", type=Path, default=None, help="default RUN_DIR/eval")
-    parser.add_argument(
-        "--baselines",
-        default=None,
-        help="comma-separated (default: random, oracle, UCB/Thompson on bandits, "
-        "the data's source algorithm)",
-    )
-    parser.add_argument("--greedy", action="store_true", help="argmax actions")
+from agentrl.cliargs import (
+    NonNegativeInt,
+    Positional,
+    PositiveInt,
+    check_output_path,
+)
 
 
-def run(args: argparse.Namespace) -> int:
+@dataclasses.dataclass
+class Args:
+    """Evaluate a training run in context on its held-out tasks."""
+
+    run_dir: Annotated[Path, Positional]
+    """the training run directory"""
+    episodes: PositiveInt | None = None
+    """episodes per task (default: the run's eval.num_episodes)"""
+    tasks: PositiveInt | None = None
+    """held-out tasks (default: the run's eval.num_tasks)"""
+    seed: NonNegativeInt | None = None
+    """evaluation seed (default: the run's eval.seed)"""
+    out: Path | None = None
+    """results directory (default RUN_DIR/eval)"""
+    baselines: str | None = None
+    """comma-separated baselines (default: random, oracle, UCB/Thompson on
+    bandits, the data's source algorithm)"""
+    greedy: bool = False
+    """act by argmax instead of sampling"""
+
+
+def run(args: Args) -> int:
     baselines = (
         None
         if args.baselines is None

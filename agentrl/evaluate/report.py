@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 import agentrl
+from agentrl import tracking
 from agentrl.evaluate import metrics
 from agentrl.evaluate.evaluate import EvalResult
 from agentrl.tables import markdown_table as _table
@@ -207,7 +208,8 @@ def write_results(
     normalized scores (regret only as its final value per task).
 
     Returns:
-      ``{"json", "markdown", "improvement"[, "regret"]}`` paths.
+      ``{"json", "markdown", "improvement"[, "regret"], "csv",
+      "tensorboard"}`` paths (see :func:`agentrl.tracking.write_eval_outputs`).
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -238,4 +240,5 @@ def write_results(
         paths["regret"] = plot_regret(summary, out_dir / "regret.png")
         md += ["![regret](regret.png)", ""]
     write_text(paths["markdown"], "\n".join(md))
+    paths.update(tracking.write_eval_outputs(summary, out_dir))  # csv, tb/
     return paths

@@ -11,37 +11,36 @@ results.png into ``--out`` (default ``sweeps/<name>-<preset>``).
 
 from __future__ import annotations
 
-import argparse
+import dataclasses
+from typing import Annotated
 
-from agentrl.cliargs import check_output_path, positive_int
+from agentrl.cliargs import PositiveInt, Repeatable, check_output_path
+from agentrl.configtools import ConfigError
+from agentrl.train.cli import ExperimentArgs
 
-#: Unknown ``--field value`` pairs are config overrides (see configtools).
-ACCEPTS_OVERRIDES = True
 
+@dataclasses.dataclass
+class Args(ExperimentArgs):
+    """Train an experiment over seeds and a grid of settings, vectorized.
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from agentrl.train.cli import add_experiment_arguments
+    Every other --FIELD VALUE sets a config field of the experiment
+    (agentrl sweep EXPERIMENT --help lists them).
+    """
 
-    add_experiment_arguments(parser)
-    parser.add_argument(
-        "--seeds",
-        default="4",
-        help="number of seeds N (seeds train.seed .. train.seed + N - 1) or a "
-        "comma-separated list of seeds",
-    )
-    parser.add_argument(
-        "--grid",
-        action="append",
-        default=[],
-        metavar="FIELD=V1,V2",
-        help="config field and its values; repeat for a product grid",
-    )
-    parser.add_argument("--out", default=None, help="default sweeps/<name>-<preset>")
-    parser.add_argument("--no-eval", action="store_true", help="skip evaluation")
-    parser.add_argument(
-        "--steps-per-call", type=positive_int, default=10, help="steps per jitted chunk"
-    )
-    parser.add_argument("--no-progress", action="store_true")
+    seeds: str = "4"
+    """number of seeds N (seeds train.seed .. train.seed + N - 1) or a
+    comma-separated list of seeds"""
+    grid: Annotated[tuple[str, ...], Repeatable] = ()
+    """FIELD=V1,V2: a config field and its values (repeat the flag for a
+    product grid)"""
+    out: str | None = None
+    """results directory (default sweeps/<name>-<preset>)"""
+    eval: bool = True
+    """evaluate every trained model in context"""
+    steps_per_call: PositiveInt = 10
+    """training steps per jitted chunk"""
+    progress: bool = True
+    """show a progress bar"""
 
 
 def parse_seeds(text: str, base: int = 0) -> list[int]:
@@ -56,36 +55,39 @@ def parse_seeds(text: str, base: int = 0) -> list[int]:
                 raise ValueError
             seeds = list(range(base, base + n))
     except ValueError:
-        raise ValueError(
+        raise ConfigError(
             f"--seeds must be a count >= 1 or a list like 0,1,2, got {text!r}"
         ) from None
     if not seeds or any(s < 0 for s in seeds) or len(set(seeds)) != len(seeds):
-        raise ValueError(f"--seeds must be distinct integers >= 0, got {text!r}")
+        raise ConfigError(f"--seeds must be distinct integers >= 0, got {text!r}")
     return seeds
 
 
-def prepare(args: argparse.Namespace):
-    """``(config, seeds, grid)`` from parsed arguments; all checks, no compile."""
-    from agentrl import configtools
-    from agentrl.sweep.grid import make_grid, parse_grid_args
-    from agentrl.train.experiments import load_experiment
+def parse(argv: list[str]) -> Args:
+    """:class:`Args` with ``config`` (the experiment's, fields applied)."""
+    from agentrl.train.cli import parse_experiment_args
 
-    overrides = configtools.parse_cli_overrides(list(args.overrides or []))
-    config = load_experiment(args.experiment, args.preset, overrides)
+    args, config = parse_experiment_args(Args, argv, "agentrl sweep")
+    args.config = config
+    return args
+
+
+def prepare(args: Args):
+    """``(config, seeds, grid)`` from parsed arguments; all checks, no compile."""
+    from agentrl.sweep.grid import make_grid, parse_grid_args
+
+    config = args.config
     seeds = parse_seeds(args.seeds, config.train.seed)
-    grid = make_grid(config, parse_grid_args(args.grid))
-    if args.steps_per_call < 1:
-        raise ValueError(f"--steps-per-call must be >= 1, got {args.steps_per_call}")
+    grid = make_grid(config, parse_grid_args(list(args.grid)))
     check_output_path(args.out, "--out")
     return config, seeds, grid
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: Args) -> int:
     from agentrl.sweep.run import run_sweep
     from agentrl.train import parallel
 
     parallel.initialize_distributed()
-    # a ValueError is reported by agentrl.cli: one line, exit code 2
     config, seeds, grid = prepare(args)
     out = args.out or f"sweeps/{config.name}-{args.preset}"
     outcome = run_sweep(
@@ -93,9 +95,9 @@ def run(args: argparse.Namespace) -> int:
         seeds,
         grid,
         out,
-        evaluate=not args.no_eval,
+        evaluate=args.eval,
         steps_per_call=args.steps_per_call,
-        progress=not args.no_progress,
+        progress=args.progress,
     )
     print(outcome.paths["md"].read_text())
     print("wrote: " + ", ".join(str(p) for p in outcome.paths.values()))

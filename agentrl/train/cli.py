@@ -1,54 +1,119 @@
-"""``agentrl train EXPERIMENT [--preset smoke|cpu|full] [--field value ...]``."""
+"""``agentrl train EXPERIMENT [--preset P] [options] [--FIELD VALUE ...]``.
+
+The options are :class:`Args`; the ``--FIELD VALUE`` pairs set fields of
+the experiment's config (``--train.lr 1e-3``, ``--algo dt``,
+``--model.moe_layers 0 1``), typed and documented by the config dataclasses
+(:mod:`agentrl.configcli`). ``agentrl train EXPERIMENT --help`` lists every
+field with its type, the preset's value and its documentation.
+"""
 
 from __future__ import annotations
 
-import argparse
+import dataclasses
+import os
+from typing import Annotated, Literal
 
-from agentrl.cliargs import check_output_path, positive_int
+import tyro
 
-#: Unknown ``--field value`` pairs are config overrides (see configtools).
-ACCEPTS_OVERRIDES = True
-
-
-def add_experiment_arguments(parser: argparse.ArgumentParser) -> None:
-    """``experiment`` and ``--preset`` (shared by ``train`` and ``sweep``)."""
-    parser.add_argument("experiment", help="experiments/<name>.py or its name")
-    parser.add_argument(
-        "--preset",
-        default="smoke",
-        help="smoke, cpu, full, or another preset the experiment defines",
-    )
+from agentrl.cliargs import Positional, PositiveInt, check_output_path
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_experiment_arguments(parser)
-    parser.add_argument("--run-dir", default=None, help="default runs/<name>-<preset>")
-    parser.add_argument("--no-resume", action="store_true")
-    parser.add_argument("--no-progress", action="store_true")
-    parser.add_argument(
-        "--stop-at-step",
-        type=positive_int,
-        default=None,
-        help="stop (checkpointed, resumable) after this step",
-    )
+@dataclasses.dataclass
+class ExperimentArgs:
+    """The experiment and its preset (shared by ``train`` and ``sweep``)."""
+
+    experiment: Annotated[
+        str | None, Positional, tyro.conf.arg(metavar="EXPERIMENT")
+    ] = None
+    """an experiment's name (ad_darkroom ...) or the path of its .py file"""
+    preset: str = "smoke"
+    """smoke, cpu, full, or another preset the experiment defines"""
 
 
-def run(args: argparse.Namespace) -> int:
-    from agentrl import configtools
+@dataclasses.dataclass
+class Args(ExperimentArgs):
+    """Train an in-context learner from an experiment's preset.
+
+    Every other --FIELD VALUE sets a config field of the experiment
+    (agentrl train EXPERIMENT --help lists them).
+    """
+
+    run_dir: str | None = None
+    """the run directory; None: runs/<name>-<preset>"""
+    resume: bool = True
+    """continue from the latest checkpoint in the run directory"""
+    progress: bool = True
+    """show a progress bar"""
+    stop_at_step: PositiveInt | None = None
+    """stop (checkpointed, resumable) after this step"""
+    tracker: Literal["none", "wandb"] = "none"
+    """also send the run's metrics to an experiment tracker (wandb needs the
+    tracking extra; WANDB_MODE=offline keeps it local; see agentrl.tracking)"""
+
+
+def parse_experiment_args(cls, argv: list[str], prog: str):
+    """``(args, config)``: ``cls``'s options, and the experiment's config with
+    the remaining ``--FIELD VALUE`` tokens applied (``config`` is ``None``
+    without an experiment). ``--help`` prints the options and, given an
+    experiment, every config field; then exits."""
+    from agentrl import cliargs, configcli
+    from agentrl.configtools import ConfigError
+    from agentrl.train.experiments import known_experiments, load_experiment
+
+    wants_help = any(a in ("-h", "--help") for a in argv)
+    rest_argv = [a for a in argv if a not in ("-h", "--help")]
+    args, extra = cliargs.parse(cls, rest_argv, prog, unknown=True)
+    if args.experiment is None:
+        if wants_help:
+            print(cliargs.help_text(cls, prog), end="")
+            print(f"\nexperiments: {', '.join(known_experiments())}")
+            raise SystemExit(0)
+        raise ConfigError(
+            "choose an experiment: "
+            + ", ".join(known_experiments())
+            + " (or the path of an experiment .py file)"
+        )
+    config = load_experiment(args.experiment, args.preset)
+    if wants_help:
+        print(cliargs.help_text(cls, prog), end="")
+        print(
+            configcli.help_text(
+                config,
+                f"{prog} {args.experiment} --preset {args.preset}",
+                description=f"Config fields of {args.experiment} (defaults: "
+                f"its {args.preset!r} preset).",
+            ),
+            end="",
+        )
+        raise SystemExit(0)
+    return args, configcli.parse(config, extra, prog=prog)
+
+
+def parse(argv: list[str]):
+    """:class:`Args` with ``config`` attached (see :func:`parse_experiment_args`)."""
+    args, config = parse_experiment_args(Args, argv, "agentrl train")
+    args.config = config
+    return args
+
+
+def run(args: Args) -> int:
     from agentrl.train import parallel
-    from agentrl.train.experiments import load_experiment
     from agentrl.train.loop import fit
 
     parallel.initialize_distributed()
-    overrides = configtools.parse_cli_overrides(args.overrides)
-    config = load_experiment(args.experiment, args.preset, overrides)
+    config = args.config
     run_dir = args.run_dir or f"runs/{config.name}-{args.preset}"
     check_output_path(run_dir, "--run-dir")
+    if args.tracker != "none":
+        from agentrl import tracking
+
+        tracking.check_available(args.tracker)
+        os.environ[tracking.TRACKER_ENV] = args.tracker
     out = fit(
         config,
         run_dir,
-        resume=not args.no_resume,
-        progress=not args.no_progress,
+        resume=args.resume,
+        progress=args.progress,
         stop_at_step=args.stop_at_step,
     )
     print(f"run directory: {out}")

@@ -73,6 +73,17 @@ class DataConfig:
     config stays hashable. Training tasks come from the env's deterministic
     split (``split_fraction``, ``split_seed``) when its task space is finite;
     ``num_tasks`` histories are drawn from them (cycling through the ids).
+
+    Attributes:
+      env: registered task family (``agentrl envs`` lists them).
+      env_args: the family's constructor arguments, e.g. ``size=9``.
+      source: source algorithm that generates the learning histories.
+      source_args: the source's settings, e.g. ``learning_rate=0.5``.
+      num_tasks: histories to generate (one task each).
+      num_episodes: episodes per history.
+      split_fraction: share of a finite task space in the train split.
+      seed: seed of the data generation (tasks and source).
+      path: an existing dataset directory to train on instead of generating.
     """
 
     env: str = "darkroom"
@@ -122,6 +133,21 @@ class TrainConfig:
     ``lr`` and ``weight_decay`` are traced (a sweep over them is one
     program). ``warmup_steps`` unset: ``warmup_fraction`` of the steps, at
     most ``max_warmup_steps`` (see :attr:`warmup`).
+
+    Attributes:
+      steps: optimizer steps.
+      batch_size: training windows per step (global, over all devices).
+      lr: peak learning rate (AdamW).
+      weight_decay: AdamW weight decay.
+      warmup_steps: linear warm-up steps; unset: derived from ``steps``.
+      warmup_fraction: warm-up as a fraction of ``steps`` when unset.
+      max_warmup_steps: cap of the derived warm-up.
+      schedule: learning-rate schedule after warm-up, cosine or constant.
+      grad_clip: global gradient-norm clip.
+      seed: seed of the model initialisation and batch sampling.
+      log_every: steps between metrics.jsonl / TensorBoard records.
+      checkpoint_every: steps between checkpoints.
+      keep_checkpoints: checkpoints kept (older ones are deleted).
     """
 
     steps: int = 1000
@@ -203,6 +229,13 @@ class EvalConfig:
 
     ``greedy`` acts by argmax; otherwise actions are sampled at
     ``temperature`` (discrete actions).
+
+    Attributes:
+      num_tasks: held-out tasks evaluated.
+      num_episodes: episodes per task, acted in one context.
+      greedy: act by argmax instead of sampling.
+      temperature: sampling temperature when not greedy.
+      seed: seed of the evaluation tasks and actions.
     """
 
     num_tasks: int = 16
@@ -234,7 +267,17 @@ class EvalConfig:
 
 @dataclasses.dataclass(frozen=True)
 class ExperimentConfig:
-    """One experiment: data, algorithm, model, optimisation, evaluation."""
+    """One experiment: data, algorithm, model, optimisation, evaluation.
+
+    Attributes:
+      name: the experiment's name (it names the run directory).
+      algo: the in-context learner and its hyperparameters; ``--algo NAME``
+        swaps in another one's defaults.
+      data: which learning histories to train on.
+      model: the transformer's shape.
+      train: optimisation and bookkeeping.
+      eval: in-context evaluation on held-out tasks.
+    """
 
     name: str = "experiment"
     algo: Algorithm = algos.AD()

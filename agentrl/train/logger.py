@@ -14,6 +14,8 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from agentrl import tracking
+
 
 class RunLogger:
     """Log scalar metrics of a run to JSONL, TensorBoard and a tqdm bar."""
@@ -40,6 +42,8 @@ class RunLogger:
             from tensorboardX import SummaryWriter
 
             self._tb = SummaryWriter(str(self.run_dir / "tb"))
+        # an experiment tracker, if one is chosen (agentrl.tracking; off by default)
+        self._tracker = tracking.open_tracker(self.run_dir) if enabled else None
         self._bar = tqdm(
             total=total_steps,
             initial=start_step,
@@ -58,6 +62,8 @@ class RunLogger:
             for k, v in values.items():
                 if math.isfinite(v):
                     self._tb.add_scalar(k, v, step)
+        if self._tracker is not None:
+            self._tracker.log(step, values)
         if "loss" in values:
             self._bar.set_postfix(loss=f"{values['loss']:.4f}")
 
@@ -70,6 +76,8 @@ class RunLogger:
             self._jsonl.close()
         if self._tb is not None:
             self._tb.close()
+        if self._tracker is not None:
+            self._tracker.close()
 
 
 def read_metrics(run_dir: str | Path) -> list[dict[str, float]]:
