@@ -4,10 +4,19 @@ A run either points at an existing dataset (``data.path``) or generates one
 into ``run_dir/dataset`` from the config's env, source and seed (written
 atomically, so a killed generation is simply redone). The sampler is the
 algorithm's (:meth:`agentrl.algos.Algorithm.make_sampler`).
+
+Integrity: the first time a run uses its dataset (no checkpoint yet) every
+file's SHA-256 is checked; a resumed run checks only the files' sizes, so
+resuming on XLand-size data does not re-hash it (``agentrl data verify``
+does the full check on demand). A dataset the run has just written is
+checked by size. :func:`host_batches` reads through grain's prefetching
+iterator when the split is too large for the sampler's in-memory cache.
 """
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +25,7 @@ from tqdm.auto import tqdm
 
 from agentrl.data import open_dataset, write_dataset
 from agentrl.data.reader import DatasetIntegrityError, HistoryDataset
+from agentrl.train.checkpoint import complete_steps
 from agentrl.train.config import ExperimentConfig
 
 
@@ -24,8 +34,10 @@ def prepare_dataset(
 ) -> HistoryDataset:
     """Open ``data.path`` or generate (once) the run's own dataset."""
     data = config.data
+    # full checksums on first use, sizes once the run has a checkpoint
+    first_use = not complete_steps(Path(run_dir) / "checkpoints")
     if data.path:
-        dataset = open_dataset(data.path)
+        dataset = open_dataset(data.path, verify="full" if first_use else "size")
         recorded = dataset.metadata["env"]["name"]
         if recorded != data.env:
             raise ValueError(
@@ -35,7 +47,8 @@ def prepare_dataset(
         return dataset
     path = Path(run_dir) / "dataset"
     lead = jax.process_index() == 0
-    if not path.exists() and lead:
+    written = not path.exists()
+    if written and lead:
         bar = tqdm(
             total=data.num_tasks, desc="histories", unit="task", disable=not progress
         )
@@ -60,7 +73,20 @@ def prepare_dataset(
         from jax.experimental import multihost_utils
 
         multihost_utils.sync_global_devices("agentrl dataset written")
-    return open_dataset(path)
+    return open_dataset(path, verify="full" if first_use and not written else "size")
+
+
+def host_batches(sampler: Any, start: int) -> Iterator[dict[str, Any]]:
+    """Numpy batches of steps ``start, start + 1, ...`` of ``sampler``.
+
+    From the in-memory cache when the split fits it; otherwise through the
+    sampler's grain iterator, which decodes the next batches from the
+    ArrayRecord files on background threads while the device trains. Both
+    give the same batches (a pure function of the step).
+    """
+    if getattr(sampler, "cached", True):
+        return (sampler.host_batch(step) for step in itertools.count(start))
+    return sampler.iterator(start_step=start)
 
 
 def make_sampler(config: ExperimentConfig, dataset: HistoryDataset, env: Any):
