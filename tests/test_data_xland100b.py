@@ -106,6 +106,14 @@ def test_import_maps_every_field_of_the_schema(published, imported):
     ).all()
 
 
+def test_compression_is_xminigrids():
+    from xminigrid.core.constants import NUM_COLORS
+
+    assert xl.NUM_COLORS == NUM_COLORS
+    obs = np.stack(np.meshgrid(np.arange(13), np.arange(12), indexing="ij"), -1)
+    np.testing.assert_array_equal(xl.decompress_obs(xl.compress_obs(obs)), obs)
+
+
 def test_a_file_off_the_schema_is_refused_naming_the_dataset(tmp_path):
     path = _write_published(tmp_path / "bad.hdf5", rulesets=(1,))
     with h5py.File(path, "a") as f:

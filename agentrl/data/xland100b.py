@@ -109,31 +109,35 @@ def write_hdf5(
     h5py = _h5py()
     path = Path(path)
     tmp = path.with_name(path.name + ".partial")
-    with h5py.File(tmp, "w") as f:
-        for key, value in (root_attrs or {}).items():
-            f.attrs[key] = value
-        for g, (ruleset, history) in enumerate(groups):
-            history = jax.device_get(history)
-            group = f.create_group(str(g))
-            group.attrs.update({**attrs, "ruleset-id": int(ruleset)})
-            steps = history.num_steps
-            data = {
-                "states": compress_obs(history.obs),
-                "actions": np.asarray(history.action),
-                "rewards": np.asarray(history.reward),
-                "dones": np.asarray(history.done),
-            }
-            if history.optimal_action is not None:
-                data["expert_actions"] = np.asarray(history.optimal_action)
-            for name, value in data.items():
-                value = value.astype(SCHEMA[name])
-                group.create_dataset(
-                    name,
-                    data=value,
-                    compression="gzip",
-                    compression_opts=6,
-                    chunks=(1, min(4096, steps), *value.shape[2:]),
-                )
+    try:
+        with h5py.File(tmp, "w") as f:
+            for key, value in (root_attrs or {}).items():
+                f.attrs[key] = value
+            for g, (ruleset, history) in enumerate(groups):
+                history = jax.device_get(history)
+                group = f.create_group(str(g))
+                group.attrs.update({**attrs, "ruleset-id": int(ruleset)})
+                steps = history.num_steps
+                data = {
+                    "states": compress_obs(history.obs),
+                    "actions": np.asarray(history.action),
+                    "rewards": np.asarray(history.reward),
+                    "dones": np.asarray(history.done),
+                }
+                if history.optimal_action is not None:
+                    data["expert_actions"] = np.asarray(history.optimal_action)
+                for name, value in data.items():
+                    value = value.astype(SCHEMA[name])
+                    group.create_dataset(
+                        name,
+                        data=value,
+                        compression="gzip",
+                        compression_opts=6,
+                        chunks=(1, min(4096, steps), *value.shape[2:]),
+                    )
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     tmp.replace(path)  # complete files only
     return path
 
