@@ -193,6 +193,8 @@ def _fit(config, run_dir, env, mesh, model, resume, progress, stop_at_step) -> P
         ckpt.close()  # waits for the last (async) save
     except BaseException as err:
         logger.close()
+        with contextlib.suppress(Exception):
+            batches.close()  # grain's reader threads
         # An async save that failed surfaces here (or at the next save): the
         # error in flight is the one to report, so closing again is quiet.
         with contextlib.suppress(Exception):
