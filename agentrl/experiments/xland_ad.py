@@ -37,11 +37,12 @@ embedding dropout 0.1):
 Presets:
 
 - ``smoke``: 8 rulesets, horizon 20, 8 PPO histories of 10 episodes, a
-  1-layer width-16 model, 4 steps; seconds. Checks the HDF5 round trip and
-  plumbing (run by tests/test_data_xland100b.py).
+  1-layer width-16 model, 4 steps; about 30 s on 2 CPU cores, mostly
+  compiling. Checks the HDF5 round trip and plumbing (run by
+  tests/test_data_xland100b.py).
 - ``cpu``: 256 rulesets, 204 histories of 40 episodes (9,720 steps each), a
-  4-layer width-128 model, 4 episodes a window, 3,000 steps; hours on 2 CPU
-  cores (the PPO data dominates).
+  4-layer width-128 model, 4 episodes a window, 3,000 steps (not timed yet;
+  generating the PPO data is the larger part).
 - ``gpu``: 4,096 rulesets, 3,276 histories of 200 episodes (48,600 steps),
   8 layers, width 512, 8 heads, 16 episodes a window, batch 64, 50,000
   steps; for one accelerator.
