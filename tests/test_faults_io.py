@@ -172,20 +172,28 @@ def _array_record_message(path: Path) -> str:
 def test_dataset_full_disk_keeps_previous(
     darkroom_dataset, tmp_path, fresh_tempdir, monkeypatch, shape
 ):
-    from tensorflow_datasets.core import file_adapters
+    from array_record.python import array_record_module
 
     out = tmp_path / "data" / "d"
     shutil.copytree(darkroom_dataset, out)
     before = files_of(out)
 
-    def full(cls, path, iterator):
-        if shape == "oserror":
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
-        raise RuntimeError(_array_record_message(path))
+    class FullDisk:
+        """array_record's writer on a disk that is full once data arrives."""
 
-    monkeypatch.setattr(
-        file_adapters.ArrayRecordFileAdapter, "write_examples", classmethod(full)
-    )
+        def __init__(self, path, options):
+            self.path = path
+            open(path, "wb").close()
+
+        def write(self, record):
+            if shape == "oserror":
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), self.path)
+            raise RuntimeError(_array_record_message(Path(self.path)))
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(array_record_module, "ArrayRecordWriter", FullDisk)
     with pytest.raises(StorageError, match="no space left on device") as info:
         generate(out, seed=1, overwrite=True)
     assert info.value.errno == errno.ENOSPC

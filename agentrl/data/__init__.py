@@ -12,12 +12,14 @@ The writer takes any ``histories(params, key, num_episodes, task_id)``
 callable and knows the :class:`~agentrl.history.History` schema, not the
 sources: no module here imports :mod:`agentrl.sources`, except the command
 line (``agentrl data generate``), which builds the callable from a source
-name inside the command.
+name inside the command. :func:`write_histories` writes histories that
+already exist; :mod:`agentrl.data.xland100b` (extra ``h5py``) imports
+XLand-100B HDF5 files through it.
 """
 
 from agentrl.data.reader import DatasetIntegrityError, HistoryDataset, open_dataset
 from agentrl.data.samplers import ADSampler, DPTSampler, check_batch, data_sharding
-from agentrl.data.writer import TaskPlan, plan_tasks, write_dataset
+from agentrl.data.writer import TaskPlan, plan_tasks, write_dataset, write_histories
 
 __all__ = [
     "ADSampler",
@@ -30,4 +32,5 @@ __all__ = [
     "open_dataset",
     "plan_tasks",
     "write_dataset",
+    "write_histories",
 ]

@@ -90,9 +90,16 @@ class _Sampler:
         self._cache = None
         record_bytes = dataset.metadata["files"]
         size = sum(v["bytes"] for k, v in record_bytes.items() if f"-{split}." in k)
+        if cache_bytes is None:  # read at call time: tests may lower it
+            cache_bytes = DEFAULT_CACHE_BYTES
         if size <= cache_bytes:
             rows = np.arange(self.num_records)
             self._cache = self._decode(rows)
+
+    @property
+    def cached(self) -> bool:
+        """Whether the split is decoded in memory (else read per batch)."""
+        return self._cache is not None
 
     def _decode(self, rows: np.ndarray) -> dict[str, Any]:
         records = self.dataset.records(self.split, rows)
@@ -197,7 +204,7 @@ class ADSampler(_Sampler):
         split: str = "train",
         seed: int = 0,
         sharding: Any = None,
-        cache_bytes: int = DEFAULT_CACHE_BYTES,
+        cache_bytes: int | None = None,
     ):
         if (num_episodes is None) == (num_transitions is None):
             raise ValueError("give exactly one of `num_episodes`, `num_transitions`")
@@ -328,7 +335,7 @@ class DPTSampler(_Sampler):
         split: str = "train",
         seed: int = 0,
         sharding: Any = None,
-        cache_bytes: int = DEFAULT_CACHE_BYTES,
+        cache_bytes: int | None = None,
     ):
         if not dataset.metadata.get("has_optimal_action"):
             raise ValueError(

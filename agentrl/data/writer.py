@@ -5,17 +5,24 @@
 
 :func:`write_dataset` plans the tasks (:func:`plan_tasks`), asks a
 ``histories`` callable for the histories of ``chunk_size`` tasks at a time
-(one jitted call per chunk) and streams the per-task records into a TFDS
-``GeneratorBasedBuilder`` with ``file_format="array_record"``. It writes
-whatever histories it is given: the callable is usually a source algorithm
+(one jitted call per chunk) and streams the per-task records (one record
+per task, in task order: record ``i`` of a split is its ``i``-th task) into
+one ArrayRecord shard per split with ``array_record``'s own writer. The TFDS
+metadata (``dataset_info.json``, ``features.json``) is written through
+TFDS's public API for externally written data
+(``tfds.folder_dataset.write_metadata``), so ``tfds.data_source``,
+``tfds.builder_from_directory`` and grain read the dataset with no
+TensorFlow installed. It writes whatever histories it is given: the
+callable is usually a source algorithm
 (:func:`agentrl.sources.source_histories`), but this module knows only the
-:class:`~agentrl.history.History` schema, not the sources.
+:class:`~agentrl.history.History` schema, not the sources;
+:func:`write_histories` writes histories that already exist (an importer's,
+e.g. :mod:`agentrl.data.xland100b`).
 
-Only one chunk of histories is in memory at a time: TFDS's in-memory
-shuffle buffer is capped at about one chunk (it spills to disk buckets
-beyond that) and record keys are spread over the bucket range, so records
-keep task order (record ``i`` of a split is its ``i``-th task) and are never
-gathered in memory.
+Only one chunk of histories is in memory at a time (records go to the
+shard as they are encoded). The bytes depend only on the histories: the
+same arguments and seed give byte-identical shards and TFDS metadata, and
+an ``agentrl.json`` that differs only in its ``created`` time.
 
 The dataset is built in a temporary sibling directory and renamed onto
 ``out`` only when complete, with ``agentrl.json`` (metadata: env and
@@ -42,13 +49,9 @@ import contextlib
 import dataclasses
 import datetime
 import hashlib
-import io
 import json
-import os
 import shutil
-import tempfile
-import types
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -132,103 +135,6 @@ def task_params(env: Any, plan: TaskPlan, ids: np.ndarray, task_key: jax.Array):
         return jax.vmap(env.params_for_task)(ids)
     keys = jax.vmap(lambda i: jax.random.fold_in(task_key, i))(ids)
     return jax.vmap(env.sample_params)(keys)
-
-
-class _ResourceExhaustedError(OSError):
-    """Stand-in for ``tf.errors.ResourceExhaustedError`` (never raised here)."""
-
-
-#: Local-file stand-ins for the few ``tf`` calls TFDS's shuffle buckets make.
-_TF_FREE_GFILE = types.SimpleNamespace(
-    io=types.SimpleNamespace(
-        gfile=types.SimpleNamespace(GFile=open, exists=os.path.exists, remove=os.remove)
-    ),
-    errors=types.SimpleNamespace(ResourceExhaustedError=_ResourceExhaustedError),
-)
-
-
-@contextlib.contextmanager
-def _bounded_shuffle_buffer(num_bytes: int):
-    """Cap TFDS's in-memory example buffer; beyond it, spill to disk buckets.
-
-    TFDS's buckets write through ``tf.io.gfile``; they only ever see local
-    temporary files here, so plain ``open``/``os`` stand in and TensorFlow is
-    not needed. Both patches are undone on exit.
-    """
-    from tensorflow_datasets.core import shuffle
-
-    old = shuffle.MAX_MEM_BUFFER_SIZE, shuffle.tf
-    shuffle.MAX_MEM_BUFFER_SIZE = max(int(num_bytes), 1)
-    shuffle.tf = _TF_FREE_GFILE
-    try:
-        yield
-    finally:
-        shuffle.MAX_MEM_BUFFER_SIZE, shuffle.tf = old
-
-
-@contextlib.contextmanager
-def _quiet_tfds():
-    """Hide TFDS's own progress bars and "Downloading and preparing" banner."""
-    import tensorflow_datasets as tfds
-
-    tfds.disable_progress_bar()
-    try:
-        with contextlib.redirect_stdout(io.StringIO()):
-            yield
-    finally:
-        tfds.enable_progress_bar()
-
-
-def _builder_class():
-    import tensorflow_datasets as tfds
-
-    class AgentrlHistory(tfds.core.GeneratorBasedBuilder):
-        """Learning histories of agentrl sources (one record per task)."""
-
-        VERSION = tfds.core.Version("1.0.0")
-        RELEASE_NOTES = {"1.0.0": "Learning histories, one record per task."}
-
-        # No checksums/metadata files next to the code (and TFDS's lookup of
-        # them needs the `importlib_resources` backport).
-        @tfds.core.utils.classproperty
-        @classmethod
-        def code_path(cls):
-            return None
-
-        def __init__(self, *, feature_dict, splits, description, **kwargs):
-            self._feature_dict = feature_dict
-            self._split_examples = splits
-            self._description = description
-            super().__init__(file_format="array_record", **kwargs)
-
-        def _info(self) -> tfds.core.DatasetInfo:
-            return tfds.core.DatasetInfo(
-                builder=self,
-                description=self._description,
-                features=self._feature_dict,
-                disable_shuffling=True,
-                homepage="https://github.com/agentrl/agentrl",
-            )
-
-        def _split_generators(self, dl_manager):
-            return {
-                name: self._generate_examples(name) for name in self._split_examples
-            }
-
-        def _generate_examples(self, split):
-            yield from self._split_examples[split]()
-
-    return AgentrlHistory
-
-
-_BUILDER = None
-
-
-def _builder():
-    global _BUILDER
-    if _BUILDER is None:
-        _BUILDER = _builder_class()
-    return _BUILDER
 
 
 def file_checksums(directory: Path) -> dict[str, dict[str, Any]]:
@@ -323,11 +229,7 @@ def write_dataset(
         raise ValueError(f"`chunk_size` must be an integer >= 1, got {chunk_size!r}")
     env_name, env_overrides = env_identity(env, env_name, env_overrides)
     out = Path(out)
-    restored = _recover(out)
-    if out.exists() and not overwrite:
-        how = " (put back: a killed overwrite had moved it aside)" if restored else ""
-        raise ValueError(f"`out` {out} already exists{how} (pass overwrite=True)")
-    _check_writable(out)
+    _prepare_out(out, overwrite)
     plan = plan_tasks(env, num_tasks, split_fraction, seed)
     key_tasks, key_run = jax.random.split(jax.random.key(seed))
     chunk_size = min(chunk_size, num_tasks)
@@ -351,76 +253,127 @@ def write_dataset(
             n = len(chunk)
             yield start, jax.tree.map(lambda x: x[:n], jax.device_get(history))
 
-    # The first chunk fixes the feature spec; it is written first, not redone.
-    pending = {"train": chunks("train")}
-    first = next(pending["train"])
-    example = next(features.history_records(first[1]))
-    record_bytes = sum(x.nbytes for x in jax.tree.leaves(example))
-    param_names = features.param_names(jax.tree.map(lambda x: x[0], first[1].params))
-    spread = (1 << 128) // max(len(v) for v in plan.task_ids.values())
+    metadata = {
+        "env": {"name": env_name, "overrides": env_overrides},
+        "source": source,
+        "seed": seed,
+        "num_tasks": num_tasks,
+        "num_episodes": num_episodes,
+        "horizon": env.horizon,
+        "num_steps": num_episodes * env.horizon,
+        "chunk_size": chunk_size,
+        # a bandit's observation is a constant: contexts need no states
+        "stateless_obs": getattr(env, "kind", None) == "bandit",
+        "task_space": "finite" if plan.finite else "continuous",
+        "task_ids": {k: [int(i) for i in v] for k, v in plan.task_ids.items()},
+        "split": plan.split.to_json(),
+    }
+    return write_histories(
+        out,
+        {split: (h for _, h in chunks(split)) for split in plan.task_ids},
+        metadata,
+        overwrite=overwrite,
+        progress=progress,
+        description=f"{source['name']} on {env_name}",
+    )
 
-    def split_chunks(split: str) -> Iterator[Any]:
-        if split != "train":
-            yield from chunks(split)
-            return
-        nonlocal first
-        head, first = first, None
-        yield head
-        yield from pending.pop("train")
 
-    def examples(split: str) -> Callable[[], Iterator]:
-        def gen():
-            for start, history in split_chunks(split):
-                for i, record in enumerate(features.history_records(history)):
-                    yield (start + i) * spread, record
-                if progress is not None:
-                    progress(history.num_tasks)
+def _prepare_out(out: Path, overwrite: bool) -> None:
+    """Undo killed writers of ``out``; refuse an existing one without overwrite."""
+    restored = _recover(out)
+    if out.exists() and not overwrite:
+        how = " (put back: a killed overwrite had moved it aside)" if restored else ""
+        raise ValueError(f"`out` {out} already exists{how} (pass overwrite=True)")
+    _check_writable(out)
 
-        return gen
 
+def shard_name(split: str) -> str:
+    """The file name of ``split``'s (single) ArrayRecord shard, TFDS's template."""
+    return f"{BUILDER_NAME}-{split}.array_record-00000-of-00001"
+
+
+def write_histories(
+    out: str | Path,
+    splits: dict[str, Iterable[History]],
+    metadata: dict[str, Any],
+    *,
+    overwrite: bool = False,
+    progress: Callable[[int], None] | None = None,
+    description: str = "agentrl learning histories",
+) -> Path:
+    """Write host histories, chunk by chunk, as the dataset ``out``.
+
+    Args:
+      out: the dataset directory (built in a temporary sibling, then renamed).
+      splits: ``{split: chunks}``; each chunk a numpy
+        :class:`~agentrl.history.History` ``[task, step, ...]`` whose tasks
+        are the split's next records. Chunks are consumed lazily: one is in
+        memory at a time.
+      metadata: the dataset-specific keys of ``agentrl.json`` (``env``,
+        ``source``, ``seed``, ``num_tasks``, ``num_episodes``, ``horizon``,
+        ``num_steps``, ``stateless_obs``, ``task_space``, ``task_ids``,
+        ``split``; see :func:`write_dataset`). The format version, agentrl
+        version, creation time, the record layout and every file's size and
+        SHA-256 are added here.
+      overwrite: replace an existing ``out``.
+      progress: called with ``n`` after each chunk of ``n`` tasks.
+      description: the TFDS description.
+
+    Each split must yield as many records as ``metadata["task_ids"]`` lists
+    for it (``ValueError`` otherwise; nothing is left behind).
+    """
+    from array_record.python.array_record_module import ArrayRecordWriter
+
+    out = Path(out)
+    _prepare_out(out, overwrite)
     tmp = temp_sibling(out)
     existed = out.exists()
+    spec = None
+    first: dict[str, Any] = {}
+    param_names: list[str] = []
+    lengths: dict[str, int] = {}
     try:
         tmp.mkdir(parents=True)
-        with _temporary_files_in(tmp):
-            builder = _builder()(
-                feature_dict=features.feature_spec(example),
-                splits={s: examples(s) for s in plan.task_ids},
-                description=f"{source['name']} on {env_name}",
-                data_dir=str(tmp),
-            )
-            with (
-                _bounded_shuffle_buffer(2 * record_bytes * chunk_size),
-                _quiet_tfds(),
-            ):
-                builder.download_and_prepare()
-        built = Path(builder.data_dir)
-        metadata = {
+        for split, chunks in splits.items():
+            writer = ArrayRecordWriter(str(tmp / shard_name(split)), "group_size:1")
+            n = 0
+            try:
+                for history in chunks:
+                    for record in features.history_records(history):
+                        if spec is None:  # the first record fixes the spec
+                            spec, first = features.feature_spec(record), record
+                            params = jax.tree.map(lambda x: x[0], history.params)
+                            param_names = features.param_names(params)
+                        writer.write(spec.serialize_example(record))
+                        n += 1
+                    if progress is not None:
+                        progress(history.num_tasks)
+            finally:
+                writer.close()
+            want = len(metadata["task_ids"][split])
+            if n != want:
+                raise ValueError(
+                    f"split {split!r} of {out} got {n} histories, its task ids "
+                    f"list {want}"
+                )
+            lengths[split] = n
+        if spec is None:
+            raise ValueError(f"no histories to write into {out}")
+        _write_tfds_metadata(tmp, spec, lengths, description)
+        full = {
             "format_version": FORMAT_VERSION,
             "agentrl_version": agentrl.__version__,
             "created": datetime.datetime.now(datetime.UTC).isoformat(
                 timespec="seconds"
             ),
-            "env": {"name": env_name, "overrides": env_overrides},
-            "source": source,
-            "seed": seed,
-            "num_tasks": num_tasks,
-            "num_episodes": num_episodes,
-            "horizon": env.horizon,
-            "num_steps": num_episodes * env.horizon,
-            "chunk_size": chunk_size,
-            # a bandit's observation is a constant: contexts need no states
-            "stateless_obs": getattr(env, "kind", None) == "bandit",
-            "has_optimal_action": "optimal_action" in example,
-            "has_next_obs": "next_obs" in example,
+            **metadata,
+            "has_optimal_action": "optimal_action" in first,
+            "has_next_obs": "next_obs" in first,
             "param_names": param_names,
-            "task_space": "finite" if plan.finite else "continuous",
-            "task_ids": {k: [int(i) for i in v] for k, v in plan.task_ids.items()},
-            "split": plan.split.to_json(),
-            "files": file_checksums(built),
+            "files": file_checksums(tmp),
         }
-        (built / METADATA_FILE).write_text(json.dumps(metadata, indent=1))
-        _move_into_place(built, out)
+        (tmp / METADATA_FILE).write_text(json.dumps(full, indent=1))
+        _move_into_place(tmp, out)
     except Exception as err:
         after = "the existing dataset is unchanged" if existed else ""
         storage = storage_error(err, f"write the dataset {out}", after)
@@ -430,6 +383,45 @@ def write_dataset(
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return out
+
+
+def _write_tfds_metadata(
+    directory: Path, spec: Any, lengths: dict[str, int], description: str
+) -> None:
+    """``dataset_info.json`` + ``features.json`` through TFDS's public API.
+
+    ``tfds.folder_dataset.write_metadata`` describes files written outside a
+    TFDS builder; the split infos are given (no file is re-read) and no data
+    check runs (it would need TensorFlow). Nothing in them depends on the
+    time or the machine: same shards, same bytes.
+    """
+    import tensorflow_datasets as tfds
+
+    template = tfds.core.ShardedFileTemplate(
+        data_dir=directory,
+        template="{DATASET}-{SPLIT}.{FILEFORMAT}-{SHARD_X_OF_Y}",
+        dataset_name=BUILDER_NAME,
+        filetype_suffix="array_record",
+    )
+    infos = [
+        tfds.core.SplitInfo(
+            name=split,
+            shard_lengths=[n],
+            num_bytes=(directory / shard_name(split)).stat().st_size,
+            filename_template=template.replace(split=split),
+        )
+        for split, n in lengths.items()
+    ]
+    tfds.folder_dataset.write_metadata(
+        data_dir=directory,
+        features=spec,
+        split_infos=infos,
+        filename_template=template,
+        check_data=False,
+        description=description,
+        homepage="https://github.com/agentrl/agentrl",
+        disable_shuffling=True,
+    )
 
 
 def _recover(out: Path) -> bool:
@@ -485,19 +477,3 @@ def _move_into_place(built: Path, out: Path) -> None:
         old.rename(out)
         raise
     shutil.rmtree(old, ignore_errors=True)
-
-
-@contextlib.contextmanager
-def _temporary_files_in(directory: Path):
-    """Point :mod:`tempfile` at ``directory`` while TFDS builds the dataset.
-
-    TFDS's builder makes an (empty) ``tmp*tfds`` directory in the system
-    temporary directory and never removes it; here it lands in the build's
-    own temporary directory, which is removed with it.
-    """
-    old = tempfile.tempdir
-    tempfile.tempdir = str(directory)
-    try:
-        yield
-    finally:
-        tempfile.tempdir = old

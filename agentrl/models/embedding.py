@@ -81,8 +81,13 @@ class TokenEmbedding(nnx.Module):
             self.next_obs = _obs_encoder(c, d, rngs)
             self.kind = nnx.Param(small(rngs.params(), (2, d)))
 
-    def _obs(self, obs):
-        return self.obs(obs.astype(jnp.int32) if self.obs_kind == "discrete" else obs)
+    def _obs(self, obs, batch_dims: int, encoder=None):
+        encoder = encoder or self.obs
+        if self.obs_kind == "discrete":
+            return encoder(obs.astype(jnp.int32))
+        # a multi-axis Box (XLand's [view, view, 2] grid) enters flattened
+        flat = obs.reshape(obs.shape[:batch_dims] + (-1,))
+        return encoder(flat.astype(jnp.float32))
 
     def _act(self, act):
         if self.action_kind == "discrete":
@@ -95,7 +100,7 @@ class TokenEmbedding(nnx.Module):
     # -- full sequences --------------------------------------------------------
     def steps(self, obs, action, reward) -> jax.Array:
         """Aligned ``[B, T, ...]`` inputs -> tokens ``[B, T * tokens_per_step, d]``."""
-        o = self._obs(obs)
+        o = self._obs(obs, 2)
         if self.layout == "step":
             prev = self._act(action[:, :-1]) + self._rew(reward[:, :-1])
             start = jnp.broadcast_to(self.start[...], prev[:, :1].shape)
@@ -107,14 +112,12 @@ class TokenEmbedding(nnx.Module):
 
     def query(self, query_obs) -> jax.Array:
         """``[B, ...]`` -> query token ``[B, 1, d]`` (transition layout)."""
-        return (self._obs(query_obs) + self.kind[...][0])[:, None]
+        return (self._obs(query_obs, 1) + self.kind[...][0])[:, None]
 
     def transitions(self, obs, action, reward, next_obs) -> jax.Array:
         """Context ``[B, N, ...]`` -> transition tokens ``[B, N, d]``."""
-        nxt = self.next_obs(
-            next_obs.astype(jnp.int32) if self.obs_kind == "discrete" else next_obs
-        )
-        e = self._obs(obs) + self._act(action) + self._rew(reward) + nxt
+        nxt = self._obs(next_obs, 2, self.next_obs)
+        e = self._obs(obs, 2) + self._act(action) + self._rew(reward) + nxt
         return e + self.kind[...][1]
 
     # -- one decoding step -----------------------------------------------------
@@ -124,7 +127,7 @@ class TokenEmbedding(nnx.Module):
         ``obs [B, ...]``, ``prev_action [B, ...]``, ``prev_reward [B]``;
         ``step`` is the int32 step index (previous action ignored at 0).
         """
-        o = self._obs(obs)
+        o = self._obs(obs, 1)
         a = self._act(prev_action)
         r = self._rew(prev_reward)
         if self.layout == "step":

@@ -1,26 +1,45 @@
-"""Orbax checkpoints of a training run: arrays + JSON metadata, keep last K.
+"""Orbax checkpoints of a training run: named arrays + JSON metadata, keep last K.
 
-One checkpoint is ``ocp.args.Composite(state=StandardSave, meta=JsonSave)``:
-``state`` holds every array of the training state (model, optimizer, EMA
-router, ...) flattened to ``{"00000": leaf, ...}`` so any pytree round-trips
-without orbax knowing its classes (typed PRNG keys are stored as key data),
-and ``meta`` holds the step, the data-iterator position and the config.
-Orbax writes to a temporary directory and renames it when complete, so a
-killed run never leaves a checkpoint that looks finished. Saves are async:
+One checkpoint is ``ocp.args.Composite(state=StandardSave, meta=JsonSave)``.
+``state`` holds the training state as a *named* pytree of plain dicts, one
+key per path element, so orbax (or tensorstore, or any tool that reads
+OCDBT/zarr) finds an array by name::
+
+    params/blocks/0/attn/qkv/kernel      the model's parameters (module paths)
+    rest/blocks/0/drop/rngs/key          its other state (RNG keys as key data)
+    opt/1/0/mu/blocks/0/attn/qkv/kernel  the optimizer state (optax's nesting)
+    aux/...                              the algorithm's state (T2MIR's EMA router)
+
+(orbax itself joins the names with ``.``: ``params.blocks.0.attn.qkv.kernel``).
+``meta`` holds the step, the data-iterator position and the config. Orbax
+writes to a temporary directory and renames it when complete, so a killed
+run never leaves a checkpoint that looks finished. Saves are async:
 :meth:`Checkpointer.wait` (called by :meth:`close`) blocks until written.
 
+Restoring reads each array once, straight onto the sharding of the array it
+replaces (orbax restores per shard; no host copy of the whole state first),
+and :meth:`Checkpointer.restore_part` restores only some top-level parts
+(``load_run`` reads ``params`` and ``rest``: no optimizer is built or read).
+
 Before restoring, a checkpoint is inspected (:meth:`Checkpointer.inspect`):
-its parts are present, its JSON parses, every stored array can be read
-(synchronously, through tensorstore's key-value store, so a damaged file
-never fails inside orbax's event loop) and the arrays' count and shapes
-match the structure being restored. Anything wrong raises
-:class:`CheckpointError` naming the checkpoint directory, the array and both
-shapes or counts; never an error from inside orbax or tensorstore.
+its parts are present, its JSON parses, and the stored arrays' names and
+shapes (read from their zarr metadata, not their data) match the structure
+being restored. Anything wrong raises :class:`CheckpointError` naming the
+checkpoint directory, the array and both shapes or counts; an array whose
+data is damaged is reported the same way when orbax reads it.
+
+Checkpoints of agentrl 0.1 stored the leaves flat (``00000``, ``00001``,
+...): they are recognised and refused with the command that converts them
+in place (:func:`convert_legacy_run`, ``python -m agentrl.train.checkpoint
+RUN_DIR``).
 """
 
 from __future__ import annotations
 
 import json
+import re
+import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -40,35 +59,98 @@ def _first_line(err: BaseException) -> str:
 
 
 def _is_key(x: Any) -> bool:
-    return isinstance(x, jax.Array) and jnp.issubdtype(x.dtype, jax.dtypes.prng_key)
+    """A typed PRNG key array (or its ``ShapeDtypeStruct``)."""
+    dtype = getattr(x, "dtype", None)
+    return dtype is not None and jnp.issubdtype(dtype, jax.dtypes.prng_key)
 
 
-def flatten_state(tree: Any) -> dict[str, Any]:
-    """``{"00000": array, ...}`` from any pytree (keys stored as key data)."""
-    leaves = jax.tree.leaves(tree)
-    return {
-        f"{i:05d}": jax.random.key_data(x) if _is_key(x) else x
-        for i, x in enumerate(leaves)
-    }
+def _wrap_key(data: Any, ref: Any) -> jax.Array:
+    """Key data back into a key array of ``ref``'s implementation."""
+    return jax.random.wrap_key_data(data, impl=ref.dtype._impl)
 
 
-def unflatten_state(flat: dict[str, Any], like: Any) -> Any:
-    """Inverse of :func:`flatten_state` given a tree of the same structure."""
-    leaves, treedef = jax.tree.flatten(like)
-    if len(flat) != len(leaves):
-        raise ValueError(
-            f"checkpoint has {len(flat)} arrays but the model/optimizer state has "
-            f"{len(leaves)}: the config does not match the checkpoint"
+# ------------------------------------------------------------- names
+def _part(key: Any) -> str:
+    for attr in ("key", "idx", "name"):
+        if hasattr(key, attr):
+            return str(getattr(key, attr))
+    return str(key)
+
+
+def leaf_names(tree: Any) -> list[tuple[str, ...]]:
+    """The name of each leaf of ``tree``, in ``jax.tree.leaves`` order.
+
+    A name is the leaf's path, one string per element (dict key, sequence
+    index, attribute); the ``.value`` of a flax ``Variable`` is dropped, so
+    a parameter is named by its module path: ``("params", "blocks", "0",
+    "attn", "qkv", "kernel")``.
+    """
+    names = []
+    for path, _ in jax.tree_util.tree_flatten_with_path(tree)[0]:
+        parts = tuple(_part(k) for k in path)
+        if len(parts) > 1 and isinstance(path[-1], jax.tree_util.GetAttrKey):
+            if parts[-1] == "value":
+                parts = parts[:-1]
+        names.append(parts)
+    if len(set(names)) != len(names):  # cannot happen for dicts, tuples, nnx
+        raise ValueError("two leaves of the state have the same path name")
+    return names
+
+
+def _nest(names: list[tuple[str, ...]], values: list[Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for parts, value in zip(names, values, strict=True):
+        node = out
+        for p in parts[:-1]:
+            node = node.setdefault(p, {})
+        node[parts[-1]] = value
+    return out
+
+
+def _get(tree: dict[str, Any], parts: tuple[str, ...]) -> Any:
+    for p in parts:
+        tree = tree[p]
+    return tree
+
+
+def named_state(tree: Any) -> dict[str, Any]:
+    """``tree`` as nested dicts of its leaf names (keys stored as key data)."""
+    leaves = [
+        jax.random.key_data(x) if _is_key(x) else x for x in jax.tree.leaves(tree)
+    ]
+    return _nest(leaf_names(tree), leaves)
+
+
+def _spec(x: Any) -> jax.ShapeDtypeStruct:
+    """Shape, dtype and sharding ``x`` is stored with (keys as key data)."""
+    sharding = getattr(x, "sharding", None)
+    if _is_key(x):
+        data = jax.eval_shape(
+            jax.random.key_data, jax.ShapeDtypeStruct(x.shape, x.dtype)
         )
+        return jax.ShapeDtypeStruct(data.shape, data.dtype, sharding=sharding)
+    return jax.ShapeDtypeStruct(np.shape(x), x.dtype, sharding=sharding)
+
+
+def _abstract(tree: Any) -> dict[str, Any]:
+    """:func:`named_state` of shapes, dtypes and shardings (nothing allocated)."""
+    return _nest(leaf_names(tree), [_spec(x) for x in jax.tree.leaves(tree)])
+
+
+def from_named(named: dict[str, Any], like: Any) -> Any:
+    """Inverse of :func:`named_state`: the arrays of ``named`` in ``like``'s tree."""
+    leaves, treedef = jax.tree.flatten(like)
     out = []
-    for i, ref in enumerate(leaves):
-        x = flat[f"{i:05d}"]
+    for parts, ref in zip(leaf_names(like), leaves, strict=True):
+        x = _get(named, parts)
         if _is_key(ref):
-            x = jax.random.wrap_key_data(jnp.asarray(x), impl=jax.random.key_impl(ref))
-        elif hasattr(ref, "sharding") and isinstance(x, np.ndarray | jax.Array):
-            x = jax.device_put(jnp.asarray(x, ref.dtype), ref.sharding)
+            x = _wrap_key(x, ref)
         out.append(x)
     return jax.tree.unflatten(treedef, out)
+
+
+#: A name of the flat layout of agentrl 0.1 (``00000``, ``00001``, ...).
+_LEGACY_NAME = re.compile(r"\d{5}")
 
 
 class Checkpointer:
@@ -95,14 +177,20 @@ class Checkpointer:
     def latest_step(self) -> int | None:
         return self._manager.latest_step()
 
+    def all_steps(self) -> list[int]:
+        return sorted(self._manager.all_steps())
+
     def should_save(self, step: int) -> bool:
         return self.every > 0 and step % self.every == 0
 
     def save(self, step: int, state: Any, meta: dict[str, Any]) -> None:
+        self._save(step, named_state(state), meta)
+
+    def _save(self, step: int, named: dict[str, Any], meta: dict[str, Any]) -> None:
         self._manager.save(
             step,
             args=ocp.args.Composite(
-                state=ocp.args.StandardSave(flatten_state(state)),
+                state=ocp.args.StandardSave(named),
                 meta=ocp.args.JsonSave({**meta, "step": step}),
             ),
         )
@@ -120,11 +208,12 @@ class Checkpointer:
         return step
 
     def inspect(self, step: int) -> dict[str, tuple[int, ...]] | None:
-        """``{array name: shape}`` of checkpoint ``step``, every array read once.
+        """``{array name: shape}`` of checkpoint ``step`` (orbax's dotted names).
 
-        Raises :class:`CheckpointError` naming the file or part that is
-        missing or unreadable (truncated, damaged). ``None``: the arrays are
-        not stored as OCDBT (orbax checks them while restoring).
+        Reads the checkpoint's JSON and its arrays' zarr metadata, not their
+        data. Raises :class:`CheckpointError` naming the file or part that
+        is missing or unreadable. ``None``: the arrays are not stored as
+        OCDBT (orbax checks them while restoring).
         """
         where = self.directory / str(step)
         for part in ("state", "meta"):
@@ -141,114 +230,123 @@ class Checkpointer:
                     f"{file}: unreadable ({_first_line(err)}); the checkpoint of "
                     f"step {step} is truncated or damaged"
                 ) from None
-        return _read_arrays(where / "state", step)
+        return _array_shapes(where / "state", step)
 
-    def _check(
-        self,
-        step: int,
-        like_flat: dict[str, Any],
-        offset: int,
-        names: list[str],
-        total: int | None,
-    ) -> None:
-        """Compare the saved arrays with the ones being restored."""
+    def _check(self, step: int, like: dict[str, Any], partial: bool) -> None:
+        """Compare the saved arrays with the ones being restored.
+
+        ``like``: the parts to restore (``{"params": ..., ...}``); with
+        ``partial`` the checkpoint may hold other top-level parts.
+        """
         saved = self.inspect(step)
         where = self.directory / str(step)
         if saved is None:  # not an OCDBT checkpoint: orbax will check
             return
-        if total is not None and len(saved) != total:
+        if saved and all(_LEGACY_NAME.fullmatch(n) for n in saved):
             raise CheckpointError(
-                f"{where}: the checkpoint holds {len(saved)} arrays but the "
-                f"model and optimizer state of this config have {total}: it was "
-                "saved by a different model (or config)"
+                f"{where}: this checkpoint stores its arrays unnamed (the flat "
+                "layout of agentrl 0.1); convert the run directory once with "
+                "`python -m agentrl.train.checkpoint RUN_DIR` (agentrl.train."
+                "checkpoint.convert_legacy_run), then load or resume it"
             )
-        for i, x in enumerate(like_flat.values()):
-            name = f"{offset + i:05d}"
-            if name not in saved:
+        names = leaf_names(like)
+        shapes = [tuple(_spec(x).shape) for x in jax.tree.leaves(like)]
+        parts = {n[0] for n in names}
+        stored = {
+            n: s for n, s in saved.items() if not partial or n.split(".")[0] in parts
+        }
+        what = "+".join(sorted(parts)) if partial else "model and optimizer state"
+        if len(stored) != len(names):
+            raise CheckpointError(
+                f"{where}: the checkpoint holds {len(stored)} arrays of the "
+                f"{what} but this config's have {len(names)}: it was saved by a "
+                "different model (or config)"
+            )
+        for parts_, want in zip(names, shapes, strict=True):
+            name, shown = ".".join(parts_), "/".join(parts_)
+            if name not in stored:
                 raise CheckpointError(
-                    f"{where}: the checkpoint holds {len(saved)} arrays, this "
-                    f"config's state needs array {name} ({names[i]}): it was "
-                    "saved by a different model (or config)"
+                    f"{where}: the checkpoint has no array {shown}, which this "
+                    "config's state needs: it was saved by a different model "
+                    "(or config)"
                 )
-            want = tuple(np.shape(x))
-            if saved[name] != want:
+            if stored[name] != want:
                 raise CheckpointError(
-                    f"{where}: array {name} has shape {saved[name]} in the "
-                    f"checkpoint but {names[i]} has shape {want} in this config's "
-                    "model: the checkpoint is from a different model"
+                    f"{where}: array {shown} has shape {stored[name]} in the "
+                    f"checkpoint but shape {want} in this config's model: the "
+                    "checkpoint is from a different model"
                 )
 
-    def _restore(self, step: int, args: Any) -> dict:
+    def _restoring(self, step: int, restore: Any) -> Any:
+        """``restore()``, its errors as :class:`CheckpointError` naming ``step``."""
         try:
-            restored = self._manager.restore(step, args=args)
+            return restore()
         except Exception as err:  # orbax/tensorstore raise many kinds
             raise CheckpointError(
-                f"{self.directory / str(step)}: checkpoint of step {step} cannot "
-                f"be restored ({_first_line(err)})"
+                f"{self.directory / str(step) / 'state'}: the arrays of the "
+                f"checkpoint of step {step} cannot be restored "
+                f"({_first_line(err)}); it is truncated or damaged"
             ) from None
-        meta = restored["meta"]
+
+    def _check_meta(self, step: int, meta: Any) -> None:
         if not isinstance(meta, dict) or meta.get("step") != step:
             got = meta.get("step") if isinstance(meta, dict) else meta
             raise CheckpointError(
                 f"{self.directory / str(step)}: directory of step {step} holds "
                 f"the checkpoint of step {got!r} (renamed or mixed up)"
             )
+
+    def _restore(self, step: int, args: Any) -> dict:
+        restored = self._restoring(step, lambda: self._manager.restore(step, args=args))
+        self._check_meta(step, restored["meta"])
         return restored
 
     def restore(self, like: Any, step: int | None = None) -> tuple[Any, dict]:
-        """Restore ``step`` (default latest) into the structure of ``like``."""
-        step = self._step(step)
-        flat = flatten_state(like)
-        self._check(step, flat, 0, _leaf_names(like), len(flat))
-        abstract = jax.tree.map(lambda x: np.zeros(x.shape, x.dtype), flat)
-        restored = self._restore(
-            step,
-            ocp.args.Composite(
-                state=ocp.args.StandardRestore(abstract),
-                meta=ocp.args.JsonRestore(),
-            ),
-        )
-        return unflatten_state(restored["state"], like), dict(restored["meta"])
+        """Restore ``step`` (default latest) into the structure of ``like``.
 
-    def restore_part(
-        self,
-        like: Any,
-        offset: int,
-        step: int | None = None,
-        *,
-        total: int | None = None,
-    ) -> tuple[Any, dict]:
-        """Restore only the saved leaves ``offset ..`` that ``like`` stands for.
-
-        ``like`` is a pytree shaped like a contiguous run of the saved
-        state's leaves starting at leaf ``offset`` (e.g. the model's
-        parameters); no other array is restored (:meth:`inspect` reads each
-        stored value once to check the files, keeping none). ``total``: the
-        number of arrays the whole saved state must have (checked).
+        Each array lands on the sharding of its counterpart in ``like``
+        (which may be arrays or ``jax.ShapeDtypeStruct`` with shardings).
         """
         step = self._step(step)
-        flat = flatten_state(like)
-        self._check(step, flat, offset, _leaf_names(like), total)
-        abstract = {
-            f"{offset + i:05d}": np.zeros(x.shape, x.dtype)
-            for i, x in enumerate(flat.values())
-        }
+        self._check(step, like, partial=False)
         restored = self._restore(
             step,
             ocp.args.Composite(
-                state=ocp.args.PyTreeRestore(
-                    item=abstract,
-                    restore_args=jax.tree.map(
-                        lambda _: ocp.RestoreArgs(restore_type=np.ndarray), abstract
-                    ),
-                    partial_restore=True,
-                ),
+                state=ocp.args.StandardRestore(_abstract(like)),
                 meta=ocp.args.JsonRestore(),
             ),
         )
-        state = restored["state"]
-        part = {f"{i:05d}": state[f"{offset + i:05d}"] for i in range(len(flat))}
-        return unflatten_state(part, like), dict(restored["meta"])
+        return from_named(restored["state"], like), dict(restored["meta"])
+
+    def restore_part(
+        self, like: dict[str, Any], step: int | None = None
+    ) -> tuple[dict[str, Any], dict]:
+        """Restore only the top-level parts of the saved state that ``like`` has.
+
+        ``like = {"params": ..., "rest": ...}`` restores the model (no other
+        array is read, no optimizer needs to exist); each part must match
+        the saved part in names and shapes.
+        """
+        if not isinstance(like, dict) or not like:
+            raise TypeError("`like` must be a dict of the parts to restore")
+        step = self._step(step)
+        self._check(step, like, partial=True)
+        abstract = _abstract(like)
+        where = self.directory / str(step)
+        meta = json.loads((where / "meta" / "metadata").read_text())
+        self._check_meta(step, meta)
+        args = ocp.args.PyTreeRestore(
+            item=abstract,
+            restore_args=ocp.checkpoint_utils.construct_restore_args(abstract),
+            partial_restore=True,
+        )
+        # orbax's manager fixes one handler per item (StandardSave's): a
+        # partial restore goes through the PyTree handler directly.
+        with ocp.PyTreeCheckpointer() as reader:
+            state = self._restoring(
+                step, lambda: reader.restore(where / "state", args=args)
+            )
+        return from_named(state, like), dict(meta)
 
     def wait(self) -> None:
         self._manager.wait_until_finished()
@@ -258,19 +356,12 @@ class Checkpointer:
         self._manager.close()
 
 
-def _leaf_names(tree: Any) -> list[str]:
-    """``["['params']['embed']['kernel']", ...]``: a name per leaf of ``tree``."""
-    return [
-        jax.tree_util.keystr(path)
-        for path, _ in jax.tree_util.tree_flatten_with_path(tree)[0]
-    ]
+def _array_shapes(state_dir: Path, step: int) -> dict[str, tuple[int, ...]] | None:
+    """``{name: shape}`` of an OCDBT ``state`` directory, from zarr metadata.
 
-
-def _read_arrays(state_dir: Path, step: int) -> dict[str, tuple[int, ...]] | None:
-    """``{name: shape}`` of an OCDBT ``state`` directory, reading every value.
-
-    Synchronous tensorstore reads (no event loop): a truncated or damaged
-    file is reported here, with its checkpoint. ``None`` when the state is
+    Synchronous tensorstore reads (no event loop) of the B-tree and of each
+    array's small metadata entry, never of its data: a damaged manifest or
+    index is reported here, with its checkpoint. ``None`` when the state is
     not stored as OCDBT (orbax then checks it while restoring).
     """
     if not (state_dir / "manifest.ocdbt").is_file():
@@ -282,21 +373,116 @@ def _read_arrays(state_dir: Path, step: int) -> dict[str, tuple[int, ...]] | Non
         kv = ts.KvStore.open(
             {"driver": "ocdbt", "base": f"file://{state_dir.resolve()}/"}
         ).result()
-        keys = kv.list().result()
-        for lo in range(0, len(keys), 256):
-            batch = keys[lo : lo + 256]
-            values = [kv.read(k) for k in batch]
-            for key, future in zip(batch, values, strict=True):
-                value = future.result().value
-                name, _, leaf = key.decode().partition("/")
-                if leaf in (".zarray", "zarr.json"):
-                    shapes[name] = tuple(json.loads(bytes(value))["shape"])
+        keys = [
+            k
+            for k in kv.list().result()
+            if k.decode().rpartition("/")[2] in (".zarray", "zarr.json")
+        ]
+        futures = [kv.read(k) for k in keys]
+        for key, future in zip(keys, futures, strict=True):
+            name = key.decode().rpartition("/")[0]
+            meta = json.loads(bytes(future.result().value))
+            shapes[name] = tuple(meta["shape"])
     except Exception as err:  # tensorstore: ValueError with a status code
         raise CheckpointError(
             f"{state_dir}: arrays of the checkpoint of step {step} cannot be read "
             f"({_first_line(err)}); it is truncated or damaged"
         ) from None
     return shapes
+
+
+# ------------------------------------------- the flat layout (agentrl 0.1)
+def _legacy_restore(ckpt: Checkpointer, step: int, like: Any) -> tuple[Any, dict]:
+    """Restore a flat-layout checkpoint (``{"00000": leaf, ...}``) into ``like``."""
+    leaves, treedef = jax.tree.flatten(like)
+    abstract = {f"{i:05d}": _spec(x) for i, x in enumerate(leaves)}
+    saved = ckpt.inspect(step)
+    if saved is not None and len(saved) != len(leaves):
+        raise CheckpointError(
+            f"{ckpt.directory / str(step)}: the checkpoint holds {len(saved)} "
+            f"arrays but the run's config builds a state of {len(leaves)}: "
+            "it cannot be converted with this config"
+        )
+    restored = ckpt._restore(
+        step,
+        ocp.args.Composite(
+            state=ocp.args.StandardRestore(abstract),
+            meta=ocp.args.JsonRestore(),
+        ),
+    )
+    flat = restored["state"]
+    out = [
+        _wrap_key(flat[f"{i:05d}"], ref) if _is_key(ref) else flat[f"{i:05d}"]
+        for i, ref in enumerate(leaves)
+    ]
+    return jax.tree.unflatten(treedef, out), dict(restored["meta"])
+
+
+def is_legacy(directory: str | Path, step: int | None = None) -> bool:
+    """Whether checkpoint ``step`` (default latest) of ``directory`` is flat."""
+    ckpt = Checkpointer(directory, every=0, create=False)
+    try:
+        saved = ckpt.inspect(ckpt._step(step))
+    finally:
+        ckpt.close()
+    return bool(saved) and all(_LEGACY_NAME.fullmatch(n) for n in saved)
+
+
+def convert_legacy(directory: str | Path, like: Any) -> list[int]:
+    """Rewrite every flat-layout checkpoint of ``directory`` in the named layout.
+
+    ``like``: the training state the checkpoints were saved from (the
+    structure to read them into). The converted checkpoints are written into
+    a sibling directory, checked, and swapped in; the originals are kept as
+    ``<directory>.flat`` until the swap succeeded, then removed. Returns the
+    converted steps.
+    """
+    directory = Path(directory).resolve()
+    new_dir = directory.with_name(directory.name + ".named")
+    shutil.rmtree(new_dir, ignore_errors=True)
+    old = Checkpointer(directory, every=0, create=False)
+    steps = old.all_steps()
+    new = Checkpointer(new_dir, every=1, keep=max(len(steps), 1))
+    try:
+        for step in steps:
+            state, meta = _legacy_restore(old, step, like)
+            new._save(step, named_state(state), meta)
+            new.wait()
+        for step in steps:  # read back: every array, by name
+            new.restore(like, step)
+    finally:
+        old.close()
+        new.close()
+    backup = directory.with_name(directory.name + ".flat")
+    directory.rename(backup)
+    new_dir.rename(directory)
+    shutil.rmtree(backup, ignore_errors=True)
+    return steps
+
+
+def convert_legacy_run(run_dir: str | Path) -> list[int]:
+    """Convert the flat-layout checkpoints of a training run directory.
+
+    Builds the run's training state from its ``config.json`` (abstractly:
+    nothing is initialised) and rewrites ``run_dir/checkpoints`` with
+    :func:`convert_legacy`. Returns the converted steps (none: already named).
+    """
+    from flax import nnx
+
+    from agentrl.models import DecisionModel
+    from agentrl.train.rundir import load_config
+    from agentrl.train.step import init_train_state
+
+    run_dir = Path(run_dir)
+    directory = run_dir / "checkpoints"
+    if not directory.is_dir() or complete_steps(directory) == []:
+        raise FileNotFoundError(f"no checkpoint in {directory}")
+    if not is_legacy(directory):
+        return []
+    config = load_config(run_dir)
+
+    model = DecisionModel(config.model, rngs=nnx.Rngs(config.train.seed))
+    return convert_legacy(directory, init_train_state(model, config)[1])
 
 
 # -- after a kill or a failed save (agentrl.train.loop, agentrl.sweep.train)
@@ -327,8 +513,6 @@ def remove_incomplete_checkpoints(directory: str | Path) -> list[Path]:
     is never touched. Call it only while holding the run directory's lock
     (no save in flight).
     """
-    import shutil
-
     from agentrl.safeio import remove_stale_siblings
 
     directory = Path(directory)
@@ -348,3 +532,25 @@ def remove_incomplete_checkpoints(directory: str | Path) -> list[Path]:
             shutil.rmtree(path, ignore_errors=True)
             removed.append(path)
     return removed
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m agentrl.train.checkpoint RUN_DIR ...``: convert flat runs."""
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv or argv[0].startswith("-"):
+        print("usage: python -m agentrl.train.checkpoint RUN_DIR [RUN_DIR ...]")
+        return 2
+    for run_dir in argv:
+        try:
+            steps = convert_legacy_run(run_dir)
+        except (ValueError, FileNotFoundError) as err:
+            print(f"{run_dir}: error: {err}", file=sys.stderr)
+            return 2
+        print(
+            f"{run_dir}: " + (f"converted steps {steps}" if steps else "already named")
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -326,10 +326,8 @@ def complete_model_config(
     if discrete_obs:
         obs_kind, obs_size = "discrete", int(obs_space.n)
     else:
-        obs_kind, obs_size = (
-            "continuous",
-            int(obs_space.shape[-1] if obs_space.shape else 1),
-        )
+        # a multi-axis Box (XLand's grid view) is embedded flattened
+        obs_kind, obs_size = "continuous", int(math.prod(obs_space.shape))
     if hasattr(act_space, "n"):
         action = {
             "action_kind": "discrete",

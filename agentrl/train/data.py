@@ -4,10 +4,19 @@ A run either points at an existing dataset (``data.path``) or generates one
 into ``run_dir/dataset`` from the config's env, source and seed (written
 atomically, so a killed generation is simply redone). The sampler is the
 algorithm's (:meth:`agentrl.algos.Algorithm.make_sampler`).
+
+Integrity: the first time a run uses its dataset (no checkpoint yet) every
+file's SHA-256 is checked; a resumed run checks only the files' sizes, so
+resuming on XLand-size data does not re-hash it (``agentrl data verify``
+does the full check on demand). A dataset the run has just written is
+checked by size. :func:`host_batches` reads through grain's prefetching
+iterator when the split is too large for the sampler's in-memory cache.
 """
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +25,8 @@ from tqdm.auto import tqdm
 
 from agentrl.data import open_dataset, write_dataset
 from agentrl.data.reader import DatasetIntegrityError, HistoryDataset
+from agentrl.data.xland100b import is_hdf5
+from agentrl.train.checkpoint import complete_steps
 from agentrl.train.config import ExperimentConfig
 
 
@@ -24,8 +35,12 @@ def prepare_dataset(
 ) -> HistoryDataset:
     """Open ``data.path`` or generate (once) the run's own dataset."""
     data = config.data
+    # full checksums on first use, sizes once the run has a checkpoint
+    first_use = not complete_steps(Path(run_dir) / "checkpoints")
+    if data.path and is_hdf5(data.path):
+        return _import_hdf5(config, env, Path(run_dir), progress, first_use)
     if data.path:
-        dataset = open_dataset(data.path)
+        dataset = open_dataset(data.path, verify="full" if first_use else "size")
         recorded = dataset.metadata["env"]["name"]
         if recorded != data.env:
             raise ValueError(
@@ -35,7 +50,8 @@ def prepare_dataset(
         return dataset
     path = Path(run_dir) / "dataset"
     lead = jax.process_index() == 0
-    if not path.exists() and lead:
+    written = not path.exists()
+    if written and lead:
         bar = tqdm(
             total=data.num_tasks, desc="histories", unit="task", disable=not progress
         )
@@ -60,7 +76,73 @@ def prepare_dataset(
         from jax.experimental import multihost_utils
 
         multihost_utils.sync_global_devices("agentrl dataset written")
-    return open_dataset(path)
+    return open_dataset(path, verify="full" if first_use and not written else "size")
+
+
+def _import_hdf5(config, env, run_dir: Path, progress: bool, first_use: bool):
+    """``data.path`` names an XLand-100B-schema file: import it into the run.
+
+    A file that does not exist yet is first generated from the config's
+    env and source (agentrl's histories written in that schema).
+    """
+    from agentrl.data import xland100b
+
+    data = config.data
+    file, path = Path(data.path), run_dir / "dataset"
+    lead = jax.process_index() == 0
+    written = not path.exists()
+    if written and lead:
+        if not file.exists():
+            from agentrl.sources import source_histories
+
+            file.parent.mkdir(parents=True, exist_ok=True)
+            xland100b.generate_hdf5(
+                file,
+                env,
+                source_histories(data.source, env, **dict(data.source_args)),
+                data.num_tasks,
+                data.num_episodes,
+                seed=data.seed,
+                env_name=data.env,
+                env_overrides=dict(data.env_args),
+                split_fraction=data.split_fraction,
+            )
+        bar = tqdm(desc="import", unit="history", disable=not progress)
+        try:
+            xland100b.import_hdf5(
+                file,
+                path,
+                env_overrides=dict(data.env_args),
+                split_fraction=data.split_fraction,
+                seed=data.seed,
+                progress=bar.update,
+            )
+        finally:
+            bar.close()
+    if jax.process_count() > 1:
+        from jax.experimental import multihost_utils
+
+        multihost_utils.sync_global_devices("agentrl dataset imported")
+    dataset = open_dataset(path, verify="full" if first_use and not written else "size")
+    if dataset.metadata["env"]["name"] != data.env:
+        raise ValueError(
+            f"data.path {file} holds {dataset.metadata['env']['name']!r} histories "
+            f"but data.env is {data.env!r}"
+        )
+    return dataset
+
+
+def host_batches(sampler: Any, start: int) -> Iterator[dict[str, Any]]:
+    """Numpy batches of steps ``start, start + 1, ...`` of ``sampler``.
+
+    From the in-memory cache when the split fits it; otherwise through the
+    sampler's grain iterator, which decodes the next batches from the
+    ArrayRecord files on background threads while the device trains. Both
+    give the same batches (a pure function of the step).
+    """
+    if getattr(sampler, "cached", True):
+        return (sampler.host_batch(step) for step in itertools.count(start))
+    return sampler.iterator(start_step=start)
 
 
 def make_sampler(config: ExperimentConfig, dataset: HistoryDataset, env: Any):

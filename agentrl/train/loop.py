@@ -123,7 +123,7 @@ def fit(
 
 def _fit(config, run_dir, env, mesh, model, resume, progress, stop_at_step) -> Path:
     """:func:`fit` once ``run_dir`` is locked."""
-    from agentrl.train.data import make_sampler, prepare_dataset
+    from agentrl.train.data import host_batches, make_sampler, prepare_dataset
 
     dataset = prepare_dataset(config, env, run_dir, progress=progress)
     full_config = complete_config(config, env, dataset)
@@ -162,9 +162,10 @@ def _fit(config, run_dir, env, mesh, model, resume, progress, stop_at_step) -> P
     )
     meta = {"config": configtools.to_dict(full_config), "sampler_position": None}
     threads = set(threading.enumerate())  # orbax starts its own per save
+    batches = host_batches(sampler, start)
     try:
         for step in range(start, end):
-            batch = parallel.shard_batch(sampler.host_batch(step), mesh)
+            batch = parallel.shard_batch(next(batches), mesh)
             state, metrics = step_fn(state, batch, hparams)
             done = step + 1
             logger.advance()
@@ -188,9 +189,12 @@ def _fit(config, run_dir, env, mesh, model, resume, progress, stop_at_step) -> P
                 # minutes for each other: find out first
                 _check_writable(run_dir, ckpt.directory)
                 ckpt.save(done, state, meta)
+        batches.close()  # stops grain's reader threads, if any
         ckpt.close()  # waits for the last (async) save
     except BaseException as err:
         logger.close()
+        with contextlib.suppress(Exception):
+            batches.close()  # grain's reader threads
         # An async save that failed surfaces here (or at the next save): the
         # error in flight is the one to report, so closing again is quiet.
         with contextlib.suppress(Exception):

@@ -237,30 +237,23 @@ def load_run(run_dir: str | Path, step: int | None = None) -> Run:
     from agentrl.envs import make as make_env
     from agentrl.models import DecisionModel
     from agentrl.train.checkpoint import Checkpointer
-    from agentrl.train.step import make_optimizer
 
     run_dir = Path(run_dir)
     config = load_config(run_dir)
     model = DecisionModel(config.model, rngs=nnx.Rngs(config.train.seed))
     graphdef, params, rest = nnx.split(model, nnx.Param, ...)
-    # The saved state is {"aux", "opt", "params", "rest"} flattened in that
-    # order: count the leaves before the model's (abstractly, allocating none).
-    aux = jax.eval_shape(lambda: config.algo.init_aux(model))
-    opt = jax.eval_shape(make_optimizer(config.train).init, params)
-    offset = len(jax.tree.leaves(aux)) + len(jax.tree.leaves(opt))
     env = make_env(config.data.env, **dict(config.data.env_args))
     split = read_split(run_dir, env)
     ckpt = Checkpointer(
         run_dir / "checkpoints", config.train.checkpoint_every, create=False
     )
     try:
-        # ``rest`` is the last of the saved state's parts: the total is known.
-        total = offset + len(jax.tree.leaves((params, rest)))
-        (params, rest), meta = ckpt.restore_part(
-            (params, rest), offset, step, total=total
-        )
+        # The saved state is named {"params", "rest", "opt", "aux"}: only the
+        # model's two parts are read, straight onto the arrays' devices.
+        part, meta = ckpt.restore_part({"params": params, "rest": rest}, step)
     finally:
         ckpt.close()
+    params, rest = part["params"], part["rest"]
     _check_same_model(run_dir, config, meta)
     return Run(
         run_dir=run_dir,

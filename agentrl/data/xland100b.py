@@ -1,0 +1,407 @@
+"""XLand-100B / XLand-Trivial-20B HDF5 files <-> agentrl datasets (extra ``h5py``).
+
+The published schema (Nikulin et al., 2024, ``dunnolab/xland-minigrid-datasets``):
+one HDF5 group per task (``"0"``, ``"1"``, ...), its attributes ``env-id``
+(e.g. ``XLand-MiniGrid-R1-9x9``), ``benchmark-id`` (``trivial-1m``,
+``medium-1m``, ...) and ``ruleset-id``, and five datasets holding that
+task's learning histories, each one uninterrupted stream of steps::
+
+    states          uint8    [history, step, view, view]  tile * 12 + colour
+    actions         uint8    [history, step]
+    rewards         float16  [history, step]
+    dones           bool     [history, step]   terminated or truncated
+    expert_actions  uint8    [history, step]   the final policy's action
+
+(XLand-100B: 32 histories of 121,856 steps per task; XLand-Trivial-20B:
+60,928.) :func:`import_hdf5` turns such a file into an agentrl dataset
+(:func:`agentrl.data.write_histories`, one record per learning history,
+read chunk by chunk), which AD and DPT then train on unchanged
+(``data.path`` may also name the ``.hdf5`` file: ``fit`` imports it into
+the run directory once). The mapping:
+
+- ``obs``: the state decompressed to xminigrid's ``[view, view, 2]``
+  (tile, colour); ``action``, ``reward`` widened to int32 / float32;
+- ``terminated = done & (reward > 0)`` (XLand ends an episode with a reward
+  only when the goal is reached), ``truncated`` the other ``done`` steps;
+  ``episode`` counts the ``done`` steps before each step;
+- ``optimal_action``: ``expert_actions`` (DPT's label) when the file has them;
+- ``task_id``: the ruleset id, ``params``: the env's params of that ruleset.
+
+agentrl's records have ``num_episodes * horizon`` steps: a stream whose
+length is not a multiple of the env's horizon is cut to the largest one
+(XLand-100B: 121,856 = 501 x 243 + 113; the last 113 steps are dropped).
+The env is rebuilt as ``make("xland", env_id=<env-id>,
+rulesets=<benchmark-id>)`` (xminigrid reads or downloads that benchmark),
+or from the ``agentrl-env`` attribute files written by :func:`write_hdf5`
+carry, or from ``env_overrides``. The split: the file's ruleset ids split
+``split_fraction`` / rest with ``seed``; records of the train rulesets are
+written, the others are the held-out tasks (or the ``agentrl-split`` a file
+of :func:`generate_hdf5` records).
+
+:func:`generate_hdf5` writes agentrl's own histories (e.g. its PPO source
+on XLand-MiniGrid) in the same schema, one PPO learner per history (the
+published data records 32 of the parallel environments of one learner per
+task). agentrl's PPO has no relabelling pass, so its files carry no
+``expert_actions`` (and train AD, not DPT).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from agentrl.data.writer import HistoriesFn, plan_tasks, task_params, write_histories
+from agentrl.envs.tasks import TaskSplit, split_task_ids
+from agentrl.history import History, check_history
+
+#: xminigrid's ``NUM_COLORS``: a compressed cell is ``tile * 12 + colour``.
+NUM_COLORS = 12
+#: The published datasets and their dtypes, in the order of the README.
+SCHEMA = {
+    "states": np.uint8,
+    "actions": np.uint8,
+    "rewards": np.float16,
+    "dones": np.bool_,
+    "expert_actions": np.uint8,
+}
+INSTALL_HINT = "install the optional extra: pip install 'agentrl[h5py]'"
+
+
+def _h5py():
+    try:
+        import h5py
+    except ImportError as err:  # pragma: no cover - depends on the install
+        raise ImportError(f"XLand-100B files need `h5py`: {INSTALL_HINT}") from err
+    return h5py
+
+
+def compress_obs(obs: np.ndarray) -> np.ndarray:
+    """``[..., view, view, 2]`` (tile, colour) -> ``[..., view, view]`` uint8."""
+    obs = np.asarray(obs)
+    return (obs[..., 0].astype(np.int32) * NUM_COLORS + obs[..., 1]).astype(np.uint8)
+
+
+def decompress_obs(states: np.ndarray) -> np.ndarray:
+    """Inverse of :func:`compress_obs`: ``[..., view, view, 2]`` uint8."""
+    return np.stack(np.divmod(np.asarray(states), NUM_COLORS), axis=-1).astype(np.uint8)
+
+
+# ------------------------------------------------------------- writing
+def write_hdf5(
+    path: str | Path,
+    groups: Iterator[tuple[int, History]],
+    attrs: dict[str, Any],
+    root_attrs: dict[str, Any] | None = None,
+) -> Path:
+    """Write ``(ruleset id, History [history, step, ...])`` groups in the schema.
+
+    ``attrs``: the ``env-id`` and ``benchmark-id`` of every group (each
+    group also gets its ``ruleset-id``); ``root_attrs``: extra attributes of
+    the file (JSON strings). Datasets are gzip-compressed in chunks of
+    4,096 steps of one history, as the published files are.
+    """
+    h5py = _h5py()
+    path = Path(path)
+    tmp = path.with_name(path.name + ".partial")
+    try:
+        with h5py.File(tmp, "w") as f:
+            for key, value in (root_attrs or {}).items():
+                f.attrs[key] = value
+            for g, (ruleset, history) in enumerate(groups):
+                history = jax.device_get(history)
+                group = f.create_group(str(g))
+                group.attrs.update({**attrs, "ruleset-id": int(ruleset)})
+                steps = history.num_steps
+                data = {
+                    "states": compress_obs(history.obs),
+                    "actions": np.asarray(history.action),
+                    "rewards": np.asarray(history.reward),
+                    "dones": np.asarray(history.done),
+                }
+                if history.optimal_action is not None:
+                    data["expert_actions"] = np.asarray(history.optimal_action)
+                for name, value in data.items():
+                    value = value.astype(SCHEMA[name])
+                    group.create_dataset(
+                        name,
+                        data=value,
+                        compression="gzip",
+                        compression_opts=6,
+                        chunks=(1, min(4096, steps), *value.shape[2:]),
+                    )
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    tmp.replace(path)  # complete files only
+    return path
+
+
+def generate_hdf5(
+    path: str | Path,
+    env: Any,
+    histories: HistoriesFn,
+    num_histories: int,
+    num_episodes: int,
+    seed: int = 0,
+    *,
+    env_name: str = "xland",
+    env_overrides: dict[str, Any] | None = None,
+    split_fraction: float = 0.8,
+    chunk_size: int = 64,
+) -> Path:
+    """Run ``histories`` (e.g. PPO) on XLand rulesets; write the HDF5 schema.
+
+    The tasks are planned as :func:`agentrl.data.write_dataset` plans them
+    (``num_histories`` histories cycling over the train rulesets of the
+    env's split), grouped by ruleset; each chunk of ``chunk_size`` histories
+    is one jitted call. The file records the env (``agentrl-env``) and the
+    split (``agentrl-split``) so :func:`import_hdf5` rebuilds both.
+    """
+    plan = plan_tasks(env, num_histories, split_fraction, seed)
+    ids = np.sort(plan.task_ids["train"])  # one group per ruleset
+    key_tasks, key_run = jax.random.split(jax.random.key(seed))
+    chunk_size = min(chunk_size, len(ids))
+
+    def chunks() -> Iterator[History]:
+        for c, start in enumerate(range(0, len(ids), chunk_size)):
+            chunk = ids[start : start + chunk_size]
+            padded = np.resize(chunk, chunk_size)
+            params = task_params(env, plan, padded, key_tasks)
+            key = jax.random.fold_in(key_run, c)
+            history = histories(params, key, num_episodes, jnp.asarray(padded))
+            check_history(history)
+            n = len(chunk)
+            yield jax.tree.map(lambda x: np.asarray(x)[:n], jax.device_get(history))
+
+    def by_ruleset(history: History) -> Iterator[tuple[int, History]]:
+        task = np.asarray(history.task_id)
+        for ruleset in dict.fromkeys(task.tolist()):
+            rows = np.flatnonzero(task == ruleset)
+            yield int(ruleset), jax.tree.map(lambda x, r=rows: x[r], history)
+
+    def groups() -> Iterator[tuple[int, History]]:
+        # ids are sorted: a ruleset's rows are contiguous across chunks, and
+        # every ruleset but the last one seen so far is complete
+        pending = None
+        for history in chunks():
+            pending = history if pending is None else _concat([pending, history])
+            task = np.asarray(pending.task_id)
+            last = int(np.flatnonzero(task == task[-1])[0])
+            yield from by_ruleset(jax.tree.map(lambda x, n=last: x[:n], pending))
+            pending = jax.tree.map(lambda x, n=last: x[n:], pending)
+        if pending is not None:
+            yield from by_ruleset(pending)
+
+    name = getattr(env, "env_id", "XLand-MiniGrid-R1-9x9")
+    return write_hdf5(
+        path,
+        groups(),
+        {"env-id": name, "benchmark-id": "agentrl"},
+        {
+            "agentrl-env": json.dumps(
+                {"name": env_name, "overrides": dict(env_overrides or {})}
+            ),
+            "agentrl-split": json.dumps(plan.split.to_json()),
+            "agentrl-source": json.dumps(getattr(histories, "source", None)),
+            "agentrl-seed": seed,
+        },
+    )
+
+
+def _concat(histories: list[History]) -> History:
+    if len(histories) == 1:
+        return histories[0]
+    return jax.tree.map(lambda *x: np.concatenate(x), *histories)
+
+
+# ------------------------------------------------------------ importing
+def _read_attr(f: Any, key: str) -> Any:
+    value = f.attrs.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bytes):
+        value = value.decode()
+    return json.loads(value) if isinstance(value, str) else value
+
+
+def _check_group(file: Path, name: str, group: Any) -> None:
+    """The published datasets, dtypes and shapes (``ValueError`` naming them)."""
+    for key in ("states", "actions", "rewards", "dones"):
+        if key not in group:
+            raise ValueError(
+                f"{file}: group {name!r} has no {key!r} dataset (an XLand-100B "
+                f"file has {', '.join(SCHEMA)})"
+            )
+    shape = group["actions"].shape
+    for key, dtype in SCHEMA.items():
+        if key not in group:
+            continue
+        ds = group[key]
+        want = shape + ((ds.shape[2:]) if key == "states" else ())
+        if ds.shape != want or ds.dtype != np.dtype(dtype):
+            axes = "history, step, view, view" if key == "states" else "history, step"
+            raise ValueError(
+                f"{file}: {name}/{key} is {ds.dtype}{list(ds.shape)}, the schema "
+                f"has {np.dtype(dtype)}[{axes}] with [history, step] = {list(shape)}"
+            )
+    for key in ("env-id", "ruleset-id"):
+        if key not in group.attrs:
+            raise ValueError(f"{file}: group {name!r} has no attribute {key!r}")
+
+
+def read_group(group: Any, env: Any, steps: int, rows: slice | None = None) -> History:
+    """Histories ``rows`` of one HDF5 group as a numpy History (``steps`` each)."""
+    rows = rows or slice(None)
+
+    def read(key: str) -> np.ndarray:
+        return np.asarray(group[key][rows, :steps])
+
+    reward = read("rewards").astype(np.float32)
+    done = read("dones").astype(bool)
+    terminated = done & (reward > 0)
+    ruleset = int(group.attrs["ruleset-id"])
+    n = reward.shape[0]
+    params = jax.device_get(
+        jax.vmap(env.params_for_task)(jnp.full((n,), ruleset, jnp.int32))
+    )
+    expert = (
+        read("expert_actions").astype(np.int32) if "expert_actions" in group else None
+    )
+    return History(
+        obs=decompress_obs(read("states")),
+        action=read("actions").astype(np.int32),
+        reward=reward,
+        terminated=terminated,
+        truncated=done & ~terminated,
+        episode=(np.cumsum(done, axis=1) - done).astype(np.int32),
+        optimal_action=expert,
+        task_id=np.full((n,), ruleset, np.int32),
+        params=params,
+    )
+
+
+def import_hdf5(
+    file: str | Path,
+    out: str | Path,
+    *,
+    env_overrides: dict[str, Any] | None = None,
+    split_fraction: float = 0.8,
+    seed: int = 0,
+    histories_per_chunk: int = 32,
+    overwrite: bool = False,
+    progress: Callable[[int], None] | None = None,
+) -> Path:
+    """Import an XLand-100B-schema HDF5 ``file`` as the agentrl dataset ``out``.
+
+    Reads ``histories_per_chunk`` histories at a time (memory bounded by
+    that, at any file size). See the module docstring for the mapping, the
+    env and the split. Raises ``ValueError`` naming the file, group and
+    dataset that does not follow the schema, before anything is written.
+    """
+    from agentrl import envs
+
+    h5py = _h5py()
+    file = Path(file)
+    if not file.is_file():
+        raise FileNotFoundError(f"{file}: no such XLand-100B HDF5 file")
+    with h5py.File(file, "r") as f:
+        names = sorted(f.keys(), key=lambda k: (len(k), k))
+        if not names:
+            raise ValueError(f"{file}: no task groups (an empty file?)")
+        for name in names:
+            _check_group(file, name, f[name])
+        first = f[names[0]].attrs
+        recorded = _read_attr(f, "agentrl-env")
+        if recorded is not None:
+            env_name, overrides = recorded["name"], dict(recorded["overrides"])
+        else:
+            env_name = "xland"
+            bench = first.get("benchmark-id")
+            overrides = {"env_id": str(first["env-id"])}
+            if bench is not None:
+                overrides["rulesets"] = str(bench)
+        overrides.update(env_overrides or {})
+        env = envs.make(env_name, **overrides)
+        total = f[names[0]]["actions"].shape[1]
+        num_episodes = total // env.horizon
+        if num_episodes < 1:
+            raise ValueError(
+                f"{file}: histories of {total} steps are shorter than one "
+                f"episode of the env's horizon {env.horizon}"
+            )
+        steps = num_episodes * env.horizon
+        rulesets = {n: int(f[n].attrs["ruleset-id"]) for n in names}
+        bad = [r for r in rulesets.values() if not 0 <= r < (env.num_tasks or 0)]
+        if bad:
+            raise ValueError(
+                f"{file}: ruleset ids {bad[:5]} are not tasks of {env_name} "
+                f"with {overrides} ({env.num_tasks} rulesets)"
+            )
+        lengths = {f[n]["actions"].shape[1] for n in names}
+        if len(lengths) != 1:
+            raise ValueError(
+                f"{file}: groups hold histories of {sorted(lengths)} steps"
+            )
+        split = _read_attr(f, "agentrl-split")
+        if split is not None:
+            split = TaskSplit.from_json(split)
+        else:
+            ids = np.asarray(sorted(set(rulesets.values())), np.int32)
+            local = split_task_ids(len(ids), split_fraction, seed)
+            split = TaskSplit(
+                train=ids[local.train],
+                test=ids[local.test],
+                seed=seed,
+                train_fraction=split_fraction,
+            )
+        train = set(split.train.tolist())
+        keep = [n for n in names if rulesets[n] in train]
+        task_ids = [rulesets[n] for n in keep for _ in range(f[n]["actions"].shape[0])]
+
+        def chunks() -> Iterator[History]:
+            for n in keep:
+                count = f[n]["actions"].shape[0]
+                for lo in range(0, count, histories_per_chunk):
+                    rows = slice(lo, min(lo + histories_per_chunk, count))
+                    yield read_group(f[n], env, steps, rows)
+
+        source = _read_attr(f, "agentrl-source") or {
+            "name": "xland-100b",
+            "settings": {
+                "file": file.name,
+                "benchmark": str(first.get("benchmark-id")),
+            },
+        }
+        metadata = {
+            "env": {"name": env_name, "overrides": overrides},
+            "source": source,
+            "seed": int(_read_attr(f, "agentrl-seed") or seed),
+            "num_tasks": len(task_ids),
+            "num_episodes": num_episodes,
+            "horizon": env.horizon,
+            "num_steps": steps,
+            "chunk_size": histories_per_chunk,
+            "stateless_obs": False,
+            "task_space": "finite",
+            "task_ids": {"train": task_ids},
+            "split": split.to_json(),
+        }
+        return write_histories(
+            out,
+            {"train": chunks()},
+            metadata,
+            overwrite=overwrite,
+            progress=progress,
+            description=f"{file.name} (XLand-100B schema) on {env_name}",
+        )
+
+
+def is_hdf5(path: str | Path) -> bool:
+    """Whether ``path`` names an HDF5 file (by suffix: ``.hdf5``, ``.h5``)."""
+    return Path(path).suffix.lower() in (".hdf5", ".h5")

@@ -1,0 +1,125 @@
+"""AD on XLand-MiniGrid from PPO learning histories in the XLand-100B schema.
+
+Algorithm Distillation (Laskin et al., 2023) on XLand-MiniGrid rulesets, with
+its data taking the route XLand-100B's does (Nikulin et al., 2024): learning
+histories written as an HDF5 file in the published schema (one group per
+ruleset; ``states`` compressed to ``tile * 12 + colour``; ``actions``,
+``rewards`` float16, ``dones``), then imported as an agentrl dataset
+(:mod:`agentrl.data.xland100b`) and trained on with the unchanged AD. The
+file is ``data.path``: when it does not exist, ``fit`` first generates it
+with agentrl's PPO source on the rulesets of ``data.env_args`` (each
+history one PPO learner on one ruleset, learning from scratch); pointing
+``data.path`` at a downloaded ``xland-trivial-20b.hdf5`` /
+``xland-100b.hdf5`` (with ``data.env_args`` naming its benchmark, e.g.
+``rulesets="trivial-1m"``) trains on the published data instead.
+
+Tasks: single-goal rulesets generated locally by agentrl
+(:func:`agentrl.envs.xland.generate_rulesets`: pick up or stand next to an
+object among two distractors, ``R1-9x9``), split 80/20 into training and
+held-out rulesets; evaluation runs the frozen model in context on held-out
+rulesets. Horizon: xminigrid's ``3 * 9 * 9 = 243`` steps in ``cpu`` and
+``gpu``, 20 in ``smoke``.
+
+Deviations from the XLand-100B AD baseline (``baselines/ad/configs/xland.yaml``:
+8 layers, width 512, 8 heads, 4,096-step windows, lr 1e-3, batch 64 per GPU,
+embedding dropout 0.1):
+
+- Observations enter the transformer as the flattened ``[5, 5, 2]`` (tile,
+  colour) ids through one linear layer (agentrl's encoder for multi-axis
+  Box observations); the baseline embeds each id. Training windows are
+  whole episodes (``context_episodes``), not a fixed 4,096 steps.
+- The data: one agentrl PPO learner per history for ``data.num_episodes *
+  243`` steps (~49k in ``gpu``) instead of 32 of the 8,192 parallel
+  environments of one PPO learner over 500M steps; and no expert relabel
+  (agentrl's PPO has no relabelling pass, so the file has no
+  ``expert_actions`` and trains AD, not DPT).
+
+Presets:
+
+- ``smoke``: 8 rulesets, horizon 20, 8 PPO histories of 10 episodes, a
+  1-layer width-16 model, 4 steps; about 30 s on 2 CPU cores, mostly
+  compiling. Checks the HDF5 round trip and plumbing (run by
+  tests/test_data_xland100b.py).
+- ``cpu``: 256 rulesets, 204 histories of 40 episodes (9,720 steps each), a
+  4-layer width-128 model, 4 episodes a window, 3,000 steps (not timed yet;
+  generating the PPO data is the larger part).
+- ``gpu``: 4,096 rulesets, 3,276 histories of 200 episodes (48,600 steps),
+  8 layers, width 512, 8 heads, 16 episodes a window, batch 64, 50,000
+  steps; for one accelerator.
+
+No result is claimed yet: none of the presets above smoke has been run.
+"""
+
+from agentrl.algos import AD
+from agentrl.models import ModelConfig
+from agentrl.train.config import DataConfig, EvalConfig, ExperimentConfig, TrainConfig
+from agentrl.train.experiments import make_presets
+
+BASE = ExperimentConfig(
+    name="xland_ad",
+    algo=AD(context_episodes=4),
+    data=DataConfig(
+        env="xland",
+        env_args=(("num_rulesets", 256), ("ruleset_seed", 0)),
+        source="ppo",
+        num_tasks=204,
+        num_episodes=40,
+        path="data/xland_ad-cpu.hdf5",
+    ),
+    model=ModelConfig(
+        num_layers=4,
+        num_heads=4,
+        d_model=128,
+        d_ff=512,
+        dropout=0.1,
+    ),
+    train=TrainConfig(
+        steps=3000,
+        batch_size=16,
+        lr=1e-3,
+        log_every=50,
+        checkpoint_every=500,
+    ),
+    eval=EvalConfig(num_tasks=32, num_episodes=20, greedy=False),
+)
+
+CHANGES = dict(
+    smoke={
+        "context_episodes": 2,
+        "data.env_args": (("num_rulesets", 8), ("ruleset_seed", 0), ("horizon", 20)),
+        "data.num_tasks": 8,
+        "data.num_episodes": 10,
+        "data.path": "data/xland_ad-smoke.hdf5",
+        "model.num_layers": 1,
+        "model.num_heads": 2,
+        "model.d_model": 16,
+        "model.d_ff": 32,
+        "model.dropout": 0.0,
+        "train.steps": 4,
+        "train.batch_size": 4,
+        "train.warmup_steps": 1,
+        "train.log_every": 2,
+        "train.checkpoint_every": 2,
+        "eval.num_tasks": 2,
+        "eval.num_episodes": 2,
+    },
+    cpu={},
+    gpu={
+        "context_episodes": 16,
+        "data.env_args": (("num_rulesets", 4096), ("ruleset_seed", 0)),
+        "data.num_tasks": 3276,
+        "data.num_episodes": 200,
+        "data.path": "data/xland_ad-gpu.hdf5",
+        "model.num_layers": 8,
+        "model.num_heads": 8,
+        "model.d_model": 512,
+        "model.d_ff": 2048,
+        "train.steps": 50_000,
+        "train.batch_size": 64,
+        "train.log_every": 500,
+        "train.checkpoint_every": 5000,
+        "eval.num_tasks": 64,
+        "eval.num_episodes": 50,
+    },
+)
+PRESETS = make_presets(BASE, **CHANGES)

@@ -1,0 +1,188 @@
+"""XLand-100B HDF5 schema: import, AD and DPT training on it, the xland_ad smoke."""
+
+import json
+
+import h5py
+import numpy as np
+import pytest
+
+from agentrl import configtools
+from agentrl.data import open_dataset
+from agentrl.data import xland100b as xl
+from agentrl.train.experiments import load_experiment
+from agentrl.train.loop import fit
+
+pytest.importorskip("xminigrid")
+
+# A small env: 16 local rulesets, 10-step episodes (nothing is downloaded).
+ENV_ARGS = {"num_rulesets": 16, "horizon": 10}
+LOCAL = {"rulesets": None, **ENV_ARGS}
+HISTORIES, STEPS = 3, 47  # 47 = 4 episodes of 10 steps + 7 (cut on import)
+
+
+def _write_published(path, rulesets=(2, 5, 7, 11, 13), expert=True, seed=0):
+    """A file exactly in the published layout (README of
+    dunnolab/xland-minigrid-datasets), written here with h5py alone."""
+    rng = np.random.default_rng(seed)
+    with h5py.File(path, "w") as f:
+        for g, ruleset in enumerate(rulesets):
+            group = f.create_group(str(g))
+            group.attrs["env-id"] = "XLand-MiniGrid-R1-9x9"
+            group.attrs["benchmark-id"] = "trivial-1m"
+            group.attrs["ruleset-id"] = ruleset
+            tiles = rng.integers(0, 13, (HISTORIES, STEPS, 5, 5))
+            colors = rng.integers(0, 12, (HISTORIES, STEPS, 5, 5))
+            dones = rng.random((HISTORIES, STEPS)) < 0.15
+            rewards = np.where(dones & (rng.random(dones.shape) < 0.5), 0.7, 0.0)
+            data = {
+                "states": (tiles * 12 + colors).astype(np.uint8),
+                "actions": rng.integers(0, 6, (HISTORIES, STEPS)).astype(np.uint8),
+                "rewards": rewards.astype(np.float16),
+                "dones": dones,
+            }
+            if expert:
+                data["expert_actions"] = rng.integers(0, 6, dones.shape).astype(
+                    np.uint8
+                )
+            for name, value in data.items():
+                group.create_dataset(name, data=value, compression="gzip")
+    return path
+
+
+@pytest.fixture(scope="module")
+def published(tmp_path_factory):
+    return _write_published(tmp_path_factory.mktemp("xl") / "xland-tiny.hdf5")
+
+
+@pytest.fixture(scope="module")
+def imported(published, tmp_path_factory):
+    out = tmp_path_factory.mktemp("xl") / "ds"
+    # the file names xminigrid's trivial-1m benchmark: use local rulesets
+    local = {"rulesets": None, **ENV_ARGS}
+    return xl.import_hdf5(published, out, env_overrides=local, split_fraction=0.6)
+
+
+def test_import_maps_every_field_of_the_schema(published, imported):
+    ds = open_dataset(imported)
+    m = ds.metadata
+    assert m["env"] == {
+        "name": "xland",
+        "overrides": {"env_id": "XLand-MiniGrid-R1-9x9", "rulesets": None} | ENV_ARGS,
+    }
+    assert m["num_episodes"] == 4 and m["num_steps"] == 40 and m["horizon"] == 10
+    split = m["split"]
+    assert sorted(split["train"] + split["test"]) == [2, 5, 7, 11, 13]
+    assert len(split["train"]) == 3 and m["has_optimal_action"]
+    ids = ds.task_ids("train")
+    assert sorted(set(ids.tolist())) == split["train"]
+    assert len(ids) == 3 * HISTORIES
+    history = ds.load_history("train")
+    with h5py.File(published) as f:
+        group = next(f[g] for g in f if f[g].attrs["ruleset-id"] == ids[0])
+        states = group["states"][:, :40]
+        np.testing.assert_array_equal(
+            history.obs[:HISTORIES, ..., 0] * 12 + history.obs[:HISTORIES, ..., 1],
+            states,
+        )
+        assert history.obs.shape[2:] == (5, 5, 2)
+        np.testing.assert_array_equal(
+            history.action[:HISTORIES], group["actions"][:, :40]
+        )
+        np.testing.assert_array_equal(
+            history.optimal_action[:HISTORIES], group["expert_actions"][:, :40]
+        )
+        rewards = group["rewards"][:, :40].astype(np.float32)
+        np.testing.assert_array_equal(history.reward[:HISTORIES], rewards)
+        dones = group["dones"][:, :40]
+    done = history.terminated[:HISTORIES] | history.truncated[:HISTORIES]
+    np.testing.assert_array_equal(done, dones)
+    np.testing.assert_array_equal(history.terminated[:HISTORIES], dones & (rewards > 0))
+    assert not (history.terminated & history.truncated).any()
+    np.testing.assert_array_equal(
+        history.episode[:HISTORIES], np.cumsum(dones, 1) - dones
+    )
+    assert (
+        history.params.ruleset.goal[:HISTORIES] == history.params.ruleset.goal[0]
+    ).all()
+
+
+def test_compression_is_xminigrids():
+    from xminigrid.core.constants import NUM_COLORS
+
+    assert xl.NUM_COLORS == NUM_COLORS
+    obs = np.stack(np.meshgrid(np.arange(13), np.arange(12), indexing="ij"), -1)
+    np.testing.assert_array_equal(xl.decompress_obs(xl.compress_obs(obs)), obs)
+
+
+def test_a_file_off_the_schema_is_refused_naming_the_dataset(tmp_path):
+    path = _write_published(tmp_path / "bad.hdf5", rulesets=(1,))
+    with h5py.File(path, "a") as f:
+        del f["0/rewards"]
+        f["0"].create_dataset("rewards", data=np.zeros((HISTORIES, STEPS), np.float64))
+    with pytest.raises(ValueError, match=r"0/rewards is float64.*float16"):
+        xl.import_hdf5(path, tmp_path / "out", env_overrides=LOCAL)
+    assert not (tmp_path / "out").exists()
+    path = _write_published(tmp_path / "far.hdf5", rulesets=(99,))
+    with pytest.raises(ValueError, match=r"ruleset ids \[99\]"):
+        xl.import_hdf5(path, tmp_path / "out", env_overrides=LOCAL)
+
+
+def _tiny(name, path, **more):
+    return configtools.override(
+        load_experiment(name, "smoke"),
+        {
+            "data.env": "xland",
+            "data.env_args": tuple(LOCAL.items()),
+            "data.path": str(path),
+            "train.steps": 2,
+            "train.batch_size": 2,
+            "train.warmup_steps": 1,
+            "train.checkpoint_every": 2,
+            "eval.num_tasks": 2,
+            "eval.num_episodes": 2,
+            **more,
+        },
+    )
+
+
+def test_ad_and_dpt_train_on_the_imported_data_unchanged(imported, tmp_path):
+    from agentrl import load_run
+
+    ad = _tiny("ad_darkroom", imported, **{"model.obs_encoding": "table"})
+    dpt = _tiny("dpt_darkroom", imported, **{"model.obs_encoding": "table"})
+    for config in (ad, dpt):
+        run = fit(config, tmp_path / config.algo.label, progress=False)
+        lines = (run / "metrics.jsonl").read_text().splitlines()
+        assert np.isfinite(json.loads(lines[-1])["loss"])
+        assert load_run(run).step == 2
+
+
+def test_xland_ad_smoke_generates_ppo_histories_in_the_schema(tmp_path):
+    config = configtools.override(
+        load_experiment("xland_ad", "smoke"), {"data.path": str(tmp_path / "x.hdf5")}
+    )
+    run = fit(config, tmp_path / "run", progress=False)
+    with h5py.File(tmp_path / "x.hdf5") as f:
+        groups = [f[g] for g in f]
+        assert len(groups) == 6  # the 80% train share of 8 rulesets
+        for group in groups:
+            assert set(group) == {"states", "actions", "rewards", "dones"}
+            for key, dtype in xl.SCHEMA.items():
+                if key in group:
+                    assert group[key].dtype == dtype
+            assert group["states"].shape[2:] == (5, 5)
+            assert group["actions"].shape[1] == 10 * 20
+            assert group.attrs["env-id"] == "XLand-MiniGrid-R1-9x9"
+        assert (
+            sorted(int(g.attrs["ruleset-id"]) for g in groups)
+            == json.loads(f.attrs["agentrl-split"])["train"]
+        )
+        rewards = np.concatenate([g["rewards"][:] for g in groups])
+    ds = open_dataset(run / "dataset")
+    assert ds.metadata["source"]["name"] == "ppo" and ds.num_records("train") == 8
+    history = ds.load_history("train")
+    # the records are the file's histories, ruleset by ruleset
+    assert history.reward.sum() == rewards.astype(np.float32).sum()
+    assert history.obs.shape == (8, 200, 5, 5, 2) and history.optimal_action is None
+    lines = (run / "metrics.jsonl").read_text().splitlines()
+    assert json.loads(lines[-1])["step"] == 4
