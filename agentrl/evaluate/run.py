@@ -25,14 +25,14 @@ from agentrl.train.rundir import held_out_params  # noqa: F401  (re-exported)
 
 
 def default_baselines(env: Any, source: str | None) -> list[str]:
-    """random + oracle, UCB/Thompson on bandits, and the data's source."""
+    """random + oracle, UCB1, UCB1.0 (DPT's) and Thompson on bandits, the source."""
     from agentrl.sources.registry import SOURCES, applicable_sources
 
     names = ["random"]
     if getattr(env, "has_oracle", False):
         names.append("oracle")
     applicable = applicable_sources(env)
-    for extra in ("ucb", "thompson", source):
+    for extra in ("ucb", "ucb_dpt", "thompson", source):
         if extra and extra in applicable and extra not in names:
             if not SOURCES[extra].baseline:  # e.g. a random roll-in, PPO
                 continue
