@@ -72,6 +72,10 @@ def _tiny(config) -> dict[str, object]:
     """Overrides that cut a gpu preset's cost but keep its shapes."""
     algo = getattr(config.algo, "base", config.algo)
     span = getattr(algo, "context_episodes", 1) * getattr(algo, "episode_stride", 1)
+    # DPT: enough steps with a known successor for its context
+    horizon = _env(config).horizon
+    context = getattr(algo, "context_size", 0)
+    episodes = min(max(span + 1, -(-context // (horizon - 1)) + 1), 200)
     return {
         "train.steps": 2,
         "train.batch_size": 2,
@@ -79,7 +83,7 @@ def _tiny(config) -> dict[str, object]:
         "train.checkpoint_every": 2,
         "train.warmup_steps": 1,
         "data.num_tasks": 4,
-        "data.num_episodes": max(span + 1, config.data.num_episodes and 1),
+        "data.num_episodes": min(episodes, config.data.num_episodes),
         "eval.num_tasks": 2,
         "eval.num_episodes": 1,
     }
