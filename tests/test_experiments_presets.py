@@ -64,7 +64,7 @@ def test_presets_follow_the_reference_settings():
         "schedule": "step",
     }
     assert load_experiment("ad_eps_darkroom", "cpu").eval.acting == "greedy"
-    t2mir_ad = dict(load_experiment("ad_darkroom", "t2mir").data.env_args)
+    t2mir_ad = dict(load_experiment("ad_darkroom", "t2mir_setup").data.env_args)
     assert t2mir_ad == {"size": 10, "horizon": 100, "start": "corner"}
 
 

@@ -55,12 +55,12 @@ Presets (times measured on the 2-core CPU of the development machine):
   float32/TF32, so 3,000 updates take ~5 minutes, leaving ~3 for the data
   (0.26M Q-learning steps), compiling and evaluating. The first run on a GPU
   should check the time and scale ``train.steps`` to fill the budget.
-- ``t2mir`` / ``t2mir_gpu``: T2MIR's own AD setup (REFERENCES.md), to
+- ``t2mir_setup`` / ``t2mir_setup_gpu``: T2MIR's own AD setup (REFERENCES.md), to
   compare with ``t2mir_ad_darkroom`` there: 10x10 Dark Room, start in the
   corner, H=100, 100 goals split 80/20, context 4 episodes (400 steps).
-  ``t2mir``: 320 Q-learning histories (4 per training goal) of 60 episodes,
+  ``t2mir_setup``: 320 Q-learning histories (4 per training goal) of 60 episodes,
   the cpu model, 2,000 updates of batch 16, 20 held-out goals x 30 episodes
-  (estimated ~15-25 minutes a seed on 2 cores). ``t2mir_gpu``: T2MIR's AD
+  (estimated ~15-25 minutes a seed on 2 cores). ``t2mir_setup_gpu``: T2MIR's AD
   model (4 layers, 8 heads, width 256, batch 64, lr 3e-4) on 800 histories
   of 100 episodes, 10,000 updates, 50 evaluation episodes (same sizing
   rule: ~0.6 TFLOP a step).
@@ -165,7 +165,7 @@ CHANGES["gpu"] = {
     **steps_fields(3000),
     "eval.num_episodes": 100,
 }
-CHANGES["t2mir"] = {
+CHANGES["t2mir_setup"] = {
     "data.env_args": T2MIR_ENV,
     "data.num_tasks": 320,
     "data.num_episodes": 60,
@@ -174,7 +174,7 @@ CHANGES["t2mir"] = {
     "eval.num_tasks": 20,
     "eval.num_episodes": 30,
 }
-CHANGES["t2mir_gpu"] = {
+CHANGES["t2mir_setup_gpu"] = {
     "data.env_args": T2MIR_ENV,
     "data.num_tasks": 800,
     "data.num_episodes": 100,

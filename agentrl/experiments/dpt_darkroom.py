@@ -42,7 +42,7 @@ matched the reference, and are to be re-run:
   updates, 40 evaluation episodes; sized for under 8 minutes on one H100
   (estimated, not measured: a step of this 0.05M-parameter model on 6,464
   tokens is launch-bound, assumed ~8 ms, so ~4 minutes of training).
-- ``t2mir`` / ``t2mir_gpu``: T2MIR's own DPT setup (9x9, H=20, 81 goals
+- ``t2mir_setup`` / ``t2mir_setup_gpu``: T2MIR's own DPT setup (9x9, H=20, 81 goals
   65/16), to compare with ``t2mir_dpt_darkroom`` there, at the cpu and gpu
   budgets.
 - ``full``: the paper's (100,000 tasks, embedding 32, 4 layers, one head,
@@ -104,8 +104,8 @@ CHANGES = dict(
         "model.num_heads": 1,
     },
     # T2MIR's DPT Dark Room: 9x9, H=20, 81 goals 65/16
-    t2mir={"data.env_args": _env_args(9, 20), "context_size": 20},
-    t2mir_gpu={
+    t2mir_setup={"data.env_args": _env_args(9, 20), "context_size": 20},
+    t2mir_setup_gpu={
         "data.env_args": _env_args(9, 20),
         "context_size": 20,
         **steps_fields(30_000),

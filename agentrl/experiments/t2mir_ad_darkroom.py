@@ -19,10 +19,10 @@ are to be re-run.
 - ``smoke``: seconds; ``cpu``: as ``ad_darkroom`` cpu (compare with it,
   3 training seeds each); ``gpu``: ``ad_darkroom``'s gpu preset with the
   MoE (about 1.4x its step time, ``benchmarks/results/model_throughput.md``);
-  ``t2mir`` / ``t2mir_gpu``: T2MIR's own setup (10x10, corner start, H=100,
+  ``t2mir_setup`` / ``t2mir_setup_gpu``: T2MIR's own setup (10x10, corner start, H=100,
   100 goals 80/20), at cpu and gpu budgets, against ``ad_darkroom``'s
   presets of the same name: ``agentrl bench reproduce t2mir_ad_darkroom
-  --compare ad_darkroom --preset t2mir``; ``full``: the paper's AD settings
+  --compare ad_darkroom --preset t2mir_setup``; ``full``: the paper's AD settings
   for Dark Room (300k updates on a GPU).
 """
 

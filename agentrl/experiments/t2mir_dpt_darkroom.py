@@ -10,7 +10,7 @@ positives are two *different* roll-ins of a task
 same context (the context is every step of a one-episode roll-in, so both
 started at step 0), and a paired batch saw half as many distinct histories
 as DPT's. ``smoke``/``cpu``/``gpu``/``full`` as in ``dpt_darkroom``;
-``t2mir`` / ``t2mir_gpu``: T2MIR's own DPT setup (9x9, H=20, 81 goals
+``t2mir_setup`` / ``t2mir_setup_gpu``: T2MIR's own DPT setup (9x9, H=20, 81 goals
 65/16) against ``dpt_darkroom``'s presets of the same name.
 
 The measurements below were taken before these changes (sequence-mean
