@@ -149,3 +149,16 @@ def test_pairs_are_two_histories_of_one_task():
     partners = rows[task_ids[rows[:, 0]] == 3]
     counts = np.bincount(partners[:, 1], minlength=7)[[0, 2, 5]]
     assert counts.min() > 0.8 * counts.mean()
+
+
+@pytest.mark.parametrize("stride", [1, 2])
+def test_any_start_windows_read_from_disk_equal_the_cached_ones(room, stride):
+    from agentrl.data import ADSampler
+
+    kw = dict(num_episodes=2, episode_stride=stride, window_start="any", seed=4)
+    cached, disk = ADSampler(room, 6, **kw), ADSampler(room, 6, cache_bytes=0, **kw)
+    assert cached._cache is not None and disk._cache is None
+    for step in (0, 7):
+        a, b = cached.batch(step), disk.batch(step)
+        for k in a:
+            np.testing.assert_array_equal(a[k], b[k])
