@@ -14,6 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from flax import nnx
+from model_factory import make_model
 
 from agentrl import envs
 from agentrl.algos import AD
@@ -24,7 +25,6 @@ from agentrl.models import ModelConfig
 from agentrl.sources import source_histories
 from agentrl.sources.agent import Step
 from agentrl.train.config import TrainConfig
-from tests.model_factory import make_model
 
 ENV = envs.make("darkroom", size=5, horizon=5)
 EPISODES = 2  # context_episodes: windows of 10 steps

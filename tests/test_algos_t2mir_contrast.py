@@ -5,12 +5,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import nnx
+from model_factory import make_model
 
 from agentrl.algos import DPT, T2MIR
 from agentrl.algos.t2mir import init_ema_router, t2mir_terms
 from agentrl.models import ModelConfig, contrastive_loss, task_router_logits
 from agentrl.models.moe import router_logits
-from tests.model_factory import make_model
 
 
 def test_dpt_contrast_leaves_the_query_token_out():
