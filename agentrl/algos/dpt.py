@@ -16,7 +16,7 @@ Room protocol: the current episode is not in context); see
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -77,6 +77,8 @@ class DPT(Algorithm):
     name = "dpt"
     description = "Decision-Pretrained Transformer: optimal action from a context"
     token_layouts = ("transition",)
+    #: the query leads the sequence (T2MIR leaves it out of its task contrast)
+    query_tokens: ClassVar[int] = 1
 
     context_size: int = 20
     context_update: str = "auto"
@@ -107,15 +109,21 @@ class DPT(Algorithm):
         return dpt_loss(model, batch, deterministic=deterministic)
 
     def make_agent(self, model: Any, env: Any, num_steps: int, config: Any) -> Any:
+        from agentrl.evaluate.acting import acting_agent
         from agentrl.evaluate.driver import make_model_agent
+        from agentrl.evaluate.model_agents import split_model
 
-        return make_model_agent(
-            model,
-            env,
-            num_steps,
-            protocol="query",
-            greedy=config.eval.greedy,
-            temperature=config.eval.temperature,
-            context_size=self.context_size,
-            context_update=self.context_update,
+        model = split_model(model)  # one handle for the acting rule's agents
+        return acting_agent(
+            lambda greedy: make_model_agent(
+                model,
+                env,
+                num_steps,
+                protocol="query",
+                greedy=greedy,
+                temperature=config.eval.temperature,
+                context_size=self.context_size,
+                context_update=self.context_update,
+            ),
+            config.eval.acting,
         )

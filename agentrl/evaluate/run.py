@@ -25,14 +25,14 @@ from agentrl.train.rundir import held_out_params  # noqa: F401  (re-exported)
 
 
 def default_baselines(env: Any, source: str | None) -> list[str]:
-    """random + oracle, UCB/Thompson on bandits, and the data's source."""
+    """random + oracle, UCB1, UCB1.0 (DPT's) and Thompson on bandits, the source."""
     from agentrl.sources.registry import SOURCES, applicable_sources
 
     names = ["random"]
     if getattr(env, "has_oracle", False):
         names.append("oracle")
     applicable = applicable_sources(env)
-    for extra in ("ucb", "thompson", source):
+    for extra in ("ucb", "ucb_dpt", "thompson", source):
         if extra and extra in applicable and extra not in names:
             if not SOURCES[extra].baseline:  # e.g. a random roll-in, PPO
                 continue
@@ -138,8 +138,8 @@ def run_results(
     ev = config.eval
     num_episodes = ev.num_episodes if num_episodes is None else num_episodes
     seed = ev.seed if seed is None else seed
-    greedy = ev.greedy if greedy is None else greedy
-    acting = dataclasses.replace(config, eval=dataclasses.replace(ev, greedy=greedy))
+    rule = "greedy" if greedy else ev.acting  # --greedy overrides the run's rule
+    acting = dataclasses.replace(config, eval=dataclasses.replace(ev, acting=rule))
     params, ids = run.held_out(ev.num_tasks if num_tasks is None else num_tasks, seed)
     names = (
         baselines
@@ -151,7 +151,7 @@ def run_results(
     methods.update(baseline_methods(config, env, names, num_episodes))
     results = evaluate_methods(env, methods, params, jax.random.key(seed), num_episodes)
     results[label].metadata.update(
-        run_dir=str(run.run_dir), task_ids=ids, step=run.step, greedy=greedy
+        run_dir=str(run.run_dir), task_ids=ids, step=run.step, acting=rule
     )
     title = f"{config.name} ({label}): {config.data.env} held-out tasks"
     return results, title
