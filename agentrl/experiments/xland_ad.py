@@ -80,7 +80,7 @@ BASE = ExperimentConfig(
         log_every=50,
         checkpoint_every=500,
     ),
-    eval=EvalConfig(num_tasks=32, num_episodes=20, greedy=False),
+    eval=EvalConfig(num_tasks=32, num_episodes=20, acting="sample"),
 )
 
 CHANGES = dict(
