@@ -64,14 +64,16 @@ def test_load_run_names_a_directory_that_is_not_a_run(tmp_path):
 
 def test_a_run_saved_by_the_old_config_format_resumes(tmp_path):
     """agentrl <= 0.1.0 saved the algorithm as a name with its fields in
-    ``train``/``model`` and the preset's derived warm-up: same run today."""
+    ``train``/``model`` and the preset's derived warm-up: same run today
+    (with the episode-aligned windows those runs trained on)."""
     import json
 
     from agentrl.envs import make
     from agentrl.train.rundir import check_resumable
 
     config = load_experiment("t2mir_ad_darkroom", "smoke")
-    full = complete_config(config, make("darkroom"))
+    today = complete_config(config, make("darkroom"))
+    full = configtools.override(today, {"algo.base.window_start": "episode"})
     legacy = configtools.to_dict(full)
     algo = legacy.pop("algo")
     legacy["algo"] = "t2mir_ad"
@@ -88,6 +90,9 @@ def test_a_run_saved_by_the_old_config_format_resumes(tmp_path):
     )
     (tmp_path / "config.json").write_text(json.dumps(legacy))
     check_resumable(tmp_path, full)  # no error: the same run
+    # today's default windows start at any step: another run, named
+    with pytest.raises(ValueError, match="window_start: 'episode' -> 'any'"):
+        check_resumable(tmp_path, today)
     # more steps may change; the old run's warm-up was fixed, today's would
     # follow the steps, so it is named unless pinned to the old value
     longer = configtools.override(full, {"train.steps": 120})

@@ -79,6 +79,11 @@ class Algorithm:
     #: False: trained by the shared supervised program from a dataset; True:
     #: brings its own online RL program (:meth:`make_online_train`)
     trains_online: ClassVar[bool] = False
+    #: fields added after runs were saved without them, with the value that
+    #: reproduces how those runs trained (a saved config lacking the field
+    #: is read with this value, not today's default; see
+    #: :func:`agentrl.train.config.upgrade_legacy_dict`)
+    legacy_defaults: ClassVar[dict[str, Any]] = {}
 
     @property
     def label(self) -> str:

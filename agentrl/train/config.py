@@ -383,14 +383,41 @@ def complete_config(
     return dataclasses.replace(config, algo=algo, model=model)
 
 
+def _with_legacy_defaults(
+    node: dict[str, Any], *, force: bool = False
+) -> dict[str, Any]:
+    """A saved algorithm node with its class's ``legacy_defaults`` filled in.
+
+    Nested algorithms (T2MIR's ``base``) are filled too; an unknown name is
+    left for :meth:`Algorithm.from_config_dict` to refuse. ``force``: the
+    legacy values replace those present (a node built from today's defaults).
+    """
+    node = {
+        k: (
+            _with_legacy_defaults(v, force=force)
+            if isinstance(v, dict) and "name" in v
+            else v
+        )
+        for k, v in node.items()
+    }
+    if node.get("name") not in algos.names():
+        return node
+    legacy = algos.get(node["name"]).legacy_defaults
+    return {**node, **legacy} if force else {**legacy, **node}
+
+
 def upgrade_legacy_dict(data: dict[str, Any]) -> dict[str, Any]:
     """A saved config of an older agentrl in today's form.
 
-    ``eval.greedy`` (a bool) became ``eval.acting``. Configs of agentrl <=
-    0.1.0 (``"algo": NAME``) kept the algorithm's fields in ``train``
+    ``eval.greedy`` (a bool) became ``eval.acting``; an algorithm's fields
+    added since are read with the value that reproduces the saved run
+    (:attr:`Algorithm.legacy_defaults`, e.g. AD's ``window_start``).
+    Configs of agentrl <= 0.1.0 (``"algo": NAME``) kept the algorithm's fields in ``train``
     (context_episodes, episode_stride, context_size, ema_tau) and ``model``
     (balance_weight, contrastive_weight); they move onto the algorithm object.
     """
+    if isinstance(data.get("algo"), dict):
+        data = {**data, "algo": _with_legacy_defaults(data["algo"])}
     ev = data.get("eval")
     if isinstance(ev, dict) and "greedy" in ev and "acting" not in ev:
         ev = {k: v for k, v in ev.items() if k != "greedy"}
@@ -399,7 +426,8 @@ def upgrade_legacy_dict(data: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(data.get("algo"), str):
         return data
     data = {k: (dict(v) if isinstance(v, dict) else v) for k, v in data.items()}
-    algo = algos.get(data["algo"]).to_config_dict()
+    # today's defaults, but the fields added since as those runs trained
+    algo = _with_legacy_defaults(algos.get(data["algo"]).to_config_dict(), force=True)
     old = {**data.get("model", {}), **data.get("train", {})}
 
     def fill(node: dict) -> dict:
