@@ -17,7 +17,7 @@ from flax import nnx
 from model_factory import make_model
 from test_models_transformer import forward, inputs, run_decode, small
 
-from agentrl.benchmarks.hlo import cache_shapes, count_copies
+from agentrl.benchmarks._hlo import cache_shapes, count_copies
 from agentrl.models import DecisionModel
 from agentrl.models.attention import (
     NEG_INF,
@@ -225,3 +225,24 @@ def test_sink_parameters_exist_per_layer_and_head_and_train():
     grads = nnx.grad(lambda m: jnp.sum(m(obs, act, rew).action ** 2))(model)
     assert float(jnp.abs(grads.blocks[0].attn.sink_value[...]).sum()) > 0
     assert float(jnp.abs(grads.blocks[0].attn.sink_key[...]).sum()) > 0
+
+
+@pytest.mark.parametrize("layout", ["step", "sar"])
+def test_ad_agent_in_the_driver_copies_no_cache(layout):
+    """The evaluation loop (agent + environment) keeps the cache in place."""
+    from agentrl import envs
+    from agentrl.evaluate.driver import run_batched_agent
+    from agentrl.evaluate.model_agents import ADModelAgent, ModelHandle
+
+    env = envs.make("darkroom", size=3, horizon=5)
+    cfg = small(token_layout=layout, obs_size=9, action_size=5, max_steps=4)
+    graphdef, weights = nnx.split(make_model(cfg))
+    params = jax.vmap(env.sample_params)(jax.random.split(jax.random.key(0), 2))
+
+    def run(weights, params, key):
+        agent = ADModelAgent(ModelHandle(graphdef, weights), env, 4)
+        return run_batched_agent(env, agent, params, key, 12)[0].action
+
+    hlo = jax.jit(run).lower(weights, params, jax.random.key(1)).compile().as_text()
+    cache = nnx.merge(graphdef, weights).init_cache(2, 4)
+    assert count_copies(hlo, cache_shapes(cache)) == 0

@@ -28,6 +28,7 @@ RUN_TIME_ONLY = {
     "ipykernel": "the python3 kernel tests/test_notebooks.py runs notebooks in",
     "pytest-xdist": "make test runs pytest -n 2",
     "ruff": "make test and make lint run ruff check",
+    "torch": "the optional peers extra; benchmarks/_peers.py imports it lazily",
 }
 
 
