@@ -246,3 +246,25 @@ def test_ad_agent_in_the_driver_copies_no_cache(layout):
     hlo = jax.jit(run).lower(weights, params, jax.random.key(1)).compile().as_text()
     cache = nnx.merge(graphdef, weights).init_cache(2, 4)
     assert count_copies(hlo, cache_shapes(cache)) == 0
+
+
+def test_remat_gives_the_same_outputs_and_gradients():
+    cfg = small(token_layout="sar", moe_layers=(1,), attention_block=4)
+    model = make_model(cfg)
+    graphdef, state = nnx.split(model)
+    remat = nnx.merge(
+        nnx.split(make_model(dataclasses.replace(cfg, remat=True)))[0], state
+    )
+    obs, act, rew = inputs(cfg, T)
+
+    def loss(m):
+        out = m(obs, act, rew)
+        return jnp.mean(out.action**2) + out.aux["balance_loss"]
+
+    grad = nnx.jit(nnx.value_and_grad(loss))
+    (l0, g0), (l1, g1) = grad(model), grad(remat)
+    np.testing.assert_allclose(l1, l0, rtol=1e-6)
+    for a, b in zip(
+        jax.tree.leaves(nnx.state(g0)), jax.tree.leaves(nnx.state(g1)), strict=True
+    ):
+        np.testing.assert_allclose(b, a, atol=1e-6, rtol=1e-5)

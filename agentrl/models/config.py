@@ -99,6 +99,8 @@ class ModelConfig:
       attention_sink: Sink-KV (ReLIC): a learned per-layer, per-head key and
         value every query can attend to, so a head may attend to nothing.
         Off by default (no parameters then: existing checkpoints load).
+      remat: rematerialise each block's activations in the backward pass
+        (``nnx.remat``): less memory for more compute; same values.
     """
 
     obs_kind: str = "discrete"
@@ -129,6 +131,7 @@ class ModelConfig:
     attention: str = "blockwise"
     attention_block: int = 128
     attention_sink: bool = False
+    remat: bool = False
 
     def __post_init__(self):
         _choice("obs_kind", self.obs_kind, OBS_KINDS)
@@ -140,6 +143,10 @@ class ModelConfig:
         _choice("moe_dispatch", self.moe_dispatch, MOE_DISPATCHES)
         _choice("attention", self.attention, ATTENTIONS)
         _positive("attention_block", self.attention_block)
+        if not isinstance(self.remat, bool):
+            raise ValueError(
+                f"ModelConfig.remat must be true or false, got {self.remat!r}"
+            )
         if not isinstance(self.attention_sink, bool):
             raise ValueError(
                 "ModelConfig.attention_sink must be true or false, got "

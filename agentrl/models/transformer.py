@@ -149,7 +149,11 @@ class DecisionModel(nnx.Module):
         x = self.drop(x, deterministic=deterministic)
         auxes = []
         for block in self.blocks:
-            x, aux = block(x, pos, window, deterministic)
+            if self.config.remat:  # recompute the block in the backward pass
+                run = nnx.remat(lambda b, x: b(x, pos, window, deterministic))
+                x, aux = run(block, x)
+            else:
+                x, aux = block(x, pos, window, deterministic)
             if aux:
                 auxes.append(aux)
         return self.ln_f(x), self._aux(auxes)
