@@ -30,6 +30,7 @@ RUN_TIME_ONLY = {
     "ruff": "make test and make lint run ruff check",
     "wandb": "agentrl.tracking imports it by name, only for --tracker wandb "
     "(the tracking extra)",
+    "torch": "the optional peers extra; benchmarks/_peers.py imports it lazily",
 }
 
 

@@ -141,20 +141,26 @@ class ADModelAgent:
 
     def update(self, state: ADState, step: Step) -> ADState:
         model = self.model.get()
-
-        def commit_first(cache):
-            _, cache = model.decode(
-                cache, step.obs, state.prev_action, state.prev_reward
-            )
-            return cache
-
-        cache = jax.lax.cond(state.started, lambda c: c, commit_first, state.cache)
         action = jnp.asarray(step.action, self.space.dtype).reshape(
             state.prev_action.shape
         )
         reward = jnp.asarray(step.reward, jnp.float32).reshape(state.prev_reward.shape)
-        out, cache = model.decode(cache, step.reset_obs, action, reward)
-        return ADState(cache, action, reward, out.action.astype(jnp.float32), True)
+
+        def later(cache):
+            out, cache = model.decode(cache, step.reset_obs, action, reward)
+            return out.action.astype(jnp.float32), cache
+
+        def first(cache):  # the first step also commits its own token
+            _, cache = model.decode(
+                cache, step.obs, state.prev_action, state.prev_reward
+            )
+            return later(cache)
+
+        # Both branches write the cache in place; an identity branch (commit
+        # the first token or not, then decode) would copy every layer's cache
+        # at every step.
+        logits, cache = jax.lax.cond(state.started, later, first, state.cache)
+        return ADState(cache, action, reward, logits, jnp.bool_(True))
 
 
 class Context(NamedTuple):
@@ -373,15 +379,19 @@ class DPTCachedModelAgent:
 
     def update(self, state: DPTCachedState, step: Step) -> DPTCachedState:
         model = self.model.get()
-
-        def commit_query(cache):
-            return model.decode_query(cache, step.obs)[1]
-
-        cache = jax.lax.cond(state.started, lambda c: c, commit_query, state.cache)
         action = jnp.asarray(step.action, self.space.dtype)
         action = action.reshape(action.shape[:1] + self.space.shape)
         reward = jnp.asarray(step.reward, jnp.float32).reshape(-1)
-        out, cache = model.decode_transition(
-            cache, step.obs, action, reward, step.next_obs
-        )
-        return DPTCachedState(cache, out.action.astype(jnp.float32), jnp.bool_(True))
+
+        def later(cache):
+            out, cache = model.decode_transition(
+                cache, step.obs, action, reward, step.next_obs
+            )
+            return out.action.astype(jnp.float32), cache
+
+        def first(cache):  # commit the query, then the first transition
+            return later(model.decode_query(cache, step.obs)[1])
+
+        # no identity branch: it would copy the whole cache every step
+        logits, cache = jax.lax.cond(state.started, later, first, state.cache)
+        return DPTCachedState(cache, logits, jnp.bool_(True))

@@ -2,15 +2,23 @@
 
 Token positions are absolute integers. A query at position ``p`` attends to
 keys at positions ``q`` with ``p - window < q <= p`` (and ``q >= 0``; negative
-positions mark empty or placeholder slots). The full pass builds that mask
-over ``[T, T]``; the cached pass keeps a ring buffer of ``S`` slots (slot =
-position mod ``S``) that remembers the position held by each slot, so the
-two compute the same function whenever ``window <= S``.
+positions mark empty or placeholder slots). The full pass runs one query
+block at a time over only the keys its window can see
+(:func:`blockwise_attention`; never a ``[T, T]`` array); the reference
+(:func:`masked_attention`) masks the whole ``[T, T]`` score matrix and is
+kept, selectable, for tests. The cached pass keeps a ring buffer of ``S``
+slots (slot = position + offset mod ``S``) that remembers the position held
+by each slot, so the two compute the same function whenever ``window <= S``.
 
 Decoding appends a chunk of ``C`` tokens (1 for the "step" and "transition"
 layouts, 3 for "sar"). Scores against the cache and against the chunk are
-computed separately and joined before the softmax, so the cache is never
-copied and the chunk may overwrite the slots it evicts.
+computed separately and joined before the softmax, so the cache is read once
+and never copied, and the chunk (one in-place ``dynamic_update_slice``) may
+overwrite the slots it evicts.
+
+Optional Sink-KV (ReLIC): a learned per-layer, per-head key and value that
+every query sees, position-free (no RoPE), so a head can put its attention
+weight on "nothing"; it joins the softmax as one more column.
 """
 
 from __future__ import annotations
@@ -29,8 +37,9 @@ class KVCache(NamedTuple):
     """Decoding state of a :class:`~agentrl.models.DecisionModel` (a pytree).
 
     Attributes:
-      keys, values: per layer ``[B, H, S, Dh]`` (keys stored RoPE-rotated;
-        head-major so attention reads the cache without a transpose).
+      keys: per layer ``[B, H, Dh, S]``, RoPE-rotated and stored transposed
+        so that the score ``q K`` is a plain matmul (no per-step transpose).
+      values: per layer ``[B, H, S, Dh]`` (head-major, ``p V`` reads it as is).
       router_inputs: per layer ``[B, S, d]`` MoE input kept for sequence-mean
         task routing, ``None`` for layers that do not need it.
       slot_pos: ``[S]`` int32 token position held by each slot (< 0: empty).
@@ -69,15 +78,111 @@ def rope(x: jax.Array, pos: jax.Array, base: float) -> jax.Array:
     return jnp.concatenate([x1 * cos - x2 * sin, x1 * sin + x2 * cos], axis=-1)
 
 
-class CausalSelfAttention(nnx.Module):
-    """Multi-head causal self-attention with RoPE (fused QKV projection)."""
+def _sink_scores(q: jax.Array, sink_k: jax.Array) -> jax.Array:
+    """Scores of ``q [B, T, H, Dh]`` on the sink key ``[H, Dh]``: ``[B, H, T, 1]``."""
+    return jnp.einsum("bqhd,hd->bhq", q, sink_k.astype(q.dtype))[..., None]
 
-    def __init__(self, d_model: int, num_heads: int, rope_base: float, *, rngs):
+
+def _sink_values(p_sink: jax.Array, sink_v: jax.Array) -> jax.Array:
+    """Sink weights ``[B, H, T, 1]`` times values ``[H, Dh]``: ``[B, T, H, Dh]``."""
+    return jnp.einsum("bhq,hd->bqhd", p_sink[..., 0], sink_v.astype(p_sink.dtype))
+
+
+def masked_attention(q, k, v, q_pos, k_pos, window: int, sink=None) -> jax.Array:
+    """Softmax attention of ``q [B, Tq, H, Dh]`` over ``k, v [B, Tk, H, Dh]``.
+
+    The reference: materialises the ``[B, H, Tq, Tk]`` float32 scores, masks
+    them with :func:`window_mask` and (``sink = (key [H, Dh], value [H, Dh])``)
+    adds one always-visible sink column. Returns ``[B, Tq, H, Dh]``.
+    """
+    s = jnp.einsum("bqhd,bkhd->bhqk", q, k).astype(jnp.float32)
+    s = jnp.where(window_mask(q_pos, k_pos, window), s, NEG_INF)
+    if sink is not None:
+        s = jnp.concatenate([s, _sink_scores(q, sink[0]).astype(s.dtype)], axis=-1)
+    p = jax.nn.softmax(s, axis=-1)
+    tk = k.shape[1]
+    y = jnp.einsum("bhqk,bkhd->bqhd", p[..., :tk].astype(v.dtype), v)
+    if sink is not None:
+        y = y + _sink_values(p[..., tk:], sink[1]).astype(y.dtype)
+    return y
+
+
+def blockwise_attention(
+    q, k, v, window: int, block: int, sink=None, remat: bool = False
+) -> jax.Array:
+    """:func:`masked_attention` at positions ``arange(T)``, one query block at a time.
+
+    Query block ``[i, i + block)`` only meets keys in ``[i - window + 1,
+    i + block)``: blocks of the ``[T, T]`` score matrix that the causal mask
+    or the sliding window remove entirely are never computed, and no
+    ``[T, T]`` array exists (the largest is ``[B, H, block, window + block]``).
+    Inside the kept span the softmax is the reference's (masked entries get
+    exactly zero weight there too), so outputs and gradients equal the
+    reference to float rounding. ``remat`` recomputes each block's scores in
+    the backward pass instead of storing them (flash attention's trade).
+    Static Python loop: the block structure is known at trace time.
+    """
+    t = q.shape[1]
+    if t <= block:
+        pos = jnp.arange(t, dtype=jnp.int32)
+        return masked_attention(q, k, v, pos, pos, window, sink)
+
+    def one(qb, kb, vb, q0: int, k0: int, sink):
+        q_pos = q0 + jnp.arange(qb.shape[1], dtype=jnp.int32)
+        k_pos = k0 + jnp.arange(kb.shape[1], dtype=jnp.int32)
+        return masked_attention(qb, kb, vb, q_pos, k_pos, window, sink)
+
+    if remat:
+        one = jax.checkpoint(one, static_argnums=(3, 4))
+    outs = []
+    for q0 in range(0, t, block):
+        q1 = min(q0 + block, t)
+        k0 = max(0, q0 - window + 1)
+        outs.append(one(q[:, q0:q1], k[:, k0:q1], v[:, k0:q1], q0, k0, sink))
+    return jnp.concatenate(outs, axis=1)
+
+
+class CausalSelfAttention(nnx.Module):
+    """Multi-head causal self-attention with RoPE (fused QKV projection).
+
+    ``impl``: ``"blockwise"`` (:func:`blockwise_attention`, the default) or
+    ``"reference"`` (:func:`masked_attention` over the full ``[T, T]``; kept
+    for tests). ``sink``: learned per-head sink key and value (Sink-KV), an
+    extra always-visible, position-free slot that lets a head put its weight
+    nowhere; off by default (no parameters are created then).
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        rope_base: float,
+        *,
+        rngs,
+        impl: str = "blockwise",
+        block: int = 128,
+        sink: bool = False,
+        remat: bool = False,
+    ):
         self.num_heads = num_heads
         self.head_dim = d_model // num_heads
         self.rope_base = rope_base
+        self.impl = impl
+        self.block = block
+        self.remat = remat
         self.qkv = nnx.Linear(d_model, 3 * d_model, rngs=rngs)
         self.out = nnx.Linear(d_model, d_model, rngs=rngs)
+        self.has_sink = sink
+        if sink:
+            init = nnx.initializers.normal(0.02)
+            shape = (num_heads, self.head_dim)
+            self.sink_key = nnx.Param(init(rngs.params(), shape))
+            self.sink_value = nnx.Param(init(rngs.params(), shape))
+
+    def _sink(self):
+        if not self.has_sink:
+            return None
+        return self.sink_key[...], self.sink_value[...]
 
     def _project(self, x: jax.Array, pos: jax.Array):
         b, t, _ = x.shape
@@ -92,12 +197,19 @@ class CausalSelfAttention(nnx.Module):
         return self.out(y.reshape(b, t, -1))
 
     def __call__(self, x: jax.Array, pos: jax.Array, window: int) -> jax.Array:
-        """Full pass: ``x [B, T, d]``, ``pos [T]`` -> ``[B, T, d]``."""
+        """Full pass: ``x [B, T, d]``, ``pos [T]`` -> ``[B, T, d]``.
+
+        The blockwise path assumes ``pos = arange(T)`` (every full pass of
+        :class:`~agentrl.models.DecisionModel` uses it).
+        """
         q, k, v = self._project(x, pos)
-        s = jnp.einsum("bqhd,bkhd->bhqk", q, k)
-        s = jnp.where(window_mask(pos, pos, window), s, NEG_INF)
-        p = jax.nn.softmax(s, axis=-1)
-        return self._merge(jnp.einsum("bhqk,bkhd->bqhd", p, v))
+        if self.impl == "reference":
+            y = masked_attention(q, k, v, pos, pos, window, self._sink())
+        else:
+            y = blockwise_attention(
+                q, k, v, window, self.block, self._sink(), self.remat
+            )
+        return self._merge(y)
 
     def decode(
         self,
@@ -107,46 +219,84 @@ class CausalSelfAttention(nnx.Module):
         v_cache: jax.Array,
         slot_pos: jax.Array,
         window: int,
+        offset: int = 0,
     ) -> tuple[jax.Array, jax.Array, jax.Array]:
-        """Attend a chunk ``x [B, C, d]`` at ``pos [C]`` to cache ``[B, H, S, Dh]``.
+        """Attend a chunk ``x [B, C, d]`` at ``pos [C]`` to the cache.
 
-        Returns ``(y [B, C, d], k_cache, v_cache)`` with the chunk written at
-        slots ``pos mod S``; the caller updates ``slot_pos``.
+        ``k_cache [B, H, Dh, S]`` (keys stored transposed, so ``q K`` is a
+        plain matmul and no step transposes the cache), ``v_cache [B, H, S,
+        Dh]``. Returns ``(y [B, C, d], k_cache, v_cache)`` with the chunk
+        written at slots ``(pos + offset) mod S`` (see :func:`cache_slots`);
+        the caller updates ``slot_pos``.
         """
         q, k, v = self._project(x, pos)
-        s_cache = jnp.einsum("bqhd,bhkd->bhqk", q, k_cache)
-        s_new = jnp.einsum("bqhd,bkhd->bhqk", q, k)
+        qh = q.swapaxes(1, 2)  # [B, H, C, Dh]: tiny
+        s_cache = jnp.matmul(qh, k_cache.astype(q.dtype)).astype(jnp.float32)
+        s_new = jnp.einsum("bqhd,bkhd->bhqk", q, k).astype(jnp.float32)
         s_cache = jnp.where(window_mask(pos, slot_pos, window), s_cache, NEG_INF)
         s_new = jnp.where(window_mask(pos, pos, window), s_new, NEG_INF)
-        p = jax.nn.softmax(jnp.concatenate([s_cache, s_new], axis=-1), axis=-1)
-        size = k_cache.shape[2]
-        y = jnp.einsum("bhqk,bhkd->bqhd", p[..., :size], v_cache)
-        y = y + jnp.einsum("bhqk,bkhd->bqhd", p[..., size:], v)
-        k_cache = _write_slots(k_cache, k.swapaxes(1, 2), pos)
-        v_cache = _write_slots(v_cache, v.swapaxes(1, 2), pos)
+        parts = [s_cache, s_new]
+        sink = self._sink()
+        if sink is not None:
+            parts.append(_sink_scores(q, sink[0]).astype(jnp.float32))
+        p = jax.nn.softmax(jnp.concatenate(parts, axis=-1), axis=-1)
+        size, c = k_cache.shape[3], x.shape[1]
+        y = jnp.matmul(p[..., :size].astype(v_cache.dtype), v_cache)  # [B,H,C,Dh]
+        y = y.swapaxes(1, 2).astype(v.dtype)
+        y = y + jnp.einsum("bhqk,bkhd->bqhd", p[..., size : size + c], v)
+        if sink is not None:
+            y = y + _sink_values(p[..., size + c :], sink[1]).astype(y.dtype)
+        # order the in-place writes after every read of the old cache: without
+        # it XLA cannot prove the reads come first and copies the whole cache
+        y, k_cache, v_cache = jax.lax.optimization_barrier((y, k_cache, v_cache))
+        slot = cache_slots(pos, size, offset)
+        k_cache = write_slots(k_cache, k.transpose(0, 2, 3, 1), slot, axis=3)
+        v_cache = write_slots(v_cache, v.swapaxes(1, 2), slot, axis=2)
         return self._merge(y), k_cache, v_cache
 
 
-def _write_slots(cache: jax.Array, chunk: jax.Array, pos: jax.Array) -> jax.Array:
-    """Write ``chunk [B, H, C, Dh]`` into ``cache [B, H, S, Dh]`` at ``pos mod S``.
+def cache_slots(pos: jax.Array, size: int, offset: int = 0) -> jax.Array:
+    """First slot of a chunk at ``pos [C]``: ``(pos[0] + offset) mod S``.
 
-    A one-token chunk (every step of "step"-layout decoding) is a
-    ``dynamic_update_slice``, which XLA does in place inside the decoding
-    scan; a general index scatter there costs a copy of the whole cache.
+    Decoding writes a chunk of ``C`` consecutive positions; the model picks
+    ``offset`` so that every chunk starts at a multiple of ``C`` and ``S`` is
+    a multiple of ``C`` ("sar": chunks ``3t-2..3t``, offset 2). The chunk then
+    never wraps around the ring and is one contiguous in-place write.
     """
-    chunk = chunk.astype(cache.dtype)
-    size = cache.shape[2]
-    if chunk.shape[2] == 1:
-        slot = jnp.mod(pos[0], size).astype(jnp.int32)
-        zero = jnp.zeros((), jnp.int32)
-        return jax.lax.dynamic_update_slice(cache, chunk, (zero, zero, slot, zero))
-    return cache.at[:, :, jnp.mod(pos, size)].set(chunk)
+    return jnp.mod(pos[0] + offset, size).astype(jnp.int32)
+
+
+def write_slots(cache: jax.Array, chunk: jax.Array, slot: jax.Array, axis: int):
+    """Write ``chunk`` into ``cache`` at ``[slot, slot + C)`` along ``axis``.
+
+    A ``dynamic_update_slice``: XLA does it in place inside the decoding scan
+    (a general index scatter there costs a copy of the whole cache).
+    """
+    start = [jnp.zeros((), jnp.int32)] * cache.ndim
+    start[axis] = slot
+    return jax.lax.dynamic_update_slice(cache, chunk.astype(cache.dtype), start)
 
 
 def window_mean(x: jax.Array, pos: jax.Array, window: int) -> jax.Array:
-    """Causal windowed mean ``[B, T, d]``: at ``t`` the mean of visible tokens."""
+    """Causal windowed mean ``[B, T, d]``: at ``t`` the mean of visible tokens.
+
+    Reference form: a ``[T, T]`` mask matmul (any ``pos``).
+    """
     m = window_mask(pos, pos, window).astype(x.dtype)
     return jnp.einsum("qk,bkd->bqd", m, x) / m.sum(-1)[None, :, None]
+
+
+def window_mean_cumsum(x: jax.Array, window: int) -> jax.Array:
+    """:func:`window_mean` at ``pos = arange(T)`` from a running sum (no ``[T, T]``).
+
+    The sum over ``(t - window, t]`` is ``cs[t] - cs[t - window]``; it
+    equals the reference to float rounding (the running sum is float32).
+    """
+    t = x.shape[1]
+    cs = jnp.cumsum(x.astype(jnp.float32), axis=1)
+    lag = jnp.pad(cs, ((0, 0), (window, 0), (0, 0)))[:, :t]
+    count = jnp.minimum(jnp.arange(1, t + 1), window).astype(jnp.float32)
+    return ((cs - lag) / count[None, :, None]).astype(x.dtype)
 
 
 def window_mean_decode(

@@ -29,6 +29,7 @@ TOKEN_LAYOUTS = ("step", "sar", "transition")
 HEADS = ("categorical", "gaussian", "mse")
 TASK_ROUTINGS = ("token", "sequence")
 MOE_DISPATCHES = ("sorted", "dense")
+ATTENTIONS = ("blockwise", "reference")
 
 TOKENS_PER_STEP = {"step": 1, "sar": 3, "transition": 1}
 
@@ -90,6 +91,16 @@ class ModelConfig:
         matmul: only top-k FLOPs) or ``"dense"`` (every expert on every
         token, gates zero elsewhere). Both exact; no token is dropped.
       rope_base: RoPE frequency base.
+      attention: ``"blockwise"`` (one query block of ``attention_block``
+        tokens at a time over only the keys its window sees: no ``[T, T]``
+        array, masked-out blocks skipped) or ``"reference"`` (the full
+        masked ``[T, T]`` score matrix). Equal to float rounding.
+      attention_block: query block size of ``"blockwise"`` attention.
+      attention_sink: Sink-KV (ReLIC): a learned per-layer, per-head key and
+        value every query can attend to, so a head may attend to nothing.
+        Off by default (no parameters then: existing checkpoints load).
+      remat: rematerialise each block's activations in the backward pass
+        (``nnx.remat``): less memory for more compute; same values.
     """
 
     obs_kind: str = "discrete"
@@ -117,6 +128,10 @@ class ModelConfig:
     router_hidden: int | None = None
     moe_dispatch: str = "sorted"
     rope_base: float = 10000.0
+    attention: str = "blockwise"
+    attention_block: int = 128
+    attention_sink: bool = False
+    remat: bool = False
 
     def __post_init__(self):
         _choice("obs_kind", self.obs_kind, OBS_KINDS)
@@ -126,6 +141,17 @@ class ModelConfig:
         _choice("head", self.head, HEADS)
         _choice("task_routing", self.task_routing, TASK_ROUTINGS)
         _choice("moe_dispatch", self.moe_dispatch, MOE_DISPATCHES)
+        _choice("attention", self.attention, ATTENTIONS)
+        _positive("attention_block", self.attention_block)
+        if not isinstance(self.remat, bool):
+            raise ValueError(
+                f"ModelConfig.remat must be true or false, got {self.remat!r}"
+            )
+        if not isinstance(self.attention_sink, bool):
+            raise ValueError(
+                "ModelConfig.attention_sink must be true or false, got "
+                f"{self.attention_sink!r}"
+            )
         for name in ("obs_size", "action_size", "num_layers", "num_heads"):
             _positive(name, getattr(self, name))
         for name in ("d_model", "d_ff"):

@@ -21,8 +21,11 @@ from flax import nnx
 from agentrl.models.attention import (
     CausalSelfAttention,
     KVCache,
+    cache_slots,
     window_mean,
+    window_mean_cumsum,
     window_mean_decode,
+    write_slots,
 )
 from agentrl.models.config import ModelConfig
 from agentrl.models.embedding import TokenEmbedding
@@ -49,7 +52,16 @@ class Block(nnx.Module):
         self.moe = moe
         self.sequence_routing = moe and c.task_routing == "sequence"
         self.ln1 = nnx.LayerNorm(c.d_model, rngs=rngs)
-        self.attn = CausalSelfAttention(c.d_model, c.num_heads, c.rope_base, rngs=rngs)
+        self.reference = c.attention == "reference"
+        self.attn = CausalSelfAttention(
+            c.d_model,
+            c.num_heads,
+            c.rope_base,
+            rngs=rngs,
+            impl=c.attention,
+            block=c.attention_block,
+            sink=c.attention_sink,
+        )
         self.ln2 = nnx.LayerNorm(c.d_model, rngs=rngs)
         if moe:
             self.ffn = T2MIRFeedForward(c, rngs=rngs)
@@ -70,18 +82,23 @@ class Block(nnx.Module):
             self.attn(self.ln1(x), pos, window), deterministic=deterministic
         )
         h = self.ln2(x)
-        task_in = window_mean(h, pos, window) if self.sequence_routing else h
+        task_in = h
+        if self.sequence_routing:
+            if self.reference:
+                task_in = window_mean(h, pos, window)
+            else:  # pos = arange(T) in every full pass
+                task_in = window_mean_cumsum(h, window)
         return self._ffn(x, h, task_in, deterministic)
 
-    def decode(self, x, pos, k, v, r, slot_pos, window: int):
+    def decode(self, x, pos, k, v, r, slot_pos, window: int, offset: int):
         """Chunk ``x [B, C, d]`` -> ``(x, aux, k, v, r)`` with caches updated."""
-        y, k, v = self.attn.decode(self.ln1(x), pos, k, v, slot_pos, window)
+        y, k, v = self.attn.decode(self.ln1(x), pos, k, v, slot_pos, window, offset)
         x = x + y
         h = self.ln2(x)
         task_in = h
         if self.sequence_routing:
             task_in = window_mean_decode(h, pos, r, slot_pos, window)
-            r = r.at[:, jnp.mod(pos, r.shape[1])].set(h.astype(r.dtype))
+            r = write_slots(r, h, cache_slots(pos, r.shape[1], offset), axis=1)
         x, aux = self._ffn(x, h, task_in, True)
         return x, aux, k, v, r
 
@@ -132,7 +149,11 @@ class DecisionModel(nnx.Module):
         x = self.drop(x, deterministic=deterministic)
         auxes = []
         for block in self.blocks:
-            x, aux = block(x, pos, window, deterministic)
+            if self.config.remat:  # recompute the block in the backward pass
+                run = nnx.remat(lambda b, x: b(x, pos, window, deterministic))
+                x, aux = run(block, x)
+            else:
+                x, aux = block(x, pos, window, deterministic)
             if aux:
                 auxes.append(aux)
         return self.ln_f(x), self._aux(auxes)
@@ -232,9 +253,10 @@ class DecisionModel(nnx.Module):
         c = self.config
         steps = c.max_steps if max_steps is None else max_steps
         size = steps * c.tokens_per_step
-        kv = (batch, c.num_heads, size, c.head_dim)
-        keys = tuple(jnp.zeros(kv, dtype) for _ in range(c.num_layers))
-        values = tuple(jnp.zeros(kv, dtype) for _ in range(c.num_layers))
+        k_shape = (batch, c.num_heads, c.head_dim, size)
+        v_shape = (batch, c.num_heads, size, c.head_dim)
+        keys = tuple(jnp.zeros(k_shape, dtype) for _ in range(c.num_layers))
+        values = tuple(jnp.zeros(v_shape, dtype) for _ in range(c.num_layers))
         routed = [b.sequence_routing for b in self.blocks]
         r_shape = (batch, size, c.d_model)
         router = tuple(jnp.zeros(r_shape, dtype) if s else None for s in routed)
@@ -248,6 +270,9 @@ class DecisionModel(nnx.Module):
 
     def _decode_chunk(self, cache: KVCache, x, pos):
         window = cache.capacity
+        # chunks of C tokens start at C t - (C - 1): shift slots by C - 1 so
+        # each chunk is one contiguous write that never wraps the ring
+        offset = x.shape[1] - 1
         keys, values, router, auxes = [], [], [], []
         for i, block in enumerate(self.blocks):
             x, aux, k, v, r = block.decode(
@@ -258,13 +283,15 @@ class DecisionModel(nnx.Module):
                 cache.router_inputs[i],
                 cache.slot_pos,
                 window,
+                offset,
             )
             keys.append(k)
             values.append(v)
             router.append(r)
             if aux:
                 auxes.append(aux)
-        slot_pos = cache.slot_pos.at[jnp.mod(pos, window)].set(pos)
+        slot = cache_slots(pos, window, offset)
+        slot_pos = jax.lax.dynamic_update_slice(cache.slot_pos, pos, (slot,))
         new = KVCache(
             tuple(keys), tuple(values), tuple(router), slot_pos, cache.next_pos
         )

@@ -1,0 +1,288 @@
+"""Online in-context evaluation vs the peers' evaluation steps, plus the roofline.
+
+Run: ``agentrl bench peer_eval [--steps N] [--repeats N]`` (the peer columns
+need the ``peers`` extra, i.e. torch; without it they are skipped and said
+so, and the agentrl-only figures are still written).
+
+1. T2MIR's Dark Room AD evaluation: 20 tasks (Dark Room 10x10, 100-step
+   episodes), a window of 400 transitions. T2MIR recomputes its window at
+   every vector step: one no-grad forward over ``[20, 1200]`` s/a/r tokens
+   (the stand-in of :mod:`agentrl.benchmarks._peers`, T2MIR's shape: 4
+   layers, 8 heads, width 64). agentrl runs
+   :class:`~agentrl.evaluate.model_agents.ADModelAgent` in the real driver
+   (``run_batched_agent``: one jitted scan, KV cache of 400 steps), in both
+   the ``sar`` layout (1,200-token cache, equal work) and the ``step``
+   layout (400 tokens). Per vector step, after the window has filled.
+2. DPT's bandit deployment: 200 bandits (5 arms) x 500 pulls. The
+   reference recomputes the growing context every pull: timed at context
+   lengths 1, 125, 250, 375, 500 and integrated over 1..500 (trapezoid);
+   agentrl runs the cached DPT agent over all 500 pulls.
+3. Roofline: the decode step against the time to read the whole KV cache
+   once at the machine's memory bandwidth, measured in the run (a jitted
+   sum over a 256 MiB array). Also: whole-cache copies per step in the
+   compiled program (:mod:`agentrl.benchmarks._hlo`), and the driver's cost
+   over a bare ``lax.scan`` of ``decode`` with the same model and batch.
+
+Targets (issue 21): T2MIR step / agentrl step >= 100 (``sar``), DPT
+deployment ratio >= 300, decode step <= 2x the read-the-cache bound, 0
+cache copies per step.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import nnx
+
+from agentrl.benchmarks import _peers
+from agentrl.benchmarks import common as bench
+from agentrl.benchmarks._hlo import cache_shapes, count_copies
+from agentrl.benchmarks.peer_training import agentrl_config
+from agentrl.cliargs import positive_int
+
+T2MIR_TASKS, WINDOW = 20, 400
+DPT_BANDITS, DPT_PULLS, ARMS = 200, 500, 5
+TARGETS = {"t2mir": 100.0, "dpt": 300.0, "roofline": 2.0}
+
+
+def memory_bandwidth(mib: int = 256, repeats: int = 5) -> float:
+    """Bytes per second of a jitted read-once reduction over ``mib`` MiB."""
+    x = jnp.ones((mib * 2**18,), jnp.float32)
+    f = jax.jit(jnp.sum)
+    return x.nbytes / bench.timeit(f, x, repeats=repeats)
+
+
+def _time(fn, *args, repeats):
+    jax.block_until_ready(fn(*args))
+    return bench.timeit(fn, *args, repeats=repeats)
+
+
+def ad_eval(layout: str, steps: int, repeats: int) -> dict:
+    """agentrl's AD evaluation at T2MIR's shape: seconds per vector step."""
+    import dataclasses
+
+    from agentrl.envs import make as make_env
+    from agentrl.evaluate.driver import run_batched_agent
+    from agentrl.evaluate.model_agents import ADModelAgent, ModelHandle
+
+    cfg = dataclasses.replace(agentrl_config("t2mir_dense"), token_layout=layout)
+    env = make_env("darkroom", size=10, horizon=100)
+    model = nnx.merge(*nnx.split(_model(cfg)))
+    graphdef, weights = nnx.split(model)
+    keys = jax.random.split(jax.random.key(1), T2MIR_TASKS)
+    params = jax.vmap(env.sample_params)(keys)
+    key = jax.random.key(0)
+
+    def runner(n):
+        @jax.jit
+        def run(weights, params, key):
+            agent = ADModelAgent(ModelHandle(graphdef, weights), env, WINDOW)
+            history, _ = run_batched_agent(env, agent, params, key, n)
+            return history.action
+
+        return run
+
+    # time (WINDOW + steps) minus WINDOW steps: per step once the cache is full
+    long_run, short_run = runner(WINDOW + steps), runner(WINDOW)
+    compiled = long_run.lower(weights, params, key).compile()
+    hlo = compiled.as_text()
+    cache = model.init_cache(T2MIR_TASKS, WINDOW)
+    copies = count_copies(hlo, cache_shapes(cache))
+    t_long = _time(compiled, weights, params, key, repeats=repeats)
+    t_short = _time(short_run, weights, params, key, repeats=repeats)
+    per_step = max(t_long - t_short, 1e-9) / steps
+
+    # bare decode scan: the same decodes without agent or environment
+    def bare(weights, cache):
+        def body(cache, t):
+            m = nnx.merge(graphdef, weights)
+            obs = jnp.full((T2MIR_TASKS,), t % 100, jnp.int32)
+            zero = jnp.zeros((T2MIR_TASKS,), jnp.int32)
+            out, cache = m.decode(cache, obs, zero, jnp.zeros((T2MIR_TASKS,)))
+            return cache, out.action[:, 0]
+
+        return jax.lax.scan(body, cache, jnp.arange(steps))
+
+    bare_jit = jax.jit(bare)
+    full = jax.jit(lambda w, c: bare(w, c)[0])  # fill the cache first
+    filled = full(weights, cache)
+    t_bare = _time(bare_jit, weights, filled, repeats=repeats) / steps
+    cache_bytes = sum(a.nbytes for a in (*cache.keys, *cache.values))
+    return {
+        "layout": layout,
+        "cache_tokens": cache.capacity,
+        "per_step_s": per_step,
+        "bare_decode_per_step_s": t_bare,
+        "driver_overhead": per_step / t_bare - 1.0,
+        "cache_copies_per_step": copies,
+        "cache_bytes": cache_bytes,
+    }
+
+
+def _model(cfg):
+    from agentrl.models import DecisionModel
+
+    return DecisionModel(cfg, rngs=nnx.Rngs(0))
+
+
+def dpt_eval(repeats: int) -> dict:
+    """agentrl's cached DPT bandit deployment: seconds for 200 x 500 pulls."""
+    from agentrl import envs
+    from agentrl.evaluate.driver import run_batched_agent
+    from agentrl.evaluate.model_agents import DPTCachedModelAgent, ModelHandle
+
+    env = envs.make("gaussian_bandit", num_arms=ARMS, horizon=DPT_PULLS)
+    cfg = agentrl_config("dpt")
+    graphdef, weights = nnx.split(_model(cfg))
+    keys = jax.random.split(jax.random.key(1), DPT_BANDITS)
+    params = jax.vmap(env.sample_params)(keys)
+    key = jax.random.key(0)
+
+    @jax.jit
+    def run(weights, params, key):
+        agent = DPTCachedModelAgent(ModelHandle(graphdef, weights), env, DPT_PULLS)
+        history, _ = run_batched_agent(env, agent, params, key, DPT_PULLS)
+        return history.action
+
+    compiled = run.lower(weights, params, key).compile()
+    cache = nnx.merge(graphdef, weights).init_cache(DPT_BANDITS, DPT_PULLS + 1)
+    copies = count_copies(compiled.as_text(), cache_shapes(cache))
+    seconds = _time(compiled, weights, params, key, repeats=repeats)
+    return {"seconds": seconds, "cache_copies_per_step": copies}
+
+
+def torch_t2mir_step(torch, repeats: int) -> float:
+    """Seconds of one no-grad forward over ``[20, 1200]`` tokens (T2MIR's step)."""
+    _, model = _peers.build(torch, "t2mir_dense", 1)
+    model.eval()
+    x = torch.zeros(T2MIR_TASKS, 3 * WINDOW, model.embed.in_features)
+
+    def step():
+        with torch.no_grad():
+            return model(x)[0][:, -3]
+
+    return _peers.time_call(step, repeats)
+
+
+def torch_dpt_deployment(torch, repeats: int) -> dict:
+    """Seconds of the reference's 500 pulls, integrated from timed lengths."""
+    _, model = _peers.build(torch, "dpt", 1)
+    model.eval()
+    lengths = [1, 125, 250, 375, DPT_PULLS]
+    times = []
+    for n in lengths:
+        x = torch.randn(DPT_BANDITS, n, model.embed.in_features)
+
+        def step(x=x):
+            with torch.no_grad():
+                return model(x)[0][:, -1]
+
+        times.append(_peers.time_call(step, repeats))
+    total = float(np.trapezoid(times, lengths)) + times[0]  # pulls 1..500
+    return {"lengths": lengths, "forward_s": times, "seconds": total}
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(
+        prog="agentrl bench peer_eval", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("--steps", type=positive_int, default=200)
+    parser.add_argument("--repeats", type=positive_int, default=2)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    torch = _peers.load_torch()
+    if torch is None:
+        print(
+            "peer_eval: torch is not importable: peer columns skipped (install "
+            "the optional extra: pip install 'agentrl[peers]')"
+        )
+    bandwidth = memory_bandwidth()
+    print(f"memory bandwidth {bandwidth / 1e9:.1f} GB/s", flush=True)
+    rows, targets = [], []
+    t2mir_torch = torch_t2mir_step(torch, args.repeats) if torch else None
+    for layout in ("sar", "step"):
+        r = ad_eval(layout, args.steps, args.repeats)
+        bound = r["cache_bytes"] / bandwidth
+        r.update(
+            peer="T2MIR AD Dark Room (20 tasks, window 400)",
+            torch_per_step_s=t2mir_torch,
+            torch_over_agentrl=(t2mir_torch / r["per_step_s"]) if torch else None,
+            read_cache_bound_s=bound,
+            decode_over_bound=r["bare_decode_per_step_s"] / bound,
+        )
+        rows.append(r)
+        print(r, flush=True)
+        if torch and layout == "sar":
+            targets.append(
+                bench.target(
+                    "T2MIR eval step / agentrl (sar)",
+                    r["torch_over_agentrl"],
+                    TARGETS["t2mir"],
+                )
+            )
+        targets.append(
+            bench.target(
+                f"decode step / read-cache bound ({layout})",
+                r["decode_over_bound"],
+                TARGETS["roofline"],
+                higher_is_better=False,
+            )
+        )
+        targets.append(
+            bench.target(
+                f"whole-cache copies per step ({layout})",
+                r["cache_copies_per_step"],
+                0,
+                higher_is_better=False,
+            )
+        )
+    d = dpt_eval(args.repeats)
+    dpt_torch = torch_dpt_deployment(torch, args.repeats) if torch else None
+    row = {
+        "peer": "DPT bandit deployment (200 x 500 pulls)",
+        "layout": "transition",
+        "per_step_s": d["seconds"] / DPT_PULLS,
+        "seconds_total": d["seconds"],
+        "cache_copies_per_step": d["cache_copies_per_step"],
+        "torch_seconds_total": dpt_torch["seconds"] if dpt_torch else None,
+        "torch_over_agentrl": (dpt_torch["seconds"] / d["seconds"])
+        if dpt_torch
+        else None,
+    }
+    rows.append(row)
+    print(row, flush=True)
+    if dpt_torch:
+        targets.append(
+            bench.target(
+                "DPT deployment / agentrl", row["torch_over_agentrl"], TARGETS["dpt"]
+            )
+        )
+    notes = (
+        f"Memory bandwidth measured in the run: {bandwidth / 1e9:.1f} GB/s. "
+        + (f"torch {torch.__version__}, 2 threads; " if torch else "no torch; ")
+        + f"best of {args.repeats}; agentrl AD per-step time = (run of "
+        f"{WINDOW}+{args.steps} steps - run of {WINDOW}) / {args.steps}. "
+        "Random-init models (weights do not change the speed). Shared 2-core "
+        f"machine: load average at the end {os.getloadavg()[0]:.1f}; compare "
+        "ratios, not seconds."
+    )
+    results = {
+        "bandwidth_bytes_per_s": bandwidth,
+        "rows": rows,
+        "dpt_torch": dpt_torch,
+        "notes": notes,
+    }
+    path = bench.write_results("peer_eval", results, targets, rows, notes)
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    main()

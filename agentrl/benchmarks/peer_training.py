@@ -1,0 +1,220 @@
+"""Training step vs the peers' PyTorch steps at their own shapes (same run).
+
+Run: ``agentrl bench peer_training [--repeats N] [--only KIND ...]``
+(needs the ``peers`` extra, i.e. torch; without it the benchmark says so and
+exits 0 having written nothing).
+
+Shapes (the peers' published settings; equal tokens on both sides):
+
+- ``t2mir_dense``: T2MIR's Dark Room AD, 4 layers, 8 heads, width 64
+  (FFN 256), a window of 400 transitions as 1,200 state / action / reward
+  tokens (agentrl ``token_layout="sar"``), batch 16;
+- ``t2mir_moe``: the same with the last layer's FFN as T2MIR's token-wise
+  MoE (6 experts, top-2, noisy gating) beside the task-wise MoE (12 experts,
+  top-2), each half the width, balance loss weight 0.1;
+- ``dpt``: DPT's bandit, GPT-2 width 32, 4 layers, 1 head, a query plus 500
+  transitions (501 tokens), batch 64, cross-entropy at every position.
+
+One update each: forward, loss, backward, gradient clipping at 1.0, AdamW.
+The PyTorch side is :mod:`agentrl.benchmarks._peers` (a stand-in written
+from the peers' structure: pre-LN blocks, fused SDPA, per-expert dispatch);
+torch runs with 2 threads, JAX on the same 2 cores, one job at a time,
+alternating. agentrl's step is its ``DecisionModel`` with the same loss and
+``optax`` AdamW + clipping, timed with the default blockwise attention and
+with the reference (full ``[T, T]``) attention. Reported: seconds per step,
+and the ratio torch / agentrl (> 1: agentrl faster). Targets (issue 21):
+ratio >= 3 for each shape.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+from agentrl.benchmarks import _peers
+from agentrl.cliargs import positive_int
+
+KINDS = ("t2mir_dense", "t2mir_moe", "dpt")
+BATCH = {"t2mir_dense": 16, "t2mir_moe": 16, "dpt": 64}
+TARGET = 3.0
+
+
+def agentrl_config(kind: str, attention: str = "blockwise"):
+    """The :class:`~agentrl.models.ModelConfig` of a peer shape."""
+    from agentrl.models import ModelConfig
+
+    if kind == "dpt":
+        return ModelConfig(
+            obs_kind="continuous",
+            obs_size=1,
+            action_size=5,
+            num_layers=4,
+            num_heads=1,
+            d_model=32,
+            d_ff=128,
+            max_steps=501,
+            token_layout="transition",
+            attention=attention,
+        )
+    return ModelConfig(
+        obs_size=100,
+        action_size=5,
+        num_layers=4,
+        num_heads=8,
+        d_model=64,
+        d_ff=256,
+        max_steps=400,
+        token_layout="sar",
+        moe_layers=(3,) if kind == "t2mir_moe" else (),
+        token_experts=6,
+        token_top_k=2,
+        task_experts=12,
+        task_top_k=2,
+        task_routing="token",
+        attention=attention,
+    )
+
+
+def agentrl_step(kind: str, attention: str = "blockwise", seed: int = 0):
+    """``(step(), model)``: one jitted AdamW update on a fixed synthetic batch."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    import optax
+    from flax import nnx
+
+    from agentrl.models import DecisionModel
+
+    cfg = agentrl_config(kind, attention)
+    model = DecisionModel(cfg, rngs=nnx.Rngs(seed))
+    graphdef, params, rest = nnx.split(model, nnx.Param, ...)
+    rng = np.random.default_rng(seed)
+    b = BATCH[kind]
+    if kind == "dpt":
+        n = cfg.max_steps - 1
+        batch = {
+            "query": jnp.asarray(rng.normal(size=(b, 1)), jnp.float32),
+            "obs": jnp.asarray(rng.normal(size=(b, n, 1)), jnp.float32),
+            "action": jnp.asarray(rng.integers(0, 5, (b, n)), jnp.int32),
+            "reward": jnp.asarray(rng.normal(size=(b, n)), jnp.float32),
+            "target": jnp.asarray(rng.integers(0, 5, (b, n + 1)), jnp.int32),
+        }
+    else:
+        t = cfg.max_steps
+        batch = {
+            "obs": jnp.asarray(rng.integers(0, 100, (b, t)), jnp.int32),
+            "action": jnp.asarray(rng.integers(0, 5, (b, t)), jnp.int32),
+            "reward": jnp.asarray(rng.random((b, t)) < 0.1, jnp.float32),
+        }
+    tx = optax.chain(optax.clip_by_global_norm(1.0), optax.adamw(3e-4))
+    opt_state = tx.init(params)
+
+    def loss_fn(params, batch):
+        m = nnx.merge(graphdef, params, rest)
+        if kind == "dpt":
+            out = m.predict_query(
+                batch["query"],
+                batch["obs"],
+                batch["action"],
+                batch["reward"],
+                batch["obs"],
+            )
+            target = batch["target"]
+        else:
+            out = m(batch["obs"], batch["action"], batch["reward"])
+            target = batch["action"]
+        logp = jax.nn.log_softmax(out.action.astype(jnp.float32))
+        ce = -jnp.take_along_axis(logp, target[..., None], -1).mean()
+        return ce + 0.1 * out.aux["balance_loss"]
+
+    @jax.jit
+    def update(params, opt_state, batch):
+        loss, grads = jax.value_and_grad(loss_fn)(params, batch)
+        updates, opt_state = tx.update(grads, opt_state, params)
+        return optax.apply_updates(params, updates), opt_state, loss
+
+    state = {"params": params, "opt": opt_state}
+
+    def step():
+        state["params"], state["opt"], loss = update(
+            state["params"], state["opt"], batch
+        )
+        return float(jax.block_until_ready(loss))
+
+    return step, model
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(
+        prog="agentrl bench peer_training", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("--repeats", type=positive_int, default=2)
+    parser.add_argument("--only", nargs="+", choices=KINDS, default=list(KINDS))
+    parser.add_argument(
+        "--no-reference",
+        action="store_true",
+        help="skip agentrl's reference (full [T, T]) attention",
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    torch = _peers.load_torch()
+    if torch is None:
+        print(
+            "peer_training: skipped: torch is not importable (install the "
+            "optional extra: pip install 'agentrl[peers]')"
+        )
+        return 0
+    from agentrl.benchmarks import common as bench
+
+    rows, targets = [], []
+    for kind in args.only:
+        t_step, _ = _peers.build(torch, kind, BATCH[kind])
+        torch_s = _peers.time_call(t_step, args.repeats)
+        start = time.perf_counter()
+        j_step, model = agentrl_step(kind)
+        j_step()
+        compile_s = time.perf_counter() - start
+        jax_s = _peers.time_call(j_step, args.repeats)
+        ref_s = None
+        if not args.no_reference:
+            r_step, _ = agentrl_step(kind, "reference")
+            ref_s = _peers.time_call(r_step, args.repeats)
+        torch_again = _peers.time_call(t_step, args.repeats)  # load drift check
+        torch_s = min(torch_s, torch_again)
+        c = model.config
+        row = {
+            "shape": kind,
+            "batch": BATCH[kind],
+            "tokens": c.max_steps * c.tokens_per_step,
+            "layers/heads/width": f"{c.num_layers}/{c.num_heads}/{c.d_model}",
+            "torch_s": torch_s,
+            "agentrl_s": jax_s,
+            "agentrl_reference_attention_s": ref_s,
+            "torch_over_agentrl": torch_s / jax_s,
+            "blockwise_speedup_vs_reference": (ref_s / jax_s) if ref_s else None,
+            "agentrl_compile_s": compile_s,
+        }
+        rows.append(row)
+        print(row, flush=True)
+        targets.append(
+            bench.target(f"{kind}: torch / agentrl step time", torch_s / jax_s, TARGET)
+        )
+    notes = (
+        f"torch {torch.__version__} ({torch.get_num_threads()} threads) vs JAX, "
+        f"float32, best of {args.repeats} after warm-up; the torch side was timed "
+        "before and after agentrl's and the faster kept. Synthetic batches. "
+        "Shared 2-core machine (other jobs running): load average at the end "
+        f"{os.getloadavg()[0]:.1f}; compare the ratios, not the seconds."
+    )
+    results = {"rows": rows, "repeats": args.repeats, "notes": notes}
+    path = bench.write_results("peer_training", results, targets, rows, notes)
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    main()
