@@ -10,7 +10,9 @@ learner trained online by RL plugs in). Registered names:
   data);
 - ``dpt`` (:class:`DPT`);
 - ``dt`` (:class:`DT`: return-conditioned, evaluated with a target return);
-- ``t2mir_ad`` / ``t2mir_dpt``: :class:`T2MIR` wrapping AD or DPT.
+- ``t2mir_ad`` / ``t2mir_dpt``: :class:`T2MIR` wrapping AD or DPT;
+- ``rl2`` (:class:`RL2`): a GRU policy trained online by PPO over
+  multi-episode trials (no dataset; :mod:`agentrl.online`).
 
 >>> from agentrl import algos
 >>> algos.get("t2mir_ad")          # the registered defaults
@@ -25,6 +27,7 @@ from agentrl.algos.ad import AD, ADEps, ad_loss
 from agentrl.algos.base import Algorithm, get, names, register, register_variant
 from agentrl.algos.dpt import DPT, dpt_loss
 from agentrl.algos.dt import DT, DTModelAgent, dt_loss, returns_to_go
+from agentrl.algos.rl2 import RL2
 from agentrl.algos.t2mir import T2MIR
 
 __all__ = [
@@ -34,6 +37,7 @@ __all__ = [
     "DPT",
     "DT",
     "DTModelAgent",
+    "RL2",
     "T2MIR",
     "ad_loss",
     "dpt_loss",

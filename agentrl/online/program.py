@@ -1,0 +1,100 @@
+"""The online learner's program: a config mapped onto its jitted trainer.
+
+:func:`make_program` is what :meth:`Algorithm.make_online_train` returns for
+the learners of this package: an :class:`OnlineProgram` whose ``__call__(key,
+hparams)`` is the whole training run (pure, vmappable over seeds and the
+traced hyperparameters), and whose ``init``/``update`` pieces let
+:func:`agentrl.train.fit` run it update by update with checkpoints.
+``hparams`` is the experiment's traced dict (``{"train.lr": ..,
+"algo.gamma": ..}``, :func:`agentrl.train.step.default_hparams`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from agentrl.online.ppo import HPARAMS, PPOShape, TrialPPO
+
+
+def training_tasks(env: Any, data: Any):
+    """``key -> params`` of one training task.
+
+    Finite task spaces: a uniform draw from the split's train ids (the same
+    split ``fit`` records in ``run.json``, so evaluation's held-out tasks
+    were never trained on). Continuous ones: ``env.sample_params`` (held-out
+    tasks are drawn from another key by the evaluation).
+    """
+    if getattr(env, "num_tasks", None):
+        ids = jnp.asarray(env.task_split(data.split_fraction, data.seed).train)
+
+        def sample(key):
+            i = jax.random.randint(key, (), 0, ids.shape[0])
+            return env.params_for_task(ids[i])
+
+        return sample
+    return env.sample_params
+
+
+def task_split_json(env: Any, data: Any) -> dict | None:
+    """The split recorded in ``run.json`` (``None`` for continuous task spaces)."""
+    if getattr(env, "num_tasks", None):
+        return env.task_split(data.split_fraction, data.seed).to_json()
+    return None
+
+
+class OnlineProgram:
+    """``program(key, hparams) -> (state, metrics)``; ``init``/``update`` pieces.
+
+    ``weights(state)`` is the policy's weights pytree (what a checkpoint
+    gives :meth:`Algorithm.make_agent`).
+    """
+
+    def __init__(self, trainer: TrialPPO):
+        self.trainer = trainer
+
+    @staticmethod
+    def hp(hparams: dict) -> dict:
+        out = {}
+        for name in HPARAMS:
+            path = f"train.{name}" if name in ("lr", "weight_decay") else f"algo.{name}"
+            out[name] = hparams[path]
+        return out
+
+    def init(self, key: jax.Array, hparams: dict):
+        return self.trainer.init(key, self.hp(hparams))
+
+    def update(self, state, hparams: dict):
+        return self.trainer.update(state, self.hp(hparams))
+
+    def __call__(self, key: jax.Array, hparams: dict):
+        return self.trainer(key, self.hp(hparams))
+
+    @staticmethod
+    def weights(state) -> Any:
+        return state.weights
+
+
+def make_program(config: Any, env: Any, core: str = "gru") -> OnlineProgram:
+    """The :class:`OnlineProgram` of ``config`` (an ``ExperimentConfig``) on ``env``."""
+    from agentrl.train.step import schedule_shape
+
+    algo, train = config.algo, config.train
+    if core != "gru":
+        raise ValueError(f"online core must be 'gru', got {core!r}")
+    shape = PPOShape(
+        num_envs=algo.num_envs,
+        trial_episodes=algo.trial_episodes,
+        rollout_steps=algo.rollout_steps,
+        num_epochs=algo.num_epochs,
+        num_minibatches=algo.num_minibatches,
+        num_updates=train.steps,
+        hidden=algo.hidden,
+        embed=algo.embed,
+        grad_clip=train.grad_clip,
+        init_log_std=algo.init_log_std,
+        lr_shape=schedule_shape(train),
+    )
+    return OnlineProgram(TrialPPO(env, shape, training_tasks(env, config.data)))
