@@ -13,7 +13,9 @@ Fields (``algo.*``): the trial (``trial_episodes``), the PPO loop
 (``num_envs`` parallel trials, ``rollout_steps`` per update, ``num_epochs``
 x ``num_minibatches``), the core (``hidden`` GRU units, ``embed`` input
 units) and the traced PPO coefficients (``gamma``, ``gae_lambda``,
-``clip_eps``, ``ent_coef``, ``vf_coef``). From ``train``: ``steps`` is the
+``clip_eps``, ``ent_coef``, ``vf_coef``, ``reward_scale``: the learner's
+rewards are multiplied by it, to keep the value loss of long trials from
+swamping the policy's gradient). From ``train``: ``steps`` is the
 number of PPO updates (rollouts), ``lr``/``weight_decay`` (traced),
 ``schedule``/``warmup``, ``grad_clip`` and ``seed``. ``data`` gives the
 environment and the task split (training tasks are the split's train ids for
@@ -54,6 +56,7 @@ class RL2(Algorithm):
     clip_eps: float = traced(0.2)
     ent_coef: float = traced(0.01)
     vf_coef: float = traced(0.5)
+    reward_scale: float = traced(1.0)
 
     def __post_init__(self):
         check_positive(
@@ -77,7 +80,7 @@ class RL2(Algorithm):
                 isinstance(value, int | float) and 0.0 <= value <= 1.0,
                 f"algo.{name} must be in [0, 1], got {value!r}",
             )
-        for name in ("clip_eps", "vf_coef"):
+        for name in ("clip_eps", "vf_coef", "reward_scale"):
             value = getattr(self, name)
             check(
                 isinstance(value, int | float) and value > 0,

@@ -22,6 +22,7 @@ return). :func:`load_online_weights` restores the policy's weights for
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import math
 import threading
@@ -71,6 +72,17 @@ def _mean_metrics(chunk: list[dict]) -> dict[str, float]:
     return out
 
 
+@functools.lru_cache(maxsize=4)
+def _compiled(config: Any):
+    """Jitted ``(init, update)`` of a completed config, kept for the process so
+    a resumed (or repeated) fit of the same config does not compile again."""
+    from agentrl.envs import make as make_env
+
+    env = make_env(config.data.env, **dict(config.data.env_args))
+    program = config.algo.make_online_train(config, env)
+    return jax.jit(program.init), jax.jit(program.update, donate_argnums=0)
+
+
 def fit_online(config, run_dir: Path, env, resume, progress, stop_at_step) -> Path:
     """:func:`agentrl.train.fit` for an online learner, once ``run_dir`` is locked."""
     from agentrl.train.checkpoint import Checkpointer, remove_incomplete_checkpoints
@@ -88,10 +100,10 @@ def fit_online(config, run_dir: Path, env, resume, progress, stop_at_step) -> Pa
     full = complete_config(config, env)
     if resume:
         check_resumable(run_dir, full)
-    program = full.algo.make_online_train(full, env)
+    init, update = _compiled(full)
     write_online_run_files(run_dir, full)
     hparams = default_hparams(full)
-    state = jax.jit(program.init)(jax.random.key(full.train.seed), hparams)
+    state = init(jax.random.key(full.train.seed), hparams)
     ckpt = Checkpointer(
         run_dir / "checkpoints",
         full.train.checkpoint_every,
@@ -102,7 +114,6 @@ def fit_online(config, run_dir: Path, env, resume, progress, stop_at_step) -> Pa
     if resume and ckpt.latest_step() is not None:
         state, meta = ckpt.restore(state)
         start = int(meta["step"])
-    update = jax.jit(program.update, donate_argnums=0)
     total = full.train.steps
     end = total if stop_at_step is None else min(total, stop_at_step)
     logger = RunLogger(run_dir, total, start_step=start, progress=progress)

@@ -24,7 +24,11 @@ backpropagation through time at each rollout).
 ``__call__(key, hp)``: the whole run as one ``lax.scan`` over updates, a
 pure function vmappable over seeds and the traced hyperparameters ``hp``
 (``lr``, ``weight_decay``, ``gamma``, ``gae_lambda``, ``clip_eps``,
-``ent_coef``, ``vf_coef``; float32 scalars).
+``ent_coef``, ``vf_coef``, ``reward_scale``; float32 scalars).
+``reward_scale`` multiplies the rewards the learner is trained on (not the
+ones its inputs and metrics show): returns of long trials would otherwise
+give a value loss whose gradient, through the shared core and the global
+norm clip, leaves the policy almost no step.
 
 Metrics per update: ``loss``, ``pg_loss``, ``vf_loss``, ``entropy``,
 ``approx_kl``, ``reward`` (mean per step), ``trial_return`` (mean over the
@@ -54,6 +58,7 @@ HPARAMS = (
     "clip_eps",
     "ent_coef",
     "vf_coef",
+    "reward_scale",
 )
 
 
@@ -325,7 +330,7 @@ class TrialPPO:
         adv = gae_across_episodes(
             rec["value"],
             next_value,
-            rec["reward"],
+            rec["reward"] * _hp(hp, "reward_scale"),
             rec["trial_end"],
             _hp(hp, "gamma"),
             _hp(hp, "gae_lambda"),
