@@ -12,7 +12,9 @@ learner trained online by RL plugs in). Registered names:
 - ``dt`` (:class:`DT`: return-conditioned, evaluated with a target return);
 - ``t2mir_ad`` / ``t2mir_dpt``: :class:`T2MIR` wrapping AD or DPT;
 - ``rl2`` (:class:`RL2`): a GRU policy trained online by PPO over
-  multi-episode trials (no dataset; :mod:`agentrl.online`).
+  multi-episode trials (no dataset; :mod:`agentrl.online`);
+- ``transformer_ppo`` (:class:`TransformerPPO`): the causal transformer
+  trained online by PPO over trials, with ReLIC's partial updates.
 
 >>> from agentrl import algos
 >>> algos.get("t2mir_ad")          # the registered defaults
@@ -29,6 +31,7 @@ from agentrl.algos.dpt import DPT, dpt_loss
 from agentrl.algos.dt import DT, DTModelAgent, dt_loss, returns_to_go
 from agentrl.algos.rl2 import RL2
 from agentrl.algos.t2mir import T2MIR
+from agentrl.algos.transformer_ppo import TransformerPPO
 
 __all__ = [
     "AD",
@@ -39,6 +42,7 @@ __all__ = [
     "DTModelAgent",
     "RL2",
     "T2MIR",
+    "TransformerPPO",
     "ad_loss",
     "dpt_loss",
     "dt_loss",

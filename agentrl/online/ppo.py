@@ -393,6 +393,10 @@ class TrialPPO:
         )
         return new, metrics
 
+    def weights(self, state: RunnerState) -> Any:
+        """The trained policy: the core's weights pytree."""
+        return state.weights
+
     def __call__(self, key: jax.Array, hp: dict) -> tuple[RunnerState, dict]:
         """The whole run: ``(final state, metrics {name: [num_updates]})``."""
         state = self.init(key, hp)

@@ -72,9 +72,8 @@ class OnlineProgram:
     def __call__(self, key: jax.Array, hparams: dict):
         return self.trainer(key, self.hp(hparams))
 
-    @staticmethod
-    def weights(state) -> Any:
-        return state.weights
+    def weights(self, state) -> Any:
+        return self.trainer.weights(state)
 
 
 def make_program(config: Any, env: Any, core: str = "gru") -> OnlineProgram:
@@ -82,8 +81,26 @@ def make_program(config: Any, env: Any, core: str = "gru") -> OnlineProgram:
     from agentrl.train.step import schedule_shape
 
     algo, train = config.algo, config.train
+    sample_task = training_tasks(env, config.data)
+    if core == "transformer":
+        from agentrl.online.transformer import TransformerPPO, TransformerShape
+        from agentrl.train.config import complete_model_config
+
+        trial_steps = algo.trial_episodes * env.horizon
+        shape = TransformerShape(
+            num_envs=algo.num_envs,
+            trial_steps=trial_steps,
+            update_every=algo.update_every or trial_steps,
+            num_epochs=algo.num_epochs,
+            num_minibatches=algo.num_minibatches,
+            num_updates=train.steps,
+            grad_clip=train.grad_clip,
+            lr_shape=schedule_shape(train),
+        )
+        model = complete_model_config(config.model, env, algo)
+        return OnlineProgram(TransformerPPO(env, shape, model, sample_task))
     if core != "gru":
-        raise ValueError(f"online core must be 'gru', got {core!r}")
+        raise ValueError(f"online core must be 'gru' or 'transformer', got {core!r}")
     shape = PPOShape(
         num_envs=algo.num_envs,
         trial_episodes=algo.trial_episodes,
@@ -97,4 +114,4 @@ def make_program(config: Any, env: Any, core: str = "gru") -> OnlineProgram:
         init_log_std=algo.init_log_std,
         lr_shape=schedule_shape(train),
     )
-    return OnlineProgram(TrialPPO(env, shape, training_tasks(env, config.data)))
+    return OnlineProgram(TrialPPO(env, shape, sample_task))
