@@ -248,6 +248,30 @@ def test_fit_equals_the_one_jit_program(tmp_path):
         np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-6)
 
 
+def test_train_members_equal_fit_runs(tmp_path):
+    """Seeds x a traced setting in one program = fit with that seed/setting."""
+    from agentrl.envs import make as make_env
+    from agentrl.online.program import train_members
+
+    config = tiny_config()
+    env = make_env("bernoulli_bandit", num_arms=2, horizon=6)
+    state, metrics = train_members(config, env, [0, 1], [{}, {"algo.ent_coef": 0.1}])
+    assert metrics["loss"].shape == (2, 2, 6)
+    member = 3  # seed 1, ent_coef 0.1
+    other = dataclasses.replace(
+        config,
+        algo=dataclasses.replace(config.algo, ent_coef=0.1),
+        train=dataclasses.replace(config.train, seed=1),
+    )
+    fit(other, tmp_path / "m", progress=False)
+    single = load_run(tmp_path / "m").model
+    vmapped = jax.tree.map(lambda x: x[member], state.weights)
+    for x, y in zip(jax.tree.leaves(single), jax.tree.leaves(vmapped), strict=True):
+        np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="not traced fields"):
+        train_members(config, env, [0], [{"algo.hidden": 4}])
+
+
 def test_held_out_goals_are_never_trained_on_and_evaluation_runs(tmp_path):
     from agentrl.evaluate.run import run_results
 

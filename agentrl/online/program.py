@@ -115,3 +115,48 @@ def make_program(config: Any, env: Any, core: str = "gru") -> OnlineProgram:
         lr_shape=schedule_shape(train),
     )
     return OnlineProgram(TrialPPO(env, shape, sample_task))
+
+
+def train_members(
+    config: Any,
+    env: Any,
+    seeds: list[int],
+    settings: list[dict[str, float]] | None = None,
+):
+    """Train ``S`` seeds x ``H`` traced settings of an online learner in ONE jit.
+
+    Member ``m`` is seed ``seeds[m // H]`` with ``settings[m % H]`` (dicts of
+    traced fields by path, e.g. ``{"train.lr": 3e-4, "algo.ent_coef": 0.0}``)
+    and follows exactly the run :func:`agentrl.train.fit` makes with that
+    seed and setting (the same program, vmapped).
+
+    Returns:
+      ``(state, metrics)``: the final trainer state with leaves ``[S * H,
+      ...]`` (``program.weights`` of a member's slice is its policy) and
+      metrics ``{name: [S, H, train.steps]}``.
+    """
+    from agentrl.train.config import complete_config
+    from agentrl.train.step import default_hparams
+
+    full = complete_config(config, env)
+    program = full.algo.make_online_train(full, env)
+    settings = list(settings or [{}])
+    base = default_hparams(full)
+    for setting in settings:
+        unknown = sorted(set(setting) - set(base))
+        if unknown:
+            raise ValueError(
+                f"settings: {unknown} are not traced fields of this config; "
+                f"traced: {sorted(base)}"
+            )
+    num_s, num_h = len(seeds), len(settings)
+    hparams = {
+        name: jnp.asarray(
+            [float(s.get(name, value)) for _ in seeds for s in settings], jnp.float32
+        )
+        for name, value in base.items()
+    }
+    keys = jnp.stack([jax.random.key(int(s)) for s in seeds for _ in settings])
+    state, metrics = jax.jit(jax.vmap(program))(keys, hparams)
+    metrics = {k: v.reshape(num_s, num_h, *v.shape[1:]) for k, v in metrics.items()}
+    return state, metrics
