@@ -12,7 +12,9 @@ module only maps the experiment's config onto it and acts in context.
 Fields (``algo.*``): the trial (``trial_episodes``), the PPO loop
 (``num_envs`` parallel trials, ``rollout_steps`` per update, ``num_epochs``
 x ``num_minibatches``), the core (``hidden`` GRU units, ``embed`` input
-units) and the traced PPO coefficients (``gamma``, ``gae_lambda``,
+units, ``obs_encoding``: ``"onehot"`` or ``"grid"``, a discrete grid
+cell as row and column, see :func:`agentrl.online.cores.grid_features`)
+and the traced PPO coefficients (``gamma``, ``gae_lambda``,
 ``clip_eps``, ``ent_coef``, ``vf_coef``, ``reward_scale``: the learner's
 rewards are multiplied by it, to keep the value loss of long trials from
 swamping the policy's gradient). From ``train``: ``steps`` is the
@@ -28,10 +30,19 @@ fresh ``sample_params`` draws otherwise). ``data.source`` and
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
 from agentrl.algos.ad import check_positive
 from agentrl.algos.base import Algorithm, check, register, traced
+
+
+def _finite(value: Any) -> bool:
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+    )
 
 
 @register
@@ -51,6 +62,7 @@ class RL2(Algorithm):
     hidden: int = 128
     embed: int = 64
     init_log_std: float = -0.5
+    obs_encoding: str = "onehot"
     gamma: float = traced(0.99)
     gae_lambda: float = traced(0.95)
     clip_eps: float = traced(0.2)
@@ -77,26 +89,43 @@ class RL2(Algorithm):
         for name in ("gamma", "gae_lambda"):
             value = getattr(self, name)
             check(
-                isinstance(value, int | float) and 0.0 <= value <= 1.0,
+                _finite(value) and 0.0 <= value <= 1.0,
                 f"algo.{name} must be in [0, 1], got {value!r}",
             )
         for name in ("clip_eps", "vf_coef", "reward_scale"):
             value = getattr(self, name)
             check(
-                isinstance(value, int | float) and value > 0,
-                f"algo.{name} must be > 0, got {value!r}",
+                _finite(value) and value > 0,
+                f"algo.{name} must be > 0 and finite, got {value!r}",
             )
         check(
-            isinstance(self.ent_coef, int | float) and self.ent_coef >= 0,
-            f"algo.ent_coef must be >= 0, got {self.ent_coef!r}",
+            _finite(self.ent_coef) and self.ent_coef >= 0,
+            f"algo.ent_coef must be >= 0 and finite, got {self.ent_coef!r}",
         )
         check(
-            isinstance(self.init_log_std, int | float),
-            f"algo.init_log_std must be a number, got {self.init_log_std!r}",
+            self.obs_encoding in ("onehot", "grid"),
+            f"algo.obs_encoding must be 'onehot' or 'grid', got {self.obs_encoding!r}",
+        )
+        check(
+            _finite(self.init_log_std),
+            f"algo.init_log_std must be a finite number, got {self.init_log_std!r}",
         )
 
     def check(self, config: Any) -> None:
         pass  # the decision model's layout and MoE settings are not used
+
+    def grid_size(self, env: Any) -> int | None:
+        """The grid side for ``obs_encoding="grid"`` (``None`` for one-hot)."""
+        if self.obs_encoding == "onehot":
+            return None
+        size = getattr(env, "size", None)
+        space = env.observation_space(env.default_params)
+        check(
+            isinstance(size, int) and hasattr(space, "n"),
+            "algo.obs_encoding='grid' needs a grid environment with discrete cell "
+            f"observations and a 'size' (Dark Room, Key-to-Door), got {env!r}",
+        )
+        return size
 
     def context_steps(self, env: Any) -> int:
         from agentrl.algos.ad import env_horizon
@@ -128,4 +157,5 @@ class RL2(Algorithm):
             env,
             greedy=config.eval.greedy,
             temperature=config.eval.temperature,
+            grid_size=self.grid_size(env),
         )

@@ -23,10 +23,19 @@ here (it belongs to the models' attention, being rewritten elsewhere).
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
 from agentrl.algos.ad import check_positive, env_horizon
 from agentrl.algos.base import Algorithm, check, register, traced
+
+
+def _finite(value: Any) -> bool:
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+    )
 
 
 @register
@@ -74,18 +83,18 @@ class TransformerPPO(Algorithm):
         for name in ("gamma", "gae_lambda"):
             value = getattr(self, name)
             check(
-                isinstance(value, int | float) and 0.0 <= value <= 1.0,
+                _finite(value) and 0.0 <= value <= 1.0,
                 f"algo.{name} must be in [0, 1], got {value!r}",
             )
         for name in ("clip_eps", "vf_coef", "reward_scale"):
             value = getattr(self, name)
             check(
-                isinstance(value, int | float) and value > 0,
-                f"algo.{name} must be > 0, got {value!r}",
+                _finite(value) and value > 0,
+                f"algo.{name} must be > 0 and finite, got {value!r}",
             )
         check(
-            isinstance(self.ent_coef, int | float) and self.ent_coef >= 0,
-            f"algo.ent_coef must be >= 0, got {self.ent_coef!r}",
+            _finite(self.ent_coef) and self.ent_coef >= 0,
+            f"algo.ent_coef must be >= 0 and finite, got {self.ent_coef!r}",
         )
 
     def context_steps(self, env: Any) -> int:

@@ -10,7 +10,9 @@ same width), plain observations, no trials. The ratio of their training env
 steps per second is the overhead of the meta-RL machinery (target >= 0.5x).
 Both are timed as one jitted PPO update (rollout + update), compile
 excluded, best of 3; the env is Dark Room 9x9 (H=20, trials of 20
-episodes for RL²) and the 5-arm Gaussian bandit (H=500).
+episodes for RL²) and the 5-arm Gaussian bandit (H=500). The breakdown
+column is the share of the RL² update spent replaying the GRU through the
+minibatches (backpropagation through time, sequential over the rollout).
 
     agentrl bench online_throughput [--envs 256] [--rollout 50] [--hidden 64]
 """
@@ -137,6 +139,28 @@ def measure(fn, state, steps: int) -> dict:
     return {"steps_per_s": steps / seconds, "update_s": seconds, "compile_s": compile_s}
 
 
+def replay_share(trainer, state, hp, update_s: float) -> float:
+    """Share of an RL² update spent replaying the GRU (forward + backward of
+    the minibatches' loss), the part plain PPO does without recurrence."""
+    s = trainer.shape
+    per = s.num_envs // s.num_minibatches
+    n, d = per, trainer.core.dim
+    batch = {
+        "x": jnp.zeros((s.rollout_steps, n, d)),
+        "raw": jnp.zeros((s.rollout_steps, n), jnp.int32),
+        "logp": jnp.zeros((s.rollout_steps, n)),
+        "reset": jnp.zeros((s.rollout_steps, n), bool),
+        "adv": jnp.ones((s.rollout_steps, n)),
+        "target": jnp.zeros((s.rollout_steps, n)),
+    }
+    if not trainer.head.discrete:
+        return float("nan")
+    grad = jax.jit(jax.grad(lambda w: trainer._loss(w, batch, state.hidden[:n], hp)[0]))
+    jax.block_until_ready(grad(state.weights))
+    one = bench.timeit(grad, state.weights, repeats=5)
+    return one * s.num_epochs * s.num_minibatches / update_s
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         prog="agentrl bench online_throughput", description=__doc__.splitlines()[0]
@@ -172,6 +196,7 @@ def main(argv: list[str] | None = None) -> None:
         trainer = TrialPPO(env, shape, env.sample_params)
         state = jax.jit(trainer.init)(jax.random.key(0), hp)
         rl2 = measure(lambda s: trainer.update(s, hp)[0], state, steps)
+        rl2["replay_share"] = replay_share(trainer, state, hp, rl2["update_s"])
         init, update = plain_ppo_update(
             env, args.envs, args.rollout, 4, 4, args.hidden, args.embed
         )
@@ -184,6 +209,7 @@ def main(argv: list[str] | None = None) -> None:
                 "RL² steps/s": rl2["steps_per_s"],
                 "plain PPO steps/s": plain["steps_per_s"],
                 "RL² / plain": ratio,
+                "RL² update share in GRU replay": rl2["replay_share"],
             }
         )
         targets.append(bench.target(f"RL² / plain PPO env steps/s, {name}", ratio, 0.5))
@@ -192,7 +218,10 @@ def main(argv: list[str] | None = None) -> None:
         f"{args.envs} envs x {args.rollout}-step rollouts, 4 epochs x 4 minibatches, "
         f"embed {args.embed}, core width {args.hidden} (GRU for RL², one dense "
         "tanh layer for plain PPO); one jitted update (rollout + PPO update), "
-        "compile excluded, best of 3."
+        "compile excluded, best of 3. 'GRU replay' is the share of the RL² "
+        "update spent in the minibatches' forward+backward through the GRU "
+        "(sequential over the rollout's steps): the cost of recurrence that "
+        "a feedforward PPO does not pay."
     )
     path = bench.write_results("online_throughput", results, targets, rows, notes)
     print(bench.markdown_table(rows))

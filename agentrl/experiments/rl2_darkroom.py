@@ -37,6 +37,7 @@ BASE = ExperimentConfig(
         gae_lambda=0.95,
         ent_coef=0.01,
         reward_scale=0.1,
+        obs_encoding="grid",
     ),
     data=DataConfig(
         env="darkroom", env_args=(("size", 9), ("horizon", 20)), source="random"

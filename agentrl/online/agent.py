@@ -39,6 +39,7 @@ class RL2Agent:
       core: the :class:`GRUCore` they belong to.
       env: the environment (its spaces build the input features).
       greedy / temperature: how actions are drawn from the policy.
+      grid_size: the observation encoding training used (``None``: one-hot).
     """
 
     batched = True
@@ -50,15 +51,19 @@ class RL2Agent:
         env: Any,
         greedy: bool = False,
         temperature: float = 1.0,
+        grid_size: int | None = None,
     ):
         self.weights, self.core, self.env = weights, core, env
+        self.grid_size = grid_size
         self.obs_space = env.observation_space(env.default_params)
         self.head = ActionHead(env.action_space(env.default_params))
         self.greedy, self.temperature = greedy, temperature
 
     def _advance(self, hidden, obs, prev_action, prev_reward, first):
         x = jax.vmap(
-            lambda o, a, r, f: step_features(self.obs_space, self.head, o, a, r, f)
+            lambda o, a, r, f: step_features(
+                self.obs_space, self.head, o, a, r, f, self.grid_size
+            )
         )(obs, prev_action, prev_reward, first)
         hidden, out, _ = self.core.step(self.weights, hidden, x)
         return hidden, out

@@ -117,11 +117,50 @@ class ActionHead:
         return self.center + self.half * jnp.clip(raw, -1.0, 1.0)
 
 
-def step_features(obs_space, head: ActionHead, obs, prev_action, prev_reward, first):
-    """``[dim]``: observation, previous action and reward, new-episode flag."""
+def grid_features(space: Any, obs: Any, size: int) -> jax.Array:
+    """A grid cell id ``layer * size**2 + y * size + x`` as one-hot x, one-hot
+    y, ``(x, y) / size`` and one-hot layer (when the grid has several).
+
+    A goal cell never rewarded in training then shares its row, column and
+    coordinates with trained cells (as the models' ``obs_encoding="grid"``):
+    with one-hot cell ids a held-out goal is a cell the learner never learned
+    to return to.
+    """
+    cell = jnp.asarray(obs, jnp.int32)
+    layers = max(1, int(space.n) // (size * size))
+    layer, rest = cell // (size * size), cell % (size * size)
+    y, x = rest // size, rest % size
+    parts = [
+        jax.nn.one_hot(x, size, dtype=jnp.float32),
+        jax.nn.one_hot(y, size, dtype=jnp.float32),
+        jnp.stack([x, y]).astype(jnp.float32) / size,
+    ]
+    if layers > 1:
+        parts.append(jax.nn.one_hot(layer, layers, dtype=jnp.float32))
+    return jnp.concatenate(parts)
+
+
+def step_features(
+    obs_space,
+    head: ActionHead,
+    obs,
+    prev_action,
+    prev_reward,
+    first,
+    grid_size: int | None = None,
+):
+    """``[dim]``: observation, previous action and reward, new-episode flag.
+
+    ``grid_size``: encode a discrete observation as a grid cell
+    (:func:`grid_features`) instead of one-hot.
+    """
+    if grid_size:
+        o = grid_features(obs_space, obs, grid_size)
+    else:
+        o = obs_features(obs_space, obs)
     return jnp.concatenate(
         [
-            obs_features(obs_space, obs),
+            o,
             head.action_features(prev_action),
             jnp.asarray(prev_reward, jnp.float32).reshape(1),
             jnp.asarray(first, jnp.float32).reshape(1),

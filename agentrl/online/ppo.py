@@ -80,6 +80,7 @@ class PPOShape:
     grad_clip: float
     init_log_std: float = -0.5
     lr_shape: Callable[[Any], Any] | None = None
+    grid_size: int | None = None  # encode discrete obs as grid cells
 
 
 class RunnerState(NamedTuple):
@@ -175,6 +176,7 @@ class TrialPPO:
             trial_obs["prev_action"],
             trial_obs["prev_reward"],
             first,
+            self.shape.grid_size,
         )
 
     def _new_trial(self, key):

@@ -113,6 +113,7 @@ def make_program(config: Any, env: Any, core: str = "gru") -> OnlineProgram:
         grad_clip=train.grad_clip,
         init_log_std=algo.init_log_std,
         lr_shape=schedule_shape(train),
+        grid_size=algo.grid_size(env),
     )
     return OnlineProgram(TrialPPO(env, shape, sample_task))
 
