@@ -202,7 +202,7 @@ def main(argv: list[str] | None = None) -> None:
         )
         plain = measure(update, jax.jit(init)(jax.random.key(0)), steps)
         ratio = rl2["steps_per_s"] / plain["steps_per_s"]
-        results[name] = {"rl2": rl2, "plain_ppo": plain, "ratio": ratio}
+        results[name] = {"recurrent_trial_ppo": rl2, "plain_ppo": plain, "ratio": ratio}
         rows.append(
             {
                 "env": name,
