@@ -18,8 +18,13 @@ the policy's gradient (see :mod:`agentrl.online.ppo`).
 
 - ``smoke``: seconds; H=50, a few updates; plumbing only.
 - ``cpu``: ``agentrl bench reproduce rl2_bandit --preset cpu`` — 256 envs x
-  50-step rollouts, 600 updates (7.7M env steps). Target: regret at H
-  within 1.5x Thompson sampling's.
+  50-step rollouts, 600 updates (7.7M env steps; ~8 min a seed on the
+  shared 2-core CPU). Target: regret at H within 1.5x Thompson sampling's.
+  Measured (3 seeds x 200 held-out bandits): regret 128.3 vs Thompson 9.3
+  (13.8x: not met), UCB 49.3, random 174.2. Training curves rise to a
+  trial return of ~310-330 (oracle ~417) by update 170 and then plateau
+  with the policy's entropy collapsed to ~0.3-0.6: the budget (and no
+  tuning) leaves RL² a greedy-ish learner far from Thompson sampling.
 - ``full`` / ``gpu``: 2048 envs, 3,000 updates (307M env steps), 256 units.
 """
 
