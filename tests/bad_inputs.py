@@ -370,7 +370,9 @@ BAD_NAME = "bad_name"
 UNKNOWN_ALGO = "unknown_algorithm"
 
 #: float fields for which a negative value is allowed
-NEGATIVE_OK = frozenset({"algo.target_return", "algo.base.target_return"})
+NEGATIVE_OK = frozenset(
+    {"algo.target_return", "algo.base.target_return", "algo.init_log_std"}
+)
 
 
 def _is_choice(config, path: str) -> bool:

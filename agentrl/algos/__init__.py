@@ -10,7 +10,11 @@ learner trained online by RL plugs in). Registered names:
   data);
 - ``dpt`` (:class:`DPT`);
 - ``dt`` (:class:`DT`: return-conditioned, evaluated with a target return);
-- ``t2mir_ad`` / ``t2mir_dpt``: :class:`T2MIR` wrapping AD or DPT.
+- ``t2mir_ad`` / ``t2mir_dpt``: :class:`T2MIR` wrapping AD or DPT;
+- ``rl2`` (:class:`RL2`): a GRU policy trained online by PPO over
+  multi-episode trials (no dataset; :mod:`agentrl.online`);
+- ``transformer_ppo`` (:class:`TransformerPPO`): the causal transformer
+  trained online by PPO over trials, with ReLIC's partial updates.
 
 >>> from agentrl import algos
 >>> algos.get("t2mir_ad")          # the registered defaults
@@ -25,7 +29,9 @@ from agentrl.algos.ad import AD, ADEps, ad_loss
 from agentrl.algos.base import Algorithm, get, names, register, register_variant
 from agentrl.algos.dpt import DPT, dpt_loss
 from agentrl.algos.dt import DT, DTModelAgent, dt_loss, returns_to_go
+from agentrl.algos.rl2 import RL2
 from agentrl.algos.t2mir import T2MIR
+from agentrl.algos.transformer_ppo import TransformerPPO
 
 __all__ = [
     "AD",
@@ -34,7 +40,9 @@ __all__ = [
     "DPT",
     "DT",
     "DTModelAgent",
+    "RL2",
     "T2MIR",
+    "TransformerPPO",
     "ad_loss",
     "dpt_loss",
     "dt_loss",

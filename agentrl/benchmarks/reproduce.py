@@ -132,6 +132,22 @@ def targets_for(name: str, summary: dict, run_dirs: list[Path]) -> list[dict]:
                 False,
             )
         )
+    elif name == "rl2_bandit":
+        ratio = s["regret_final"]["mean"] / summary["thompson"]["regret_final"]["mean"]
+        out.append(bench.target("RL² / Thompson regret at H", ratio, 1.5, False))
+    elif name == "rl2_darkroom":
+        out.append(
+            bench.target(
+                "RL² normalized score, last 10 episodes", s["score_last"]["mean"], 0.8
+            )
+        )
+        out.append(
+            bench.target(
+                "RL² score gain, last 10 episodes minus episode 1",
+                s["score_last"]["mean"] - s["score_first"]["mean"],
+                0.0,
+            )
+        )
     elif name == "ad_eps_darkroom":
         best = data_best_return(run_dirs[0] / "dataset")
         out.append(

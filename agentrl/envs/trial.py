@@ -54,6 +54,8 @@ class MultiEpisodeTrial(Environment):
         inner_horizon = getattr(env, "horizon", None)
         self.horizon = None if inner_horizon is None else inner_horizon * num_episodes
         self.num_tasks = getattr(env, "num_tasks", None)
+        # The trial's reset only resets the inner env: it needs a key iff that does.
+        self.stochastic_reset = bool(getattr(env, "stochastic_reset", True))
 
     @property
     def name(self) -> str:

@@ -25,6 +25,10 @@ or an unwritable directory while saving stops training with a
 checkpoint, which is left intact, so the run resumes once there is space.
 Checkpoints hold unsharded arrays, so a run can resume on another number
 of devices.
+
+An algorithm trained online by RL (``algo.trains_online``: RL²) has no
+dataset: ``fit`` runs its own program update by update into the same run
+directory, checkpointing the whole trainer state (:mod:`agentrl.online.fit`).
 """
 
 from __future__ import annotations
@@ -92,17 +96,18 @@ def fit(
     :class:`~agentrl.safeio.StorageError` (an ``OSError``) if the disk is full
     or the directory unwritable; the last complete checkpoint is kept.
     """
-    if config.algo.trains_online:
-        # Online RL learners bring their own program (Algorithm.make_online_train).
-        raise ValueError(
-            f"algo {config.algo.label!r} trains online by RL, not from a dataset: "
-            "run its own program (algo.make_online_train), not fit"
-        )
     run_dir = Path(run_dir or Path("runs") / config.name).resolve()
     env = make_env(config.data.env, **dict(config.data.env_args))
-    mesh = parallel.make_mesh()
-    parallel.check_batch_divisible(config.train.batch_size, mesh)
-    model = build_model(config, env)  # validates the model config early
+    online = config.algo.trains_online
+    if online:
+        # Online RL learners bring their own program (Algorithm.make_online_train).
+        if jax.process_count() > 1:
+            raise ValueError("online learners train in one process (vmap seeds)")
+        mesh = model = None
+    else:
+        mesh = parallel.make_mesh()
+        parallel.check_batch_divisible(config.train.batch_size, mesh)
+        model = build_model(config, env)  # validates the model config early
 
     run_dir.mkdir(parents=True, exist_ok=True)
     lead = jax.process_index() == 0
@@ -115,6 +120,10 @@ def fit(
             from jax.experimental import multihost_utils
 
             multihost_utils.sync_global_devices("agentrl checkpoints recovered")
+        if online:
+            from agentrl.online.fit import fit_online
+
+            return fit_online(config, run_dir, env, resume, progress, stop_at_step)
         return _fit(config, run_dir, env, mesh, model, resume, progress, stop_at_step)
     finally:
         if lock is not None:

@@ -240,6 +240,14 @@ def load_run(run_dir: str | Path, step: int | None = None) -> Run:
 
     run_dir = Path(run_dir)
     config = load_config(run_dir)
+    if config.algo.trains_online:  # the whole trainer state is checkpointed
+        from agentrl.online.fit import load_online_weights
+
+        env = make_env(config.data.env, **dict(config.data.env_args))
+        weights, meta = load_online_weights(run_dir, config, env, step)
+        return Run(
+            run_dir, config, weights, env, read_split(run_dir, env), meta["step"]
+        )
     model = DecisionModel(config.model, rngs=nnx.Rngs(config.train.seed))
     graphdef, params, rest = nnx.split(model, nnx.Param, ...)
     env = make_env(config.data.env, **dict(config.data.env_args))

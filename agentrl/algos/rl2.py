@@ -1,0 +1,161 @@
+"""RL² (Duan et al., 2016; Wang et al., 2016): a recurrent learner trained by RL.
+
+A GRU policy is trained by PPO over multi-episode trials on many tasks: its
+input is the observation with the previous action, the previous reward and
+a new-episode flag; its hidden state is kept across the episodes of a trial
+and reset between trials, and advantages run across episode boundaries, so
+what maximises the trial's return is to explore early and exploit what was
+found later: the weights learn a learning algorithm, the hidden state runs
+it. The trainer (:mod:`agentrl.online.ppo`) is one jitted program; this
+module only maps the experiment's config onto it and acts in context.
+
+Fields (``algo.*``): the trial (``trial_episodes``), the PPO loop
+(``num_envs`` parallel trials, ``rollout_steps`` per update, ``num_epochs``
+x ``num_minibatches``), the core (``hidden`` GRU units, ``embed`` input
+units, ``obs_encoding``: ``"onehot"`` or ``"grid"``, a discrete grid
+cell as row and column, see :func:`agentrl.online.cores.grid_features`)
+and the traced PPO coefficients (``gamma``, ``gae_lambda``,
+``clip_eps``, ``ent_coef``, ``vf_coef``, ``reward_scale``: the learner's
+rewards are multiplied by it, to keep the value loss of long trials from
+swamping the policy's gradient). From ``train``: ``steps`` is the
+number of PPO updates (rollouts), ``lr``/``weight_decay`` (traced),
+``schedule``/``warmup``, ``grad_clip`` and ``seed``. ``data`` gives the
+environment and the task split (training tasks are the split's train ids for
+finite task spaces, so evaluation's held-out goals were never trained on;
+fresh ``sample_params`` draws otherwise). ``data.source`` and
+``data.num_episodes`` are unused (there is no dataset); ``model`` is unused
+(the core is the GRU described by ``hidden``/``embed``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+from agentrl.algos.ad import check_positive
+from agentrl.algos.base import Algorithm, check, register, traced
+
+
+def _finite(value: Any) -> bool:
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+    )
+
+
+@register
+@dataclasses.dataclass(frozen=True)
+class RL2(Algorithm):
+    """RL² with a GRU core trained by PPO over trials (see the module docstring)."""
+
+    name = "rl2"
+    description = "RL²: a GRU policy trained by PPO across multi-episode trials"
+    trains_online = True
+
+    trial_episodes: int = 1
+    num_envs: int = 64
+    rollout_steps: int = 128
+    num_epochs: int = 4
+    num_minibatches: int = 4
+    hidden: int = 128
+    embed: int = 64
+    init_log_std: float = -0.5
+    obs_encoding: str = "onehot"
+    gamma: float = traced(0.99)
+    gae_lambda: float = traced(0.95)
+    clip_eps: float = traced(0.2)
+    ent_coef: float = traced(0.01)
+    vf_coef: float = traced(0.5)
+    reward_scale: float = traced(1.0)
+
+    def __post_init__(self):
+        check_positive(
+            "algo",
+            trial_episodes=self.trial_episodes,
+            num_envs=self.num_envs,
+            rollout_steps=self.rollout_steps,
+            num_epochs=self.num_epochs,
+            num_minibatches=self.num_minibatches,
+            hidden=self.hidden,
+            embed=self.embed,
+        )
+        check(
+            self.num_envs % self.num_minibatches == 0,
+            f"algo.num_minibatches={self.num_minibatches} must divide "
+            f"algo.num_envs={self.num_envs} (minibatches are whole env streams)",
+        )
+        for name in ("gamma", "gae_lambda"):
+            value = getattr(self, name)
+            check(
+                _finite(value) and 0.0 <= value <= 1.0,
+                f"algo.{name} must be in [0, 1], got {value!r}",
+            )
+        for name in ("clip_eps", "vf_coef", "reward_scale"):
+            value = getattr(self, name)
+            check(
+                _finite(value) and value > 0,
+                f"algo.{name} must be > 0 and finite, got {value!r}",
+            )
+        check(
+            _finite(self.ent_coef) and self.ent_coef >= 0,
+            f"algo.ent_coef must be >= 0 and finite, got {self.ent_coef!r}",
+        )
+        check(
+            self.obs_encoding in ("onehot", "grid"),
+            f"algo.obs_encoding must be 'onehot' or 'grid', got {self.obs_encoding!r}",
+        )
+        check(
+            _finite(self.init_log_std),
+            f"algo.init_log_std must be a finite number, got {self.init_log_std!r}",
+        )
+
+    def check(self, config: Any) -> None:
+        pass  # the decision model's layout and MoE settings are not used
+
+    def grid_size(self, env: Any) -> int | None:
+        """The grid side for ``obs_encoding="grid"`` (``None`` for one-hot)."""
+        if self.obs_encoding == "onehot":
+            return None
+        size = getattr(env, "size", None)
+        space = env.observation_space(env.default_params)
+        check(
+            isinstance(size, int) and hasattr(space, "n"),
+            "algo.obs_encoding='grid' needs a grid environment with discrete cell "
+            f"observations and a 'size' (Dark Room, Key-to-Door), got {env!r}",
+        )
+        return size
+
+    def context_steps(self, env: Any) -> int:
+        from agentrl.algos.ad import env_horizon
+
+        return self.trial_episodes * env_horizon(env)
+
+    # ----- training online ---------------------------------------------------
+    def make_online_train(self, config: Any, env: Any):
+        from agentrl.online.program import make_program
+
+        return make_program(config, env, "gru")
+
+    def build_core(self, env: Any):
+        """The :class:`~agentrl.online.cores.GRUCore` of this config on ``env``."""
+        from agentrl.online.program import make_program
+        from agentrl.train.config import ExperimentConfig
+
+        return make_program(ExperimentConfig(algo=self), env, "gru").trainer.core
+
+    # ----- acting in context ---------------------------------------------------
+    def make_agent(self, model: Any, env: Any, num_steps: int, config: Any) -> Any:
+        from agentrl.evaluate.model_agents import split_model
+        from agentrl.online.agent import RL2Agent
+
+        weights = split_model(model).get()
+        return RL2Agent(
+            weights,
+            self.build_core(env),
+            env,
+            greedy=config.eval.greedy,
+            temperature=config.eval.temperature,
+            grid_size=self.grid_size(env),
+        )

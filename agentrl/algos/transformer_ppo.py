@@ -1,0 +1,123 @@
+"""Transformer PPO over trials (ReLIC-style in-context RL), trained online.
+
+The causal transformer of :mod:`agentrl.models` (``model.*``, token layout
+``"step"``) is trained by PPO across trials of ``trial_episodes`` episodes
+of one task: it acts with its KV cache step by step, the context running
+over the trial's episodes, and learns from the whole trial's tokens in one
+forward pass; ``update_every = K`` turns on ReLIC's partial updates (a PPO
+update every K steps of the trial, the context carried on with the new
+weights; ``0``: once per trial). The trainer is
+:class:`agentrl.online.transformer.TransformerPPO`; evaluation acts exactly
+like AD (rolling KV cache over its own history, across episodes), since the
+model's input and token layout are AD's.
+
+Fields as :class:`agentrl.algos.RL2` (``trial_episodes``, ``num_envs``,
+``num_epochs``, ``num_minibatches``, traced PPO coefficients and
+``reward_scale``), plus ``update_every``. ``train.steps`` counts trials
+(each ``trial_episodes * horizon`` steps in every env, with ``L / K``
+updates). The attention window ``model.max_steps`` defaults to the trial's
+length. Discrete actions only. ReLIC's Sink-KV attention is not an option
+here (it belongs to the models' attention, being rewritten elsewhere).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+from agentrl.algos.ad import check_positive, env_horizon
+from agentrl.algos.base import Algorithm, check, register, traced
+
+
+def _finite(value: Any) -> bool:
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+    )
+
+
+@register
+@dataclasses.dataclass(frozen=True)
+class TransformerPPO(Algorithm):
+    """A transformer policy trained by PPO over trials (see the module docstring)."""
+
+    name = "transformer_ppo"
+    description = "ReLIC-style transformer PPO across trials (partial updates)"
+    trains_online = True
+    token_layouts = ("step",)
+
+    trial_episodes: int = 4
+    num_envs: int = 64
+    update_every: int = 0
+    num_epochs: int = 4
+    num_minibatches: int = 4
+    gamma: float = traced(0.99)
+    gae_lambda: float = traced(0.95)
+    clip_eps: float = traced(0.2)
+    ent_coef: float = traced(0.01)
+    vf_coef: float = traced(0.5)
+    reward_scale: float = traced(1.0)
+
+    def __post_init__(self):
+        check_positive(
+            "algo",
+            trial_episodes=self.trial_episodes,
+            num_envs=self.num_envs,
+            num_epochs=self.num_epochs,
+            num_minibatches=self.num_minibatches,
+        )
+        check(
+            isinstance(self.update_every, int)
+            and not isinstance(self.update_every, bool)
+            and self.update_every >= 0,
+            f"algo.update_every must be an int >= 0 (0: once per trial), got "
+            f"{self.update_every!r}",
+        )
+        check(
+            self.num_envs % self.num_minibatches == 0,
+            f"algo.num_minibatches={self.num_minibatches} must divide "
+            f"algo.num_envs={self.num_envs}",
+        )
+        for name in ("gamma", "gae_lambda"):
+            value = getattr(self, name)
+            check(
+                _finite(value) and 0.0 <= value <= 1.0,
+                f"algo.{name} must be in [0, 1], got {value!r}",
+            )
+        for name in ("clip_eps", "vf_coef", "reward_scale"):
+            value = getattr(self, name)
+            check(
+                _finite(value) and value > 0,
+                f"algo.{name} must be > 0 and finite, got {value!r}",
+            )
+        check(
+            _finite(self.ent_coef) and self.ent_coef >= 0,
+            f"algo.ent_coef must be >= 0 and finite, got {self.ent_coef!r}",
+        )
+
+    def context_steps(self, env: Any) -> int:
+        return self.trial_episodes * env_horizon(env)
+
+    def make_online_train(self, config: Any, env: Any):
+        from agentrl.online.program import make_program
+
+        steps = self.context_steps(env)
+        check(
+            self.update_every == 0 or steps % self.update_every == 0,
+            f"algo.update_every={self.update_every} must divide the trial's "
+            f"{steps} steps (algo.trial_episodes x the env's horizon)",
+        )
+        return make_program(config, env, "transformer")
+
+    def make_agent(self, model: Any, env: Any, num_steps: int, config: Any) -> Any:
+        from agentrl.evaluate.model_agents import ADModelAgent
+
+        return ADModelAgent(
+            model,
+            env,
+            config.model.max_steps,
+            greedy=config.eval.greedy,
+            temperature=config.eval.temperature,
+        )

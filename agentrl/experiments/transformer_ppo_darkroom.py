@@ -1,0 +1,88 @@
+"""Transformer PPO over trials on Dark Room 9x9 (H=20), ReLIC's partial updates.
+
+The causal transformer (3 layers, width 64, the AD Dark Room model's shape)
+is trained by PPO over trials of 8 episodes (160 steps, its whole context)
+on the 64 training goals, updating every 40 steps inside a trial (ReLIC's
+partial updates: 4 updates a trial, the context carried on with the new
+weights); evaluated like AD (rolling KV cache over its own history) on the
+held-out goals for one trial.
+
+Deviations from ReLIC (Elawady et al., 2024): no Sink-KV attention (it
+belongs to the models' attention, being rewritten elsewhere), trials of 8
+episodes rather than thousands of steps, PPO without their value-normalisation.
+
+- ``smoke``: 5x5 room, trials of 2 episodes of 6 steps, 2 trials; plumbing.
+- ``cpu``: 64 envs, 300 trials (3M env steps). NOT run for the committed
+  results: compiling the trainer alone takes minutes on the shared 2-core
+  CPU and a trial's update ~10 s there; it is sized for an idle machine.
+- ``full`` / ``gpu``: 1024 envs, trials of 50 episodes (1,000 steps), 2,000
+  trials.
+"""
+
+from agentrl.algos import TransformerPPO
+from agentrl.models import ModelConfig
+from agentrl.train.config import DataConfig, EvalConfig, ExperimentConfig, TrainConfig
+from agentrl.train.experiments import make_presets, steps_fields
+
+BASE = ExperimentConfig(
+    name="transformer_ppo_darkroom",
+    algo=TransformerPPO(
+        trial_episodes=8,
+        num_envs=64,
+        update_every=40,
+        num_epochs=2,
+        num_minibatches=4,
+        gamma=0.99,
+        gae_lambda=0.95,
+        ent_coef=0.01,
+        reward_scale=0.1,
+    ),
+    data=DataConfig(
+        env="darkroom", env_args=(("size", 9), ("horizon", 20)), source="random"
+    ),
+    model=ModelConfig(
+        num_layers=3,
+        num_heads=4,
+        d_model=64,
+        d_ff=256,
+        dropout=0.0,
+        obs_encoding="grid",
+    ),
+    train=TrainConfig(
+        steps=300,
+        lr=3e-4,
+        weight_decay=0.0,
+        schedule="constant",
+        warmup_steps=0,
+        grad_clip=0.5,
+        log_every=10,
+        checkpoint_every=50,
+    ),
+    eval=EvalConfig(num_tasks=16, num_episodes=8),
+)
+CHANGES = dict(
+    smoke={
+        "data.env_args": (("size", 5), ("horizon", 6)),
+        "algo.trial_episodes": 2,
+        "algo.update_every": 6,
+        "algo.num_envs": 4,
+        "algo.num_minibatches": 2,
+        "model.num_layers": 1,
+        "model.num_heads": 2,
+        "model.d_model": 16,
+        "model.d_ff": 32,
+        **steps_fields(2, logs=2, checkpoints=1),
+        "eval.num_tasks": 4,
+        "eval.num_episodes": 2,
+    },
+    cpu={},
+    full={
+        "algo.num_envs": 1024,
+        "algo.trial_episodes": 50,
+        "algo.update_every": 250,
+        **steps_fields(2000),
+        "eval.num_episodes": 50,
+    },
+)
+CHANGES["gpu"] = CHANGES["full"]
+PRESETS = make_presets(BASE, **CHANGES)

@@ -1,0 +1,265 @@
+"""Recurrent policy core of the online learners: features, GRU, action heads.
+
+Everything is a pure function of a weights pytree (nested dicts of arrays),
+so one trainer state can be vmapped over seeds and checkpointed leaf by leaf.
+
+- :func:`step_features`: the RL² input of one step, ``[obs, previous action,
+  previous reward, new-episode flag]`` as one flat float32 vector (one-hot
+  for ``Discrete`` spaces, flattened ``Box``); the flag is 1 on the first
+  step of every episode, so the core sees episode boundaries inside a trial.
+- :class:`GRUCore`: embedding -> GRU -> separate actor and critic MLPs (the
+  XLand-MiniGrid RL² baseline's shape). ``step`` acts one step; ``unroll``
+  recomputes a ``[time, env]`` rollout from its first hidden state, zeroing
+  the state wherever a trial starts (so a minibatch of whole env streams is
+  replayed exactly as it was acted).
+- :class:`ActionHead`: categorical over ``Discrete`` actions, diagonal
+  Gaussian over ``Box`` ones in units of half the box width (the env gets
+  the clipped, rescaled sample; the log-probability is the unclipped one's,
+  as :mod:`agentrl.sources.ppo`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from agentrl.envs import spaces
+
+
+# ------------------------------------------------------------------ features
+def obs_features(space: Any, obs: Any) -> jax.Array:
+    """Flat float32 features of one observation (``Dict`` spaces concatenated)."""
+    if hasattr(space, "spaces"):
+        return jnp.concatenate(
+            [obs_features(sub, obs[name]) for name, sub in space.spaces.items()]
+        )
+    if spaces.is_discrete(space):
+        return jax.nn.one_hot(jnp.asarray(obs, jnp.int32), space.n, dtype=jnp.float32)
+    return jnp.asarray(obs, jnp.float32).reshape(-1)
+
+
+def example(space: Any) -> Any:
+    """A zero observation of ``space``."""
+    if hasattr(space, "spaces"):
+        return {k: example(v) for k, v in space.spaces.items()}
+    return jnp.zeros(space.shape, space.dtype)
+
+
+class ActionHead:
+    """Categorical (``Discrete``) or diagonal Gaussian (``Box``) policy head.
+
+    ``out`` is the actor's output width. Raw samples are what the learner
+    scores (int32 indices, or unclipped Gaussian samples ``[*shape]``);
+    :meth:`to_env` maps them to the env's action.
+    """
+
+    def __init__(self, action_space: Any):
+        self.space = action_space
+        self.discrete = spaces.is_discrete(action_space)
+        if self.discrete:
+            self.out = int(action_space.n)
+            self.shape: tuple[int, ...] = ()
+        else:
+            self.shape = tuple(action_space.shape)
+            self.out = max(1, math.prod(self.shape))
+            low = jnp.broadcast_to(
+                jnp.asarray(action_space.low, jnp.float32), self.shape
+            )
+            high = jnp.broadcast_to(
+                jnp.asarray(action_space.high, jnp.float32), self.shape
+            )
+            self.center, self.half = (high + low) / 2, (high - low) / 2
+
+    def action_features(self, action: jax.Array) -> jax.Array:
+        """Flat features of an env action (one-hot, or scaled to [-1, 1])."""
+        if self.discrete:
+            return jax.nn.one_hot(
+                jnp.asarray(action, jnp.int32), self.out, dtype=jnp.float32
+            )
+        a = (jnp.asarray(action, jnp.float32) - self.center) / self.half
+        return a.reshape(-1)
+
+    def _log_std(self, log_std):
+        return jnp.clip(log_std, -5.0, 2.0)
+
+    def logp_entropy(self, out, log_std, raw):
+        """``(log pi(raw), entropy)``, each ``[...]`` for ``out [..., A]``."""
+        if self.discrete:
+            logits = jax.nn.log_softmax(out)
+            logp = jnp.take_along_axis(logits, raw[..., None], -1)[..., 0]
+            entropy = -jnp.sum(jnp.exp(logits) * logits, -1)
+            return logp, entropy
+        ls = self._log_std(log_std)
+        flat = raw.reshape(*raw.shape[: raw.ndim - len(self.shape)], -1)
+        z = (flat - out) / jnp.exp(ls)
+        logp = jnp.sum(-0.5 * z**2 - ls - 0.5 * jnp.log(2 * jnp.pi), -1)
+        entropy = jnp.sum(ls + 0.5 * (1.0 + jnp.log(2 * jnp.pi))) * jnp.ones_like(logp)
+        return logp, entropy
+
+    def sample(self, key, out, log_std, greedy=False, temperature=1.0):
+        """A raw action ``[...]`` / ``[..., *shape]`` from ``out [..., A]``."""
+        if self.discrete:
+            if greedy:
+                return jnp.argmax(out, -1).astype(jnp.int32)
+            return jax.random.categorical(key, out / temperature).astype(jnp.int32)
+        if greedy:
+            return out.reshape(*out.shape[:-1], *self.shape)
+        std = jnp.exp(self._log_std(log_std))
+        raw = out + std * jax.random.normal(key, out.shape)
+        return raw.reshape(*out.shape[:-1], *self.shape)
+
+    def to_env(self, raw: jax.Array) -> jax.Array:
+        if self.discrete:
+            return raw
+        return self.center + self.half * jnp.clip(raw, -1.0, 1.0)
+
+
+def grid_features(space: Any, obs: Any, size: int) -> jax.Array:
+    """A grid cell id ``layer * size**2 + y * size + x`` as one-hot x, one-hot
+    y, ``(x, y) / size`` and one-hot layer (when the grid has several).
+
+    A goal cell never rewarded in training then shares its row, column and
+    coordinates with trained cells (as the models' ``obs_encoding="grid"``):
+    with one-hot cell ids a held-out goal is a cell the learner never learned
+    to return to.
+    """
+    cell = jnp.asarray(obs, jnp.int32)
+    layers = max(1, int(space.n) // (size * size))
+    layer, rest = cell // (size * size), cell % (size * size)
+    y, x = rest // size, rest % size
+    parts = [
+        jax.nn.one_hot(x, size, dtype=jnp.float32),
+        jax.nn.one_hot(y, size, dtype=jnp.float32),
+        jnp.stack([x, y]).astype(jnp.float32) / size,
+    ]
+    if layers > 1:
+        parts.append(jax.nn.one_hot(layer, layers, dtype=jnp.float32))
+    return jnp.concatenate(parts)
+
+
+def step_features(
+    obs_space,
+    head: ActionHead,
+    obs,
+    prev_action,
+    prev_reward,
+    first,
+    grid_size: int | None = None,
+):
+    """``[dim]``: observation, previous action and reward, new-episode flag.
+
+    ``grid_size``: encode a discrete observation as a grid cell
+    (:func:`grid_features`) instead of one-hot.
+    """
+    if grid_size:
+        o = grid_features(obs_space, obs, grid_size)
+    else:
+        o = obs_features(obs_space, obs)
+    return jnp.concatenate(
+        [
+            o,
+            head.action_features(prev_action),
+            jnp.asarray(prev_reward, jnp.float32).reshape(1),
+            jnp.asarray(first, jnp.float32).reshape(1),
+        ]
+    )
+
+
+# ------------------------------------------------------------------- network
+def _dense(key, n_in: int, n_out: int, scale: float) -> dict:
+    w = jax.nn.initializers.orthogonal(scale)(key, (n_in, n_out), jnp.float32)
+    return {"w": w, "b": jnp.zeros(n_out, jnp.float32)}
+
+
+def _mlp(layers: list[dict], x: jax.Array) -> jax.Array:
+    for layer in layers[:-1]:
+        x = jnp.tanh(x @ layer["w"] + layer["b"])
+    return x @ layers[-1]["w"] + layers[-1]["b"]
+
+
+class GRUCore:
+    """Embedding -> GRU -> actor/critic MLPs (see the module docstring).
+
+    Shapes: ``x [..., dim]``, hidden ``[..., hidden]``; ``step`` returns
+    ``(hidden, actor out [..., A], value [...])``.
+    """
+
+    def __init__(self, dim: int, out: int, hidden: int, embed: int, discrete: bool):
+        self.dim, self.out, self.hidden, self.embed = dim, out, hidden, embed
+        self.discrete = discrete
+
+    def init(self, key: jax.Array, init_log_std: float = -0.5) -> dict:
+        k = jax.random.split(key, 8)
+        root2 = math.sqrt(2.0)
+        h = self.hidden
+        weights = {
+            "embed": _dense(k[0], self.dim, self.embed, root2),
+            "gru": {
+                "wi": jax.nn.initializers.lecun_normal()(
+                    k[1], (self.embed, 3 * h), jnp.float32
+                ),
+                "wh": jnp.concatenate(
+                    [
+                        jax.nn.initializers.orthogonal()(kk, (h, h), jnp.float32)
+                        for kk in jax.random.split(k[2], 3)
+                    ],
+                    axis=1,
+                ),
+                "bi": jnp.zeros(3 * h, jnp.float32),
+                "bh": jnp.zeros(3 * h, jnp.float32),
+            },
+            "actor": [_dense(k[3], h, h, root2), _dense(k[4], h, self.out, 0.01)],
+            "critic": [_dense(k[5], h, h, root2), _dense(k[6], h, 1, 1.0)],
+        }
+        if not self.discrete:
+            weights["log_std"] = jnp.full(self.out, init_log_std, jnp.float32)
+        return weights
+
+    def init_hidden(self, batch_shape: tuple[int, ...] = ()) -> jax.Array:
+        return jnp.zeros((*batch_shape, self.hidden), jnp.float32)
+
+    def _cell(self, g: dict, h: jax.Array, e: jax.Array) -> jax.Array:
+        xi = e @ g["wi"] + g["bi"]
+        hh = h @ g["wh"] + g["bh"]
+        xr, xz, xn = jnp.split(xi, 3, -1)
+        hr, hz, hn = jnp.split(hh, 3, -1)
+        r = jax.nn.sigmoid(xr + hr)
+        z = jax.nn.sigmoid(xz + hz)
+        n = jnp.tanh(xn + r * hn)
+        return (1.0 - z) * n + z * h
+
+    def heads(self, weights: dict, h: jax.Array):
+        """``(actor out, value)`` from hidden states ``[..., hidden]``."""
+        return _mlp(weights["actor"], h), _mlp(weights["critic"], h)[..., 0]
+
+    def step(self, weights: dict, h: jax.Array, x: jax.Array):
+        e = jax.nn.relu(x @ weights["embed"]["w"] + weights["embed"]["b"])
+        h = self._cell(weights["gru"], h, e)
+        out, value = self.heads(weights, h)
+        return h, out, value
+
+    def unroll(self, weights: dict, h0: jax.Array, xs: jax.Array, resets: jax.Array):
+        """Replay ``xs [T, N, dim]`` from ``h0 [N, hidden]``; ``resets [T, N]``
+        zero the state before the step. Returns ``(out [T, N, A], value [T, N])``.
+        """
+        # The input projection has no recurrence: one matmul for all steps.
+        e = jax.nn.relu(xs @ weights["embed"]["w"] + weights["embed"]["b"])
+        g = weights["gru"]
+        xi = e @ g["wi"] + g["bi"]
+
+        def body(h, inp):
+            xi_t, reset = inp
+            h = jnp.where(reset[..., None], 0.0, h)
+            hh = h @ g["wh"] + g["bh"]
+            xr, xz, xn = jnp.split(xi_t, 3, -1)
+            hr, hz, hn = jnp.split(hh, 3, -1)
+            r = jax.nn.sigmoid(xr + hr)
+            z = jax.nn.sigmoid(xz + hz)
+            h = (1.0 - z) * jnp.tanh(xn + r * hn) + z * h
+            return h, h
+
+        _, hs = jax.lax.scan(body, h0, (xi, resets))
+        return self.heads(weights, hs)

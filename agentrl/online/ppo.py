@@ -1,0 +1,407 @@
+"""PPO over multi-episode trials with a recurrent core (RL²), in one jit.
+
+``num_envs`` environments run in parallel, each inside a
+:class:`~agentrl.envs.MultiEpisodeTrial` of ``trial_episodes`` episodes of
+one task. When a trial ends the slot draws a new task (a training task:
+the split's train ids for finite task spaces, ``sample_params`` otherwise),
+starts a new trial and zeroes the core's hidden state; inside a trial the
+hidden state is kept across episode boundaries. The core's input at each
+step is :func:`~agentrl.online.cores.step_features` (observation, previous
+action, previous reward, new-episode flag).
+
+Every ``rollout_steps`` steps the learner does a PPO update (clipped
+surrogate, value loss, entropy bonus; ``num_epochs`` passes over
+``num_minibatches`` minibatches of whole env streams, the core replayed
+from the rollout's first hidden state with trial starts reset). The
+advantage (GAE) runs *across* episode boundaries inside a trial: the trial
+is the RL² episode, so an episode's end is not a terminal state (the return
+of exploring now is paid in later episodes); only the end of a trial stops
+bootstrapping. Hidden states carry over rollout boundaries (truncated
+backpropagation through time at each rollout).
+
+:class:`TrialPPO` exposes ``init(key, hp) -> state`` and
+``update(state, hp) -> (state, metrics)`` (one rollout + update), and
+``__call__(key, hp)``: the whole run as one ``lax.scan`` over updates, a
+pure function vmappable over seeds and the traced hyperparameters ``hp``
+(``lr``, ``weight_decay``, ``gamma``, ``gae_lambda``, ``clip_eps``,
+``ent_coef``, ``vf_coef``, ``reward_scale``; float32 scalars).
+``reward_scale`` multiplies the rewards the learner is trained on (not the
+ones its inputs and metrics show): returns of long trials would otherwise
+give a value loss whose gradient, through the shared core and the global
+norm clip, leaves the policy almost no step.
+
+Metrics per update: ``loss``, ``pg_loss``, ``vf_loss``, ``entropy``,
+``approx_kl``, ``reward`` (mean per step), ``trial_return`` (mean over the
+trials that ended in the rollout, NaN if none), ``episode_return_first`` /
+``episode_return_last`` (the first and the last episode of those trials:
+a learner that learns in context raises the second above the first).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from agentrl.envs.trial import MultiEpisodeTrial
+from agentrl.online.cores import ActionHead, GRUCore, example, step_features
+
+HPARAMS = (
+    "lr",
+    "weight_decay",
+    "gamma",
+    "gae_lambda",
+    "clip_eps",
+    "ent_coef",
+    "vf_coef",
+    "reward_scale",
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class PPOShape:
+    """The static settings of a run (shapes and loop lengths).
+
+    ``lr_shape(update) -> multiplier`` is the learning-rate schedule.
+    """
+
+    num_envs: int
+    trial_episodes: int
+    rollout_steps: int
+    num_epochs: int
+    num_minibatches: int
+    num_updates: int
+    hidden: int
+    embed: int
+    grad_clip: float
+    init_log_std: float = -0.5
+    lr_shape: Callable[[Any], Any] | None = None
+    grid_size: int | None = None  # encode discrete obs as grid cells
+
+
+class RunnerState(NamedTuple):
+    """Everything a run carries between updates (leaves ``[num_envs, ...]``)."""
+
+    weights: Any
+    opt_state: Any
+    env_state: Any
+    obs: Any
+    task: Any
+    hidden: jax.Array
+    first: jax.Array  # [N] the current step starts an episode
+    trial_start: jax.Array  # [N] the current step starts a trial (reset hidden)
+    episode_return: jax.Array  # [N] running return of the current episode
+    first_return: jax.Array  # [N] return of the trial's first episode
+    trial_return: jax.Array  # [N] running return of the trial
+    key: jax.Array
+    update: jax.Array  # [] updates done
+
+
+def _hp(hp: dict, name: str) -> jax.Array:
+    return jnp.asarray(hp[name], jnp.float32)
+
+
+def _optimizer(shape: PPOShape, hp: dict, update: jax.Array):
+    lr = _hp(hp, "lr")
+    if shape.lr_shape is not None:
+        lr = lr * shape.lr_shape(update)
+    return optax.chain(
+        optax.clip_by_global_norm(shape.grad_clip),
+        optax.scale_by_adam(eps=1e-5),
+        optax.add_decayed_weights(_hp(hp, "weight_decay")),
+        optax.scale(-lr),
+    )
+
+
+def gae_across_episodes(value, next_value, reward, trial_end, gamma, lam):
+    """``[T, N]`` advantages; only a trial's end stops bootstrapping.
+
+    ``value [T, N]`` V(s_t); ``next_value [N]`` V of the step after the
+    rollout; ``trial_end [T, N]`` the trial ended at step t (its successor
+    belongs to a new task, whose value is not this trial's return).
+    """
+    live = 1.0 - trial_end.astype(jnp.float32)
+    following = jnp.concatenate([value[1:], next_value[None]], 0)
+    delta = reward + gamma * live * following - value
+
+    def back(acc, xs):
+        d, lv = xs
+        acc = d + gamma * lam * lv * acc
+        return acc, acc
+
+    _, adv = jax.lax.scan(back, jnp.zeros_like(next_value), (delta, live), reverse=True)
+    return adv
+
+
+class TrialPPO:
+    """RL²: PPO over trials with a GRU core (see the module docstring).
+
+    Args:
+      env: the (inner) environment; it is wrapped in a trial here.
+      shape: static settings.
+      sample_task: ``key -> params`` of one training task (jittable).
+    """
+
+    def __init__(self, env: Any, shape: PPOShape, sample_task: Callable):
+        self.env = env
+        self.trial = MultiEpisodeTrial(env, shape.trial_episodes)
+        self.shape = shape
+        self.sample_task = sample_task
+        params = env.default_params
+        self.obs_space = env.observation_space(params)
+        self.head = ActionHead(env.action_space(params))
+        dim = self.features(
+            {
+                "obs": example(self.obs_space),
+                "prev_action": jnp.zeros(self.head.space.shape, self.head.space.dtype),
+                "prev_reward": jnp.float32(0.0),
+            },
+            jnp.bool_(True),
+        ).shape[0]
+        self.core = GRUCore(
+            dim, self.head.out, shape.hidden, shape.embed, self.head.discrete
+        )
+
+    # ---------------------------------------------------------------- pieces
+    def features(self, trial_obs: dict, first: jax.Array) -> jax.Array:
+        """``[dim]`` core input from a trial observation and the episode flag."""
+        return step_features(
+            self.obs_space,
+            self.head,
+            trial_obs["obs"],
+            trial_obs["prev_action"],
+            trial_obs["prev_reward"],
+            first,
+            self.shape.grid_size,
+        )
+
+    def _new_trial(self, key):
+        k_task, k_reset = jax.random.split(key)
+        task = self.sample_task(k_task)
+        obs, state = self.trial.reset(k_reset, task)
+        return obs, state, task
+
+    def init(self, key: jax.Array, hp: dict) -> RunnerState:
+        del hp  # the initial state does not depend on the hyperparameters
+        s = self.shape
+        k_net, k_env, key = jax.random.split(key, 3)
+        weights = self.core.init(k_net, s.init_log_std)
+        opt_state = _optimizer(s, {"lr": 1.0, "weight_decay": 0.0}, 0).init(weights)
+        obs, env_state, task = jax.vmap(self._new_trial)(
+            jax.random.split(k_env, s.num_envs)
+        )
+        n = s.num_envs
+        zeros = jnp.zeros((n,), jnp.float32)
+        return RunnerState(
+            weights=weights,
+            opt_state=opt_state,
+            env_state=env_state,
+            obs=obs,
+            task=task,
+            hidden=self.core.init_hidden((n,)),
+            first=jnp.ones((n,), bool),
+            trial_start=jnp.ones((n,), bool),
+            episode_return=zeros,
+            first_return=zeros,
+            trial_return=zeros,
+            key=key,
+            update=jnp.zeros((), jnp.int32),
+        )
+
+    def _env_step(self, weights, carry, key):
+        """One step of every env: act, step, start new trials where one ended."""
+        (
+            env_state,
+            obs,
+            task,
+            hidden,
+            first,
+            trial_start,
+            ep_ret,
+            first_ret,
+            tr_ret,
+        ) = carry
+        n = self.shape.num_envs
+        k_act, k_step, k_new = jax.random.split(key, 3)
+        x = jax.vmap(self.features)(obs, first)
+        h_in = jnp.where(trial_start[:, None], 0.0, hidden)
+        hidden, out, value = self.core.step(weights, h_in, x)
+        raw = self.head.sample(k_act, out, weights.get("log_std"))
+        logp, _ = self.head.logp_entropy(out, weights.get("log_std"), raw)
+        action = self.head.to_env(raw)
+        next_obs, env_state, reward, _, trial_end, info = jax.vmap(self.trial.step)(
+            jax.random.split(k_step, n), env_state, action, task
+        )
+        reward = jnp.asarray(reward, jnp.float32)
+        ep_end = jnp.logical_or(info["episode_terminated"], info["episode_truncated"])
+        # A finished trial: a new task, a new trial, a zeroed hidden state.
+        new_obs, new_state, new_task = jax.vmap(self._new_trial)(
+            jax.random.split(k_new, n)
+        )
+
+        def pick(new, old):
+            mask = trial_end.reshape(trial_end.shape + (1,) * (old.ndim - 1))
+            return jnp.where(mask, new, old)
+
+        next_obs = jax.tree.map(pick, new_obs, next_obs)
+        env_state = jax.tree.map(pick, new_state, env_state)
+        task = jax.tree.map(pick, new_task, task)
+        ep_ret = ep_ret + reward
+        tr_ret = tr_ret + reward
+        # The trial's first episode ends where the trial's episode index was 0.
+        ended_first = jnp.logical_and(ep_end, obs["episode"] == 0)
+        first_ret = jnp.where(ended_first, ep_ret, first_ret)
+        record = {
+            "x": x,
+            "raw": raw,
+            "logp": logp,
+            "value": value,
+            "reward": reward,
+            "trial_end": trial_end,
+            "reset": trial_start,
+            "trial_return": tr_ret,
+            "first_return": first_ret,
+            "last_return": ep_ret,
+        }
+        ep_ret = jnp.where(ep_end, 0.0, ep_ret)
+        tr_ret = jnp.where(trial_end, 0.0, tr_ret)
+        carry = (
+            env_state,
+            next_obs,
+            task,
+            hidden,
+            ep_end,
+            trial_end,
+            ep_ret,
+            first_ret,
+            tr_ret,
+        )
+        return carry, record
+
+    def _loss(self, weights, batch, h0, hp):
+        out, value = self.core.unroll(weights, h0, batch["x"], batch["reset"])
+        logp, entropy = self.head.logp_entropy(
+            out, weights.get("log_std"), batch["raw"]
+        )
+        log_ratio = logp - batch["logp"]
+        ratio = jnp.exp(log_ratio)
+        adv = batch["adv"]
+        adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+        clip = _hp(hp, "clip_eps")
+        clipped = jnp.clip(ratio, 1.0 - clip, 1.0 + clip)
+        pg = -jnp.minimum(ratio * adv, clipped * adv).mean()
+        vf = 0.5 * jnp.square(value - batch["target"]).mean()
+        ent = entropy.mean()
+        loss = pg + _hp(hp, "vf_coef") * vf - _hp(hp, "ent_coef") * ent
+        kl = ((ratio - 1.0) - log_ratio).mean()
+        return loss, {"pg_loss": pg, "vf_loss": vf, "entropy": ent, "approx_kl": kl}
+
+    def update(self, state: RunnerState, hp: dict) -> tuple[RunnerState, dict]:
+        """One rollout of ``rollout_steps`` steps and its PPO update."""
+        s = self.shape
+        key, k_roll, k_perm = jax.random.split(state.key, 3)
+        h0 = state.hidden
+        reset0 = state.trial_start
+        carry = (
+            state.env_state,
+            state.obs,
+            state.task,
+            state.hidden,
+            state.first,
+            state.trial_start,
+            state.episode_return,
+            state.first_return,
+            state.trial_return,
+        )
+        carry, rec = jax.lax.scan(
+            lambda c, k: self._env_step(state.weights, c, k),
+            carry,
+            jax.random.split(k_roll, s.rollout_steps),
+        )
+        env_state, obs, task, hidden, first, trial_start, ep_ret, first_ret, tr_ret = (
+            carry
+        )
+        # V of the step after the rollout (with the state it will start from).
+        x_next = jax.vmap(self.features)(obs, first)
+        h_next = jnp.where(trial_start[:, None], 0.0, hidden)
+        _, _, next_value = self.core.step(state.weights, h_next, x_next)
+        adv = gae_across_episodes(
+            rec["value"],
+            next_value,
+            rec["reward"] * _hp(hp, "reward_scale"),
+            rec["trial_end"],
+            _hp(hp, "gamma"),
+            _hp(hp, "gae_lambda"),
+        )
+        batch = {
+            "x": rec["x"],
+            "raw": rec["raw"],
+            "logp": rec["logp"],
+            "reset": rec["reset"],
+            "adv": adv,
+            "target": adv + rec["value"],
+        }
+        del reset0
+        tx = _optimizer(s, hp, state.update)
+        per = s.num_envs // s.num_minibatches
+
+        def sgd(c, idx):
+            weights, opt_state = c
+            mb = jax.tree.map(lambda a: a[:, idx], batch)
+            grads, m = jax.grad(self._loss, has_aux=True)(weights, mb, h0[idx], hp)
+            updates, opt_state = tx.update(grads, opt_state, weights)
+            return (optax.apply_updates(weights, updates), opt_state), m
+
+        perms = jax.vmap(lambda k: jax.random.permutation(k, s.num_envs))(
+            jax.random.split(k_perm, s.num_epochs)
+        ).reshape(s.num_epochs * s.num_minibatches, per)
+        (weights, opt_state), m = jax.lax.scan(
+            sgd, (state.weights, state.opt_state), perms
+        )
+        metrics = {k: v.mean() for k, v in m.items()}
+        metrics["loss"] = (
+            metrics["pg_loss"]
+            + _hp(hp, "vf_coef") * metrics["vf_loss"]
+            - _hp(hp, "ent_coef") * metrics["entropy"]
+        )
+        metrics["reward"] = rec["reward"].mean()
+        ended = rec["trial_end"].astype(jnp.float32)
+        count = ended.sum()
+
+        def over_trials(values):
+            return jnp.where(count > 0, (values * ended).sum() / count, jnp.nan)
+
+        metrics["trial_return"] = over_trials(rec["trial_return"])
+        metrics["episode_return_first"] = over_trials(rec["first_return"])
+        metrics["episode_return_last"] = over_trials(rec["last_return"])
+        new = RunnerState(
+            weights=weights,
+            opt_state=opt_state,
+            env_state=env_state,
+            obs=obs,
+            task=task,
+            hidden=hidden,
+            first=first,
+            trial_start=trial_start,
+            episode_return=ep_ret,
+            first_return=first_ret,
+            trial_return=tr_ret,
+            key=key,
+            update=state.update + 1,
+        )
+        return new, metrics
+
+    def weights(self, state: RunnerState) -> Any:
+        """The trained policy: the core's weights pytree."""
+        return state.weights
+
+    def __call__(self, key: jax.Array, hp: dict) -> tuple[RunnerState, dict]:
+        """The whole run: ``(final state, metrics {name: [num_updates]})``."""
+        state = self.init(key, hp)
+        return jax.lax.scan(
+            lambda st, _: self.update(st, hp), state, None, self.shape.num_updates
+        )

@@ -1,0 +1,318 @@
+"""Transformer PPO over trials (ReLIC-style), with partial updates.
+
+The policy is the causal transformer of :mod:`agentrl.models` (a
+``DecisionModel`` with the ``"step"`` token layout: one token per step
+embedding ``obs_t``, ``a_{t-1}``, ``r_{t-1}``), the critic a second one of
+the same shape whose first output is the value. Every update runs one
+trial of ``L = trial_episodes * env.horizon`` steps in each of ``num_envs``
+environments, each on a fresh training task:
+
+- **acting** step by step with the model's KV cache (``decode``), the
+  context running across the trial's episode boundaries;
+- **training** on the trial's tokens in parallel: one forward pass over
+  the ``[env, L]`` token buffer gives every step's logits and values
+  (causal attention: positions after the current one cannot change them);
+- **partial updates** (ReLIC, Elawady et al., 2024): with ``update_every =
+  K < L`` the policy is updated after every K steps of the trial, on those
+  K steps, with the whole context so far as input; the trial then goes on
+  with the new weights over the same context (the cache is re-encoded with
+  them). ``K = L`` updates once per trial, at its end.
+
+Advantages run across episode boundaries (the trial is the episode; see
+:func:`agentrl.online.ppo.gae_across_episodes`); a chunk that ends before
+the trial does bootstraps from the critic's value of the next step. Discrete
+actions only (categorical head). Episodes are assumed to last the env's
+``horizon`` (Dark Room, bandits): a trial is ``L`` steps.
+
+:class:`TransformerPPO` has the :class:`agentrl.online.ppo.TrialPPO`
+interface: ``init(key, hp)``, ``update(state, hp) -> (state, metrics)``
+(one trial) and ``__call__(key, hp)`` (the whole run as one ``lax.scan``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import optax
+from flax import nnx
+
+from agentrl.envs import spaces
+from agentrl.online.ppo import _hp, _optimizer, gae_across_episodes
+
+
+@dataclasses.dataclass(frozen=True)
+class TransformerShape:
+    """Static settings: trial length ``trial_steps``, chunk ``update_every``."""
+
+    num_envs: int
+    trial_steps: int
+    update_every: int
+    num_epochs: int
+    num_minibatches: int
+    num_updates: int
+    grad_clip: float
+    lr_shape: Callable[[Any], Any] | None = None
+
+
+class TransformerState(NamedTuple):
+    actor: Any  # nnx.State of the actor's parameters
+    critic: Any
+    opt_state: Any
+    key: jax.Array
+    update: jax.Array
+
+
+class TransformerPPO:
+    """See the module docstring. ``model_config``: a completed ModelConfig."""
+
+    def __init__(self, env: Any, shape: TransformerShape, model_config, sample_task):
+        from agentrl.models import DecisionModel
+
+        if not spaces.is_discrete(env.action_space(env.default_params)):
+            raise ValueError("transformer PPO supports discrete actions only")
+        if model_config.token_layout != "step":
+            raise ValueError(
+                "transformer PPO needs model.token_layout='step', got "
+                f"{model_config.token_layout!r}"
+            )
+        if shape.trial_steps % shape.update_every:
+            raise ValueError(
+                f"update_every={shape.update_every} must divide the trial's "
+                f"{shape.trial_steps} steps"
+            )
+        self.env, self.shape, self.sample_task = env, shape, sample_task
+        self.config = model_config
+        model = DecisionModel(model_config, rngs=nnx.Rngs(0))
+        self.graphdef, _, self.rest = nnx.split(model, nnx.Param, ...)
+        self.num_actions = int(env.action_space(env.default_params).n)
+
+    # ----------------------------------------------------------- the models
+    def _init_params(self, key):
+        from agentrl.models import DecisionModel
+
+        model = DecisionModel(self.config, rngs=nnx.Rngs(key))
+        return nnx.split(model, nnx.Param, ...)[1]
+
+    def model(self, params):
+        return nnx.merge(self.graphdef, params, self.rest)
+
+    def weights(self, state: TransformerState):
+        """The trained policy: a ``DecisionModel`` (acts with its KV cache)."""
+        return self.model(state.actor)
+
+    def forward(self, params, obs, action, reward):
+        """``[B, L, A]`` outputs of the model over whole token buffers."""
+        return self.model(params)(obs, action, reward, deterministic=True).action
+
+    def init(self, key: jax.Array, hp: dict) -> TransformerState:
+        del hp
+        k_a, k_c, key = jax.random.split(key, 3)
+        actor, critic = self._init_params(k_a), self._init_params(k_c)
+        opt = _optimizer(self.shape, {"lr": 1.0, "weight_decay": 0.0}, 0)
+        return TransformerState(
+            actor, critic, opt.init((actor, critic)), key, jnp.zeros((), jnp.int32)
+        )
+
+    # ------------------------------------------------------------- the trial
+    def _empty_buffers(self, obs_example):
+        n, length = self.shape.num_envs, self.shape.trial_steps
+        return {
+            "obs": jnp.zeros((n, length, *obs_example.shape[1:]), obs_example.dtype),
+            "action": jnp.zeros((n, length), jnp.int32),
+            "reward": jnp.zeros((n, length), jnp.float32),
+            "logp": jnp.zeros((n, length), jnp.float32),
+        }
+
+    def _encode(self, params, buf, upto):
+        """A cache holding the buffer's first ``upto`` steps (masked scan)."""
+        model = self.model(params)
+        n, length = self.shape.num_envs, self.shape.trial_steps
+        cache = model.init_cache(n, length)
+
+        def body(cache, t):
+            prev = jnp.maximum(t - 1, 0)
+            _, new = model.decode(
+                cache, buf["obs"][:, t], buf["action"][:, prev], buf["reward"][:, prev]
+            )
+            keep = t < upto
+            return jax.tree.map(lambda a, b: jnp.where(keep, a, b), new, cache), None
+
+        cache, _ = jax.lax.scan(body, cache, jnp.arange(length))
+        return cache
+
+    def _loss(self, params, batch, hp):
+        actor, critic = params
+        logits = self.forward(actor, batch["obs"], batch["action"], batch["reward"])
+        value = self.forward(critic, batch["obs"], batch["action"], batch["reward"])[
+            ..., 0
+        ]
+        logp_all = jax.nn.log_softmax(logits)
+        logp = jnp.take_along_axis(logp_all, batch["action"][..., None], -1)[..., 0]
+        entropy = -jnp.sum(jnp.exp(logp_all) * logp_all, -1)
+        mask = batch["mask"]
+        count = jnp.maximum(mask.sum(), 1.0)
+
+        def mean(x):
+            return (x * mask).sum() / count
+
+        adv = batch["adv"]
+        mu = mean(adv)
+        std = jnp.sqrt(mean(jnp.square(adv - mu)))
+        adv = (adv - mu) / (std + 1e-8)
+        log_ratio = logp - batch["logp"]
+        ratio = jnp.exp(log_ratio)
+        clip = _hp(hp, "clip_eps")
+        pg = -mean(jnp.minimum(ratio * adv, jnp.clip(ratio, 1 - clip, 1 + clip) * adv))
+        vf = 0.5 * mean(jnp.square(value - batch["target"]))
+        ent = mean(entropy)
+        loss = pg + _hp(hp, "vf_coef") * vf - _hp(hp, "ent_coef") * ent
+        kl = mean((ratio - 1.0) - log_ratio)
+        return loss, {"pg_loss": pg, "vf_loss": vf, "entropy": ent, "approx_kl": kl}
+
+    def update(self, state: TransformerState, hp: dict):
+        """One trial in every env, with ``L / update_every`` PPO updates."""
+        new, metrics, _, _ = self.run_trial(state, hp)
+        return new, metrics
+
+    def run_trial(self, state: TransformerState, hp: dict):
+        """:meth:`update` that also returns the trial's token buffer (``obs``,
+        ``action``, ``reward``, ``logp`` ``[env, L]``) and the actor weights
+        each chunk acted with (stacked ``[chunks, ...]``)."""
+        s = self.shape
+        n, length, k_len = s.num_envs, s.trial_steps, s.update_every
+        key, k_task, k_reset, k_chunks = jax.random.split(state.key, 4)
+        tasks = jax.vmap(self.sample_task)(jax.random.split(k_task, n))
+        obs, env_state = jax.vmap(self.env.reset)(jax.random.split(k_reset, n), tasks)
+        buf = self._empty_buffers(obs)
+        cache = self.model(state.actor).init_cache(n, length)
+        tx = _optimizer(s, hp, state.update)
+        chunks = length // k_len
+        per = n // s.num_minibatches
+
+        def act(carry, xs):
+            actor, cache, obs, env_state, prev_a, prev_r, buf = carry
+            t, k = xs
+            k_act, k_step = jax.random.split(k)
+            out, cache = self.model(actor).decode(cache, obs, prev_a, prev_r)
+            logits = out.action.astype(jnp.float32)
+            action = jax.random.categorical(k_act, logits).astype(jnp.int32)
+            logp = jnp.take_along_axis(jax.nn.log_softmax(logits), action[:, None], -1)[
+                :, 0
+            ]
+            next_obs, env_state, reward, _, _, _ = jax.vmap(self.env.step)(
+                jax.random.split(k_step, n), env_state, action, tasks
+            )
+            reward = jnp.asarray(reward, jnp.float32)
+            buf = {
+                "obs": buf["obs"].at[:, t].set(obs),
+                "action": buf["action"].at[:, t].set(action),
+                "reward": buf["reward"].at[:, t].set(reward),
+                "logp": buf["logp"].at[:, t].set(logp),
+            }
+            return (actor, cache, next_obs, env_state, action, reward, buf), None
+
+        def chunk(carry, xs):
+            actor, critic, opt_state, cache, obs, env_state, prev_a, prev_r, buf = carry
+            acting = actor
+            c, k = xs
+            k_act, k_perm = jax.random.split(k)
+            start = c * k_len
+            end = start + k_len
+            ts = start + jnp.arange(k_len)
+            (_, cache, obs, env_state, prev_a, prev_r, buf), _ = jax.lax.scan(
+                act,
+                (actor, cache, obs, env_state, prev_a, prev_r, buf),
+                (ts, jax.random.split(k_act, k_len)),
+            )
+            # the next step's observation, for the bootstrap value (if any)
+            inside = end < length
+            at = jnp.minimum(end, length - 1)
+            buf = dict(
+                buf, obs=jnp.where(inside, buf["obs"].at[:, at].set(obs), buf["obs"])
+            )
+            values = self.forward(critic, buf["obs"], buf["action"], buf["reward"])[
+                ..., 0
+            ]
+            next_value = jnp.where(inside, values[:, at], 0.0)
+            v_chunk = jax.lax.dynamic_slice_in_dim(values, start, k_len, 1)
+            r_chunk = jax.lax.dynamic_slice_in_dim(buf["reward"], start, k_len, 1)
+            adv_chunk = gae_across_episodes(
+                v_chunk.T,
+                next_value,
+                r_chunk.T * _hp(hp, "reward_scale"),
+                jnp.zeros((k_len, n), bool),
+                _hp(hp, "gamma"),
+                _hp(hp, "gae_lambda"),
+            ).T
+            adv = jax.lax.dynamic_update_slice_in_dim(
+                jnp.zeros((n, length)), adv_chunk, start, 1
+            )
+            pos = jnp.arange(length)
+            mask = jnp.broadcast_to((pos >= start) & (pos < end), (n, length))
+            batch = {
+                **buf,
+                "adv": adv,
+                "target": adv + values,
+                "mask": mask.astype(jnp.float32),
+            }
+
+            def sgd(cc, idx):
+                params, opt_state = cc
+                mb = jax.tree.map(lambda a: a[idx], batch)
+                grads, m = jax.grad(self._loss, has_aux=True)(params, mb, hp)
+                updates, opt_state = tx.update(grads, opt_state, params)
+                return (optax.apply_updates(params, updates), opt_state), m
+
+            perms = jax.vmap(lambda kk: jax.random.permutation(kk, n))(
+                jax.random.split(k_perm, s.num_epochs)
+            ).reshape(s.num_epochs * s.num_minibatches, per)
+            ((actor, critic), opt_state), m = jax.lax.scan(
+                sgd, ((actor, critic), opt_state), perms
+            )
+            if chunks > 1:  # go on over the same context with the new weights
+                cache = self._encode(actor, buf, end)
+            metrics = {name: v.mean() for name, v in m.items()}
+            return (
+                actor,
+                critic,
+                opt_state,
+                cache,
+                obs,
+                env_state,
+                prev_a,
+                prev_r,
+                buf,
+            ), (metrics, acting)
+
+        prev_a = jnp.zeros((n,), jnp.int32)
+        prev_r = jnp.zeros((n,), jnp.float32)
+        carry = (state.actor, state.critic, state.opt_state, cache, obs, env_state)
+        carry = (*carry, prev_a, prev_r, buf)
+        carry, (m, acting) = jax.lax.scan(
+            chunk, carry, (jnp.arange(chunks), jax.random.split(k_chunks, chunks))
+        )
+        actor, critic, opt_state, *_, buf = carry
+        metrics = {name: v.mean() for name, v in m.items()}
+        metrics["loss"] = (
+            metrics["pg_loss"]
+            + _hp(hp, "vf_coef") * metrics["vf_loss"]
+            - _hp(hp, "ent_coef") * metrics["entropy"]
+        )
+        horizon = self.env.horizon
+        rewards = buf["reward"]
+        metrics["reward"] = rewards.mean()
+        metrics["trial_return"] = rewards.sum(1).mean()
+        metrics["episode_return_first"] = rewards[:, :horizon].sum(1).mean()
+        metrics["episode_return_last"] = rewards[:, -horizon:].sum(1).mean()
+        new = TransformerState(actor, critic, opt_state, key, state.update + 1)
+        return new, metrics, buf, acting
+
+    def __call__(self, key: jax.Array, hp: dict):
+        state = self.init(key, hp)
+        return jax.lax.scan(
+            lambda st, _: self.update(st, hp), state, None, self.shape.num_updates
+        )

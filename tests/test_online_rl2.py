@@ -1,0 +1,318 @@
+"""RL² (agentrl.online + algo rl2): probes with known answers, resume, vmap.
+
+- a 2-armed bandit whose best arm flips between trials: no fixed policy
+  earns more than chance (5 of 10 pulls); RL² must find the arm in context;
+- GAE across episode boundaries: an episode's end inside a trial does not
+  stop bootstrapping, a trial's end does (numbers worked by hand);
+- the evaluation agent replays training's forward pass exactly;
+- vmapped seeds equal single runs; fit stopped and resumed equals an
+  uninterrupted fit (bit-identical weights); continuous actions run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from agentrl.algos import RL2
+from agentrl.envs.bandits import BernoulliBandit
+from agentrl.online.agent import RL2Agent
+from agentrl.online.ppo import PPOShape, TrialPPO, gae_across_episodes
+from agentrl.sources.agent import run_batched_agent
+from agentrl.train import fit
+from agentrl.train.config import DataConfig, EvalConfig, ExperimentConfig, TrainConfig
+from agentrl.train.rundir import load_run
+
+HP = {
+    "lr": 3e-3,
+    "weight_decay": 0.0,
+    "gamma": 0.99,
+    "gae_lambda": 0.95,
+    "clip_eps": 0.2,
+    "ent_coef": 0.01,
+    "vf_coef": 0.5,
+    "reward_scale": 1.0,
+}
+
+
+def hp(**changes):
+    return {k: jnp.float32(v) for k, v in {**HP, **changes}.items()}
+
+
+class FlipBandit(BernoulliBandit):
+    """Two arms paying 1 and 0 (deterministic); which one pays flips per task."""
+
+    def sample_params(self, key):
+        flip = jax.random.bernoulli(key)
+        means = jnp.where(flip, jnp.array([1.0, 0.0]), jnp.array([0.0, 1.0]))
+        return self._params(means)
+
+
+def small_shape(**changes) -> PPOShape:
+    base = dict(
+        num_envs=32,
+        trial_episodes=1,
+        rollout_steps=20,
+        num_epochs=4,
+        num_minibatches=4,
+        num_updates=40,
+        hidden=32,
+        embed=32,
+        grad_clip=0.5,
+    )
+    return PPOShape(**{**base, **changes})
+
+
+def test_gae_runs_across_episodes_and_stops_at_trial_end():
+    # gamma = lam = 1: the advantage is the sum of later rewards (until the
+    # trial ends) plus the bootstrap, minus V(s_t).
+    value = jnp.array([[1.0], [2.0], [3.0], [4.0]])
+    reward = jnp.array([[1.0], [0.0], [5.0], [1.0]])
+    trial_end = jnp.array([[False], [True], [False], [False]])
+    next_value = jnp.array([10.0])
+    adv = gae_across_episodes(value, next_value, reward, trial_end, 1.0, 1.0)
+    # steps 0-1 are one trial (ends at 1: no bootstrap past it);
+    # steps 2-3 continue into the next rollout (bootstrap 10).
+    np.testing.assert_allclose(adv[:, 0], [1.0 - 1.0, 0.0 - 2.0, 16.0 - 3.0, 11 - 4])
+
+
+def test_episode_end_inside_a_trial_is_not_terminal():
+    """Two episodes per trial: the first's last step bootstraps from the second."""
+    env = FlipBandit(num_arms=2, horizon=2)
+    trainer = TrialPPO(env, small_shape(trial_episodes=2, rollout_steps=4), None)
+    assert trainer.trial.horizon == 4
+    value = jnp.zeros((4, 1))
+    reward = jnp.array([[0.0], [0.0], [0.0], [1.0]])
+    trial_end = jnp.array([[False], [False], [False], [True]])
+    adv = gae_across_episodes(value, jnp.zeros(1), reward, trial_end, 0.5, 1.0)
+    # the reward of episode 2 reaches episode 1's steps, discounted
+    np.testing.assert_allclose(adv[:, 0], [0.125, 0.25, 0.5, 1.0])
+
+
+def test_rl2_solves_the_flip_bandit_in_context():
+    env = FlipBandit(num_arms=2, horizon=10)
+    trainer = TrialPPO(env, small_shape(), env.sample_params)
+    state, metrics = jax.jit(trainer)(jax.random.key(0), hp())
+    trial_return = np.asarray(metrics["trial_return"])
+    # chance (and any fixed policy): 5 of 10; in context: 9.5 (one probe)
+    assert trial_return[0] < 6.5
+    assert trial_return[-5:].mean() > 8.5
+    # the trained weights act the same way in the evaluation harness
+    agent = RL2Agent(state.weights, trainer.core, env, greedy=True)
+    params = jax.vmap(env.sample_params)(jax.random.split(jax.random.key(7), 64))
+    hist, _ = run_batched_agent(env, agent, params, jax.random.key(8), 10)
+    per_task = np.asarray(hist.reward).sum(1)
+    assert per_task.mean() > 8.5
+    # both arms are best on some held-out tasks: the learner adapts
+    best = np.asarray(params.means).argmax(1)
+    assert 0 < best.sum() < 64
+    assert per_task[best == 0].mean() > 8.5 and per_task[best == 1].mean() > 8.5
+
+
+def test_agent_replays_the_training_forward_pass():
+    """The evaluation agent acts on what the training unroll computes.
+
+    A greedy agent runs two 3-step episodes (one trial); rebuilding its
+    inputs (previous action and reward, new-episode flag) and unrolling the
+    core as the PPO update does gives logits whose argmax are its actions.
+    """
+    env = FlipBandit(num_arms=2, horizon=3)
+    trainer = TrialPPO(env, small_shape(trial_episodes=2), env.sample_params)
+    weights = trainer.core.init(jax.random.key(1))
+    # perturb the weights so the greedy actions vary over the history
+    weights = jax.tree.map(
+        lambda w: w + 0.5 * jax.random.normal(jax.random.key(5), w.shape), weights
+    )
+    agent = RL2Agent(weights, trainer.core, env, greedy=True)
+    params = jax.vmap(env.sample_params)(jax.random.split(jax.random.key(2), 3))
+    hist, _ = run_batched_agent(env, agent, params, jax.random.key(3), 6)
+    a, r = np.asarray(hist.action), np.asarray(hist.reward)
+    done = np.asarray(hist.truncated)
+    prev_a = np.concatenate([np.zeros((3, 1), a.dtype), a[:, :-1]], 1)
+    prev_r = np.concatenate([np.zeros((3, 1), r.dtype), r[:, :-1]], 1)
+    first = np.concatenate([np.ones((3, 1), bool), done[:, :-1]], 1)
+    assert first[:, 3].all() and not first[:, 1:3].any()  # episode 2 starts
+    obs = {
+        "obs": jnp.zeros((6, 3, 1)),
+        "prev_action": jnp.asarray(prev_a.T),
+        "prev_reward": jnp.asarray(prev_r.T),
+    }
+    xs = jax.vmap(jax.vmap(trainer.features))(obs, jnp.asarray(first.T))
+    out, _ = trainer.core.unroll(
+        weights, trainer.core.init_hidden((3,)), xs, jnp.zeros((6, 3), bool)
+    )
+    np.testing.assert_array_equal(np.asarray(out).argmax(-1).T, a)
+
+
+def test_hidden_state_resets_at_trial_start():
+    env = FlipBandit(num_arms=2, horizon=3)
+    core = TrialPPO(env, small_shape(), env.sample_params).core
+    weights = core.init(jax.random.key(0))
+    xs = jax.random.normal(jax.random.key(1), (5, 2, core.dim))
+    resets = jnp.array([[True, True]] + [[False, False]] * 2 + [[True, False]] * 2)
+    resets = resets.at[4].set(jnp.array([False, False]))
+    h0 = jax.random.normal(jax.random.key(2), (2, core.hidden))
+    out, _ = core.unroll(weights, h0, xs, resets)
+    # env 0's steps 3-4 start a new trial: they equal a fresh unroll of them
+    fresh, _ = core.unroll(
+        weights, jnp.zeros((1, core.hidden)), xs[3:, :1], resets[3:, :1]
+    )
+    np.testing.assert_allclose(out[3:, :1], fresh, rtol=1e-6, atol=1e-6)
+    # env 1 never resets after step 0: its steps 3-4 depend on steps 0-2
+    other, _ = core.unroll(
+        weights, jnp.zeros((1, core.hidden)), xs[3:, 1:], resets[3:, 1:]
+    )
+    assert not np.allclose(out[3:, 1:], other, atol=1e-4)
+
+
+def test_vmapped_seeds_equal_single_runs():
+    env = FlipBandit(num_arms=2, horizon=5)
+    trainer = TrialPPO(env, small_shape(num_updates=3, num_envs=8), env.sample_params)
+    keys = jax.random.split(jax.random.key(0), 2)
+    lrs = jnp.array([1e-3, 3e-3], jnp.float32)
+    params = dict(hp())
+    vmapped = jax.jit(jax.vmap(lambda k, lr: trainer(k, {**params, "lr": lr})))
+    states, metrics = vmapped(keys, lrs)
+    single = jax.jit(trainer)
+    for i in range(2):
+        state, m = single(keys[i], {**params, "lr": lrs[i]})
+        for x, y in zip(
+            jax.tree.leaves(state.weights), jax.tree.leaves(states.weights), strict=True
+        ):
+            np.testing.assert_allclose(x, y[i], rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(m["loss"], metrics["loss"][i], rtol=1e-4, atol=1e-6)
+
+
+def tiny_config(env="bernoulli_bandit", env_args=(("num_arms", 2), ("horizon", 6))):
+    return ExperimentConfig(
+        name="rl2-tiny",
+        algo=RL2(num_envs=8, rollout_steps=6, hidden=8, embed=8, trial_episodes=2),
+        data=DataConfig(env=env, env_args=env_args, source="random"),
+        train=TrainConfig(
+            steps=6,
+            checkpoint_every=2,
+            log_every=2,
+            lr=1e-3,
+            weight_decay=0.0,
+            schedule="constant",
+            warmup_steps=0,
+        ),
+        eval=EvalConfig(num_tasks=4, num_episodes=2),
+    )
+
+
+def test_fit_resume_is_exact(tmp_path):
+    config = tiny_config()
+    fit(config, tmp_path / "a", progress=False)
+    fit(config, tmp_path / "b", progress=False, stop_at_step=4)
+    assert load_run(tmp_path / "b").step == 4
+    fit(config, tmp_path / "b", progress=False)
+    a, b = load_run(tmp_path / "a"), load_run(tmp_path / "b")
+    assert a.step == b.step == 6
+    for x, y in zip(jax.tree.leaves(a.model), jax.tree.leaves(b.model), strict=True):
+        np.testing.assert_array_equal(x, y)
+    # a changed hyperparameter is another run: resuming with it is refused
+    other = dataclasses.replace(
+        config, algo=dataclasses.replace(config.algo, gamma=0.9)
+    )
+    with pytest.raises(ValueError, match="algo.gamma"):
+        fit(other, tmp_path / "a", progress=False)
+    lines = (tmp_path / "a" / "metrics.jsonl").read_text().splitlines()
+    assert [json.loads(x)["step"] for x in lines] == [2, 4, 6]
+    run_json = json.loads((tmp_path / "a" / "run.json").read_text())
+    assert run_json["trained_online"] is True
+
+
+def test_fit_equals_the_one_jit_program(tmp_path):
+    """fit's update-by-update loop computes what program(key, hparams) does."""
+    from agentrl.envs import make as make_env
+    from agentrl.train.config import complete_config
+    from agentrl.train.step import default_hparams
+
+    config = tiny_config()
+    fit(config, tmp_path / "a", progress=False)
+    env = make_env("bernoulli_bandit", num_arms=2, horizon=6)
+    full = complete_config(config, env)
+    program = full.algo.make_online_train(full, env)
+    state, _ = jax.jit(program)(jax.random.key(0), default_hparams(full))
+    for x, y in zip(
+        jax.tree.leaves(load_run(tmp_path / "a").model),
+        jax.tree.leaves(program.weights(state)),
+        strict=True,
+    ):
+        np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-6)
+
+
+def test_train_members_equal_fit_runs(tmp_path):
+    """Seeds x a traced setting in one program = fit with that seed/setting."""
+    from agentrl.envs import make as make_env
+    from agentrl.online.program import train_members
+
+    config = tiny_config()
+    env = make_env("bernoulli_bandit", num_arms=2, horizon=6)
+    state, metrics = train_members(config, env, [0, 1], [{}, {"algo.ent_coef": 0.1}])
+    assert metrics["loss"].shape == (2, 2, 6)
+    member = 3  # seed 1, ent_coef 0.1
+    other = dataclasses.replace(
+        config,
+        algo=dataclasses.replace(config.algo, ent_coef=0.1),
+        train=dataclasses.replace(config.train, seed=1),
+    )
+    fit(other, tmp_path / "m", progress=False)
+    single = load_run(tmp_path / "m").model
+    vmapped = jax.tree.map(lambda x: x[member], state.weights)
+    for x, y in zip(jax.tree.leaves(single), jax.tree.leaves(vmapped), strict=True):
+        np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="not traced fields"):
+        train_members(config, env, [0], [{"algo.hidden": 4}])
+
+
+def test_held_out_goals_are_never_trained_on_and_evaluation_runs(tmp_path):
+    from agentrl.evaluate.run import run_results
+
+    config = dataclasses.replace(
+        tiny_config("darkroom", (("size", 5), ("horizon", 4))),
+        train=dataclasses.replace(tiny_config().train, steps=2),
+    )
+    fit(config, tmp_path / "r", progress=False)
+    run = load_run(tmp_path / "r")
+    train_ids = set(run.env.task_split(0.8, 0).train.tolist())
+    assert not train_ids & set(run.split["test"])
+    results, _ = run_results(tmp_path / "r", baselines=["random"])
+    assert set(results) == {"rl2", "random"}
+    assert results["rl2"].returns.shape == (4, 2)
+
+
+def test_continuous_actions():
+    from agentrl.envs import make as make_env
+
+    env = make_env("point_robot")
+    trainer = TrialPPO(
+        env, small_shape(num_envs=4, rollout_steps=8, num_updates=2), env.sample_params
+    )
+    state, metrics = jax.jit(trainer)(jax.random.key(0), hp())
+    assert np.isfinite(np.asarray(metrics["loss"])).all()
+    assert "log_std" in state.weights
+    agent = RL2Agent(state.weights, trainer.core, env)
+    params = jax.vmap(env.sample_params)(jax.random.split(jax.random.key(1), 2))
+    hist, _ = run_batched_agent(env, agent, params, jax.random.key(2), 5)
+    space = env.action_space(None)
+    a = np.asarray(hist.action)
+    assert a.shape == (2, 5, *space.shape)
+    assert (a >= np.asarray(space.low) - 1e-6).all() and (
+        a <= np.asarray(space.high) + 1e-6
+    ).all()
+
+
+def test_bad_fields_are_named():
+    with pytest.raises(ValueError, match="algo.num_minibatches"):
+        RL2(num_envs=6, num_minibatches=4)
+    with pytest.raises(ValueError, match="algo.gamma"):
+        RL2(gamma=1.5)
+    with pytest.raises(ValueError, match="algo.hidden"):
+        RL2(hidden=0)
