@@ -55,7 +55,7 @@ Presets (times measured on the 2-core CPU of the development machine):
   float32/TF32, so 3,000 updates take ~5 minutes, leaving ~3 for the data
   (0.26M Q-learning steps), compiling and evaluating. The first run on a GPU
   should check the time and scale ``train.steps`` to fill the budget.
-- ``t2mir_setup`` / ``t2mir_setup_gpu``: T2MIR's own AD setup (REFERENCES.md), to
+- ``t2mir_setup`` / ``t2mir_setup_gpu``: T2MIR's own AD setup (docs/references.md), to
   compare with ``t2mir_ad_darkroom`` there: 10x10 Dark Room, start in the
   corner, H=100, 100 goals split 80/20, context 4 episodes (400 steps).
   ``t2mir_setup``: 320 Q-learning histories (4 per training goal) of 60 episodes,
@@ -64,7 +64,7 @@ Presets (times measured on the 2-core CPU of the development machine):
   model (4 layers, 8 heads, width 256, batch 64, lr 3e-4) on 800 histories
   of 100 episodes, 10,000 updates, 50 evaluation episodes (same sizing
   rule: ~0.6 TFLOP a step).
-- ``full``: the paper's scale (REFERENCES.md, AD-ε Dark Room settings):
+- ``full``: the paper's scale (docs/references.md, AD-ε Dark Room settings):
   4 layers, width 512, batch 512, lr 3e-4, 300k updates; for a GPU.
 """
 

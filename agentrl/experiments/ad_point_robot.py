@@ -1,7 +1,7 @@
 """AD on Point-Robot (50 goals, 45/5 split, H=20) from PPO learning histories.
 
 Algorithm Distillation on continuous 2-D navigation (the T2MIR Point-Robot
-setting, REFERENCES.md): PPO with a Gaussian policy learns each training goal
+setting, docs/references.md): PPO with a Gaussian policy learns each training goal
 from scratch (``source="ppo"``), and a causal transformer with a Gaussian
 action head (filled in by ``complete_model_config``; ``--model.head mse``
 also works) imitates those across-episode histories. On the 5 held-out
