@@ -32,6 +32,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "the data's source algorithm)",
     )
     parser.add_argument("--greedy", action="store_true", help="argmax actions")
+    parser.add_argument(
+        "--split",
+        choices=("test", "validation"),
+        default="test",
+        help="held-out split to evaluate on (choose settings on validation)",
+    )
+    parser.add_argument(
+        "--control",
+        choices=("zero_rewards", "shuffle_rewards", "empty_context"),
+        default=None,
+        help="also evaluate the model under this in-context-learning control",
+    )
+    parser.add_argument(
+        "--step", type=nonnegative_int, default=None, help="checkpoint step"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -51,6 +66,9 @@ def run(args: argparse.Namespace) -> int:
         out_dir=args.out,
         baselines=baselines,
         greedy=args.greedy or None,
+        tasks=args.split,
+        control=args.control,
+        step=args.step,
     )
     for kind, path in paths.items():
         print(f"{kind}: {path}")
