@@ -22,7 +22,7 @@ def _dt_model_and_config():
     config = load_experiment(
         "dt_darkroom",
         "smoke",
-        {"data.env_args": "(('size', 5), ('horizon', 6))", "eval.greedy": "true"},
+        {"data.env_args": "(('size', 5), ('horizon', 6))", "eval.acting": "greedy"},
     )
     config = complete_config(config, env)
     config = dataclasses.replace(

@@ -19,7 +19,7 @@ from agentrl.evaluate.controls import (
     expert_dataset,
     icl_verdict,
 )
-from agentrl.evaluate.per_task import by_distance, goal_grid, goal_layout, per_goal
+from agentrl.evaluate.goals import by_distance, goal_grid, goal_layout, per_goal
 from agentrl.sources.agent import run_batched_agent
 from agentrl.train.rundir import held_out_params
 
@@ -275,13 +275,13 @@ def test_selection_uses_validation_tasks_and_records_its_choice(tiny_run):
     assert sel.task_ids == split["validation"][:3]
     vals = {n: v["mean"] for n, v in sel.validation.items()}
     assert vals[sel.choice.name] == max(vals.values())
-    assert list(vals) == ["sample", "greedy", "temperature_0.5"]
+    assert list(vals) == ["sample", "greedy", "sample_then_greedy"]
     results, title = evaluate_choice(sel, baselines=["random"])
     model = results[next(iter(results))]
     assert model.metadata["task_ids"] == split["test"][:3]
     assert model.metadata["tasks"] == "test" and "chosen on validation" in title
     assert model.metadata["selection"]["choice"]["name"] == sel.choice.name
-    assert model.metadata["acting"]["greedy"] == sel.choice.eval["greedy"]
+    assert model.metadata["acting"] == sel.choice.eval["acting"]
     steps = [c.step for c in checkpoint_candidates(tiny_run)]
     assert steps == sorted(steps) and steps[-1] == 2
 

@@ -43,7 +43,23 @@ def _numpy_ucb(means, noise_std, c, rng):
     return actions
 
 
-def _numpy_gaussian_ts(means, noise_var, rng, mu0=0.5, var0=1.0):
+def _numpy_ucb_dpt(means, noise_std, c, rng):
+    """DPT's reference "UCB1.0": mean + c / max(1, sqrt(n)), untried mean 0."""
+    n, k = means.shape
+    counts, sums = np.zeros((n, k)), np.zeros((n, k))
+    actions = np.zeros((n, HORIZON), np.int64)
+    rows = np.arange(n)
+    for t in range(HORIZON):
+        score = sums / np.maximum(counts, 1) + c / np.maximum(1, np.sqrt(counts))
+        a = score.argmax(1)
+        r = means[rows, a] + noise_std * rng.standard_normal(n)
+        counts[rows, a] += 1
+        sums[rows, a] += r
+        actions[:, t] = a
+    return actions
+
+
+def _numpy_gaussian_ts(means, noise_var, rng, mu0=0.5, var0=1 / 12):
     n, k = means.shape
     counts, sums = np.zeros((n, k)), np.zeros((n, k))
     actions = np.zeros((n, HORIZON), np.int64)
@@ -79,7 +95,7 @@ def _check_sublinear(curve: np.ndarray, random_curve_end: float):
     assert curve[-1] < 0.4 * random_curve_end
 
 
-@pytest.mark.parametrize("source", ["ucb", "thompson"])
+@pytest.mark.parametrize("source", ["ucb", "ucb_dpt", "thompson"])
 def test_gaussian_regret_sublinear_and_matches_numpy(source):
     env, params = _dpt_bandit_tasks()
     means = np.asarray(params.means, np.float64)
@@ -89,6 +105,8 @@ def test_gaussian_regret_sublinear_and_matches_numpy(source):
     rng = np.random.default_rng(7)
     if source == "ucb":
         reference = _numpy_ucb(means, np.sqrt(0.3), 1.0, rng)
+    elif source == "ucb_dpt":
+        reference = _numpy_ucb_dpt(means, np.sqrt(0.3), 1.0, rng)
     else:
         reference = _numpy_gaussian_ts(means, 0.3, rng)
     ref_curve = _regret_curve(means, reference)
@@ -143,3 +161,28 @@ def test_bandit_agents_are_plain_agents():
     history, state = run_agent(env, agent, params, jax.random.key(0), 300)
     assert float(state.t) == 300
     assert int(jnp.argmax(state.count)) == 2
+
+
+def test_dpt_reference_noise_and_baselines():
+    """The DPT reference's bandit: noise std 0.3; its UCB1.0 and matched-prior
+    Thompson sampling both beat textbook UCB1, which explores far more."""
+    from agentrl.sources import registry
+
+    env = envs.make("gaussian_bandit", noise_std=0.3)
+    assert env.noise_variance == pytest.approx(0.09)
+    with pytest.raises(ValueError, match="one of `noise_variance` and `noise_std`"):
+        envs.make("gaussian_bandit", noise_std=0.3, noise_variance=0.09)
+    ts = registry.make_agent("thompson", env, 1)
+    assert (ts.noise_variance, ts.prior_mean) == pytest.approx((0.09, 0.5))
+    assert ts.prior_variance == pytest.approx(1 / 12)
+    keys = jax.random.split(jax.random.key(11), 200)
+    params = jax.vmap(env.sample_params)(keys)
+    means = np.asarray(params.means, np.float64)
+    regret = {
+        s: _regret_curve(
+            means, np.asarray(generate(s, env, params, jax.random.key(4), 1).action)
+        )[-1]
+        for s in ("ucb", "ucb_dpt", "thompson")
+    }
+    assert regret["ucb_dpt"] < 0.8 * regret["ucb"], regret
+    assert regret["thompson"] < 0.8 * regret["ucb"], regret

@@ -156,6 +156,7 @@ def test_baseline_flags():
     flagged = {n for n, s in registry.SOURCES.items() if s.baseline}
     assert flagged == {
         "ucb",
+        "ucb_dpt",
         "thompson",
         "epsilon_greedy",
         "q_learning",

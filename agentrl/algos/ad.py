@@ -1,10 +1,12 @@
 """Algorithm Distillation (Laskin et al., 2023) and AD-ε (noise distillation).
 
 AD trains a causal transformer to predict the source algorithm's next action
-across episodes of a learning history: the window holds several consecutive
-whole episodes of one task (``context_episodes``; ``episode_stride`` k takes
-every k-th episode, to distill a learner k times faster than its source),
-and the loss is the action likelihood at every step of the window. In
+across episodes of a learning history: the window holds ``context_episodes``
+episodes' worth of consecutive steps of one task, starting at any step
+(``window_start="any"``, as the reference code; ``"episode"``: at episode
+starts only), ``episode_stride`` k takes every k-th episode, to distill a
+learner k times faster than its source, and the loss is the action
+likelihood at every step of the window. In
 context it acts with a rolling KV cache over its own history, one token per
 step, across episode boundaries.
 
@@ -22,6 +24,9 @@ import jax
 
 from agentrl.algos.base import Algorithm, check, register
 from agentrl.algos.losses import action_loss
+
+#: where a training window may start (``agentrl.data.samplers.WINDOW_STARTS``)
+WINDOW_STARTS = ("any", "episode")
 
 
 def ad_loss(model: Any, batch: dict[str, jax.Array], *, deterministic: bool = False):
@@ -80,6 +85,12 @@ class AD(Algorithm):
         attention window (``model.max_steps``, when unset) is this many
         episodes of the environment's horizon.
       episode_stride: the window takes every k-th episode of a history.
+      window_start: ``"any"`` (default, as the AD-ε reference code): a
+        training window starts at any step of a history, as the rolling
+        context at evaluation does (it holds the last
+        ``context_episodes * horizon`` steps, which begin mid-episode as
+        often as not); ``"episode"``: only at an episode's first step (the
+        window is then whole episodes, padded after short ones).
     """
 
     name = "ad"
@@ -87,12 +98,18 @@ class AD(Algorithm):
 
     context_episodes: int = 4
     episode_stride: int = 1
+    window_start: str = "any"
 
     def __post_init__(self):
         check_positive(
             "algo",
             context_episodes=self.context_episodes,
             episode_stride=self.episode_stride,
+        )
+        check(
+            self.window_start in WINDOW_STARTS,
+            f"algo.window_start must be one of {WINDOW_STARTS}, "
+            f"got {self.window_start!r}",
         )
 
     def check(self, config: Any, prefix: str = "algo") -> None:
@@ -111,6 +128,7 @@ class AD(Algorithm):
             train.batch_size,
             num_episodes=self.context_episodes,
             episode_stride=self.episode_stride,
+            window_start=self.window_start,
             paired=paired,
             seed=train.seed,
         )
@@ -119,14 +137,19 @@ class AD(Algorithm):
         return ad_loss(model, batch, deterministic=deterministic)
 
     def make_agent(self, model: Any, env: Any, num_steps: int, config: Any) -> Any:
-        from agentrl.evaluate.model_agents import ADModelAgent
+        from agentrl.evaluate.acting import acting_agent
+        from agentrl.evaluate.model_agents import ADModelAgent, split_model
 
-        return ADModelAgent(
-            model,
-            env,
-            config.model.max_steps,
-            greedy=config.eval.greedy,
-            temperature=config.eval.temperature,
+        model = split_model(model)  # one handle for the acting rule's agents
+        return acting_agent(
+            lambda greedy: ADModelAgent(
+                model,
+                env,
+                config.model.max_steps,
+                greedy=greedy,
+                temperature=config.eval.temperature,
+            ),
+            config.eval.acting,
         )
 
 

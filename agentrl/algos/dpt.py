@@ -107,15 +107,21 @@ class DPT(Algorithm):
         return dpt_loss(model, batch, deterministic=deterministic)
 
     def make_agent(self, model: Any, env: Any, num_steps: int, config: Any) -> Any:
+        from agentrl.evaluate.acting import acting_agent
         from agentrl.evaluate.driver import make_model_agent
+        from agentrl.evaluate.model_agents import split_model
 
-        return make_model_agent(
-            model,
-            env,
-            num_steps,
-            protocol="query",
-            greedy=config.eval.greedy,
-            temperature=config.eval.temperature,
-            context_size=self.context_size,
-            context_update=self.context_update,
+        model = split_model(model)  # one handle for the acting rule's agents
+        return acting_agent(
+            lambda greedy: make_model_agent(
+                model,
+                env,
+                num_steps,
+                protocol="query",
+                greedy=greedy,
+                temperature=config.eval.temperature,
+                context_size=self.context_size,
+                context_update=self.context_update,
+            ),
+            config.eval.acting,
         )

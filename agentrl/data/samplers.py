@@ -11,14 +11,21 @@ consecutive whole episodes at a random episode boundary, or
 ``num_transitions`` consecutive steps at a random offset; ``episode_stride=k``
 takes every k-th episode instead (episodes ``e, e + k, ...``), so a window
 shows k episodes of the source's progress per episode and the model is asked
-to learn k times faster than the algorithm that made the data::
+to learn k times faster than the algorithm that made the data.
+``window_start="any"`` (what AD uses, as the AD-ε reference code does)
+starts an episode window at any step, not only at an episode's first: at
+evaluation the model's rolling context starts wherever the last
+``num_episodes * horizon`` steps begin, mid-episode as often as not::
 
     obs [B, T, ...], action [B, T, ...], reward [B, T], done [B, T],
     mask [B, T] (False on padding after short episodes), task_id [B]
 
 ``paired=True`` (both samplers) draws ``B / 2`` tasks and two windows (or
 context sets) of each, in rows ``2i, 2i + 1`` (for T2MIR's contrastive task
-loss).
+loss), from two *different* histories of the task wherever the data hold
+several (:func:`pair_rows`): the positives of the contrastive loss are then
+different samples of one task, and a paired batch sees as many distinct
+histories as an unpaired one.
 
 :class:`DPTSampler` (DPT): a context of ``context_size`` consecutive
 transitions of one history, a query state from the same history and the
@@ -87,6 +94,7 @@ class _Sampler:
         if self.num_records == 0:
             raise ValueError(f"split {split!r} of {dataset.path} has no records")
         self.num_steps = dataset.num_steps
+        self.task_ids = dataset.task_ids(split)  # per record
         self._cache = None
         record_bytes = dataset.metadata["files"]
         size = sum(v["bytes"] for k, v in record_bytes.items() if f"-{split}." in k)
@@ -104,13 +112,37 @@ class _Sampler:
             for f in self.fields
         }
 
-    def _fetch(self, rows: np.ndarray) -> dict[str, Any]:
-        """``{field: [len(rows), step, ...]}`` of records ``rows``."""
+    def _fetch(
+        self,
+        rows: np.ndarray,
+        fields: tuple[str, ...] | None = None,
+        idx: np.ndarray | None = None,
+    ) -> dict[str, Any]:
+        """``{field: [len(rows), step, ...]}`` of records ``rows``.
+
+        ``fields``: only these (default all); ``idx [len(rows), T]``: only
+        these steps of each row (``[len(rows), T, ...]``; per-record fields
+        such as ``task_id`` stay ``[len(rows), ...]``). From the in-memory
+        cache this gathers just the window, never whole histories.
+        """
+        fields = self.fields if fields is None else fields
+
+        def cut(x, r):
+            if idx is None or x.ndim < 2 or x.shape[1] != self.num_steps:
+                return x[r] if r is not None else x
+            if r is None:
+                return _take(x, idx)
+            return x[r[:, None], idx]
+
         if self._cache is not None:
-            return jax.tree.map(lambda x: x[rows], self._cache)
+            return {
+                f: jax.tree.map(lambda x: cut(x, rows), self._cache[f]) for f in fields
+            }
         unique, inverse = np.unique(rows, return_inverse=True)
         data = self._decode(unique)
-        return jax.tree.map(lambda x: x[inverse], data)
+        return {
+            f: jax.tree.map(lambda x: cut(x[inverse], None), data[f]) for f in fields
+        }
 
     def rng(self, step: int) -> np.random.Generator:
         if step < 0:
@@ -180,6 +212,32 @@ def _take(x: np.ndarray, idx: np.ndarray) -> np.ndarray:
     return x[np.arange(x.shape[0])[:, None], idx]
 
 
+WINDOW_STARTS = ("episode", "any")
+
+
+def pair_rows(rng, task_ids: np.ndarray, num_pairs: int) -> np.ndarray:
+    """Rows ``2i, 2i + 1``: two different records of one task (``[2 * num_pairs]``).
+
+    The first record of a pair is uniform over the records; the second is
+    uniform over the *other* records of its task, or the same record where
+    the task has only one (then the two samples differ only in where they
+    are cut from it). So a paired batch sees as many distinct histories as
+    an unpaired one wherever the data hold several per task.
+    """
+    first = rng.integers(0, len(task_ids), num_pairs)
+    order = np.argsort(task_ids, kind="stable")
+    sorted_ids = task_ids[order]
+    lo = np.searchsorted(sorted_ids, task_ids[first], "left")
+    count = np.searchsorted(sorted_ids, task_ids[first], "right") - lo
+    slot = np.empty_like(order)
+    slot[order] = np.arange(len(order))
+    rank = slot[first] - lo  # the first record's place among its task's
+    draw = (rng.random(num_pairs) * np.maximum(count - 1, 1)).astype(np.int64)
+    other = draw + (draw >= rank)  # uniform over the task's other records
+    second = np.where(count > 1, order[lo + np.minimum(other, count - 1)], first)
+    return np.stack([first, second], 1).reshape(-1)
+
+
 class ADSampler(_Sampler):
     """Windows of whole episodes or of transitions (see the module docstring)."""
 
@@ -193,6 +251,7 @@ class ADSampler(_Sampler):
         num_episodes: int | None = None,
         num_transitions: int | None = None,
         episode_stride: int = 1,
+        window_start: str = "episode",
         paired: bool = False,
         split: str = "train",
         seed: int = 0,
@@ -201,6 +260,10 @@ class ADSampler(_Sampler):
     ):
         if (num_episodes is None) == (num_transitions is None):
             raise ValueError("give exactly one of `num_episodes`, `num_transitions`")
+        if window_start not in WINDOW_STARTS:
+            raise ValueError(
+                f"`window_start` must be one of {WINDOW_STARTS}, got {window_start!r}"
+            )
         horizon, steps = dataset.horizon, dataset.num_steps
         if (
             isinstance(episode_stride, bool)
@@ -236,49 +299,77 @@ class ADSampler(_Sampler):
                     f"got {num_transitions!r}"
                 )
             self.length = num_transitions
+            window_start = "any"
         if paired and batch_size % 2:
             raise ValueError(
                 f"`batch_size` must be even with paired=True, got {batch_size}"
             )
         self.num_episodes, self.paired = num_episodes, paired
-        self.episode_stride = episode_stride
+        self.episode_stride, self.window_start = episode_stride, window_start
         super().__init__(dataset, batch_size, split, seed, sharding, cache_bytes)
 
     def _episode_windows(self, rng, done: np.ndarray):
-        """``(idx [B, T], mask [B, T])`` of ``num_episodes`` whole episodes,
-        ``episode_stride`` apart, back to back and padded at the end."""
+        """``(idx [B, T], mask [B, T])`` of ``num_episodes`` episodes,
+        ``episode_stride`` apart, back to back and padded at the end.
+
+        ``window_start="episode"``: the window starts at an episode's first
+        step. ``"any"`` (strided windows; stride 1 is a plain offset): it
+        starts at a uniform step of its first episode and runs on into the
+        episode after its last, as far as the window is long.
+        """
         n, k, length = self.num_episodes, self.episode_stride, self.length
         idx = np.empty((done.shape[0], length), np.int64)
         mask = np.empty((done.shape[0], length), bool)
-        u = rng.random(done.shape[0])
+        u, v = rng.random(done.shape[0]), rng.random(done.shape[0])
+        anywhere = self.window_start == "any"
         for b in range(done.shape[0]):
             ends = np.flatnonzero(done[b])
             starts = np.concatenate([[0], ends[:-1] + 1])
-            first = int(u[b] * (len(ends) - (n - 1) * k))
-            chosen = first + k * np.arange(n)
+            tail = anywhere and len(ends) - n * k >= 1
+            first = int(u[b] * (len(ends) - (n - (0 if tail else 1)) * k))
+            chosen = first + k * np.arange(n + 1 if tail else n)
             pos = np.concatenate([np.arange(starts[e], ends[e] + 1) for e in chosen])
+            if tail:  # start anywhere in the first episode
+                offset = int(v[b] * (ends[first] + 1 - starts[first]))
+                pos = pos[offset : offset + length]
+            pos = pos[:length]
             mask[b] = np.arange(length) < len(pos)
             idx[b, : len(pos)] = pos
             idx[b, len(pos) :] = pos[-1]
         return idx, mask
 
-    def host_batch(self, step: int) -> dict[str, Any]:
-        rng = self.rng(step)
-        num_rows = self.batch_size // 2 if self.paired else self.batch_size
-        rows = rng.integers(0, self.num_records, num_rows)
+    def rows(self, rng) -> np.ndarray:
+        """The batch's record indices ``[B]`` (pairs of one task if ``paired``)."""
         if self.paired:
-            rows = np.repeat(rows, 2)
-        data = self._fetch(rows)
-        done = np.logical_or(data["terminated"], data["truncated"])
-        if self.num_episodes is not None:
-            idx, mask = self._episode_windows(rng, done)
-        else:
+            return pair_rows(rng, self.task_ids, self.batch_size // 2)
+        return rng.integers(0, self.num_records, self.batch_size)
+
+    def window_index(self, step: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(rows [B], idx [B, T], mask [B, T])``: the steps batch ``step`` takes.
+
+        ``idx[b, j]`` is the history step of record ``rows[b]`` at window
+        position ``j`` (repeated where ``mask`` is False).
+        """
+        rng = self.rng(step)
+        rows = self.rows(rng)
+        contiguous = self.num_episodes is None or (
+            self.window_start == "any" and self.episode_stride == 1
+        )
+        if contiguous:  # the reference's windows: any step, consecutive
             offsets = rng.integers(0, self.num_steps - self.length + 1, len(rows))
             idx = offsets[:, None] + np.arange(self.length)
-            mask = np.ones(idx.shape, bool)
+            return rows, idx, np.ones(idx.shape, bool)
+        data = self._fetch(rows, ("terminated", "truncated"))
+        done = np.logical_or(data["terminated"], data["truncated"])
+        idx, mask = self._episode_windows(rng, done)
+        return rows, idx, mask
 
-        def window(x):
-            w = _take(x, idx)
+    def host_batch(self, step: int) -> dict[str, Any]:
+        rows, idx, mask = self.window_index(step)
+        data = self._fetch(rows, self.fields, idx)
+        done = np.logical_or(data["terminated"], data["truncated"])
+
+        def window(w):
             m = mask.reshape(mask.shape + (1,) * (w.ndim - 2))
             return np.where(m, w, np.zeros((), w.dtype))
 
@@ -375,8 +466,8 @@ class DPTSampler(_Sampler):
 
     def host_batch(self, step: int) -> dict[str, Any]:
         rng = self.rng(step)
-        if self.paired:  # rows 2i, 2i + 1: two contexts/queries of one history
-            rows = np.repeat(rng.integers(0, self.num_records, self.batch_size // 2), 2)
+        if self.paired:  # rows 2i, 2i + 1: two histories of one task
+            rows = pair_rows(rng, self.task_ids, self.batch_size // 2)
         else:
             rows = rng.integers(0, self.num_records, self.batch_size)
         query = rng.integers(0, self.num_steps, self.batch_size)

@@ -241,7 +241,7 @@ def write_results(
 
     With ``env`` a goal-cell grid (Dark Room) and task ids in the results'
     metadata, also ``goal_heatmap.png`` and a by-distance table
-    (:mod:`agentrl.evaluate.per_task`).
+    (:mod:`agentrl.evaluate.goals`).
 
     Returns:
       ``{"json", "markdown", "improvement"[, "regret", "heatmap"]}`` paths.
@@ -297,23 +297,23 @@ def per_task_section(
     paths: dict[str, Path],
 ) -> list[str]:
     """Goal-cell heatmap and by-distance table (goal-cell grid tasks only)."""
-    from agentrl.evaluate import per_task
+    from agentrl.evaluate import goals
 
     ids = _task_ids(results)
-    if per_task.goal_layout(env) is None or ids is None:
+    if goals.goal_layout(env) is None or ids is None:
         return []
     k = next(iter(summary.values()))["last_k"]
     md = [f"## Per goal (last {k} episodes, pooled over seeds)", ""]
     rows = []
     for name, r in results.items():
         runs = _runs(r)
-        for row in per_task.by_distance(env, runs, ids, k):
+        for row in goals.by_distance(env, runs, ids, k):
             rows.append({"method": name, **row})
     if rows:
         md += [_table(rows, list(rows[0])), ""]
     first = next(iter(results))
-    cells = per_task.per_goal(env, _runs(results[first]), ids, k)
-    paths["heatmap"] = per_task.plot_goal_heatmap(
+    cells = goals.per_goal(env, _runs(results[first]), ids, k)
+    paths["heatmap"] = goals.plot_goal_heatmap(
         env, cells, out_dir / "goal_heatmap.png", title=f"{first}: score per goal"
     )
     md += ["![goal heatmap](goal_heatmap.png)", ""]

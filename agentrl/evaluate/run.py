@@ -26,14 +26,14 @@ from agentrl.train.rundir import held_out_params  # noqa: F401  (re-exported)
 
 
 def default_baselines(env: Any, source: str | None) -> list[str]:
-    """random + oracle, UCB/Thompson on bandits, and the data's source."""
+    """random + oracle, UCB1, UCB1.0 (DPT's) and Thompson on bandits, the source."""
     from agentrl.sources.registry import SOURCES, applicable_sources
 
     names = ["random"]
     if getattr(env, "has_oracle", False):
         names.append("oracle")
     applicable = applicable_sources(env)
-    for extra in ("ucb", "thompson", source):
+    for extra in ("ucb", "ucb_dpt", "thompson", source):
         if extra and extra in applicable and extra not in names:
             if not SOURCES[extra].baseline:  # e.g. a random roll-in, PPO
                 continue
@@ -163,15 +163,16 @@ def run_results(
     baselines: list[str] | None = None,
     greedy: bool | None = None,
     tasks: str = "test",
-    control: str | None = None,
+    control: str | list[str] | None = None,
     step: int | None = None,
     eval_overrides: dict[str, Any] | None = None,
 ) -> tuple[dict[str, Any], str]:
     """``({method: EvalResult}, title)`` of a run (see :func:`evaluate_run`).
 
     ``eval_overrides`` replaces fields of the run's ``EvalConfig`` for the
-    model's acting rule (e.g. ``{"greedy": True}``, ``{"temperature":
-    0.5}``); a control's results are keyed ``"<label>/<control>"``.
+    model's acting rule (e.g. ``{"acting": "greedy"}``, ``{"temperature":
+    0.5}``); ``control`` is one context control or a list of them, each
+    evaluated beside the model and keyed ``"<label>/<control>"``.
     """
     from agentrl.evaluate.evaluate import evaluate_methods
     from agentrl.train.rundir import load_run
@@ -183,8 +184,8 @@ def run_results(
     num_episodes = ev.num_episodes if num_episodes is None else num_episodes
     seed = ev.seed if seed is None else seed
     overrides = dict(eval_overrides or {})
-    if greedy is not None:
-        overrides["greedy"] = greedy
+    if greedy:  # --greedy overrides the run's rule
+        overrides["acting"] = "greedy"
     try:
         acting_eval = dataclasses.replace(ev, **overrides)
     except TypeError as err:
@@ -200,17 +201,14 @@ def run_results(
     )
     label = config.algo.label
     methods: dict[str, Any] = {label: run.policy(acting)}
-    if control is not None:
+    controls = [control] if isinstance(control, str) else list(control or ())
+    if controls:
         from agentrl.evaluate.controls import control_policy
 
-        methods[f"{label}/{control}"] = control_policy(methods[label], control)
+        for c in controls:
+            methods[f"{label}/{c}"] = control_policy(methods[label], c)
     methods.update(baseline_methods(config, env, names, num_episodes))
     results = evaluate_methods(env, methods, params, jax.random.key(seed), num_episodes)
-    acting_json = {
-        k: v
-        for k, v in dataclasses.asdict(acting_eval).items()
-        if k not in ("num_tasks", "num_episodes", "seed")
-    }
     for name in results:
         results[name].metadata.update(
             tasks=tasks,
@@ -218,15 +216,15 @@ def run_results(
             env_name=config.data.env,
             env_args=dict(config.data.env_args),
         )
-    for name in [label] + ([f"{label}/{control}"] if control else []):
+    for name in [label, *(f"{label}/{c}" for c in controls)]:
         results[name].metadata.update(
             run_dir=str(run.run_dir),
             step=run.step,
-            greedy=acting_eval.greedy,
-            acting=acting_json,
-            control=control if name != label else None,
+            acting=acting_eval.acting,
+            temperature=acting_eval.temperature,
+            control=name.split("/", 1)[1] if "/" in name else None,
         )
     title = f"{config.name} ({label}): {config.data.env} {tasks} tasks"
-    if control is not None:
-        title += f", control {control}"
+    if controls:
+        title += f", controls {', '.join(controls)}"
     return results, title

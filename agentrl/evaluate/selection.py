@@ -1,6 +1,7 @@
 """Protocol choices made on validation tasks, by a stated rule.
 
-Which acting rule (greedy, sampling, a temperature), which checkpoint or
+Which acting rule (sampling, greedy, sampling until the first reward then
+greedy; a temperature), which checkpoint or
 which training variant (an AD episode stride) to report is a choice; made
 on the test tasks it would inflate the reported number. Here every such
 choice is made on the split's *validation* tasks (:mod:`agentrl.envs.tasks`)
@@ -39,9 +40,9 @@ CRITERIA = {
 #: The acting rules tried by default (plainest first). Each is a set of
 #: ``EvalConfig`` overrides.
 ACTING_RULES: dict[str, dict[str, Any]] = {
-    "sample": {"greedy": False, "temperature": 1.0},
-    "greedy": {"greedy": True},
-    "temperature_0.5": {"greedy": False, "temperature": 0.5},
+    "sample": {"acting": "sample", "temperature": 1.0},
+    "greedy": {"acting": "greedy"},
+    "sample_then_greedy": {"acting": "sample_then_greedy", "temperature": 1.0},
 }
 
 

@@ -78,7 +78,7 @@ BASE = ExperimentConfig(
         log_every=50,
         checkpoint_every=500,
     ),
-    eval=EvalConfig(num_tasks=16, num_episodes=50, greedy=True),
+    eval=EvalConfig(num_tasks=16, num_episodes=50, acting="greedy"),
 )
 
 # What each preset changes in BASE (the cpu preset is BASE itself).

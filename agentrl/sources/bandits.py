@@ -9,10 +9,17 @@ State of the count-based agents (:class:`ArmStats`): ``count [arm]`` pulls,
 ``total [arm]`` summed rewards, ``t []`` pulls so far. They see only their own
 rewards, never ``env_state`` or ``params``.
 
-- :class:`UCB`: UCB1, ``argmax mean + c * sqrt(2 ln t / n)``, each arm once first.
+- :class:`UCB`: UCB1, ``argmax mean + c * sqrt(2 ln t / n)``, each arm once first
+  (the textbook baseline).
+- :class:`UCBDPT`: the DPT reference code's "UCB1.0", ``argmax mean + c /
+  max(1, sqrt(n))`` with no ``log t`` (an untried arm has mean 0); it
+  explores far less than UCB1 and is the baseline the DPT paper's figures
+  compare against.
 - :class:`BernoulliThompson`: Beta(``alpha + s``, ``beta + f``) posteriors.
 - :class:`GaussianThompson`: normal prior ``N(prior_mean, prior_var)`` and a
-  known noise variance (conjugate update).
+  known noise variance (conjugate update); the defaults are the DPT
+  reference's prior matched to arm means uniform in ``[0, 1]`` (mean 0.5,
+  variance 1/12).
 - :class:`EpsilonGreedy`: the empirical best arm, a uniform arm w.p. ``epsilon``.
 - :class:`~agentrl.sources.agent.RandomAgent` (any environment) lives with the
   agent protocol; it is re-exported here.
@@ -83,6 +90,30 @@ class UCB:
 
 
 @dataclasses.dataclass(frozen=True)
+class UCBDPT:
+    """DPT's reference "UCB1.0": ``mean + c / max(1, sqrt(n))``, no ``log t``.
+
+    An untried arm scores ``c`` (mean 0), so arms are not each pulled once
+    first; ties are broken uniformly at random (the reference takes the
+    first index; the arms are exchangeable, so the regret is the same).
+    """
+
+    num_arms: int
+    c: float = 1.0
+
+    def init(self, key: jax.Array, params: Any) -> ArmStats:
+        return _init_stats(self.num_arms)
+
+    def act(self, key, state: ArmStats, obs, env_state, params) -> jax.Array:
+        mean = state.total / jnp.maximum(state.count, 1.0)
+        bonus = self.c / jnp.maximum(1.0, jnp.sqrt(state.count))
+        return _argmax_random_ties(key, mean + bonus)
+
+    def update(self, state: ArmStats, step: Step) -> ArmStats:
+        return _update_stats(state, step)
+
+
+@dataclasses.dataclass(frozen=True)
 class BernoulliThompson:
     """Thompson sampling with Beta(``alpha``, ``beta``) priors (rewards in [0, 1])."""
 
@@ -104,12 +135,18 @@ class BernoulliThompson:
 
 @dataclasses.dataclass(frozen=True)
 class GaussianThompson:
-    """Thompson sampling, Gaussian prior and likelihood with known noise variance."""
+    """Thompson sampling, Gaussian prior and likelihood with known noise variance.
+
+    The default prior ``N(0.5, 1/12)`` has the mean and variance of arm means
+    uniform in ``[0, 1]`` (the DPT reference's); ``noise_variance`` should be
+    the bandit's true one (the registry's ``thompson`` source reads it from
+    the environment).
+    """
 
     num_arms: int
     noise_variance: float = 0.3
     prior_mean: float = 0.5
-    prior_variance: float = 1.0
+    prior_variance: float = 1.0 / 12.0
 
     def init(self, key: jax.Array, params: Any) -> ArmStats:
         return _init_stats(self.num_arms)

@@ -15,7 +15,7 @@ A :class:`Source` either builds an :class:`~agentrl.sources.agent.Agent`
 
 Sources (settings and defaults in :data:`SOURCES`):
 
-- ``ucb``, ``thompson``, ``epsilon_greedy``: bandits only;
+- ``ucb``, ``ucb_dpt``, ``thompson``, ``epsilon_greedy``: bandits only;
 - ``random``: any environment;
 - ``q_learning``: ``Discrete`` observations and actions (dark grid worlds);
 - ``noisy_oracle`` (AD-ε) and ``dpt_rollin`` (DPT's random roll-in, oracle
@@ -227,13 +227,23 @@ SOURCES: dict[str, Source] = {
             baseline=True,
         ),
         Source(
+            "ucb_dpt",
+            "DPT reference's UCB1.0: mean + c / max(1, sqrt(n)), no log t",
+            {"c": 1.0},
+            {"c": (0.0, float("inf"))},
+            _need_bandit,
+            lambda env, n, c: bandits.UCBDPT(env.num_arms, float(c)),
+            baseline=True,
+        ),
+        Source(
             "thompson",
             "Thompson sampling, Beta (bernoulli) or normal (gauss) posteriors",
             {
                 "posterior": "auto",
                 "noise_variance": None,
+                # matched to arm means uniform in [0, 1] (DPT's reference)
                 "prior_mean": 0.5,
-                "prior_var": 1.0,
+                "prior_var": 1.0 / 12.0,
             },
             {"noise_variance": (1e-9, float("inf")), "prior_var": (1e-9, 1e9)},
             _need_bandit,

@@ -26,6 +26,8 @@ from agentrl.configtools import traced
 from agentrl.models import ModelConfig
 
 SCHEDULES = ("cosine", "constant")
+#: how a model acts at evaluation (:mod:`agentrl.evaluate.acting`)
+ACTING_RULES = ("sample", "greedy", "sample_then_greedy")
 
 
 def _check(cond: bool, message: str) -> None:
@@ -201,15 +203,24 @@ class TrainConfig:
 class EvalConfig:
     """Online in-context evaluation on held-out tasks.
 
-    ``greedy`` acts by argmax; otherwise actions are sampled at
-    ``temperature`` (discrete actions).
+    ``acting`` is the acting rule (:mod:`agentrl.evaluate.acting`):
+    ``"sample"`` at ``temperature``, ``"greedy"`` (argmax), or
+    ``"sample_then_greedy"`` (sample until a task's first positive reward,
+    then argmax); discrete actions only. Configs of agentrl <= 0.2 had
+    ``greedy: bool`` instead (read back as ``acting``; :attr:`greedy` is
+    kept, read-only).
     """
 
     num_tasks: int = 16
     num_episodes: int = 20
-    greedy: bool = False
+    acting: str = "sample"
     temperature: float = 1.0
     seed: int = 1234
+
+    @property
+    def greedy(self) -> bool:
+        """Whether the acting rule is plain argmax."""
+        return self.acting == "greedy"
 
     def __post_init__(self):
         for name in ("num_tasks", "num_episodes"):
@@ -223,8 +234,8 @@ class EvalConfig:
             f"eval.temperature must be > 0 and finite, got {self.temperature!r}",
         )
         _check(
-            isinstance(self.greedy, bool),
-            f"eval.greedy must be true or false, got {self.greedy!r}",
+            self.acting in ACTING_RULES,
+            f"eval.acting must be one of {ACTING_RULES}, got {self.acting!r}",
         )
         _check(
             _is_int(self.seed, 0),
@@ -332,12 +343,18 @@ def complete_config(
 
 
 def upgrade_legacy_dict(data: dict[str, Any]) -> dict[str, Any]:
-    """A saved config of agentrl <= 0.1.0 (``"algo": NAME``) in today's form.
+    """A saved config of an older agentrl in today's form.
 
-    Those configs kept the algorithm's fields in ``train`` (context_episodes,
-    episode_stride, context_size, ema_tau) and ``model`` (balance_weight,
-    contrastive_weight); they move onto the algorithm object.
+    ``eval.greedy`` (a bool) became ``eval.acting``. Configs of agentrl <=
+    0.1.0 (``"algo": NAME``) kept the algorithm's fields in ``train``
+    (context_episodes, episode_stride, context_size, ema_tau) and ``model``
+    (balance_weight, contrastive_weight); they move onto the algorithm object.
     """
+    ev = data.get("eval")
+    if isinstance(ev, dict) and "greedy" in ev and "acting" not in ev:
+        ev = {k: v for k, v in ev.items() if k != "greedy"}
+        ev["acting"] = "greedy" if data["eval"]["greedy"] is True else "sample"
+        data = {**data, "eval": ev}
     if not isinstance(data.get("algo"), str):
         return data
     data = {k: (dict(v) if isinstance(v, dict) else v) for k, v in data.items()}

@@ -1,4 +1,4 @@
-"""Per-task results: where on the task space a learner succeeds or fails.
+"""Per-goal results: where on the task space a learner succeeds or fails.
 
 An average over held-out tasks hides which tasks are solved. For grid task
 families whose task is a goal cell (Dark Room and its variants:
