@@ -300,3 +300,20 @@ def test_eval_with_a_control_writes_its_verdict(tiny_run, tmp_path):
     assert verdict["learns_in_context"] is False  # the other controls are missing
     meta = payload["runs"]["ad/zero_rewards"][0]["metadata"]
     assert meta["control"] == "zero_rewards" and meta["tasks"] == "validation"
+
+
+def test_agentrl_eval_control_and_split_flags(tiny_run, tmp_path, capsys):
+    from agentrl.cli import main
+
+    out = tmp_path / "cli"
+    argv = ["eval", str(tiny_run), "--split", "validation", "--control",
+            "empty_context", "--tasks", "2", "--episodes", "1",
+            "--baselines", "random", "--step", "1", "--out", str(out)]  # fmt: skip
+    assert main(argv) == 0
+    payload = json.loads((out / "results.json").read_text())
+    meta = payload["runs"]["ad/empty_context"][0]["metadata"]
+    assert meta["step"] == 1 and meta["tasks"] == "validation"
+    assert (out / "verdict.json").is_file()
+    with pytest.raises(SystemExit) as err:
+        main(["eval", str(tiny_run), "--control", "nope"])
+    assert err.value.code == 2 and "--control" in capsys.readouterr().err
