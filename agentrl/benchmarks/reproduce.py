@@ -426,6 +426,11 @@ def report(
         f"evaluation key; CIs resample {how}.",
         f"Acting rule chosen per seed on validation tasks: {chosen}.",
     ]
+    if verdict is not None and verdict["missing"]:
+        notes.append(
+            f"Controls not run: {', '.join(verdict['missing'])}; without them "
+            "the verdict cannot be 'learns in context'."
+        )
     if not done:
         notes.append(
             f"Controls not run ({', '.join(CONTEXT_CONTROLS)}, expert_distillation)."

@@ -143,7 +143,9 @@ def expert_dataset(
     planned again with the recorded seed and split, and checked to match);
     only the time axis is cut to its last ``num_episodes * horizon`` steps,
     which for fixed-length episodes (Dark Room) are the last
-    ``num_episodes`` episodes: the source's converged behaviour.
+    ``num_episodes`` episodes: the source's converged behaviour. A source
+    with a two-way split (agentrl <= 0.2) gets a three-way one with the
+    same training tasks; its test tasks are then a subset of the source's.
     """
     from agentrl.data import open_dataset, write_dataset
 
