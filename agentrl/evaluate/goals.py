@@ -135,8 +135,9 @@ def plot_goal_heatmap(
     image = ax.imshow(grid, origin="lower", cmap="viridis", vmin=0.0, vmax=1.0)
     for (x, y), values in cells.items():
         n = len(values)
-        ax.text(x, y, f"{np.nanmean(values):.2f}\n({n})", ha="center",
-                va="center", fontsize=5, color="w")  # fmt: skip
+        mean = np.nanmean(values)
+        ax.text(x, y, f"{mean:.2f}\n({n})", ha="center", va="center",
+                fontsize=5, color="k" if mean > 0.6 else "w")  # fmt: skip
     ax.plot([start[0]], [start[1]], marker="*", color="red", markersize=10)
     ax.set_xticks(range(size))
     ax.set_yticks(range(size))
