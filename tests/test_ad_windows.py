@@ -14,6 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from flax import nnx
+from model_factory import make_model
 
 from agentrl import envs
 from agentrl.algos import AD
@@ -24,7 +25,6 @@ from agentrl.models import ModelConfig
 from agentrl.sources import source_histories
 from agentrl.sources.agent import Step
 from agentrl.train.config import TrainConfig
-from tests.model_factory import make_model
 
 ENV = envs.make("darkroom", size=5, horizon=5)
 EPISODES = 2  # context_episodes: windows of 10 steps
@@ -149,3 +149,16 @@ def test_pairs_are_two_histories_of_one_task():
     partners = rows[task_ids[rows[:, 0]] == 3]
     counts = np.bincount(partners[:, 1], minlength=7)[[0, 2, 5]]
     assert counts.min() > 0.8 * counts.mean()
+
+
+@pytest.mark.parametrize("stride", [1, 2])
+def test_any_start_windows_read_from_disk_equal_the_cached_ones(room, stride):
+    from agentrl.data import ADSampler
+
+    kw = dict(num_episodes=2, episode_stride=stride, window_start="any", seed=4)
+    cached, disk = ADSampler(room, 6, **kw), ADSampler(room, 6, cache_bytes=0, **kw)
+    assert cached._cache is not None and disk._cache is None
+    for step in (0, 7):
+        a, b = cached.batch(step), disk.batch(step)
+        for k in a:
+            np.testing.assert_array_equal(a[k], b[k])

@@ -68,13 +68,17 @@ def test_ad_imitates_q_learning_on_tiny_darkroom(darkroom_dataset, tmp_path):
 
 
 def test_t2mir_auxiliary_losses_are_finite_and_fall(darkroom_dataset, tmp_path):
+    # Per-token routing over 12 experts, on windows cut at any step, makes the
+    # task contrast slower to learn than the earlier sequence-mean routing on
+    # episode-aligned windows: measured, its loss is flat over 120 updates
+    # (2.63 -> 2.66) and falls over 300 (2.65 -> 2.37).
     config = _replace(
         load_experiment("t2mir_ad_darkroom", "smoke"),
         data={"path": str(darkroom_dataset)},
         train={
-            "steps": 120,
-            "checkpoint_every": 120,
-            "log_every": 5,
+            "steps": 300,
+            "checkpoint_every": 300,
+            "log_every": 10,
             "lr": 3e-3,
             "batch_size": 16,
         },

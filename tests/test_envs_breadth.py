@@ -90,9 +90,42 @@ def test_point_robot_finite_goals_and_split():
         PointRobot().params_for_task(0)
 
 
+def test_point_robot_t2mir_goals_and_random_starts():
+    """T2MIR's tasks: 50 goals uniform in [-1, 1]^2 from a seed, starts
+    uniform in [-0.1, 0.1]^2; the oracle's mean return is optimal_return's."""
+    env = make("point_robot", num_goals=50, goals="uniform", start_range=0.1)
+    goals = np.asarray(env.goal_positions())
+    assert goals.shape == (50, 2) and np.abs(goals).max() <= 1.0
+    np.testing.assert_array_equal(
+        goals, make("point_robot", num_goals=50, goals="uniform").goal_positions()
+    )
+    other = make("point_robot", num_goals=50, goals="uniform", goal_seed=1)
+    assert not np.allclose(goals, other.goal_positions())
+    radii = np.linalg.norm(goals, axis=1)
+    assert radii.min() < 0.4 and radii.max() > 1.1  # not on one circle
+    params = jax.vmap(env.params_for_task)(jnp.arange(50))
+    np.testing.assert_array_equal(params.goal, goals)
+    # random starts inside the box, a new one every episode
+    obs, _ = jax.vmap(env.reset, (0, None))(
+        jax.random.split(jax.random.key(0), 256), env.default_params
+    )
+    assert np.abs(np.asarray(obs)).max() <= 0.1 and np.std(np.asarray(obs)) > 0.04
+    one = jax.tree.map(lambda x: jnp.broadcast_to(x[3], (512, *x.shape[1:])), params)
+    returns, _ = _returns(env, oracle_policy(env), one, jax.random.key(4))
+    best = float(env.optimal_return(jax.tree.map(lambda x: x[3], params)))
+    assert abs(float(returns.mean()) - best) < 4 * float(returns.std()) / np.sqrt(512)
+    rand, _ = _returns(env, random_policy(env), one, jax.random.key(5))
+    assert float(rand.mean()) < best - 1.0
+
+
 @pytest.mark.parametrize(
     "kwargs, field",
-    [({"horizon": 0}, "horizon"), ({"num_goals": 1}, "num_goals")],
+    [
+        ({"horizon": 0}, "horizon"),
+        ({"num_goals": 1}, "num_goals"),
+        ({"goals": "ring"}, "goals"),
+        ({"start_range": -0.1}, "start_range"),
+    ],
 )
 def test_point_robot_rejects_bad_arguments(kwargs, field):
     with pytest.raises(ValueError, match=field):

@@ -53,7 +53,7 @@ def test_darkroom_mean_optimal_return_matches_hand_computation():
 
 
 def test_key_to_door_oracle_on_many_tasks():
-    env = envs.make("dark_key_to_door")
+    env = envs.make("dark_key_to_door", start="center", observe_key=True)
     ids = jax.random.choice(jax.random.key(0), env.num_tasks, (512,), replace=False)
     params = jax.vmap(env.params_for_task)(ids)
     got = _oracle_returns(env, params, env.horizon)
@@ -64,7 +64,7 @@ def test_key_to_door_oracle_on_many_tasks():
 
 
 def test_key_to_door_short_horizon_gives_partial_return():
-    env = envs.make("dark_key_to_door", size=9, horizon=6)
+    env = envs.make("dark_key_to_door", size=9, horizon=6, start="center")
     # Key 1 step right of the centre, door far away: only the key is reachable.
     center = 4 * 9 + 4
     key_cell, door_cell = center + 1, 0
@@ -73,6 +73,27 @@ def test_key_to_door_short_horizon_gives_partial_return():
     assert float(env.optimal_return(params)) == 1.0
     got = _oracle_returns(env, jax.tree.map(lambda x: x[None], params), 6)
     assert float(got[0]) == 1.0
+
+
+def test_key_to_door_reference_form_hides_the_key_and_starts_anywhere():
+    """The ICRL form (AD's reference): the cell alone, a random start cell."""
+    env = envs.make("dark_key_to_door", size=5, horizon=6)
+    assert env.observation_space().n == 25 and env.stochastic_reset
+    params = env.params_for_task(jnp.int32(7 * 24 + 3))
+    keys = jax.random.split(jax.random.key(3), 400)
+    obs, state = jax.vmap(env.reset, (0, None))(keys, params)
+    np.testing.assert_array_equal(obs, state.pos[:, 1] * 5 + state.pos[:, 0])
+    assert len(np.unique(np.asarray(obs))) == 25  # every cell is a start
+    # the oracle's mean return over random starts is the expectation
+    batch = jax.tree.map(lambda x: jnp.broadcast_to(x, (400, *x.shape)), params)
+    got = _oracle_returns(env, batch, env.horizon)
+    want = float(env.optimal_return(params))
+    assert 1.0 < want < 2.0  # some starts are too far for the door
+    assert abs(float(jnp.mean(got)) - want) < 3 * float(jnp.std(got)) / 20
+    markov = envs.make("dark_key_to_door", size=5, horizon=6, observe_key=True)
+    assert markov.observation_space().n == 50
+    with pytest.raises(ValueError, match="observe_key"):
+        envs.make("dark_key_to_door", observe_key=1)
 
 
 @pytest.mark.parametrize("name", ["bernoulli_bandit", "gaussian_bandit"])

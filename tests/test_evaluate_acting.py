@@ -64,3 +64,46 @@ def test_eval_config_acting_field_and_legacy_greedy():
     old["eval"]["greedy"] = False
     assert upgrade_legacy_dict(old)["eval"]["acting"] == "sample"
     assert old["eval"]["greedy"] is False  # the input is not modified
+
+
+def test_ad_agent_samples_until_rewarded_then_repeats_the_argmax():
+    """AD's make_agent with eval.acting on a model that favours the last
+    rewarded arm (weakly: sampling often leaves it)."""
+    import types
+
+    from test_evaluate_fakes import RepeatRewardedAD
+
+    from agentrl import envs
+    from agentrl.algos import AD
+    from agentrl.sources.agent import run_batched_agent
+
+    env = envs.make("bernoulli_bandit", num_arms=5, horizon=40)
+    params = jax.vmap(env.sample_params)(jax.random.split(jax.random.key(1), 64))
+    model = RepeatRewardedAD(5, strength=1.0)
+
+    def actions(rule):
+        config = types.SimpleNamespace(
+            model=types.SimpleNamespace(max_steps=40), eval=EvalConfig(acting=rule)
+        )
+        agent = AD().make_agent(model, env, 40, config)
+        run = jax.jit(lambda p, k: run_batched_agent(env, agent, p, k, 40)[0])
+        h = run(params, jax.random.key(2))
+        return np.asarray(h.action), np.asarray(h.reward)
+
+    def repeats_after_first_reward(action, reward):
+        """Share of steps after a row's first reward that repeat its last
+        rewarded action (the model's argmax there)."""
+        hits = total = 0
+        for a, r in zip(action, reward, strict=True):
+            best = None
+            for t in range(len(a)):
+                if best is not None:
+                    hits, total = hits + (a[t] == best), total + 1
+                if r[t] > 0:
+                    best = a[t]
+        return hits / total
+
+    then_greedy = repeats_after_first_reward(*actions("sample_then_greedy"))
+    sampled = repeats_after_first_reward(*actions("sample"))
+    assert then_greedy == 1.0
+    assert sampled < 0.6  # softmax(1 vs 0 over 5 arms) picks it ~40%

@@ -3,6 +3,7 @@
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from agentrl import envs
 from agentrl.envs import random_policy, rollout
@@ -34,7 +35,10 @@ def test_q_learning_reaches_90_percent_of_oracle_on_darkroom():
 
 
 def test_q_learning_on_key_to_door_improves():
-    env = envs.make("dark_key_to_door", size=5, horizon=30)
+    # the Markov form (has-key bit observed) is the one for tabular sources
+    env = envs.make(
+        "dark_key_to_door", size=5, horizon=30, start="center", observe_key=True
+    )
     ids = jnp.arange(0, env.num_tasks, 37)
     params = jax.vmap(env.params_for_task)(ids)
     history = generate("q_learning", env, params, jax.random.key(0), 150, ids)
@@ -66,3 +70,32 @@ def test_noisy_oracle_anneals_from_random_to_oracle():
     np.testing.assert_allclose(returns[:, -1], oracle)
     # monotone trend in between
     assert per_episode[10] < per_episode[25] < per_episode[40]
+
+
+def test_noisy_oracle_per_step_schedule_falls_inside_episodes():
+    """AD-ε's reference decays epsilon per step, over 90% of the history."""
+    from agentrl.sources.registry import make_agent
+
+    env = envs.make("darkroom", horizon=20)
+    agent = make_agent("noisy_oracle", env, 10, epsilon_end=0.3, schedule="step")
+    # 9 episodes = 180 steps of decay: step 90 is half-way, step 10 inside ep. 0
+    eps = [float(agent.epsilon(jnp.int32(t))) for t in (0, 10, 90, 180, 199)]
+    np.testing.assert_allclose(eps, [1.0, 1 - 0.7 * 10 / 180, 0.65, 0.3, 0.3], 1e-6)
+    ids = jnp.arange(81)
+    params = jax.vmap(env.params_for_task)(ids)
+    history = generate(
+        "noisy_oracle",
+        env,
+        params,
+        jax.random.key(1),
+        10,
+        ids,
+        epsilon_end=0.3,
+        schedule="step",
+    )
+    agree = np.asarray(history.action == history.optimal_action).reshape(81, 10, 20)
+    assert agree[:, 0].mean() < 0.3  # epsilon 1.0 -> 0.93: ~uniform actions
+    # the floor: oracle w.p. 0.7 + 0.3 / 5 (a uniform action can agree)
+    assert abs(agree[:, -1].mean() - 0.76) < 0.04
+    with pytest.raises(ValueError, match="schedule"):
+        make_agent("noisy_oracle", env, 10, schedule="x")

@@ -27,7 +27,7 @@ def test_presets_of_every_experiment_load():
 @pytest.mark.parametrize(
     "name", ["ad_darkroom", "ad_eps_darkroom", "dt_darkroom", "dpt_darkroom"]
 )
-@pytest.mark.parametrize("preset", ["smoke", "cpu", "full"])
+@pytest.mark.parametrize("preset", ["smoke", "cpu", "gpu", "full"])
 def test_dark_room_presets_fit_their_environment(name, preset):
     """Model completion and DPT's context length, checked without compiling."""
     from agentrl.envs import make
@@ -40,8 +40,11 @@ def test_dark_room_presets_fit_their_environment(name, preset):
         assert model.obs_encoding == "table" and model.obs_kind == "continuous"
     else:
         assert model.obs_encoding == "grid" and model.grid_size == env.size
-    if config.algo.name == "dpt":  # one-episode roll-ins: the last step has no s'
-        assert config.algo.context_size <= env.horizon - 1
+    if config.algo.name == "dpt":
+        # uniform roll-ins store every successor; in a one-episode walk the
+        # last step has none
+        uniform = dict(config.data.source_args).get("rollin") == "uniform"
+        assert config.algo.context_size <= env.horizon - (0 if uniform else 1)
         assert model.max_steps == config.algo.context_size + 1
     else:  # the window is the training context, derived from the horizon
         assert model.max_steps == config.algo.context_episodes * env.horizon

@@ -16,7 +16,7 @@ Room protocol: the current episode is not in context); see
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -77,6 +77,8 @@ class DPT(Algorithm):
     name = "dpt"
     description = "Decision-Pretrained Transformer: optimal action from a context"
     token_layouts = ("transition",)
+    #: the query leads the sequence (T2MIR leaves it out of its task contrast)
+    query_tokens: ClassVar[int] = 1
 
     context_size: int = 20
     context_update: str = "auto"

@@ -9,11 +9,15 @@ task-wise MoE (see :mod:`agentrl.models`), draws the base's batches as
 - the token-wise load-balancing loss ``balance_weight * (CV^2(importance) +
   CV^2(load))`` (the model's ``aux["balance_loss"]``, unweighted);
 - a contrastive InfoNCE loss on the task router, weighted by
-  ``contrastive_weight``: the online router's sequence-averaged logits are
-  the queries, an EMA copy of the router (rate ``ema_tau`` per step; the
-  auxiliary training state) gives the keys, similarity is bilinear
-  ``q W k^T``, and the positives of a segment are the other segments of the
-  same task in the batch.
+  ``contrastive_weight``: the online router's logits averaged over the
+  sequence's tokens are the queries (DPT's query token left out, as in the
+  reference: it carries no information about the task), an EMA copy of the
+  router (rate ``ema_tau`` per step; the auxiliary training state) gives the
+  keys, similarity is bilinear ``q W k^T``, and the positives of a segment
+  are the other segments of the same task in the batch: segments of two
+  *different* histories of the task wherever the data hold several
+  (:func:`agentrl.data.samplers.pair_rows`), so a paired batch sees as many
+  distinct histories as the base algorithm's unpaired one.
 
 The three weights are traced, so a sweep over them is one program.
 """
@@ -38,6 +42,7 @@ from agentrl.algos.base import (
 )
 from agentrl.algos.dpt import DPT
 from agentrl.models import contrastive_loss, ema_update, task_router_logits
+from agentrl.models.moe import router_logits
 
 
 def init_ema_router(model: Any) -> nnx.State:
@@ -51,11 +56,20 @@ def update_ema_router(ema: Any, model: Any, tau: Any) -> Any:
 
 
 def t2mir_terms(
-    model: Any, out: Any, batch: dict, ema_router: Any
+    model: Any, out: Any, batch: dict, ema_router: Any, skip: int = 0
 ) -> tuple[jax.Array, jax.Array]:
-    """``(balance, contrastive)`` unweighted losses of one batch's output."""
-    query = out.aux["task_router_logits"]
-    keys = task_router_logits(ema_router, out.aux["task_router_input"])
+    """``(balance, contrastive)`` unweighted losses of one batch's output.
+
+    ``skip``: leading tokens left out of the contrastive average (DPT's
+    query token).
+    """
+    router_in = out.aux["task_router_input"][:, skip:]  # [B, T - skip, d]
+    if skip:
+        online = nnx.state(model.task_router, nnx.Param)
+        query = router_logits(online, router_in).mean(axis=1)
+    else:
+        query = out.aux["task_router_logits"]  # the mean over all tokens
+    keys = task_router_logits(ema_router, router_in)
     contrast = contrastive_loss(query, keys, model.contrastive_w, batch["task_id"])
     return out.aux["balance_loss"], contrast
 
@@ -132,7 +146,8 @@ class T2MIR(Algorithm):
             env=env,
             deterministic=deterministic,
         )
-        balance, contrast = t2mir_terms(model, out, batch, aux)
+        skip = getattr(self.base, "query_tokens", 0)
+        balance, contrast = t2mir_terms(model, out, batch, aux, skip)
         weights = {**self.hparams_defaults(), **hparams}
         loss = (
             base

@@ -350,6 +350,11 @@ class ADSampler(_Sampler):
         ``idx[b, j]`` is the history step of record ``rows[b]`` at window
         position ``j`` (repeated where ``mask`` is False).
         """
+        return self._index(step)[:3]
+
+    def _index(self, step: int):
+        """:meth:`window_index` and, when it read whole records from disk
+        (episode windows, no cache), those records (else ``None``)."""
         rng = self.rng(step)
         rows = self.rows(rng)
         contiguous = self.num_episodes is None or (
@@ -358,15 +363,25 @@ class ADSampler(_Sampler):
         if contiguous:  # the reference's windows: any step, consecutive
             offsets = rng.integers(0, self.num_steps - self.length + 1, len(rows))
             idx = offsets[:, None] + np.arange(self.length)
-            return rows, idx, np.ones(idx.shape, bool)
-        data = self._fetch(rows, ("terminated", "truncated"))
+            return rows, idx, np.ones(idx.shape, bool), None
+        # from disk, read each record once: its episode ends and its window
+        whole = None if self._cache is not None else self._fetch(rows)
+        data = (
+            self._fetch(rows, ("terminated", "truncated")) if whole is None else whole
+        )
         done = np.logical_or(data["terminated"], data["truncated"])
         idx, mask = self._episode_windows(rng, done)
-        return rows, idx, mask
+        return rows, idx, mask, whole
 
     def host_batch(self, step: int) -> dict[str, Any]:
-        rows, idx, mask = self.window_index(step)
-        data = self._fetch(rows, self.fields, idx)
+        rows, idx, mask, whole = self._index(step)
+        if whole is None:
+            data = self._fetch(rows, self.fields, idx)
+        else:
+            data = {
+                f: jax.tree.map(lambda x: _take(x, idx) if x.ndim >= 2 else x, whole[f])
+                for f in self.fields
+            }
         done = np.logical_or(data["terminated"], data["truncated"])
 
         def window(w):

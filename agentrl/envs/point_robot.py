@@ -1,22 +1,28 @@
-"""Point-Robot: 2-D navigation to a goal on a half circle (meta-RL standard).
+"""Point-Robot: 2-D navigation to a hidden goal (meta-RL standard; T2MIR's).
 
-The agent is a point in the plane that starts at the origin and observes its
-own position ``[2]`` float32, never the goal. An action ``[2]`` float32 is a
-displacement, clipped per axis to ``[-max_action, max_action]`` (default
+The agent is a point in the plane that starts at the origin (or, with
+``start_range=r``, uniformly in ``[-r, r]^2`` each episode: T2MIR's 0.1) and
+observes its own position ``[2]`` float32, never the goal. An action ``[2]``
+float32 is a displacement, clipped per axis to ``[-max_action, max_action]`` (default
 ``0.1``). The reward after each step is the negative Euclidean distance from
 the new position to the goal; episodes never terminate and are truncated after
 ``horizon`` steps (default 20, the T2MIR setting).
 
-Tasks (``params.goal [2]``):
+Tasks (``params.goal [2]``), by ``goals``:
 
-- ``num_goals=0`` (default): a continuous task space; ``sample_params`` draws
-  the goal angle uniformly in ``[0, pi]`` on the half circle of radius
-  ``radius`` (default 1); ``num_tasks`` is ``None``.
-- ``num_goals=N`` (e.g. 50 as in T2MIR, split 45/5 with
-  ``task_split(0.9)``): a finite task space of ``N`` fixed goals at the evenly
-  spaced angles ``pi * (i + 0.5) / N``, ``i = 0..N-1`` (no seed involved, so
-  every machine has the same goals); ``params_for_task(i)`` gives goal ``i``
-  and ``sample_params`` draws one of them uniformly.
+- ``"half_circle"`` (default, the PEARL-style variant): goals on the upper
+  half circle of radius ``radius`` (default 1). ``num_goals=0``: a
+  continuous task space, the angle uniform in ``[0, pi]``; ``num_goals=N``:
+  ``N`` fixed goals at the evenly spaced angles ``pi * (i + 0.5) / N``.
+- ``"uniform"`` (T2MIR's): goals uniform in the square ``[-radius,
+  radius]^2``. ``num_goals=N`` (T2MIR: 50, split 45/5): ``N`` fixed goals
+  drawn once with NumPy's PCG64 from ``goal_seed``, so every machine has the
+  same goals, and held-out goals are not in narrow gaps between trained ones
+  as on an evenly spaced half circle; ``num_goals=0``: drawn per task.
+
+With ``num_goals=N`` the task space is finite: ``params_for_task(i)`` gives
+goal ``i`` and ``sample_params`` draws one of them uniformly; otherwise
+``num_tasks`` is ``None``.
 
 Oracle: after ``t`` steps from the origin the reachable set is exactly the box
 ``[-t * max_action, t * max_action]^2``, and the Euclidean projection of the
@@ -25,10 +31,13 @@ goal onto a box is per-axis clipping. The greedy action
 ``t``, so it minimises every step's distance at once and is optimal for the
 sum. Its return has the closed form
 ``-sum_{t=1..H} || goal - clip(goal, -t * max_action, t * max_action) ||``
-(:meth:`PointRobot.optimal_return`).
+(:meth:`PointRobot.optimal_return`); from a start ``s`` the box is centred on
+``s``, and with random starts the optimal return is the mean over an 8 x 8
+midpoint grid of start positions (the expectation to within ~1e-3 of an
+episode's return).
 
-Static: ``horizon``, ``num_goals``, ``radius``, ``max_action``.
-Traced: ``goal``, ``max_steps_in_episode``.
+Static: ``horizon``, ``num_goals``, ``radius``, ``max_action``, ``goals``,
+``goal_seed``, ``start_range``. Traced: ``goal``, ``max_steps_in_episode``.
 """
 
 from __future__ import annotations
@@ -37,11 +46,14 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 
 from agentrl.envs import spaces
 from agentrl.envs.base import Environment, EnvParams, EnvState
-from agentrl.envs.validate import check_float, check_int
+from agentrl.envs.validate import check_choice, check_float, check_int
+
+GOAL_LAYOUTS = ("half_circle", "uniform")
 
 
 @struct.dataclass
@@ -59,7 +71,7 @@ class PointRobotParams(EnvParams):
 
 
 class PointRobot(Environment[PointRobotState, PointRobotParams]):
-    """2-D point robot with a hidden goal on a half circle (see module doc)."""
+    """2-D point robot with a hidden goal (see the module doc)."""
 
     def __init__(
         self,
@@ -67,6 +79,9 @@ class PointRobot(Environment[PointRobotState, PointRobotParams]):
         num_goals: int = 0,
         radius: float = 1.0,
         max_action: float = 0.1,
+        goals: str = "half_circle",
+        goal_seed: int = 0,
+        start_range: float = 0.0,
     ):
         self.horizon = check_int(self.name, "horizon", horizon, 1)
         self.num_goals = check_int(self.name, "num_goals", num_goals, 0)
@@ -76,15 +91,34 @@ class PointRobot(Environment[PointRobotState, PointRobotParams]):
             )
         self.radius = check_float(self.name, "radius", radius, 1e-6)
         self.max_action = check_float(self.name, "max_action", max_action, 1e-6)
+        self.goals = check_choice(self.name, "goals", goals, GOAL_LAYOUTS)
+        self.goal_seed = check_int(self.name, "goal_seed", goal_seed, 0)
+        self.start_range = check_float(self.name, "start_range", start_range, 0)
+        self.stochastic_reset = self.start_range > 0
         self.num_tasks = self.num_goals or None
+        self._goal_table = None
+        if self.goals == "uniform" and self.num_goals:
+            rng = np.random.default_rng(self.goal_seed)
+            box = rng.uniform(-self.radius, self.radius, (self.num_goals, 2))
+            self._goal_table = box.astype(np.float32)
 
     # ---------------------------------------------------------------- tasks
     def _params(self, angle: jax.Array) -> PointRobotParams:
         goal = self.radius * jnp.stack([jnp.cos(angle), jnp.sin(angle)])
+        return self._goal_params(goal)
+
+    def _goal_params(self, goal: jax.Array) -> PointRobotParams:
         return PointRobotParams(
             max_steps_in_episode=jnp.int32(self.horizon),
-            goal=goal.astype(jnp.float32),
+            goal=jnp.asarray(goal, jnp.float32),
         )
+
+    def goal_positions(self) -> jax.Array:
+        """``[num_goals, 2]`` the fixed goals (finite variant only)."""
+        if self._goal_table is not None:
+            return jnp.asarray(self._goal_table)
+        angles = self.goal_angles()
+        return self.radius * jnp.stack([jnp.cos(angles), jnp.sin(angles)], -1)
 
     def goal_angles(self) -> jax.Array:
         """``[num_goals]`` angles of the fixed goals (finite variant only)."""
@@ -100,22 +134,33 @@ class PointRobot(Environment[PointRobotState, PointRobotParams]):
     def default_params(self) -> PointRobotParams:
         if self.num_goals:
             return self.params_for_task(jnp.int32(0))
+        if self.goals == "uniform":
+            return self._goal_params(jnp.array([0.0, self.radius]))
         return self._params(jnp.float32(jnp.pi / 2))
 
     def params_for_task(self, task_id: jax.Array) -> PointRobotParams:
         if not self.num_goals:
             return super().params_for_task(task_id)
+        if self._goal_table is not None:
+            return self._goal_params(jnp.asarray(self._goal_table)[task_id])
         return self._params(self.goal_angles()[task_id])
 
     def sample_params(self, key: jax.Array) -> PointRobotParams:
-        """A goal angle uniform in ``[0, pi]`` (or one of the fixed goals)."""
+        """A goal from the layout's distribution (or one of the fixed goals)."""
         if self.num_goals:
             return self.params_for_task(jax.random.randint(key, (), 0, self.num_goals))
+        if self.goals == "uniform":
+            r = self.radius
+            return self._goal_params(jax.random.uniform(key, (2,), minval=-r, maxval=r))
         return self._params(jax.random.uniform(key, (), maxval=jnp.pi))
 
     # ------------------------------------------------------------- dynamics
     def reset_env(self, key: jax.Array, params: PointRobotParams):
-        state = PointRobotState(time=jnp.int32(0), pos=jnp.zeros(2, jnp.float32))
+        r = self.start_range
+        pos = jnp.zeros(2, jnp.float32)
+        if r > 0:
+            pos = jax.random.uniform(key, (2,), jnp.float32, -r, r)
+        state = PointRobotState(time=jnp.int32(0), pos=pos)
         return state.pos, state
 
     def step_env(self, key: jax.Array, state: PointRobotState, action: Any, params):
@@ -141,7 +186,17 @@ class PointRobot(Environment[PointRobotState, PointRobotParams]):
         """Closed form return of the oracle over one episode (module doc)."""
         t = jnp.arange(1, self.horizon + 1, dtype=jnp.float32)[:, None]
         reach = t * self.max_action
-        gap = params.goal[None, :] - jnp.clip(params.goal[None, :], -reach, reach)
-        dist = jnp.linalg.norm(gap, axis=-1)
         live = jnp.arange(1, self.horizon + 1) <= params.max_steps_in_episode
-        return -jnp.sum(jnp.where(live, dist, 0.0))
+
+        def from_start(start):
+            goal = params.goal[None, :]
+            gap = goal - jnp.clip(goal, start - reach, start + reach)
+            dist = jnp.linalg.norm(gap, axis=-1)
+            return -jnp.sum(jnp.where(live, dist, 0.0))
+
+        if self.start_range == 0:
+            return from_start(jnp.zeros(2, jnp.float32))
+        # the mean over random starts: a midpoint rule on an 8 x 8 grid
+        mid = (jnp.arange(8, dtype=jnp.float32) + 0.5) / 8 * 2 - 1
+        grid = self.start_range * jnp.stack(jnp.meshgrid(mid, mid), -1).reshape(-1, 2)
+        return jnp.mean(jax.vmap(from_start)(grid))

@@ -15,6 +15,12 @@ of Q-learning's early episodes, and at this training budget the sampled
 policy stays near random (score 0.07 -> 0.12 over 50 episodes in the same run
 where greedy went 0.13 -> 0.43).
 
+Training windows start at any step (``algo.window_start="any"``, as the
+AD-ε reference code; ``docs/fidelity.md``), the shape of the rolling context
+the model acts on; the measurements quoted below were taken with windows
+that started at episode boundaries only, before that change, and are to be
+re-run.
+
 Presets (times measured on the 2-core CPU of the development machine):
 
 - ``smoke``: ``agentrl train ad_darkroom --preset smoke`` — 16 histories of
@@ -40,6 +46,24 @@ Presets (times measured on the 2-core CPU of the development machine):
   With 120 episodes a history and stride 2, most windows come from the
   converged phase and the greedy model never finds a held-out goal (return
   1.19 flat, one seed).
+- ``gpu``: the paper's model (4 layers, 8 heads, width 512, batch 512, lr
+  3e-4) on 2,600 Q-learning histories (40 per training goal) of 100
+  episodes, 3,000 updates, 100 evaluation episodes; sized to finish in
+  under 8 minutes on one H100. Sizing (estimated, not measured: no GPU was
+  lent to the session that wrote it): a step is 6 x 12.6M parameters x
+  40,960 tokens = 3.1 TFLOP, ~0.1 s at an assumed 30 TFLOP/s sustained in
+  float32/TF32, so 3,000 updates take ~5 minutes, leaving ~3 for the data
+  (0.26M Q-learning steps), compiling and evaluating. The first run on a GPU
+  should check the time and scale ``train.steps`` to fill the budget.
+- ``t2mir_setup`` / ``t2mir_setup_gpu``: T2MIR's own AD setup (REFERENCES.md), to
+  compare with ``t2mir_ad_darkroom`` there: 10x10 Dark Room, start in the
+  corner, H=100, 100 goals split 80/20, context 4 episodes (400 steps).
+  ``t2mir_setup``: 320 Q-learning histories (4 per training goal) of 60 episodes,
+  the cpu model, 2,000 updates of batch 16, 20 held-out goals x 30 episodes
+  (estimated ~15-25 minutes a seed on 2 cores). ``t2mir_setup_gpu``: T2MIR's AD
+  model (4 layers, 8 heads, width 256, batch 64, lr 3e-4) on 800 histories
+  of 100 episodes, 10,000 updates, 50 evaluation episodes (same sizing
+  rule: ~0.6 TFLOP a step).
 - ``full``: the paper's scale (REFERENCES.md, AD-ε Dark Room settings):
   4 layers, width 512, batch 512, lr 3e-4, 300k updates; for a GPU.
 """
@@ -47,7 +71,7 @@ Presets (times measured on the 2-core CPU of the development machine):
 from agentrl.algos import AD
 from agentrl.models import ModelConfig
 from agentrl.train.config import DataConfig, EvalConfig, ExperimentConfig, TrainConfig
-from agentrl.train.experiments import make_presets
+from agentrl.train.experiments import make_presets, steps_fields
 
 # Q-learning that explores for the first 30% of each history's episodes.
 Q_LEARNING_FAST = (("explore_fraction", 0.3),)
@@ -123,4 +147,45 @@ CHANGES = dict(
         "eval.num_episodes": 100,
     },
 )
+# the paper's model (AD-eps Dark Room: 4 layers, width 512, batch 512)
+PAPER_MODEL = {
+    "model.num_layers": 4,
+    "model.num_heads": 8,
+    "model.d_model": 512,
+    "model.d_ff": 2048,
+    "train.batch_size": 512,
+    "train.lr": 3e-4,
+}
+# T2MIR's AD Dark Room: 10x10, corner start, H=100, 100 goals 80/20
+T2MIR_ENV = (("size", 10), ("horizon", 100), ("start", "corner"))
+CHANGES["gpu"] = {
+    **PAPER_MODEL,
+    "data.num_tasks": 2600,
+    "data.num_episodes": 100,
+    **steps_fields(3000),
+    "eval.num_episodes": 100,
+}
+CHANGES["t2mir_setup"] = {
+    "data.env_args": T2MIR_ENV,
+    "data.num_tasks": 320,
+    "data.num_episodes": 60,
+    **steps_fields(2000),
+    "train.batch_size": 16,
+    "eval.num_tasks": 20,
+    "eval.num_episodes": 30,
+}
+CHANGES["t2mir_setup_gpu"] = {
+    "data.env_args": T2MIR_ENV,
+    "data.num_tasks": 800,
+    "data.num_episodes": 100,
+    "model.num_layers": 4,
+    "model.num_heads": 8,
+    "model.d_model": 256,
+    "model.d_ff": 1024,
+    **steps_fields(10_000),
+    "train.batch_size": 64,
+    "train.lr": 3e-4,
+    "eval.num_tasks": 20,
+    "eval.num_episodes": 50,
+}
 PRESETS = make_presets(BASE, **CHANGES)

@@ -8,6 +8,11 @@ also works) imitates those across-episode histories. On the 5 held-out
 goals the model should move closer to the goal episode after episode.
 Normalized score: random = 0, oracle (straight to the goal) = 1.
 
+Tasks as T2MIR's (``docs/fidelity.md``): 50 goals uniform in ``[-1, 1]^2``
+drawn with a seed (radii 0.1-1.4) and a start uniform in ``[-0.1, 0.1]^2``
+each episode; the earlier evenly spaced half circle put each held-out goal
+in a 3.6-degree gap between trained ones.
+
 Presets (2-core CPU of the development machine):
 
 - ``smoke``: ``agentrl train ad_point_robot --preset smoke`` — 8 PPO
@@ -22,6 +27,12 @@ Presets (2-core CPU of the development machine):
   to end). Expected: the held-out return rises over the 50 evaluation
   episodes, as the PPO histories do (PPO reaches more than halfway to the
   oracle within 100 episodes, ``tests/test_ppo.py``).
+- ``gpu``: T2MIR's AD model for Point-Robot (4 layers, 8 heads, width
+  128, batch 64, lr 3e-4) on 450 PPO histories (10 per training goal) of
+  200 episodes, 10,000 updates with a 1,000-step warm-up, 100 evaluation
+  episodes; sized for under 8 minutes on one H100 (estimated, not measured:
+  ~0.2 TFLOP a step, a few ms; the PPO data, 450 runs of 4,000 steps
+  vmapped in one program, is the larger unknown).
 - ``full``: the T2MIR AD settings for Point-Robot: 450 histories of 200
   episodes, 4 layers, 8 heads, width 128, batch 64, AdamW lr 3e-4, wd 1e-4,
   10k warm-up then cosine, 100k updates; for a GPU.
@@ -32,12 +43,20 @@ from agentrl.models import ModelConfig
 from agentrl.train.config import DataConfig, EvalConfig, ExperimentConfig, TrainConfig
 from agentrl.train.experiments import make_presets
 
+# T2MIR's Point-Robot tasks: 50 goals uniform in [-1, 1]^2 (drawn with a
+# seed), starts uniform in [-0.1, 0.1]^2; finite goals, task_split(0.9): 45/5
+T2MIR_TASKS = (
+    ("num_goals", 50),
+    ("goals", "uniform"),
+    ("start_range", 0.1),
+)
+
 BASE = ExperimentConfig(
     name="ad_point_robot",
     algo=AD(context_episodes=4),
     data=DataConfig(
         env="point_robot",
-        env_args=(("num_goals", 50),),  # finite goals: task_split(0.9): 45 / 5
+        env_args=T2MIR_TASKS,
         source="ppo",
         num_tasks=180,
         num_episodes=100,
@@ -72,6 +91,20 @@ CHANGES = dict(
         "eval.num_episodes": 4,
     },
     cpu={},
+    gpu={
+        "data.num_tasks": 450,
+        "data.num_episodes": 200,
+        "model.num_heads": 8,
+        "model.d_model": 128,
+        "model.d_ff": 512,
+        "train.steps": 10_000,
+        "train.batch_size": 64,
+        "train.lr": 3e-4,
+        "train.warmup_steps": 1000,
+        "train.log_every": 200,
+        "train.checkpoint_every": 2500,
+        "eval.num_episodes": 100,
+    },
     full={
         "data.num_tasks": 450,
         "data.num_episodes": 200,

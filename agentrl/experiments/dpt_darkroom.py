@@ -1,14 +1,21 @@
 """DPT on Dark Room 10x10 (H=100) held-out goals, 40 online episodes.
 
-Pretraining contexts are one-episode roll-ins of uniformly random actions
-from the start cell on the 80 training goals, with the optimal action for a
-query state drawn from the same roll-in as the label. The DPT reference code
-instead draws every context transition's state, and so the query state,
-uniformly over the grid: ``--data.source_args '[["rollin", "uniform"]]'``.
-Online, the model fills its context with its own
-transitions from earlier episodes. Cells are embedded by row, column
-and coordinates (``obs_encoding="grid"``) so that held-out goal cells share
-parts with trained ones.
+As the DPT reference code (``docs/fidelity.md``): the agent starts in the
+corner (0, 0), and the pretraining contexts are the reference's roll-in,
+100 independent transitions per task, each from a uniformly drawn cell with
+a uniformly random action (``rollin="uniform"``), with a query state drawn
+uniformly from the same kind of cells and the optimal action there as the
+label; the context is all 100 transitions (every one has its successor
+stored). Online, the model fills its context with its own transitions from
+earlier episodes. Cells are embedded by row, column and coordinates
+(``obs_encoding="grid"``) so that held-out goal cells share parts with
+trained ones. ``--data.source_args '[["rollin", "trajectory"]]'`` gives the
+earlier default: one-episode random-walk roll-ins from the start cell, the
+query from the same walk.
+
+The measurements below were taken with the centre start and the trajectory
+roll-in (the uniform roll-in was run as an ablation), before this preset
+matched the reference, and are to be re-run:
 
 - ``smoke``: seconds (H=20, 9x9); plumbing only.
 - ``cpu``: ``agentrl bench reproduce dpt_darkroom --preset cpu`` —
@@ -30,8 +37,16 @@ parts with trained ones.
   cells show the goal more often than the model's own online trajectories
   do, and at this budget it does not carry over (the paper trains far
   longer). The preset keeps the trajectory roll-in.
-- ``full``: the paper's (100,000 tasks, embedding 32, 4 layers, batch 64,
-  lr 1e-3, 40 evaluation episodes).
+- ``gpu``: the paper's model (embedding 32, 4 layers, one head as the
+  reference code, batch 64, lr 1e-3) on its 100,000 roll-ins, 30,000
+  updates, 40 evaluation episodes; sized for under 8 minutes on one H100
+  (estimated, not measured: a step of this 0.05M-parameter model on 6,464
+  tokens is launch-bound, assumed ~8 ms, so ~4 minutes of training).
+- ``t2mir_setup`` / ``t2mir_setup_gpu``: T2MIR's own DPT setup (9x9, H=20, 81 goals
+  65/16), to compare with ``t2mir_dpt_darkroom`` there, at the cpu and gpu
+  budgets.
+- ``full``: the paper's (100,000 tasks, embedding 32, 4 layers, one head,
+  batch 64, lr 1e-3, 40 evaluation episodes).
 """
 
 from agentrl.experiments._dpt import dpt_base, width_fields
@@ -40,7 +55,12 @@ from agentrl.train.experiments import make_presets, steps_fields
 
 
 def _env_args(size: int, horizon: int) -> tuple:
-    return (("size", size), ("horizon", horizon))
+    # DPT's reference code starts in the corner
+    return (("size", size), ("horizon", horizon), ("start", "corner"))
+
+
+# the reference's roll-in: independent transitions from uniform cells
+UNIFORM = (("rollin", "uniform"),)
 
 
 BASE = dpt_base(
@@ -49,14 +69,15 @@ BASE = dpt_base(
         env="darkroom",
         env_args=_env_args(10, 100),
         source="dpt_rollin",
+        source_args=UNIFORM,
         num_tasks=10_000,
         num_episodes=1,
     ),
     layers=4,
     width=32,
     heads=2,
-    # the last step of a 1-episode roll-in has no stored successor
-    context=100 - 1,
+    # every transition of the uniform roll-in stores its successor
+    context=100,
     steps=6000,
     batch=32,
     lr=1e-3,
@@ -67,7 +88,7 @@ BASE = dpt_base(
 CHANGES = dict(
     smoke={
         "data.env_args": _env_args(9, 20),
-        "context_size": 20 - 1,
+        "context_size": 20,
         "data.num_tasks": 64,
         "model.num_layers": 2,
         **width_fields(16),
@@ -76,6 +97,27 @@ CHANGES = dict(
         "eval.num_episodes": 4,
     },
     cpu={},
-    full={**steps_fields(100_000), "data.num_tasks": 100_000, "train.batch_size": 64},
+    gpu={
+        **steps_fields(30_000),
+        "data.num_tasks": 100_000,
+        "train.batch_size": 64,
+        "model.num_heads": 1,
+    },
+    # T2MIR's DPT Dark Room: 9x9, H=20, 81 goals 65/16
+    t2mir_setup={"data.env_args": _env_args(9, 20), "context_size": 20},
+    t2mir_setup_gpu={
+        "data.env_args": _env_args(9, 20),
+        "context_size": 20,
+        **steps_fields(30_000),
+        "data.num_tasks": 100_000,
+        "train.batch_size": 64,
+        "model.num_heads": 1,
+    },
+    full={
+        **steps_fields(100_000),
+        "data.num_tasks": 100_000,
+        "train.batch_size": 64,
+        "model.num_heads": 1,
+    },
 )
 PRESETS = make_presets(BASE, **CHANGES)

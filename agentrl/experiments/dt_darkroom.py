@@ -22,7 +22,10 @@ as the DT and in-context RL literature set it.
   is, and nothing in its training asks it to use earlier episodes. Not
   tried here (choices to be made on validation goals): a per-task target,
   sampled actions.
-- ``full``: ``ad_darkroom``'s full preset with DT; for a GPU.
+- ``gpu``, ``full``: ``ad_darkroom``'s with DT; for a GPU.
+
+``ad_darkroom``'s acting rule (``eval.acting="greedy"``) applies; DT keeps
+its episode-aligned windows (its return-to-go restarts at every episode).
 """
 
 import dataclasses
@@ -37,6 +40,8 @@ BASE = dataclasses.replace(
     algo=DT(context_episodes=ad_darkroom.BASE.algo.context_episodes),
     model=dataclasses.replace(ad_darkroom.BASE.model, obs_encoding="table"),
 )
+# AD's demo and T2MIR-setup presets are not DT studies
+SKIP = ("demo", "t2mir_setup", "t2mir_setup_gpu")
 PRESETS = make_presets(
-    BASE, **{p: c for p, c in ad_darkroom.CHANGES.items() if p != "demo"}
+    BASE, **{p: c for p, c in ad_darkroom.CHANGES.items() if p not in SKIP}
 )

@@ -2,13 +2,28 @@
 
 Same data, optimiser and number of updates as ``ad_darkroom``; the model's
 last layer FFN becomes T2MIR's token-wise MoE (6 experts, top-2, noisy
-gating, balance weight 0.1) in parallel with the task-wise MoE (8 experts,
-top-2, contrastive weight 0.01, EMA router tau 0.005), each half the width.
-Batches hold B/2 tasks x 2 segments for the contrastive loss.
+gating, balance weight 0.1) in parallel with the task-wise MoE (12 experts
+as in T2MIR's Dark Room AD config, top-2, routed per token as there,
+contrastive weight 0.01, EMA router tau 0.005), each half the width.
+
+Equal budget means the same updates *and* the same number of distinct
+histories seen: a batch holds B/2 tasks x 2 segments for the contrastive
+loss, and the two segments of a task come from two different histories of
+it (``agentrl.data.samplers.pair_rows``), so a batch of B shows B histories
+as AD's does (where the data hold one history per task, as ``smoke``, the
+two segments are cut from the same history). The contrastive loss averages
+the router's logits over all tokens. Measurements taken before these
+changes (8 experts, sequence-mean routing, both segments from one history)
+are to be re-run.
 
 - ``smoke``: seconds; ``cpu``: as ``ad_darkroom`` cpu (compare with it,
-  3 training seeds each); ``full``: the paper's AD settings for Dark Room
-  (12 task experts; 300k updates on a GPU).
+  3 training seeds each); ``gpu``: ``ad_darkroom``'s gpu preset with the
+  MoE (about 1.4x its step time, ``benchmarks/results/model_throughput.md``);
+  ``t2mir_setup`` / ``t2mir_setup_gpu``: T2MIR's own setup (10x10, corner start, H=100,
+  100 goals 80/20), at cpu and gpu budgets, against ``ad_darkroom``'s
+  presets of the same name: ``agentrl bench reproduce t2mir_ad_darkroom
+  --compare ad_darkroom --preset t2mir_setup``; ``full``: the paper's AD settings
+  for Dark Room (300k updates on a GPU).
 """
 
 import dataclasses
@@ -32,16 +47,14 @@ BASE = dataclasses.replace(
         moe_layers=(ad_darkroom.BASE.model.num_layers - 1,),
         token_experts=6,
         token_top_k=2,
-        task_experts=8,
+        task_experts=12,  # T2MIR's Dark Room AD config
         task_top_k=2,
-        task_routing="sequence",
+        task_routing="token",
     ),
 )
 
 LAYERS = BASE.model.num_layers
-CHANGES = dict(
-    smoke=moe_last(ad_darkroom.CHANGES["smoke"], LAYERS),
-    cpu=moe_last(ad_darkroom.CHANGES["cpu"], LAYERS),
-    full={**moe_last(ad_darkroom.CHANGES["full"], LAYERS), "model.task_experts": 12},
-)
+CHANGES = {
+    p: moe_last(c, LAYERS) for p, c in ad_darkroom.CHANGES.items() if p != "demo"
+}
 PRESETS = make_presets(BASE, **CHANGES)

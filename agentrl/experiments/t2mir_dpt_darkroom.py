@@ -1,9 +1,21 @@
 """T2MIR-DPT vs DPT on Dark Room at equal training budget.
 
 ``dpt_darkroom`` with T2MIR's MoE in the last layer (token-wise: 6 experts,
-top-2, balance weight 0.01; task-wise: 8 experts, top-2, contrastive weight
-0.001 as the paper uses for DPT Dark Room). ``smoke``/``cpu``/``full`` as in
-``dpt_darkroom``.
+top-2, balance weight 0.01; task-wise: 8 experts, top-2, routed per token as
+in T2MIR's Dark Room configs, contrastive weight 0.001 as the paper uses for
+DPT Dark Room). The contrastive loss averages the router's logits over the
+context tokens, the query token left out (as the reference), and its
+positives are two *different* roll-ins of a task
+(``agentrl.data.samplers.pair_rows``): before, both rows of a pair were the
+same context (the context is every step of a one-episode roll-in, so both
+started at step 0), and a paired batch saw half as many distinct histories
+as DPT's. ``smoke``/``cpu``/``gpu``/``full`` as in ``dpt_darkroom``;
+``t2mir_setup`` / ``t2mir_setup_gpu``: T2MIR's own DPT setup (9x9, H=20, 81 goals
+65/16) against ``dpt_darkroom``'s presets of the same name.
+
+The measurements below were taken before these changes (sequence-mean
+routing, identical positives, and ``dpt_darkroom``'s earlier centre start
+and trajectory roll-in) and are to be re-run.
 
 ``agentrl bench reproduce t2mir_dpt_darkroom --compare dpt_darkroom
 --preset cpu`` trains both on the same data, updates and seeds (T2MIR about
@@ -31,7 +43,7 @@ BASE = dataclasses.replace(
     model=dataclasses.replace(
         dpt_darkroom.BASE.model,
         moe_layers=(dpt_darkroom.BASE.model.num_layers - 1,),
-        task_routing="sequence",
+        task_routing="token",
     ),
 )
 

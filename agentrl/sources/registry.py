@@ -137,9 +137,11 @@ def _q_learning(env, num_episodes, explore_fraction, **kw):
     )
 
 
-def _noisy_oracle(env, num_episodes, epsilon_end, decay_fraction):
+def _noisy_oracle(env, num_episodes, epsilon_end, decay_fraction, schedule):
     decay = max(1, round(decay_fraction * num_episodes))
-    return tabular.NoisyOracle(env, decay, epsilon_end=float(epsilon_end))
+    return tabular.NoisyOracle(
+        env, decay, epsilon_end=float(epsilon_end), per_step=schedule == "step"
+    )
 
 
 def _dpt(env, num_episodes, concentration, rollin):
@@ -293,11 +295,13 @@ SOURCES: dict[str, Source] = {
         ),
         Source(
             "noisy_oracle",
-            "AD-eps: oracle with epsilon annealed 1 -> epsilon_end",
-            {"epsilon_end": 0.0, "decay_fraction": 0.9},
+            "AD-eps: oracle with epsilon annealed 1 -> epsilon_end per episode "
+            "or per step",
+            {"epsilon_end": 0.0, "decay_fraction": 0.9, "schedule": "episode"},
             {"epsilon_end": _UNIT, "decay_fraction": _UNIT},
             _need_oracle,
             _noisy_oracle,
+            choices={"schedule": ("episode", "step")},
             baseline=True,
         ),
         Source(

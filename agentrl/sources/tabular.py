@@ -12,7 +12,9 @@ ones do not.
 :class:`NoisyOracle` is the AD-ε demonstrator: the env's oracle action,
 replaced by a uniform action with probability epsilon, annealed linearly
 from 1.0 to ``epsilon_end`` over ``decay_episodes`` episodes (AD-ε anneals
-over ~90% of a history's episodes). It reads ``env_state`` (it is an oracle).
+over ~90% of a history's episodes), counted in episodes or, with
+``per_step=True`` (the AD-ε reference code), in steps, so epsilon also
+falls inside an episode. It reads ``env_state`` (it is an oracle).
 
 Both are :class:`~agentrl.sources.agent.Agent` s for ONE task.
 """
@@ -102,20 +104,25 @@ class QLearning:
 class NoisyOracle:
     """AD-ε: ``env.optimal_action`` w.p. ``1 - epsilon``, else a uniform action.
 
-    State: ``episode []`` int32, the number of finished episodes.
+    State: ``[]`` int32, the number of finished episodes, or of steps taken
+    when ``per_step`` (then epsilon reaches its floor after
+    ``decay_episodes * env.horizon`` steps).
     """
 
     env: Any
     decay_episodes: int
     epsilon_start: float = 1.0
     epsilon_end: float = 0.0
+    per_step: bool = False
 
     def init(self, key: jax.Array, params: Any) -> jax.Array:
         return jnp.int32(0)
 
-    def epsilon(self, episode: jax.Array) -> jax.Array:
+    def epsilon(self, count: jax.Array) -> jax.Array:
+        if self.per_step:
+            count = count / jnp.float32(self.env.horizon)  # in episodes
         return linear_epsilon(
-            episode, self.epsilon_start, self.epsilon_end, self.decay_episodes
+            count, self.epsilon_start, self.epsilon_end, self.decay_episodes
         )
 
     def act(self, key, state: jax.Array, obs, env_state, params) -> jax.Array:
@@ -126,4 +133,6 @@ class NoisyOracle:
         return jnp.where(explore, uniform, oracle)
 
     def update(self, state: jax.Array, step: Step) -> jax.Array:
+        if self.per_step:
+            return state + 1
         return state + step.done.astype(jnp.int32)

@@ -34,7 +34,8 @@ from agentrl import configtools
 from agentrl.train.config import ExperimentConfig
 
 PACKAGE = "agentrl.experiments"
-PRESET_NAMES = ("smoke", "cpu", "full")
+#: the presets every shipped experiment defines
+PRESET_NAMES = ("smoke", "cpu", "gpu", "full")
 
 
 def make_presets(
