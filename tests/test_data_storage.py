@@ -49,7 +49,11 @@ def test_round_trip_matches_generate(dataset):
     assert m["source"]["name"] == "q_learning"
     assert m["source"]["settings"]["learning_rate"] == 0.8
     assert m["seed"] == 0 and m["agentrl_version"]
-    assert set(m["split"]["train"]) | set(m["split"]["test"]) == set(range(25))
+    split = m["split"]  # train / validation / test, disjoint, all 25 tasks
+    held = set(split["validation"]) | set(split["test"])
+    assert set(split["train"]) | held == set(range(25)) and split["validation"]
+    assert len(held) == len(split["validation"]) + len(split["test"])
+    assert not held & set(split["train"])
     ids = ds.task_ids("train")
     assert len(ids) == 20 and set(ids) <= set(m["split"]["train"])
     h = ds.load_history("train")

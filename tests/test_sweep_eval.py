@@ -42,6 +42,7 @@ def test_vmapped_evaluation_matches_run_model_online(tiny_ad_config, darkroom_da
         model = nnx.merge(sweep.graphdef, member["params"], member["rest"])
         history, _ = run_model_online(
             env, model, params, key, 3, protocol="decode",
+            greedy=sweep.config.eval.greedy,  # the preset's acting rule
             cache_steps=sweep.config.model.max_steps,
         )  # fmt: skip
         np.testing.assert_allclose(returns[m, 0], history.episode_returns(3))

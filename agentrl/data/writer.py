@@ -37,8 +37,9 @@ leaves any previous dataset unchanged; nothing is left in the system
 temporary directory.
 
 Splits: for a finite task space (Dark Room goals) the env's task ids are
-split ``split_fraction`` / rest with ``seed`` and histories cycle over the
-*train* ids (one ``train`` split). For a continuous task space (bandits) the
+split ``split_fraction`` / rest with ``seed``, the rest halved into
+validation and test ids (recorded), and histories cycle over the *train*
+ids (one ``train`` split). For a continuous task space (bandits) the
 tasks are ``sample_params(fold_in(task_key, i))`` for ``i < num_tasks``, and
 the indices are split into ``train`` and ``test`` splits.
 """
@@ -61,7 +62,7 @@ import numpy as np
 
 import agentrl
 from agentrl.data import features
-from agentrl.envs.tasks import TaskSplit, split_task_ids
+from agentrl.envs.tasks import DEFAULT_VALIDATION_SHARE, TaskSplit, split_task_ids
 from agentrl.history import History, check_history
 from agentrl.safeio import (
     remove,
@@ -117,10 +118,23 @@ def env_identity(
     return name, dict(overrides)
 
 
-def plan_tasks(env: Any, num_tasks: int, split_fraction: float, seed: int) -> TaskPlan:
-    """Task ids per split for ``num_tasks`` histories (see the module docstring)."""
+def plan_tasks(
+    env: Any,
+    num_tasks: int,
+    split_fraction: float,
+    seed: int,
+    validation_share: float = DEFAULT_VALIDATION_SHARE,
+) -> TaskPlan:
+    """Task ids per split for ``num_tasks`` histories (see the module docstring).
+
+    A finite task space is split train / validation / test
+    (``validation_share`` of the held-out ids validate; the training ids do
+    not depend on it). A continuous one splits record indices train / test;
+    its validation and test tasks are fresh draws at evaluation
+    (:func:`agentrl.train.rundir.held_out_params`).
+    """
     if getattr(env, "num_tasks", None):
-        split = env.task_split(split_fraction, seed)
+        split = env.task_split(split_fraction, seed, validation_share)
         order = np.random.default_rng(seed).permutation(split.train)
         ids = order[np.arange(num_tasks) % len(order)].astype(np.int32)
         return TaskPlan({"train": ids}, split, True)

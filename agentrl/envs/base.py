@@ -17,7 +17,7 @@ so vmapping over params is vmapping over tasks:
 
 - ``sample_params(key)`` draws one task (vmappable over keys);
 - finite task spaces give ``num_tasks``, a jittable ``params_for_task(task_id)``
-  and a deterministic ``task_split(train_fraction, seed)``;
+  and a deterministic ``task_split(train_fraction, seed, validation_share)``;
 - oracles: ``optimal_action(state, params)`` and ``optimal_return(params)``
   (the expected return of an optimal policy over one episode).
 
@@ -155,14 +155,20 @@ class Environment(Generic[S, P]):
         """Params of task ``task_id`` in ``[0, num_tasks)``; jittable."""
         raise NotImplementedError(f"{self.name} has no finite task space")
 
-    def task_split(self, train_fraction: float = 0.8, seed: int = 0) -> TaskSplit:
-        """Deterministic train/test split of the task ids ``[0, num_tasks)``."""
+    def task_split(
+        self, train_fraction: float = 0.8, seed: int = 0, validation_share: float = 0.0
+    ) -> TaskSplit:
+        """Deterministic train / validation / test split of ``[0, num_tasks)``.
+
+        ``validation_share`` of the held-out tasks become validation tasks
+        (none by default: a two-way split); see :mod:`agentrl.envs.tasks`.
+        """
         if self.num_tasks is None:
             raise ValueError(
                 f"{self.name} has a continuous task space: sample tasks with "
                 "sample_params and split the keys instead"
             )
-        return split_task_ids(self.num_tasks, train_fraction, seed)
+        return split_task_ids(self.num_tasks, train_fraction, seed, validation_share)
 
     # --------------------------------------------------------------- oracle
     def optimal_action(self, state: S, params: P) -> jax.Array:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from agentrl.cliargs import (
     NonNegativeInt,
@@ -41,7 +41,13 @@ class Args:
     """comma-separated baselines (default: random, oracle, UCB/Thompson on
     bandits, the data's source algorithm)"""
     greedy: bool = False
-    """act by argmax instead of sampling"""
+    """act by argmax instead of the run's eval.acting rule"""
+    split: Literal["test", "validation"] = "test"
+    """held-out split to evaluate on (choose settings on validation)"""
+    control: Literal["zero_rewards", "shuffle_rewards", "empty_context"] | None = None
+    """also evaluate the model under this in-context-learning control"""
+    step: NonNegativeInt | None = None
+    """checkpoint step to evaluate (default: the latest)"""
 
 
 def run(args: Args) -> int:
@@ -61,6 +67,9 @@ def run(args: Args) -> int:
         out_dir=args.out,
         baselines=baselines,
         greedy=args.greedy or None,
+        tasks=args.split,
+        control=args.control,
+        step=args.step,
     )
     for kind, path in paths.items():
         print(f"{kind}: {path}")

@@ -289,3 +289,31 @@ def aggregate(
         )
     out["se"] = float(standard_error(scores))
     return out
+
+
+# ------------------------------------------------------- sample efficiency
+
+
+def curve_auc(curve: Any) -> np.ndarray:
+    """Area under an in-context curve ``[..., episode]``, per episode.
+
+    The mean over the evaluated episodes (trapezoid-free: each episode is a
+    unit-width bar), so it is on the score's own scale (normalized score:
+    random 0, oracle 1) and comparable across numbers of episodes. A
+    learner that reaches a level sooner has a larger area at the same final
+    score. Returns ``curve``'s shape without its last axis.
+    """
+    return np.asarray(curve, np.float64).mean(axis=-1)
+
+
+def episodes_to_threshold(curve: Any, threshold: float) -> np.ndarray:
+    """First episode (1-based) whose value is ``>= threshold``, per row.
+
+    ``curve [..., episode]``; a row that never reaches it gets ``episodes +
+    1`` (censored: "not within the evaluation"). NaN values never count as
+    reaching.
+    """
+    curve = np.asarray(curve, np.float64)
+    hit = np.nan_to_num(curve, nan=-np.inf) >= threshold
+    first = np.argmax(hit, axis=-1) + 1
+    return np.where(hit.any(axis=-1), first, curve.shape[-1] + 1)

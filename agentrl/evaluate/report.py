@@ -56,8 +56,17 @@ def summarize_method(
     num_samples: int = 2000,
     seed: int = 0,
     resample: str = "tasks",
+    threshold: float = 0.5,
 ) -> dict[str, Any]:
-    """Aggregates and curves of one method (see the module docstring)."""
+    """Aggregates and curves of one method (see the module docstring).
+
+    ``auc`` aggregates the area under each (seed, task)'s in-context curve
+    (normalized score where defined, else return; see
+    :func:`~agentrl.evaluate.metrics.curve_auc`); ``episodes_to_threshold``
+    (normalized scores only) gives the first episode the mean curve reaches
+    ``threshold``, the median over (seed, task) curves (episodes + 1 where
+    one never does) and the share of curves that do.
+    """
     runs = _runs(results)
     returns = _stack(runs, "returns")  # [run, task, episode]
     normalized = _stack(runs, "normalized")
@@ -81,6 +90,19 @@ def summarize_method(
         defined = np.isfinite(normalized).all(axis=(0, 2))
         if defined.any():
             curve_of = normalized[:, defined]
+    # Sample efficiency beside the last-episodes score: the area under the
+    # in-context curve (its mean over the episodes) and the episodes taken
+    # to reach ``threshold`` (normalized score; censored at episodes + 1).
+    out["auc"] = agg(metrics.curve_auc(curve_of))
+    if curve_of is not returns:
+        reach = metrics.episodes_to_threshold(curve_of, threshold)  # [run, task]
+        mean_curve = np.nanmean(curve_of, axis=(0, 1))
+        out["episodes_to_threshold"] = {
+            "threshold": threshold,
+            "mean_curve": int(metrics.episodes_to_threshold(mean_curve, threshold)),
+            "median": float(np.median(reach)),
+            "reached": float((reach <= returns.shape[2]).mean()),
+        }
     mean, low, high = metrics.bootstrap_curve(
         curve_of, "mean", num_samples, seed=seed, resample=resample
     )
@@ -129,6 +151,12 @@ def _fmt_iqm(a: dict[str, Any] | None) -> str:
     return f"{a['iqm']:.3g} [{lo:.3g}, {hi:.3g}]"
 
 
+def _fmt_reach(r: dict[str, Any] | None) -> str:
+    if r is None:
+        return "–"
+    return f"{r['mean_curve']} (>= {r['threshold']:g}; {r['reached']:.0%} reach)"
+
+
 def markdown_table(summary: dict[str, dict[str, Any]]) -> str:
     """One row per method: returns, normalized scores (mean and IQM), regret."""
     k = next(iter(summary.values()))["last_k"] if summary else 0
@@ -140,6 +168,8 @@ def markdown_table(summary: dict[str, dict[str, Any]]) -> str:
         "score ep 1",
         f"score last {k}",
         f"score last {k} (IQM)",
+        "AUC",
+        "episodes to threshold",
         "final regret",
     ]
     rows = [
@@ -151,6 +181,8 @@ def markdown_table(summary: dict[str, dict[str, Any]]) -> str:
             _fmt(s.get("score_first")),
             _fmt(s.get("score_last")),
             _fmt_iqm(s.get("score_last")),
+            _fmt(s.get("auc")),
+            _fmt_reach(s.get("episodes_to_threshold")),
             _fmt(s.get("regret_final")),
         ]
         for name, s in summary.items()
@@ -200,6 +232,7 @@ def write_results(
     results: Mapping[str, EvalResult | Sequence[EvalResult]],
     out_dir: str | Path,
     title: str = "In-context evaluation",
+    env: Any = None,
     **summary_kwargs: Any,
 ) -> dict[str, Path]:
     """Write ``results.json``, ``results.md``, ``improvement.png`` (+ ``regret.png``).
@@ -207,8 +240,12 @@ def write_results(
     ``results.json`` holds the summary and each run's per-task returns and
     normalized scores (regret only as its final value per task).
 
+    With ``env`` a goal-cell grid (Dark Room) and task ids in the results'
+    metadata, also ``goal_heatmap.png`` and a by-distance table
+    (:mod:`agentrl.evaluate.goals`).
+
     Returns:
-      ``{"json", "markdown", "improvement"[, "regret"], "csv",
+      ``{"json", "markdown", "improvement"[, "regret", "heatmap"], "csv",
       "tensorboard"}`` paths (see :func:`agentrl.tracking.write_eval_outputs`).
     """
     out_dir = Path(out_dir)
@@ -239,6 +276,48 @@ def write_results(
     if any("regret_curve" in s for s in summary.values()):
         paths["regret"] = plot_regret(summary, out_dir / "regret.png")
         md += ["![regret](regret.png)", ""]
+    if env is not None:
+        md += per_task_section(results, env, summary, out_dir, paths)
     write_text(paths["markdown"], "\n".join(md))
     paths.update(tracking.write_eval_outputs(summary, out_dir))  # csv, tb/
     return paths
+
+
+def _task_ids(results: Mapping[str, Any]) -> list | None:
+    """Each seed's task ids, from the first method that recorded them."""
+    for r in results.values():
+        ids = [run.metadata.get("task_ids") for run in _runs(r)]
+        if all(i is not None for i in ids):
+            return ids
+    return None
+
+
+def per_task_section(
+    results: Mapping[str, Any],
+    env: Any,
+    summary: dict[str, dict[str, Any]],
+    out_dir: Path,
+    paths: dict[str, Path],
+) -> list[str]:
+    """Goal-cell heatmap and by-distance table (goal-cell grid tasks only)."""
+    from agentrl.evaluate import goals
+
+    ids = _task_ids(results)
+    if goals.goal_layout(env) is None or ids is None:
+        return []
+    k = next(iter(summary.values()))["last_k"]
+    md = [f"## Per goal (last {k} episodes, pooled over seeds)", ""]
+    rows = []
+    for name, r in results.items():
+        runs = _runs(r)
+        for row in goals.by_distance(env, runs, ids, k):
+            rows.append({"method": name, **row})
+    if rows:
+        md += [_table(rows, list(rows[0])), ""]
+    first = next(iter(results))
+    cells = goals.per_goal(env, _runs(results[first]), ids, k)
+    paths["heatmap"] = goals.plot_goal_heatmap(
+        env, cells, out_dir / "goal_heatmap.png", title=f"{first}: score per goal"
+    )
+    md += ["![goal heatmap](goal_heatmap.png)", ""]
+    return md

@@ -5,8 +5,9 @@ split, the latest checkpoint's parameters); the model acts by its
 algorithm's rule (``config.algo.make_agent``: AD's rolling cache, DPT's
 context set, DT's target return), so every algorithm is evaluated the same
 way. Held-out tasks are
-the split's test ids for finite task spaces (Dark Room goals), or fresh tasks
-from an evaluation-only key for continuous ones (bandit means). Baselines run
+the split's test (or validation) ids for finite task spaces (Dark Room
+goals), or fresh tasks from an evaluation-only key for continuous ones
+(bandit means; validation and test keys differ). Baselines run
 on the same tasks and keys: random and oracle always; UCB and Thompson
 sampling on bandits; the source algorithm that made the training data
 (e.g. Q-learning, run online for the same number of episodes, with the
@@ -80,21 +81,55 @@ def evaluate_run(
     out_dir: str | Path | None = None,
     baselines: list[str] | None = None,
     greedy: bool | None = None,
+    tasks: str = "test",
+    control: str | None = None,
+    step: int | None = None,
 ) -> dict[str, Path]:
     """Evaluate the run's model and baselines; write results.json, .md, plots.
 
-    Unset arguments come from the run's ``EvalConfig``. Returns the paths
-    written (see :func:`agentrl.evaluate.write_results`).
+    Unset arguments come from the run's ``EvalConfig``. ``tasks``:
+    ``"test"`` (the reported number) or ``"validation"`` (for protocol
+    choices). ``control`` evaluates the model under an in-context-learning
+    control (:data:`agentrl.evaluate.controls.CONTEXT_CONTROLS`) beside the
+    model itself and writes ``verdict.json``: the paired difference against
+    that control (:func:`~agentrl.evaluate.controls.icl_verdict`; with one
+    control, ``learns_in_context`` stays false: the others are missing).
+    ``step`` picks a checkpoint (default the latest). Returns the paths written (see
+    :func:`agentrl.evaluate.write_results`).
     """
     from agentrl.cliargs import check_output_path
     from agentrl.evaluate.report import write_results
 
     check_arguments(num_episodes, num_tasks, seed, baselines)
     check_output_path(out_dir, "out_dir")
+    if control is not None:
+        from agentrl.evaluate.controls import check_control
+
+        check_control(control)
     results, title = run_results(
-        run_dir, num_episodes, num_tasks, seed, baselines, greedy
+        run_dir, num_episodes, num_tasks, seed, baselines, greedy, tasks, control, step
     )
-    return write_results(results, out_dir or Path(run_dir) / "eval", title=title)
+    out = Path(out_dir or Path(run_dir) / "eval")
+    paths = write_results(results, out, title=title, env=_env_of(results))
+    if control is not None:
+        from agentrl.evaluate.controls import icl_verdict
+        from agentrl.tables import write_json
+
+        label = next(iter(results))
+        verdict = icl_verdict(
+            [results[label]], {control: [results[f"{label}/{control}"]]}
+        )
+        paths["verdict"] = out / "verdict.json"
+        write_json(paths["verdict"], verdict, indent=1)
+    return paths
+
+
+def _env_of(results: dict[str, Any]) -> Any:
+    from agentrl.envs import make as make_env
+
+    meta = next(iter(results.values())).metadata
+    name, args = meta.get("env_name"), meta.get("env_args")
+    return None if name is None else make_env(name, **(args or {}))
 
 
 def check_arguments(
@@ -127,20 +162,38 @@ def run_results(
     seed: int | None = None,
     baselines: list[str] | None = None,
     greedy: bool | None = None,
+    tasks: str = "test",
+    control: str | list[str] | None = None,
+    step: int | None = None,
+    eval_overrides: dict[str, Any] | None = None,
 ) -> tuple[dict[str, Any], str]:
-    """``({method: EvalResult}, title)`` of a run (see :func:`evaluate_run`)."""
+    """``({method: EvalResult}, title)`` of a run (see :func:`evaluate_run`).
+
+    ``eval_overrides`` replaces fields of the run's ``EvalConfig`` for the
+    model's acting rule (e.g. ``{"acting": "greedy"}``, ``{"temperature":
+    0.5}``); ``control`` is one context control or a list of them, each
+    evaluated beside the model and keyed ``"<label>/<control>"``.
+    """
     from agentrl.evaluate.evaluate import evaluate_methods
     from agentrl.train.rundir import load_run
 
     check_arguments(num_episodes, num_tasks, seed, baselines)
-    run = load_run(run_dir)
+    run = load_run(run_dir, step)
     config, env = run.config, run.env
     ev = config.eval
     num_episodes = ev.num_episodes if num_episodes is None else num_episodes
     seed = ev.seed if seed is None else seed
-    rule = "greedy" if greedy else ev.acting  # --greedy overrides the run's rule
-    acting = dataclasses.replace(config, eval=dataclasses.replace(ev, acting=rule))
-    params, ids = run.held_out(ev.num_tasks if num_tasks is None else num_tasks, seed)
+    overrides = dict(eval_overrides or {})
+    if greedy:  # --greedy overrides the run's rule
+        overrides["acting"] = "greedy"
+    try:
+        acting_eval = dataclasses.replace(ev, **overrides)
+    except TypeError as err:
+        raise ValueError(f"eval_overrides: not an eval field ({err})") from None
+    acting = dataclasses.replace(config, eval=acting_eval)
+    params, ids = run.held_out(
+        ev.num_tasks if num_tasks is None else num_tasks, seed, tasks
+    )
     names = (
         baselines
         if baselines is not None
@@ -148,10 +201,30 @@ def run_results(
     )
     label = config.algo.label
     methods: dict[str, Any] = {label: run.policy(acting)}
+    controls = [control] if isinstance(control, str) else list(control or ())
+    if controls:
+        from agentrl.evaluate.controls import control_policy
+
+        for c in controls:
+            methods[f"{label}/{c}"] = control_policy(methods[label], c)
     methods.update(baseline_methods(config, env, names, num_episodes))
     results = evaluate_methods(env, methods, params, jax.random.key(seed), num_episodes)
-    results[label].metadata.update(
-        run_dir=str(run.run_dir), task_ids=ids, step=run.step, acting=rule
-    )
-    title = f"{config.name} ({label}): {config.data.env} held-out tasks"
+    for name in results:
+        results[name].metadata.update(
+            tasks=tasks,
+            task_ids=ids,
+            env_name=config.data.env,
+            env_args=dict(config.data.env_args),
+        )
+    for name in [label, *(f"{label}/{c}" for c in controls)]:
+        results[name].metadata.update(
+            run_dir=str(run.run_dir),
+            step=run.step,
+            acting=acting_eval.acting,
+            temperature=acting_eval.temperature,
+            control=name.split("/", 1)[1] if "/" in name else None,
+        )
+    title = f"{config.name} ({label}): {config.data.env} {tasks} tasks"
+    if controls:
+        title += f", controls {', '.join(controls)}"
     return results, title

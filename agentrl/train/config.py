@@ -412,9 +412,10 @@ def upgrade_legacy_dict(data: dict[str, Any]) -> dict[str, Any]:
     ``eval.greedy`` (a bool) became ``eval.acting``; an algorithm's fields
     added since are read with the value that reproduces the saved run
     (:attr:`Algorithm.legacy_defaults`, e.g. AD's ``window_start``).
-    Configs of agentrl <= 0.1.0 (``"algo": NAME``) kept the algorithm's fields in ``train``
-    (context_episodes, episode_stride, context_size, ema_tau) and ``model``
-    (balance_weight, contrastive_weight); they move onto the algorithm object.
+    Configs of agentrl <= 0.1.0 (``"algo": NAME``) kept the algorithm's
+    fields in ``train`` (context_episodes, episode_stride, context_size,
+    ema_tau) and ``model`` (balance_weight, contrastive_weight); they move
+    onto the algorithm object.
     """
     if isinstance(data.get("algo"), dict):
         data = {**data, "algo": _with_legacy_defaults(data["algo"])}

@@ -76,7 +76,10 @@ def load_config(run_dir: str | Path) -> ExperimentConfig:
 def read_split(run_dir: str | Path, env: Any) -> dict | None:
     """The task split recorded in ``run.json`` (``None`` if absent), checked.
 
-    Its test ids must be task ids of ``env`` (for a finite task space).
+    Its test (and validation, where recorded) ids must be task ids of ``env``
+    (for a finite task space). A two-way split (agentrl <= 0.2) is returned
+    as recorded: it has no ``validation`` key, and asking
+    :func:`held_out_params` for its validation tasks is an error.
     """
     path = Path(run_dir) / "run.json"
     if not path.is_file():
@@ -85,18 +88,22 @@ def read_split(run_dir: str | Path, env: Any) -> dict | None:
     if split is None:
         return None
     num = getattr(env, "num_tasks", None)
-    ids = split.get("test") if isinstance(split, dict) else None
-    ok = isinstance(ids, list) and all(
-        isinstance(i, int)
-        and not isinstance(i, bool)
-        and 0 <= i < (num if num is not None else 2**31)
-        for i in ids
-    )
+
+    def valid(ids: Any) -> bool:
+        return isinstance(ids, list) and all(
+            isinstance(i, int)
+            and not isinstance(i, bool)
+            and 0 <= i < (num if num is not None else 2**31)
+            for i in ids
+        )
+
+    ok = isinstance(split, dict) and valid(split.get("test"))
+    ok = ok and ("validation" not in split or valid(split["validation"]))
     if not ok:
         allowed = f"in [0, {num})" if num is not None else ">= 0"
         raise ValueError(
-            f"{path}: 'split' must be {{'test': [task id, ...], ...}} with ids "
-            f"{allowed}, got {split!r:.200} (damaged?)"
+            f"{path}: 'split' must be {{'test': [task id, ...], 'validation': "
+            f"[task id, ...], ...}} with ids {allowed}, got {split!r:.200} (damaged?)"
         )
     return split
 
@@ -162,17 +169,42 @@ def write_run_files(run_dir: Path, config: ExperimentConfig, dataset: Any) -> No
     write_text(run_dir / "run.json", json.dumps(info, indent=2))
 
 
-def held_out_params(env: Any, split: dict | None, num_tasks: int | None, seed: int):
-    """``(params [task, ...], ids | None)`` of the held-out tasks.
+#: ``fold_in`` salts of the evaluation-only task keys of continuous task
+#: spaces: validation and test tasks are independent draws.
+_HELD_OUT_SALT = {"test": 0xE7A1, "validation": 0x7A1D}
 
-    The split's test ids for finite task spaces (Dark Room goals); fresh
-    tasks from an evaluation-only key for continuous ones (bandit means).
+
+def held_out_params(
+    env: Any,
+    split: dict | None,
+    num_tasks: int | None,
+    seed: int,
+    which: str = "test",
+):
+    """``(params [task, ...], ids | None)`` of the held-out ``which`` tasks.
+
+    ``which`` is ``"test"`` (the reported number) or ``"validation"``
+    (protocol choices). For a finite task space (Dark Room goals) the split's
+    ids; for a continuous one (bandit means) fresh tasks from an
+    evaluation-only key, independent between validation and test. A split
+    recorded without validation ids (two-way, agentrl <= 0.2) has no
+    validation tasks: asking for them raises ``ValueError``.
     """
+    if which not in _HELD_OUT_SALT:
+        raise ValueError(f"tasks must be 'validation' or 'test', got {which!r}")
     if env.num_tasks is not None and split is not None:
-        ids = [int(i) for i in split["test"]][:num_tasks]
+        ids = [int(i) for i in split.get(which, [])][:num_tasks]
+        if not ids:
+            raise ValueError(
+                f"the recorded task split has no {which} tasks (a two-way "
+                "train/test split written before validation sets, or too few "
+                "held-out tasks): regenerate the dataset to choose protocol "
+                "settings on validation tasks"
+            )
         return jax.vmap(env.params_for_task)(jnp.asarray(ids, jnp.int32)), ids
     keys = jax.random.split(
-        jax.random.fold_in(jax.random.key(seed), 0xE7A1), num_tasks or 200
+        jax.random.fold_in(jax.random.key(seed), _HELD_OUT_SALT[which]),
+        num_tasks or 200,
     )
     return jax.vmap(env.sample_params)(keys), None
 
@@ -197,14 +229,23 @@ class Run:
     split: dict | None
     step: int
 
-    def held_out(self, num_tasks: int | None = None, seed: int | None = None):
-        """``(params [task, ...], ids | None)``: held-out tasks, as ``eval`` uses."""
+    def held_out(
+        self,
+        num_tasks: int | None = None,
+        seed: int | None = None,
+        which: str = "test",
+    ):
+        """``(params [task, ...], ids | None)``: held-out ``which`` tasks.
+
+        ``which``: ``"test"`` (as ``eval`` uses) or ``"validation"``.
+        """
         ev = self.config.eval
         return held_out_params(
             self.env,
             self.split,
             num_tasks or ev.num_tasks,
             ev.seed if seed is None else seed,
+            which,
         )
 
     def policy(self, config: ExperimentConfig | None = None):

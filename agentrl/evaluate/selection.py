@@ -1,0 +1,216 @@
+"""Protocol choices made on validation tasks, by a stated rule.
+
+Which acting rule (sampling, greedy, sampling until the first reward then
+greedy; a temperature), which checkpoint or
+which training variant (an AD episode stride) to report is a choice; made
+on the test tasks it would inflate the reported number. Here every such
+choice is made on the split's *validation* tasks (:mod:`agentrl.envs.tasks`)
+and recorded, and the test tasks are evaluated once, for the chosen
+candidate only:
+
+>>> cands = acting_candidates(run_dir)            # one per acting rule
+>>> sel = select(cands)                           # validation tasks only
+>>> results, title = evaluate_choice(sel)         # test tasks, once
+
+The rule: evaluate every candidate on the same validation tasks with the
+same key, score each by ``criterion`` (default ``"auto"``: the mean
+last-episodes normalized score where the env has an oracle, else minus the
+final regret for bandits, else the last-episodes return), and pick the
+best; ties go to the candidate listed first (list the plainest first).
+:class:`Selection` records the candidates, every validation value with its
+CI, the criterion and the choice (``to_json``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+#: ``criterion -> (summary field, sign)``: the chosen candidate maximises
+#: ``sign * summary[field]["mean"]``.
+CRITERIA = {
+    "score_last": ("score_last", 1.0),
+    "return_last": ("return_last", 1.0),
+    "auc": ("auc", 1.0),
+    "regret_final": ("regret_final", -1.0),
+}
+
+#: The acting rules tried by default (plainest first). Each is a set of
+#: ``EvalConfig`` overrides.
+ACTING_RULES: dict[str, dict[str, Any]] = {
+    "sample": {"acting": "sample", "temperature": 1.0},
+    "greedy": {"acting": "greedy"},
+    "sample_then_greedy": {"acting": "sample_then_greedy", "temperature": 1.0},
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Candidate:
+    """One protocol setting: a run, a checkpoint and ``EvalConfig`` overrides."""
+
+    name: str
+    run_dir: Path
+    step: int | None = None
+    eval: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "run_dir": str(self.run_dir),
+            "step": self.step,
+            "eval": dict(self.eval),
+        }
+
+
+@dataclasses.dataclass
+class Selection:
+    """The outcome of :func:`select` (all numbers on validation tasks)."""
+
+    criterion: str
+    field: str
+    choice: Candidate
+    candidates: list[Candidate]
+    validation: dict[str, dict[str, Any]]
+    task_ids: list[int] | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rule": (
+                f"max over candidates of {'-' if CRITERIA[self.field][1] < 0 else ''}"
+                f"mean {self.field} on validation tasks; ties to the first listed"
+            ),
+            "criterion": self.criterion,
+            "choice": self.choice.to_json(),
+            "candidates": [c.to_json() for c in self.candidates],
+            "validation": self.validation,
+            "validation_task_ids": self.task_ids,
+        }
+
+
+def acting_candidates(
+    run_dir: str | Path,
+    rules: dict[str, dict[str, Any]] | None = None,
+    step: int | None = None,
+) -> list[Candidate]:
+    """One candidate per acting rule (default :data:`ACTING_RULES`)."""
+    rules = ACTING_RULES if rules is None else rules
+    return [Candidate(n, Path(run_dir), step, dict(e)) for n, e in rules.items()]
+
+
+def checkpoint_candidates(
+    run_dir: str | Path, eval_overrides: dict[str, Any] | None = None
+) -> list[Candidate]:
+    """One candidate per checkpoint the run kept (oldest first)."""
+    from agentrl.train.checkpoint import complete_steps
+
+    steps = sorted(complete_steps(Path(run_dir) / "checkpoints"))
+    if not steps:
+        raise ValueError(f"{run_dir} has no checkpoints")
+    return [
+        Candidate(f"step{s}", Path(run_dir), s, dict(eval_overrides or {}))
+        for s in steps
+    ]
+
+
+def resolve_criterion(criterion: str, summary: dict[str, Any]) -> str:
+    """The summary field ``criterion`` names (``"auto"``: see the module)."""
+    if criterion == "auto":
+        for field in ("score_last", "regret_final", "return_last"):
+            if field in summary:
+                return field
+    if criterion not in CRITERIA:
+        raise ValueError(
+            f"criterion must be 'auto' or one of {', '.join(CRITERIA)}, "
+            f"got {criterion!r}"
+        )
+    if criterion not in summary:
+        raise ValueError(f"criterion {criterion!r} is not defined for this env")
+    return criterion
+
+
+def select(
+    candidates: Sequence[Candidate],
+    criterion: str = "auto",
+    num_episodes: int | None = None,
+    num_tasks: int | None = None,
+    seed: int | None = None,
+    last_k: int = 10,
+) -> Selection:
+    """Evaluate ``candidates`` on validation tasks; pick by ``criterion``.
+
+    Every candidate sees the same validation tasks and key (each run's own
+    split: give candidates of one split, e.g. one run or runs of one
+    dataset). No baselines are run. Raises ``ValueError`` if the split has no
+    validation tasks (a two-way split of agentrl <= 0.2).
+    """
+    from agentrl.evaluate.report import summarize_method
+    from agentrl.evaluate.run import run_results
+
+    if not candidates:
+        raise ValueError("select needs at least one candidate")
+    names = [c.name for c in candidates]
+    if len(set(names)) != len(names):
+        raise ValueError(f"candidate names must be unique, got {names}")
+    validation: dict[str, dict[str, Any]] = {}
+    field, ids = None, None
+    for cand in candidates:
+        results, _ = run_results(
+            cand.run_dir,
+            num_episodes,
+            num_tasks,
+            seed,
+            baselines=[],
+            tasks="validation",
+            step=cand.step,
+            eval_overrides=cand.eval,
+        )
+        result = next(iter(results.values()))
+        summary = summarize_method(result, last_k=last_k)
+        field = field or resolve_criterion(criterion, summary)
+        ids = result.metadata.get("task_ids")
+        validation[cand.name] = {
+            "mean": summary[field]["mean"],
+            "ci": summary[field]["mean_ci"],
+            "step": result.metadata.get("step"),
+        }
+    sign = CRITERIA[field][1]
+    best = max(
+        range(len(candidates)),
+        key=lambda i: (sign * validation[names[i]]["mean"], -i),
+    )
+    return Selection(
+        criterion, field, candidates[best], list(candidates), validation, ids
+    )
+
+
+def evaluate_choice(
+    selection: Selection,
+    num_episodes: int | None = None,
+    num_tasks: int | None = None,
+    seed: int | None = None,
+    baselines: list[str] | None = None,
+    control: str | None = None,
+) -> tuple[dict[str, Any], str]:
+    """The chosen candidate (and baselines) on the *test* tasks, once.
+
+    The selection is recorded in the model's result metadata.
+    """
+    from agentrl.evaluate.run import run_results
+
+    c = selection.choice
+    results, title = run_results(
+        c.run_dir,
+        num_episodes,
+        num_tasks,
+        seed,
+        baselines,
+        tasks="test",
+        control=control,
+        step=c.step,
+        eval_overrides=c.eval,
+    )
+    label = next(iter(results))
+    results[label].metadata["selection"] = selection.to_json()
+    return results, f"{title} ({c.name}, chosen on validation tasks)"

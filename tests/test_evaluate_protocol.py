@@ -1,0 +1,319 @@
+"""The clean evaluation protocol: three-way splits, controls, selection, per task."""
+
+from __future__ import annotations
+
+import json
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from agentrl import envs
+from agentrl.envs.tasks import TaskSplit, split_task_ids
+from agentrl.evaluate import EvalResult, metrics
+from agentrl.evaluate.controls import (
+    CONTROLS,
+    ControlledAgent,
+    check_control,
+    expert_dataset,
+    icl_verdict,
+)
+from agentrl.evaluate.goals import by_distance, goal_grid, goal_layout, per_goal
+from agentrl.sources.agent import run_batched_agent
+from agentrl.train.rundir import held_out_params
+
+# ------------------------------------------------------------------ splits
+
+
+def test_three_way_split_keeps_the_two_way_training_ids():
+    two = split_task_ids(81, 0.8, seed=3)
+    three = split_task_ids(81, 0.8, seed=3, validation_share=0.5)
+    np.testing.assert_array_equal(two.train, three.train)  # 65 training goals
+    assert (len(three.train), len(three.validation), len(three.test)) == (65, 8, 8)
+    held = sorted([*three.validation, *three.test])
+    assert held == sorted(two.test)
+    assert not set(three.validation) & set(three.test)
+    assert TaskSplit.from_json(three.to_json()).to_json() == three.to_json()
+    # Point-Robot's 45/5: 2 validation, 3 test; one held-out task: two-way
+    pr = split_task_ids(50, 0.9, 0, 0.5)
+    assert (len(pr.validation), len(pr.test)) == (2, 3)
+    assert len(split_task_ids(4, 0.75, 0, 0.5).validation) == 0
+    with pytest.raises(ValueError, match="validation_share"):
+        split_task_ids(81, 0.8, 0, 1.0)
+    env = envs.make("darkroom")
+    assert env.task_split(0.8, 3, 0.5).to_json() == three.to_json()
+
+
+def test_a_two_way_split_loads_with_no_validation_tasks():
+    old = {"train": [0, 1, 2], "test": [3, 4], "seed": 0, "train_fraction": 0.6}
+    split = TaskSplit.from_json(old)
+    assert len(split.validation) == 0 and list(split.test) == [3, 4]
+    env = envs.make("darkroom")
+    _, ids = held_out_params(env, old, None, 0, "test")
+    assert ids == [3, 4]
+    with pytest.raises(ValueError, match="no validation tasks"):
+        held_out_params(env, old, None, 0, "validation")
+    with pytest.raises(ValueError, match="'validation' or 'test'"):
+        held_out_params(env, old, None, 0, "train")
+
+
+def test_continuous_validation_and_test_tasks_are_different_draws():
+    env = envs.make("gaussian_bandit")
+    val, _ = held_out_params(env, None, 8, 0, "validation")
+    test, _ = held_out_params(env, None, 8, 0, "test")
+    again, _ = held_out_params(env, None, 8, 0, "test")
+    np.testing.assert_array_equal(test.means, again.means)
+    assert not np.allclose(val.means, test.means)
+
+
+def test_datasets_record_three_way_splits(darkroom_dataset):
+    from agentrl.data import open_dataset
+
+    split = open_dataset(darkroom_dataset).metadata["split"]
+    assert split["validation"] and split["test"] and split["validation_share"] == 0.5
+    ids = set(split["train"]), set(split["validation"]), set(split["test"])
+    assert not (ids[0] & ids[1] or ids[0] & ids[2] or ids[1] & ids[2])
+    assert len(ids[0] | ids[1] | ids[2]) == 81
+
+
+# ---------------------------------------------------------------- controls
+
+
+class _Seen:
+    """A batched agent that keeps every reward it is shown (fixed-size buffer)."""
+
+    batched = True
+
+    def __init__(self, n):
+        self.n = n
+
+    def init(self, key, params):
+        return jnp.zeros((key.shape[0], self.n)), jnp.int32(0)
+
+    def act(self, key, state, obs, env_state, params):
+        return jnp.zeros(key.shape[0], jnp.int32)
+
+    def update(self, state, step):
+        seen, t = state
+        return seen.at[:, t].set(jnp.asarray(step.reward, jnp.float32)), t + 1
+
+
+def _run(control, n=40):
+    env = envs.make("bernoulli_bandit", num_arms=2, horizon=n)
+    params = jax.vmap(env.sample_params)(jax.random.split(jax.random.key(0), 3))
+    agent = ControlledAgent(_Seen(n), control, n)
+    hist, state = run_batched_agent(env, agent, params, jax.random.key(1), n)
+    return np.asarray(hist.reward), np.asarray(state.inner[0]), state
+
+
+def test_zeroed_rewards_hide_every_reward_but_the_env_still_pays():
+    paid, seen, _ = _run("zero_rewards")
+    assert paid.sum() > 0 and np.all(seen == 0)
+
+
+def test_shuffled_rewards_are_draws_from_the_rewards_paid_so_far():
+    paid, seen, _ = _run("shuffle_rewards")
+    assert not np.array_equal(paid, seen)  # the order is broken
+    for task in range(paid.shape[0]):
+        for t in range(paid.shape[1]):  # each shown reward was paid by then
+            assert seen[task, t] in set(paid[task, : t + 1].tolist())
+
+
+def test_empty_context_never_updates_the_agent():
+    _, seen, state = _run("empty_context")
+    assert np.all(seen == 0) and int(state.inner[1]) == 0
+
+
+def test_unknown_control_is_refused_with_the_allowed_names():
+    with pytest.raises(ValueError, match="zero_rewards, shuffle_rewards"):
+        check_control("nope")
+    with pytest.raises(ValueError, match="training run"):
+        check_control("expert_distillation")
+
+
+def _er(returns):
+    returns = np.asarray(returns, float)
+    return EvalResult("m", returns)
+
+
+def test_verdict_needs_every_control_beaten_with_a_ci_above_zero():
+    rng = np.random.default_rng(0)
+    good = [_er(5 + rng.normal(0, 0.1, (20, 12))) for _ in range(3)]
+    worse = [_er(1 + rng.normal(0, 0.1, (20, 12))) for _ in range(3)]
+    same = [_er(r.returns + rng.normal(0, 0.1, r.returns.shape)) for r in good]
+    all_worse = {c: worse for c in CONTROLS}
+    v = icl_verdict(good, all_worse)
+    assert v["learns_in_context"] and v["missing"] == []
+    assert v["controls"]["zero_rewards"]["low"] > 3.5
+    v = icl_verdict(good, {**all_worse, "empty_context": same})
+    assert not v["learns_in_context"]
+    assert not v["controls"]["empty_context"]["beaten"]
+    v = icl_verdict(good, {"zero_rewards": worse})
+    assert not v["learns_in_context"] and "empty_context" in v["missing"]
+    with pytest.raises(ValueError, match="seeds"):
+        icl_verdict(good, {"zero_rewards": worse[:2]})
+
+
+def test_expert_dataset_keeps_the_last_episodes_of_each_history(
+    darkroom_dataset, tmp_path
+):
+    from agentrl.data import open_dataset
+
+    src = open_dataset(darkroom_dataset)
+    out = expert_dataset(darkroom_dataset, tmp_path / "expert", 5)
+    ed = open_dataset(out)
+    assert ed.metadata["num_episodes"] == 5
+    assert ed.metadata["split"]["train"] == src.metadata["split"]["train"]
+    np.testing.assert_array_equal(ed.task_ids("train"), src.task_ids("train"))
+    a, b = src.load_history("train"), ed.load_history("train")
+    np.testing.assert_array_equal(b.reward, a.reward[:, -5 * 20 :])
+    np.testing.assert_array_equal(b.obs, a.obs[:, -5 * 20 :])
+    assert int(b.episode[:, 0].max()) == 0 and int(b.episode.max()) == 4
+    with pytest.raises(ValueError, match=r"\[1, 30\]"):
+        expert_dataset(darkroom_dataset, tmp_path / "bad", 31)
+
+
+# ------------------------------------------------------ sample efficiency
+
+
+def test_auc_and_episodes_to_threshold():
+    curve = np.array([[0.0, 0.2, 0.6, 0.9], [0.0, 0.0, 0.1, 0.2], [np.nan, 1, 1, 1]])
+    np.testing.assert_allclose(metrics.curve_auc(curve[:2]), [0.425, 0.075])
+    np.testing.assert_array_equal(
+        metrics.episodes_to_threshold(curve, 0.5), [3, 5, 2]
+    )  # 5 = never (censored at episodes + 1); NaN never reaches
+
+
+def test_summary_reports_auc_and_episodes_to_threshold():
+    from agentrl.evaluate import summarize
+
+    returns = np.tile(np.arange(6.0), (4, 1))
+    r = EvalResult("m", returns, returns / 5.0, None, np.zeros(4), np.full(4, 5.0))
+    s = summarize({"m": [r, r]}, last_k=2)["m"]
+    assert s["auc"]["mean"] == pytest.approx(0.5)
+    e = s["episodes_to_threshold"]
+    assert (e["mean_curve"], e["median"], e["reached"]) == (4, 4.0, 1.0)
+
+
+# ----------------------------------------------------------------- per task
+
+
+def test_per_goal_cells_and_distance_groups():
+    env = envs.make("darkroom")  # 9x9, start (4, 4)
+    size, start = goal_layout(env)
+    assert size == 9 and list(start) == [4, 4]
+    assert goal_layout(envs.make("bernoulli_bandit")) is None
+    ids = [[4 * 9 + 5, 0], [4 * 9 + 5, 80]]  # (5, 4) twice, (0, 0), (8, 8)
+    norm = [np.array([[1.0], [0.0]]), np.array([[0.5], [0.25]])]
+    runs = [EvalResult("m", n, n) for n in norm]
+    cells = per_goal(env, runs, ids, last_k=1)
+    assert cells == {(5, 4): [1.0, 0.5], (0, 0): [0.0], (8, 8): [0.25]}
+    grid = goal_grid(size, cells)
+    assert grid[4, 5] == 0.75 and grid[0, 0] == 0.0 and np.isnan(grid[1, 1])
+    rows = by_distance(env, runs, ids, last_k=1)
+    assert [(r["distance"], r["pairs"]) for r in rows] == [(1, 2), (8, 2)]
+    assert rows[0]["mean"] == 0.75 and rows[1]["mean"] == 0.125
+
+
+def test_write_results_draws_the_goal_heatmap(tmp_path):
+    from agentrl.evaluate import write_results
+
+    env = envs.make("darkroom")
+    runs = []
+    for seed in range(2):
+        r = EvalResult("m", np.ones((3, 4)), np.ones((3, 4)), None,
+                       np.zeros(3), np.ones(3))  # fmt: skip
+        r.metadata["task_ids"] = [seed, 10 + seed, 40]
+        runs.append(r)
+    paths = write_results({"m": runs}, tmp_path, env=env)
+    assert paths["heatmap"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    md = paths["markdown"].read_text()
+    assert "Per goal" in md and "goal_heatmap.png" in md
+    assert json.loads(paths["json"].read_text())["summary"]["m"]["auc"]["mean"] == 1
+
+
+# ---------------------------------------------- a trained run end to end
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory, darkroom_dataset):
+    from agentrl import configtools
+    from agentrl.train.experiments import load_experiment
+    from agentrl.train.loop import fit
+
+    config = configtools.override(
+        load_experiment("ad_darkroom", "smoke"),
+        {
+            "data.path": str(darkroom_dataset),
+            "train.steps": 2,
+            "train.checkpoint_every": 1,
+            "train.batch_size": 4,
+            "train.warmup_steps": 1,
+            "model.d_model": 16,
+            "model.d_ff": 32,
+            "model.num_layers": 1,
+            "eval.num_tasks": 3,
+            "eval.num_episodes": 2,
+        },
+    )
+    return fit(config, tmp_path_factory.mktemp("runs") / "ad", progress=False)
+
+
+def test_selection_uses_validation_tasks_and_records_its_choice(tiny_run):
+    from agentrl.evaluate.selection import (
+        acting_candidates,
+        checkpoint_candidates,
+        evaluate_choice,
+        select,
+    )
+    from agentrl.train.rundir import load_run
+
+    split = load_run(tiny_run).split
+    sel = select(acting_candidates(tiny_run), last_k=1)
+    assert sel.field == "score_last"
+    assert sel.task_ids == split["validation"][:3]
+    vals = {n: v["mean"] for n, v in sel.validation.items()}
+    assert vals[sel.choice.name] == max(vals.values())
+    assert list(vals) == ["sample", "greedy", "sample_then_greedy"]
+    results, title = evaluate_choice(sel, baselines=["random"])
+    model = results[next(iter(results))]
+    assert model.metadata["task_ids"] == split["test"][:3]
+    assert model.metadata["tasks"] == "test" and "chosen on validation" in title
+    assert model.metadata["selection"]["choice"]["name"] == sel.choice.name
+    assert model.metadata["acting"] == sel.choice.eval["acting"]
+    steps = [c.step for c in checkpoint_candidates(tiny_run)]
+    assert steps == sorted(steps) and steps[-1] == 2
+
+
+def test_eval_with_a_control_writes_its_verdict(tiny_run, tmp_path):
+    from agentrl.evaluate.run import evaluate_run
+
+    paths = evaluate_run(
+        tiny_run, out_dir=tmp_path / "e", baselines=["random"],
+        control="zero_rewards", tasks="validation",
+    )  # fmt: skip
+    payload = json.loads(paths["json"].read_text())
+    assert set(payload["summary"]) == {"ad", "ad/zero_rewards", "random"}
+    verdict = json.loads(paths["verdict"].read_text())
+    assert set(verdict["controls"]) == {"zero_rewards"}
+    assert verdict["learns_in_context"] is False  # the other controls are missing
+    meta = payload["runs"]["ad/zero_rewards"][0]["metadata"]
+    assert meta["control"] == "zero_rewards" and meta["tasks"] == "validation"
+
+
+def test_agentrl_eval_control_and_split_flags(tiny_run, tmp_path, capsys):
+    from agentrl.cli import main
+
+    out = tmp_path / "cli"
+    argv = ["eval", str(tiny_run), "--split", "validation", "--control",
+            "empty_context", "--tasks", "2", "--episodes", "1",
+            "--baselines", "random", "--step", "1", "--out", str(out)]  # fmt: skip
+    assert main(argv) == 0
+    payload = json.loads((out / "results.json").read_text())
+    meta = payload["runs"]["ad/empty_context"][0]["metadata"]
+    assert meta["step"] == 1 and meta["tasks"] == "validation"
+    assert (out / "verdict.json").is_file()
+    with pytest.raises(SystemExit) as err:
+        main(["eval", str(tiny_run), "--control", "nope"])
+    assert err.value.code == 2 and "--control" in capsys.readouterr().err

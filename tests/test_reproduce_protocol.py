@@ -1,0 +1,70 @@
+"""agentrl bench reproduce: per-seed data and splits, paired ratios, seed cache."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from agentrl.benchmarks import reproduce
+from agentrl.evaluate import EvalResult
+
+
+def test_each_training_seed_gets_its_own_data_seed_split_and_eval_key():
+    base = reproduce.load_experiment("ad_darkroom", "cpu")
+    configs = [reproduce.seed_config("ad_darkroom", "cpu", s, None) for s in range(3)]
+    assert [c.train.seed for c in configs] == [0, 1, 2]
+    assert [c.data.seed for c in configs] == [base.data.seed + s for s in range(3)]
+    assert [c.eval.seed for c in configs] == [base.eval.seed + s for s in range(3)]
+    assert all(c.data.path == "" for c in configs)  # each generates its own data
+    from agentrl import envs
+
+    env = envs.make("darkroom")
+    splits = [env.task_split(0.8, c.data.seed, 0.5).test.tolist() for c in configs]
+    assert splits[0] != splits[1] != splits[2]
+
+
+def test_expert_episodes_default_to_the_last_fifth_but_cover_the_context():
+    config = reproduce.load_experiment("ad_darkroom", "cpu")  # 60 episodes, ctx 4
+    assert reproduce.default_expert_episodes(config) == 12
+    smoke = reproduce.load_experiment("ad_darkroom", "smoke")  # 40 episodes, ctx 2
+    assert reproduce.default_expert_episodes(smoke) == 8
+
+
+def test_paired_ratio_and_its_ci():
+    rng = np.random.default_rng(0)
+    b = rng.uniform(10, 20, (3, 50))
+    a = 1.5 * b + rng.normal(0, 0.5, b.shape)
+    ratio, low, high = reproduce.paired_ratio(a, b)
+    assert ratio == pytest.approx(a.mean() / b.mean())
+    assert low < ratio < high and 1.4 < low and high < 1.6
+    one = reproduce.paired_ratio(a[:1], b[:1])  # one seed: tasks resampled only
+    assert one[1] < one[0] < one[2]
+
+
+def test_seed_results_round_trip_through_the_cache(tmp_path):
+    r = EvalResult("ad", np.arange(6.0).reshape(2, 3), np.ones((2, 3)) / 2)
+    r.metadata["task_ids"] = [4, 7]
+    path = tmp_path / "seed0-results.json"
+    reproduce._save_seed(path, {"ad": r}, {"seed": 0, "selection": {"x": 1}})
+    results, record = reproduce._load_seed(path)
+    np.testing.assert_array_equal(results["ad"].returns, r.returns)
+    np.testing.assert_array_equal(results["ad"].normalized, r.normalized)
+    assert results["ad"].metadata["task_ids"] == [4, 7] and record["seed"] == 0
+
+
+def _runs(values):
+    return [EvalResult("m", np.asarray(v, float)) for v in values]
+
+
+def test_ad_darkroom_targets_name_value_ci_and_verdict():
+    rng = np.random.default_rng(1)
+    ad = [EvalResult("ad", np.zeros((8, 12)), rng.uniform(0.7, 1.0, (8, 12)))
+          for _ in range(2)]  # fmt: skip
+    q = [EvalResult("q", np.zeros((8, 12)), rng.uniform(0.0, 0.3, (8, 12)))
+         for _ in range(2)]  # fmt: skip
+    combined = {"ad": ad, "q_learning": q}
+    summary = reproduce.summarize(combined, resample="both")
+    targets = reproduce.targets_for("ad_darkroom", summary, combined, [])
+    score, auc = targets
+    assert score["target"] == 0.75 and score["met"] == (score["value"] >= 0.75)
+    assert auc["met"] and auc["value"] > 0.4 and auc["ci"].startswith("[")
