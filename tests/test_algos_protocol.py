@@ -159,7 +159,8 @@ def test_legacy_config_json_upgrades_to_the_algorithm_object():
     }
     config = configtools.from_dict(ExperimentConfig, upgrade_legacy_dict(legacy))
     assert config.algo == algos.T2MIR(
-        base=algos.AD(context_episodes=2),
+        # runs saved before window_start existed trained on episode windows
+        base=algos.AD(context_episodes=2, window_start="episode"),
         balance_weight=0.2,
         contrastive_weight=0.05,
         ema_tau=0.01,

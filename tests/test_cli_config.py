@@ -49,7 +49,7 @@ def test_train_help_lists_every_field_with_type_default_and_doc(capsys, monkeypa
     assert "--model.moe_layers [INT [INT ...]]" in flat
     assert "--data.source_args KEY=VALUE ..." in flat
     assert "Settings of source 'q_learning' (defaults): " in flat
-    assert "--eval.greedy {true,false} act by argmax" in flat
+    assert "--eval.acting STR the acting rule" in flat
     # the command's own options come first
     assert "--run-dir" in out and "--stop-at-step" in out and "--no-resume" in out
 
@@ -142,7 +142,7 @@ def test_algo_swap_comes_before_the_swapped_algorithms_fields():
     [
         (["--model.expert_ff", "abc"], "model.expert_ff must be of type int | None"),
         (["--model.moe_layers", "0", "x"], "model.moe_layers must be of type"),
-        (["--eval.greedy", "maybe"], "eval.greedy must be a bool"),
+        (["--eval.acting", "maybe"], "eval.acting must be one of"),
         (["--data.source_args", "noequals"], "data.source_args must be KEY=VALUE"),
         (["--train.lr", "1", "--lr", "2"], "field train.lr is given twice"),
     ],

@@ -341,8 +341,7 @@ def test_checkpoint_full_disk_and_read_only_keep_last(
     tmpdir = tmp_path / "TMPDIR"
     tmpdir.mkdir()
     args = train_args(darkroom_dataset, run_dir, steps=8)
-    args += ["--train.log_every", "2", "--eval.num_tasks", "3"]
-    args += ["--eval.num_episodes", "2"]
+    args += ["--train.log_every", "2"]  # eval sizes: already in train_args
     (run_dir / "checkpoints").chmod(0o555)
     try:
         proc = run_cli(args, tmpdir, prefix=prefix)

@@ -48,7 +48,28 @@ def _finite(value: Any) -> bool:
 @register
 @dataclasses.dataclass(frozen=True)
 class RL2(Algorithm):
-    """RL² with a GRU core trained by PPO over trials (see the module docstring)."""
+    """RL² with a GRU core trained by PPO over trials (see the module docstring).
+
+    Attributes:
+      trial_episodes: episodes per trial (the hidden state is kept across
+        them and reset between trials).
+      num_envs: parallel trials per PPO update.
+      rollout_steps: environment steps per trial stream per update.
+      num_epochs: PPO epochs per update.
+      num_minibatches: minibatches per epoch (whole env streams each).
+      hidden: GRU units.
+      embed: input embedding units.
+      init_log_std: initial log standard deviation (continuous actions).
+      obs_encoding: "onehot" or "grid" (a grid cell as row and column).
+      gamma: discount factor.
+      gae_lambda: GAE's lambda; advantages run across the episodes of a
+        trial and stop only at its end.
+      clip_eps: PPO's ratio clipping.
+      ent_coef: entropy bonus weight.
+      vf_coef: value-loss weight.
+      reward_scale: the learner's rewards are multiplied by it (keeps the
+        value loss of long trials from swamping the policy gradient).
+    """
 
     name = "rl2"
     description = "RL²: a GRU policy trained by PPO across multi-episode trials"

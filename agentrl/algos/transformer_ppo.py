@@ -41,7 +41,24 @@ def _finite(value: Any) -> bool:
 @register
 @dataclasses.dataclass(frozen=True)
 class TransformerPPO(Algorithm):
-    """A transformer policy trained by PPO over trials (see the module docstring)."""
+    """A transformer policy trained by PPO over trials (see the module docstring).
+
+    Attributes:
+      trial_episodes: episodes per trial (the context is kept across them).
+      num_envs: parallel trials per PPO update.
+      update_every: ReLIC's partial updates: update the policy every this
+        many steps inside a trial, carrying the context (0: once per trial).
+      num_epochs: PPO epochs per update.
+      num_minibatches: minibatches per epoch.
+      gamma: discount factor.
+      gae_lambda: GAE's lambda; advantages run across the episodes of a
+        trial and stop only at its end.
+      clip_eps: PPO's ratio clipping.
+      ent_coef: entropy bonus weight.
+      vf_coef: value-loss weight.
+      reward_scale: the learner's rewards are multiplied by it (keeps the
+        value loss of long trials from swamping the policy gradient).
+    """
 
     name = "transformer_ppo"
     description = "ReLIC-style transformer PPO across trials (partial updates)"

@@ -154,7 +154,7 @@ def build(torch, kind: str, batch: int, seed: int = 0):
             x[:, i::3, -3 + i] = 1.0
         target, read = act, slice(0, None, 3)
         balance = 0.1
-    elif kind == "dpt":
+    elif kind == "dpt_bandit":
         n, d, layers, heads, arms = 500, 32, 4, 1, 5
         tokens = n + 1
         in_dim = 1 + arms + 1 + 1  # (s, a one-hot, r, s'); bandit s is 1-d

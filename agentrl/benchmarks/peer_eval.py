@@ -46,7 +46,7 @@ from agentrl.cliargs import positive_int
 
 T2MIR_TASKS, WINDOW = 20, 400
 DPT_BANDITS, DPT_PULLS, ARMS = 200, 500, 5
-TARGETS = {"t2mir": 100.0, "dpt": 300.0, "roofline": 2.0}
+TARGETS = {"t2mir_ad_darkroom": 100.0, "dpt_bandit": 300.0, "roofline": 2.0}
 
 
 def memory_bandwidth(mib: int = 256, repeats: int = 5) -> float:
@@ -136,7 +136,7 @@ def dpt_eval(repeats: int) -> dict:
     from agentrl.evaluate.model_agents import DPTCachedModelAgent, ModelHandle
 
     env = envs.make("gaussian_bandit", num_arms=ARMS, horizon=DPT_PULLS)
-    cfg = agentrl_config("dpt")
+    cfg = agentrl_config("dpt_bandit")
     graphdef, weights = nnx.split(_model(cfg))
     keys = jax.random.split(jax.random.key(1), DPT_BANDITS)
     params = jax.vmap(env.sample_params)(keys)
@@ -170,7 +170,7 @@ def torch_t2mir_step(torch, repeats: int) -> float:
 
 def torch_dpt_deployment(torch, repeats: int) -> dict:
     """Seconds of the reference's 500 pulls, integrated from timed lengths."""
-    _, model = _peers.build(torch, "dpt", 1)
+    _, model = _peers.build(torch, "dpt_bandit", 1)
     model.eval()
     lengths = [1, 125, 250, 375, DPT_PULLS]
     times = []
@@ -224,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
                 bench.target(
                     "T2MIR eval step / agentrl (sar)",
                     r["torch_over_agentrl"],
-                    TARGETS["t2mir"],
+                    TARGETS["t2mir_ad_darkroom"],
                 )
             )
         targets.append(
@@ -261,7 +261,9 @@ def main(argv: list[str] | None = None) -> int:
     if dpt_torch:
         targets.append(
             bench.target(
-                "DPT deployment / agentrl", row["torch_over_agentrl"], TARGETS["dpt"]
+                "DPT deployment / agentrl",
+                row["torch_over_agentrl"],
+                TARGETS["dpt_bandit"],
             )
         )
     notes = (

@@ -35,8 +35,8 @@ import time
 from agentrl.benchmarks import _peers
 from agentrl.cliargs import positive_int
 
-KINDS = ("t2mir_dense", "t2mir_moe", "dpt")
-BATCH = {"t2mir_dense": 16, "t2mir_moe": 16, "dpt": 64}
+KINDS = ("t2mir_dense", "t2mir_moe", "dpt_bandit")
+BATCH = {"t2mir_dense": 16, "t2mir_moe": 16, "dpt_bandit": 64}
 TARGET = 3.0
 
 
@@ -44,7 +44,7 @@ def agentrl_config(kind: str, attention: str = "blockwise"):
     """The :class:`~agentrl.models.ModelConfig` of a peer shape."""
     from agentrl.models import ModelConfig
 
-    if kind == "dpt":
+    if kind == "dpt_bandit":
         return ModelConfig(
             obs_kind="continuous",
             obs_size=1,
@@ -91,7 +91,7 @@ def agentrl_step(kind: str, attention: str = "blockwise", seed: int = 0):
     graphdef, params, rest = nnx.split(model, nnx.Param, ...)
     rng = np.random.default_rng(seed)
     b = BATCH[kind]
-    if kind == "dpt":
+    if kind == "dpt_bandit":
         n = cfg.max_steps - 1
         batch = {
             "query": jnp.asarray(rng.normal(size=(b, 1)), jnp.float32),
@@ -112,7 +112,7 @@ def agentrl_step(kind: str, attention: str = "blockwise", seed: int = 0):
 
     def loss_fn(params, batch):
         m = nnx.merge(graphdef, params, rest)
-        if kind == "dpt":
+        if kind == "dpt_bandit":
             out = m.predict_query(
                 batch["query"],
                 batch["obs"],

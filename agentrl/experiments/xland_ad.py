@@ -46,6 +46,9 @@ Presets:
 - ``gpu``: 4,096 rulesets, 3,276 histories of 200 episodes (48,600 steps),
   8 layers, width 512, 8 heads, 16 episodes a window, batch 64, 50,000
   steps; for one accelerator.
+- ``full``: the ``gpu`` settings (its own file, ``data/xland_ad-full.hdf5``):
+  the baseline's model on the largest data generated here; for the published
+  XLand-100B data set ``data.path`` to the downloaded file.
 
 No result is claimed yet: none of the presets above smoke has been run.
 """
@@ -122,4 +125,7 @@ CHANGES = dict(
         "eval.num_episodes": 50,
     },
 )
+# ``full`` is the gpu preset: the baseline's model on the largest data this
+# experiment generates; the published data is a ``data.path`` away (above).
+CHANGES["full"] = {**CHANGES["gpu"], "data.path": "data/xland_ad-full.hdf5"}
 PRESETS = make_presets(BASE, **CHANGES)
