@@ -45,6 +45,26 @@ def _finite(value: Any) -> bool:
     )
 
 
+def check_ppo_coefficients(algo: Any) -> None:
+    """PPO's traced coefficients of an online learner: ranges, named ``algo.*``."""
+    for name in ("gamma", "gae_lambda"):
+        value = getattr(algo, name)
+        check(
+            _finite(value) and 0.0 <= value <= 1.0,
+            f"algo.{name} must be in [0, 1], got {value!r}",
+        )
+    for name in ("clip_eps", "vf_coef", "reward_scale"):
+        value = getattr(algo, name)
+        check(
+            _finite(value) and value > 0,
+            f"algo.{name} must be > 0 and finite, got {value!r}",
+        )
+    check(
+        _finite(algo.ent_coef) and algo.ent_coef >= 0,
+        f"algo.ent_coef must be >= 0 and finite, got {algo.ent_coef!r}",
+    )
+
+
 @register
 @dataclasses.dataclass(frozen=True)
 class RL2(Algorithm):
@@ -107,22 +127,7 @@ class RL2(Algorithm):
             f"algo.num_minibatches={self.num_minibatches} must divide "
             f"algo.num_envs={self.num_envs} (minibatches are whole env streams)",
         )
-        for name in ("gamma", "gae_lambda"):
-            value = getattr(self, name)
-            check(
-                _finite(value) and 0.0 <= value <= 1.0,
-                f"algo.{name} must be in [0, 1], got {value!r}",
-            )
-        for name in ("clip_eps", "vf_coef", "reward_scale"):
-            value = getattr(self, name)
-            check(
-                _finite(value) and value > 0,
-                f"algo.{name} must be > 0 and finite, got {value!r}",
-            )
-        check(
-            _finite(self.ent_coef) and self.ent_coef >= 0,
-            f"algo.ent_coef must be >= 0 and finite, got {self.ent_coef!r}",
-        )
+        check_ppo_coefficients(self)
         check(
             self.obs_encoding in ("onehot", "grid"),
             f"algo.obs_encoding must be 'onehot' or 'grid', got {self.obs_encoding!r}",

@@ -23,19 +23,11 @@ here (it belongs to the models' attention, being rewritten elsewhere).
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Any
 
 from agentrl.algos.ad import check_positive, env_horizon
 from agentrl.algos.base import Algorithm, check, register, traced
-
-
-def _finite(value: Any) -> bool:
-    return (
-        isinstance(value, int | float)
-        and not isinstance(value, bool)
-        and math.isfinite(value)
-    )
+from agentrl.algos.rl2 import check_ppo_coefficients
 
 
 @register
@@ -97,22 +89,7 @@ class TransformerPPO(Algorithm):
             f"algo.num_minibatches={self.num_minibatches} must divide "
             f"algo.num_envs={self.num_envs}",
         )
-        for name in ("gamma", "gae_lambda"):
-            value = getattr(self, name)
-            check(
-                _finite(value) and 0.0 <= value <= 1.0,
-                f"algo.{name} must be in [0, 1], got {value!r}",
-            )
-        for name in ("clip_eps", "vf_coef", "reward_scale"):
-            value = getattr(self, name)
-            check(
-                _finite(value) and value > 0,
-                f"algo.{name} must be > 0 and finite, got {value!r}",
-            )
-        check(
-            _finite(self.ent_coef) and self.ent_coef >= 0,
-            f"algo.ent_coef must be >= 0 and finite, got {self.ent_coef!r}",
-        )
+        check_ppo_coefficients(self)
 
     def context_steps(self, env: Any) -> int:
         return self.trial_episodes * env_horizon(env)
