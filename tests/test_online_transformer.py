@@ -19,7 +19,6 @@ the whole-trial forward/backward, nested in scans) takes minutes on the
 from __future__ import annotations
 
 import dataclasses
-import os
 
 import jax
 import jax.numpy as jnp
@@ -41,10 +40,7 @@ from agentrl.train.config import (
 )
 from agentrl.train.rundir import load_run
 
-LONG = os.environ.get("AGENTRL_ONLINE", "").strip().lower() == "long"
-SLOW = pytest.mark.skipif(
-    not LONG, reason="compiles the transformer trainer (minutes): AGENTRL_ONLINE=long"
-)
+SLOW = pytest.mark.opt_in("AGENTRL_ONLINE")  # deselected unless =long
 
 
 def make_trainer(update_every: int, num_updates: int = 1, trial: int = 8):

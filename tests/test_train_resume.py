@@ -86,7 +86,9 @@ def test_sigkill_then_resume_gives_identical_parameters(darkroom_dataset, tmp_pa
     for name in ["config.json", "run.json", "metrics.jsonl"]:
         assert (resumed / name).is_file()
     run = json.loads((resumed / "run.json").read_text())
-    assert run["env"] == "darkroom" and len(run["split"]["test"]) == 16
+    split = run["split"]  # Dark Room 9x9: 65 train, 8 validation, 8 test goals
+    assert run["env"] == "darkroom" and len(split["train"]) == 65
+    assert len(split["validation"]) == 8 and len(split["test"]) == 8
 
 
 def test_non_finite_loss_stops_and_keeps_last_good_checkpoint(
