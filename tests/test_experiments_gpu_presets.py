@@ -5,13 +5,12 @@ layers, heads and width) with the sizes that only set the cost turned down
 (steps, batch, number of histories, parallel trials, evaluation), so a
 preset that cannot build its data, model or evaluation fails here, not on
 the GPU. ``xland_ad``'s (PPO histories of 243-step XLand episodes, about two
-minutes on 2 cores) runs with ``AGENTRL_HEAVY=1``.
+minutes on 2 cores) runs with ``AGENTRL_HEAVY=long``.
 """
 
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 
@@ -21,9 +20,10 @@ from agentrl.train.loop import fit
 
 HEAVY = {"xland_ad"}
 EXPERIMENTS = [
-    name
+    pytest.param(name, marks=pytest.mark.opt_in("AGENTRL_HEAVY"))
+    if name in HEAVY
+    else name
     for name in known_experiments()
-    if name not in HEAVY or os.environ.get("AGENTRL_HEAVY") == "1"
 ]
 
 
