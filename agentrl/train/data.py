@@ -56,20 +56,8 @@ def prepare_dataset(
             total=data.num_tasks, desc="histories", unit="task", disable=not progress
         )
         try:
-            from agentrl.sources import source_histories
-
-            write_dataset(
-                path,
-                env,
-                source_histories(data.source, env, **dict(data.source_args)),
-                data.num_tasks,
-                data.num_episodes,
-                seed=data.seed,
-                env_name=data.env,
-                env_overrides=dict(data.env_args),
-                split_fraction=data.split_fraction,
-                progress=bar.update,
-            )
+            args, kwargs = _generation_args(data, env)
+            write_dataset(path, *args, progress=bar.update, **kwargs)
         finally:
             bar.close()
     if jax.process_count() > 1:  # the other processes wait for process 0's write
@@ -77,6 +65,24 @@ def prepare_dataset(
 
         multihost_utils.sync_global_devices("agentrl dataset written")
     return open_dataset(path, verify="full" if first_use and not written else "size")
+
+
+def _generation_args(data, env) -> tuple[tuple, dict]:
+    """Positional ``(env, histories_fn, num_tasks, num_episodes)`` and keyword
+    arguments of ``write_dataset`` / ``xland100b.generate_hdf5``: the data
+    config's source run on its environment."""
+    from agentrl.sources import source_histories
+
+    histories = source_histories(data.source, env, **dict(data.source_args))
+    return (
+        (env, histories, data.num_tasks, data.num_episodes),
+        dict(
+            seed=data.seed,
+            env_name=data.env,
+            env_overrides=dict(data.env_args),
+            split_fraction=data.split_fraction,
+        ),
+    )
 
 
 def _import_hdf5(config, env, run_dir: Path, progress: bool, first_use: bool):
@@ -93,20 +99,9 @@ def _import_hdf5(config, env, run_dir: Path, progress: bool, first_use: bool):
     written = not path.exists()
     if written and lead:
         if not file.exists():
-            from agentrl.sources import source_histories
-
             file.parent.mkdir(parents=True, exist_ok=True)
-            xland100b.generate_hdf5(
-                file,
-                env,
-                source_histories(data.source, env, **dict(data.source_args)),
-                data.num_tasks,
-                data.num_episodes,
-                seed=data.seed,
-                env_name=data.env,
-                env_overrides=dict(data.env_args),
-                split_fraction=data.split_fraction,
-            )
+            args, kwargs = _generation_args(data, env)
+            xland100b.generate_hdf5(file, *args, **kwargs)
         bar = tqdm(desc="import", unit="history", disable=not progress)
         try:
             xland100b.import_hdf5(
