@@ -10,10 +10,14 @@ with one learned vector per cell the model memorises the 65 training goals
 and stays at random level on held-out ones (measured: score 0.01 -> 0.00
 over 20 episodes with a 3-layer width-64 model); with the factorised
 embedding a held-out goal shares its row and column with trained ones.
-Evaluation acts greedily (argmax): sampling reproduces the exploration noise
-of Q-learning's early episodes, and at this training budget the sampled
-policy stays near random (score 0.07 -> 0.12 over 50 episodes in the same run
-where greedy went 0.13 -> 0.43).
+Evaluation samples until the first reward on a goal and then acts
+greedily (``eval.acting="sample_then_greedy"``). The rule was chosen on
+validation goals, never on test goals: in the 3-seed cpu reproduction the
+validation score of the last 10 episodes was, per seed, 0.99 / 0.57 / 0.61
+for it, 0.56 / 0.44 / 0.41 for greedy and 0.14 / 0.01 / 0.13 for sampling
+(``benchmarks/results/repro_ad_darkroom_cpu.json``, ``protocol``). Sampling
+reproduces the exploration noise of Q-learning's early episodes; greedy
+never leaves a wrong first guess.
 
 Training windows start at any step (``algo.window_start="any"``, as the
 AD-ε reference code; ``docs/fidelity.md``), the shape of the rolling context
@@ -102,7 +106,7 @@ BASE = ExperimentConfig(
         log_every=50,
         checkpoint_every=500,
     ),
-    eval=EvalConfig(num_tasks=16, num_episodes=50, acting="greedy"),
+    eval=EvalConfig(num_tasks=16, num_episodes=50, acting="sample_then_greedy"),
 )
 
 # What each preset changes in BASE (the cpu preset is BASE itself).

@@ -5,7 +5,7 @@ windows of whole episodes) but conditioned on the return-to-go inside each
 episode; it has no mechanism to learn across episodes, which is the contrast
 with AD. DT's observation is the one-hot cell with the return-to-go / 20
 appended (a vector), so it uses a linear embedding, not the grid encoding.
-Online it acts like AD (greedy, one token per step on a rolling KV cache)
+Online it acts like AD (one token per step on a rolling KV cache)
 with every episode conditioned on ``algo.target_return``, by default the best
 episode return in its training data (20 here: a goal on the start cell),
 as the DT and in-context RL literature set it.
@@ -24,7 +24,8 @@ as the DT and in-context RL literature set it.
   sampled actions.
 - ``gpu``, ``full``: ``ad_darkroom``'s with DT; for a GPU.
 
-``ad_darkroom``'s acting rule (``eval.acting="greedy"``) applies; DT keeps
+``ad_darkroom``'s acting rule (``eval.acting="sample_then_greedy"``) is the
+default; reproductions choose the rule per seed on validation goals. DT keeps
 its episode-aligned windows (its return-to-go restarts at every episode).
 """
 
