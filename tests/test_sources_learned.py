@@ -133,6 +133,12 @@ def test_dataset_from_a_learned_learner_trains_ad(rl2_run, tmp_path):
     assert data.metadata["num_episodes"] == 3
     train_ids = set(env().task_split(0.8, 0).train.tolist())
     assert set(data.metadata["task_ids"]["train"]) <= train_ids
+    # evaluation shows the learner AD imitated beside it (the data's source)
+    from agentrl.evaluate.run import run_results
+
+    results, _ = run_results(run_dir)
+    assert {"ad", "learned_learner", "random"} <= set(results)
+    assert results["learned_learner"].returns.shape == (2, 2)
 
 
 def _fake_distilled_run(rl2_run, tmp_path):

@@ -16,12 +16,17 @@ algorithm).
 Settings: ``run_dir`` (required), ``step`` (checkpoint; default the latest),
 ``acting`` (``"sample"``, the default: sample the policy as in training,
 at ``temperature``; or ``"greedy"``). Everything is checked before
-anything compiles (:func:`check_learned`): the directory is a run of an online learner, its
-checkpoint exists, and its environment is the dataset's (same family and
-constructor arguments). On a finite task space each chunk's task ids must
-be among the learner's own training tasks (so the dataset's held-out tasks,
-the ones AD is evaluated on, were held out from the learner too): generate
+anything compiles (:func:`check_learned`): the directory is a run of an
+online learner, its checkpoint exists, and its environment is the
+dataset's (same family and constructor arguments). On a finite task
+space each chunk's task ids must be among the learner's own training
+tasks (so the dataset's held-out tasks, the ones AD is evaluated on, were
+held out from the learner too): generate
 with the run's ``data.split_fraction`` and ``data.seed``.
+
+As a source it is also evaluation's baseline for a model distilled from its
+data (:func:`learned_agent`): ``agentrl eval`` of an AD run trained on
+``learned_learner`` histories shows the learner it imitated beside it.
 """
 
 from __future__ import annotations
@@ -121,6 +126,36 @@ def check_learned(env: Any, settings: dict[str, Any]) -> str | None:
 
 
 @functools.lru_cache(maxsize=4)
+def _load(run_dir: str, step: int | None, acting: str, temperature: float):
+    """``(run, config)``: the run, its config acting by ``acting``/``temperature``."""
+    from agentrl.train.rundir import load_run
+
+    run = load_run(run_dir, step)
+    config = dataclasses.replace(
+        run.config,
+        eval=dataclasses.replace(
+            run.config.eval, acting=acting, temperature=float(temperature)
+        ),
+    )
+    return run, config
+
+
+def learned_agent(
+    env: Any,
+    num_episodes: int,
+    *,
+    run_dir: str,
+    step: int | None,
+    acting: str,
+    temperature: float,
+) -> Any:
+    """The learner as a (batched) agent: evaluation's baseline for a model
+    distilled from its histories (the learner it imitated, run online)."""
+    run, config = _load(str(run_dir), step, str(acting), float(temperature))
+    return config.algo.make_agent(run.model, env, num_episodes * env.horizon, config)
+
+
+@functools.lru_cache(maxsize=4)
 def _rollout(
     run_dir: str, step: int | None, acting: str, temperature: float, env: Any, n: int
 ):
@@ -131,16 +166,8 @@ def _rollout(
     """
     from agentrl.evaluate.driver import run_batched_agent
     from agentrl.evaluate.model_agents import split_model
-    from agentrl.train.rundir import load_run
 
-    run = load_run(run_dir, step)
-    config = run.config
-    config = dataclasses.replace(
-        config,
-        eval=dataclasses.replace(
-            config.eval, acting=acting, temperature=float(temperature)
-        ),
-    )
+    run, config = _load(run_dir, step, acting, temperature)
     handle = split_model(run.model)
     if handle.weights is None:  # a plain pytree of weights (RL²'s GRU)
         weights, rebuild = run.model, lambda w: w

@@ -200,6 +200,12 @@ def _learned_histories(env, params, key, num_episodes, task_id, **settings):
     return learned_histories(env, params, key, num_episodes, task_id, **settings)
 
 
+def _learned_agent(env, num_episodes, **settings):
+    from agentrl.sources.learned import learned_agent
+
+    return learned_agent(env, num_episodes, **settings)
+
+
 def _check_learned(env, settings) -> str | None:
     from agentrl.sources.learned import check_learned
 
@@ -342,10 +348,11 @@ SOURCES: dict[str, Source] = {
             {"run_dir": "", "step": None, "acting": "sample", "temperature": 1.0},
             {"step": (0, float("inf")), "temperature": (1e-6, float("inf"))},
             _always,
-            None,
+            _learned_agent,
             _learned_histories,
             _check_learned,
             choices={"acting": ("sample", "greedy")},
+            baseline=True,
             text=("run_dir",),
         ),
         Source(
