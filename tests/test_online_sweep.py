@@ -199,3 +199,51 @@ def test_bad_online_grid_exits_2(grid, match, tmp_path, capsys):
     assert code == 2
     assert match in err and "Traceback" not in err
     assert not (tmp_path / "s").exists()
+
+
+FOUR_DEVICES = """
+import json, sys
+import jax
+jax.config.update("jax_num_cpu_devices", 4)
+from agentrl import configtools
+from agentrl.envs import make
+from agentrl.sweep.online import online_sweep
+from agentrl.train.config import ExperimentConfig
+
+config = configtools.from_dict(ExperimentConfig, json.loads(sys.argv[1]))
+env = make(config.data.env, **dict(config.data.env_args))
+out = online_sweep(config, env, [0, 1], [{}, {"train.lr": 3e-3}], steps_per_call=3)
+specs = {str(x.sharding.spec) for x in jax.tree.leaves(out.state.weights)}
+print(json.dumps({"devices": jax.device_count(), "specs": sorted(specs),
+                  "loss": out.metrics["loss"].tolist()}))
+"""
+
+
+def test_members_spread_over_four_devices_match_one():
+    import subprocess
+    import sys
+
+    from jax.sharding import PartitionSpec as P
+
+    from agentrl import configtools
+
+    config = tiny_config()
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            FOUR_DEVICES,
+            json.dumps(configtools.to_dict(config)),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got["devices"] == 4
+    assert got["specs"] == [str(P("sweep"))]
+    one = online_sweep(
+        config, env(), [0, 1], [{}, {"train.lr": 3e-3}], steps_per_call=3
+    )
+    np.testing.assert_allclose(got["loss"], one.metrics["loss"], rtol=1e-4, atol=1e-6)

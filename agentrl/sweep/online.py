@@ -10,6 +10,7 @@ the updates run in jitted ``lax.scan`` chunks of ``steps_per_call``, so
 member ``m`` follows exactly the run :func:`agentrl.train.fit` makes with
 that seed and setting (the same program; :func:`agentrl.online.train_members`
 is the whole run in one call, this is the same run in resumable chunks).
+With several devices the members are spread over the mesh's ``sweep`` axis.
 
 Checkpoints (the whole vmapped trainer state: weights, optimizer, every
 environment and hidden state, the PRNG keys) and the metrics so far go to
@@ -24,12 +25,15 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import math
 import time
 from pathlib import Path
 from typing import Any
 
 import jax
 import numpy as np
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
 
 from agentrl.sweep.train import (
     _resume_members,
@@ -37,6 +41,7 @@ from agentrl.sweep.train import (
     check_seeds,
     member_hparams,
 )
+from agentrl.train import parallel
 from agentrl.train.config import ExperimentConfig
 
 
@@ -73,6 +78,14 @@ class OnlineSweep:
         """The policy of member ``m`` (what ``load_run(...).model`` is for ``fit``)."""
         one = jax.tree.map(lambda x: x[member], self.state)
         return self.program.weights(one)
+
+
+def _member_sharding(num_members: int) -> NamedSharding:
+    """Members on the ``sweep`` axis of a mesh of ``gcd(M, devices)`` devices."""
+    devices = jax.device_count()
+    num_sweep = math.gcd(num_members, devices)
+    mesh = parallel.make_mesh(num_data=devices // num_sweep, num_sweep=num_sweep)
+    return NamedSharding(mesh, P(parallel.SWEEP))
 
 
 @functools.lru_cache(maxsize=8)
@@ -144,7 +157,11 @@ def online_sweep(
     program, init, run = _compiled(full)
     start = time.perf_counter()
     keys = jax.numpy.stack([jax.random.key(s) for s in seeds for _ in settings])
-    state = init(keys, hp)
+    # members over gcd(M, devices) devices (the mesh's sweep axis); the
+    # jitted programs follow their inputs' placement
+    member_spec = _member_sharding(num_s * num_h)
+    keys, hp = jax.device_put((keys, hp), member_spec)
+    state = jax.device_put(init(keys, hp), member_spec)
     total = full.train.steps
     chunks: list[dict] = []
     ckpt, first, saved = None, 0, 0
