@@ -173,8 +173,9 @@ def write_sweep_results(
     md.append(
         "Means over seeds with 95% bootstrap CIs; final loss/accuracy (online "
         "learners: loss/training trial return) = mean of the last 10% of "
-        "steps (updates); score = normalized return (random 0, oracle 1) "
-        "of the last evaluation episodes on held-out tasks."
+        "steps (updates); score = normalized return (random 0, oracle 1; "
+        "the raw return where the environment has no oracle) of the last "
+        "evaluation episodes on held-out tasks."
     )
     write_text(paths["md"], "\n".join(md) + "\n")
     write_text(paths["csv"], to_csv(rows))
