@@ -161,6 +161,7 @@ def test_baseline_flags():
         "epsilon_greedy",
         "q_learning",
         "noisy_oracle",
+        "learned_learner",
     }
     # every baseline is an agent
     assert all(registry.SOURCES[n].build is not None for n in flagged)

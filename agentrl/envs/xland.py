@@ -25,13 +25,20 @@ work as for any finite family. ``rulesets`` selects the table:
 ``MiniGrid-*`` envs have a single task (``num_tasks = 1``, ``params.ruleset``
 is ``None``); their layouts are random per episode as in xminigrid.
 
-Observation: xminigrid's egocentric view ``[view, view, 2]`` uint8 (tile,
-colour); 6 discrete actions. Reward ``1 - 0.9 * t / horizon`` on reaching
+Observation (``observation``): ``"ids"`` (default), xminigrid's egocentric
+view ``[view, view, 2]`` uint8 (tile, colour ids); or ``"onehot"``, what the
+xland-minigrid meta-RL baseline's network sees (its
+``DirectionObservationWrapper`` input): a flat uint8 vector
+``[view * view * (13 + 12) + 4]``, the tile and the colour of every cell one-hot
+and the agent's direction one-hot (the egocentric view does not show it).
+A learner that flattens ``Box`` observations (RL²) then embeds each cell's
+tile and colour with its first linear layer, as the baseline's per-cell
+embeddings do. 6 discrete actions. Reward ``1 - 0.9 * t / horizon`` on reaching
 the goal (which terminates), else 0, as xminigrid computes it with
 ``max_steps = horizon``. No oracle.
 
 Static: ``env_id``, ``rulesets``, ``num_rulesets``, ``ruleset_seed``,
-``num_distractors``, ``view_size``, ``horizon``.
+``num_distractors``, ``view_size``, ``horizon``, ``observation``.
 Traced: ``ruleset``, ``max_steps_in_episode``.
 """
 
@@ -45,7 +52,7 @@ from flax import struct
 
 from agentrl.envs import spaces
 from agentrl.envs.base import Environment, EnvParams, EnvState
-from agentrl.envs.validate import check_int
+from agentrl.envs.validate import check_choice, check_int
 
 INSTALL_HINT = "install the optional extra: pip install 'agentrl[xminigrid]'"
 #: Tiles that can be goals and distractors (ball, square, pyramid, key, hex,
@@ -53,6 +60,11 @@ INSTALL_HINT = "install the optional extra: pip install 'agentrl[xminigrid]'"
 #: brown, pink), in xminigrid's ``Tiles`` / ``Colors`` numbering.
 OBJECT_TILES = (3, 4, 5, 7, 11, 12)
 OBJECT_COLORS = (1, 2, 3, 4, 5, 8, 9, 10, 11)
+#: ``observation`` choices (module docstring).
+OBSERVATIONS = ("ids", "onehot")
+#: xminigrid's tile and colour vocabularies (``NUM_TILES``, ``NUM_COLORS``)
+#: and the agent's four directions: the one-hot observation's widths.
+NUM_TILES, NUM_COLORS, NUM_DIRECTIONS = 13, 12, 4
 #: xminigrid goal codes used by :func:`generate_rulesets`.
 GOAL_AGENT_HOLD, GOAL_AGENT_NEAR = 1, 3
 
@@ -128,7 +140,11 @@ class XLandMiniGrid(Environment[XLandState, XLandParams]):
         num_distractors: int = 2,
         view_size: int | None = None,
         horizon: int | None = None,
+        observation: str = "ids",
     ):
+        self.observation = check_choice(
+            self.name, "observation", observation, OBSERVATIONS
+        )
         xminigrid = _import_xminigrid()
         known = xminigrid.registered_environments()
         if env_id not in known:
@@ -213,9 +229,22 @@ class XLandMiniGrid(Environment[XLandState, XLandParams]):
         return self.inner_params.replace(ruleset=params.ruleset)
 
     # ------------------------------------------------------------- dynamics
+    def _observe(self, view: jax.Array, inner: Any) -> jax.Array:
+        """The ``observation`` of a step from xminigrid's view and state."""
+        if self.observation == "ids":
+            return view
+        tile = jax.nn.one_hot(view[..., 0], NUM_TILES, dtype=jnp.uint8)
+        colour = jax.nn.one_hot(view[..., 1], NUM_COLORS, dtype=jnp.uint8)
+        direction = jax.nn.one_hot(
+            inner.agent.direction, NUM_DIRECTIONS, dtype=jnp.uint8
+        )
+        cells = jnp.concatenate([tile, colour], -1).reshape(-1)
+        return jnp.concatenate([cells, direction])
+
     def reset_env(self, key: jax.Array, params: XLandParams):
         timestep = self.env.reset(self._inner(params), key)
-        return timestep.observation, XLandState(time=jnp.int32(0), inner=timestep.state)
+        obs = self._observe(timestep.observation, timestep.state)
+        return obs, XLandState(time=jnp.int32(0), inner=timestep.state)
 
     def step_env(self, key: jax.Array, state: XLandState, action: Any, params):
         from xminigrid.types import StepType, TimeStep
@@ -232,11 +261,15 @@ class XLandMiniGrid(Environment[XLandState, XLandParams]):
         terminated = timestep.discount == 0.0
         reward = jnp.asarray(timestep.reward, jnp.float32)
         state = XLandState(time=state.time + 1, inner=timestep.state)
-        return timestep.observation, state, reward, terminated, {}
+        obs = self._observe(timestep.observation, timestep.state)
+        return obs, state, reward, terminated, {}
 
     def action_space(self, params=None) -> spaces.Discrete:
         return spaces.Discrete(self.env.num_actions(self.inner_params))
 
     def observation_space(self, params=None) -> spaces.Box:
+        if self.observation == "onehot":
+            width = self.view_size**2 * (NUM_TILES + NUM_COLORS) + NUM_DIRECTIONS
+            return spaces.Box(0, 1, (width,), jnp.uint8)
         shape = (self.view_size, self.view_size, 2)
         return spaces.Box(0, 255, shape, jnp.uint8)

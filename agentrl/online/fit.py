@@ -166,7 +166,8 @@ def load_online_weights(run_dir: Path, config: Any, env: Any, step: int | None):
     )
     like = jax.tree.map(
         lambda x: (
-            jax.random.key(0)
+            # key arrays of any shape (an env state may hold one per env)
+            jax.random.split(jax.random.key(0), math.prod(x.shape)).reshape(x.shape)
             if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key)
             else np.zeros(x.shape, x.dtype)
         ),

@@ -22,7 +22,9 @@ Sources (settings and defaults in :data:`SOURCES`):
   labels in ``optimal_action``): discrete actions and an oracle; with
   ``rollin="uniform"`` draws independent transitions from uniform states
   (the DPT paper's Dark Room data; :mod:`agentrl.sources.rollin`);
-- ``ppo``: ``agentrl.sources.ppo.generate_ppo`` (imported on demand).
+- ``ppo``: ``agentrl.sources.ppo.generate_ppo`` (imported on demand);
+- ``learned_learner``: a trained online learner's run (``run_dir=...``)
+  acting in context with frozen weights (:mod:`agentrl.sources.learned`).
 """
 
 from __future__ import annotations
@@ -99,6 +101,7 @@ class Source:
       choices: ``{setting: allowed values}`` of non-numeric settings.
       baseline: whether ``build``'s agent is a sensible online baseline to
         compare a model with (a learner or an oracle, not a random roll-in).
+      text: settings whose values are strings (paths), checked by ``check``.
     """
 
     name: str
@@ -111,6 +114,7 @@ class Source:
     check: Callable[[Any, dict], str | None] | None = None
     choices: dict[str, tuple] = dataclasses.field(default_factory=dict)
     baseline: bool = False
+    text: tuple[str, ...] = ()
 
 
 def _thompson(env, num_episodes, posterior, noise_variance, prior_mean, prior_var):
@@ -188,6 +192,27 @@ def _run(env, agent, params, key, num_steps, task_id, block_size) -> History:
         env, agent, params, key, num_steps, task_id, block_size=block_size
     )
     return history
+
+
+def _learned_histories(env, params, key, num_episodes, task_id, **settings):
+    from agentrl.sources.learned import learned_histories
+
+    return learned_histories(env, params, key, num_episodes, task_id, **settings)
+
+
+def _learned_agent(env, num_episodes, **settings):
+    from agentrl.sources.learned import learned_agent
+
+    return learned_agent(env, num_episodes, **settings)
+
+
+def _check_learned(env, settings) -> str | None:
+    from agentrl.sources.learned import check_learned
+
+    step = settings["step"]
+    if step is not None and (isinstance(step, bool) or not isinstance(step, int)):
+        return f"`step` must be a checkpoint step (an integer) or None, got {step!r}"
+    return check_learned(env, settings)
 
 
 def _load_ppo() -> Callable[..., History]:
@@ -317,6 +342,20 @@ SOURCES: dict[str, Source] = {
             choices={"rollin": ("trajectory", "uniform")},
         ),
         Source(
+            "learned_learner",
+            "a trained online learner (rl2, transformer_ppo run_dir=...) acting "
+            "in context with frozen weights, one trial per history",
+            {"run_dir": "", "step": None, "acting": "sample", "temperature": 1.0},
+            {"step": (0, float("inf")), "temperature": (1e-6, float("inf"))},
+            _always,
+            _learned_agent,
+            _learned_histories,
+            _check_learned,
+            choices={"acting": ("sample", "greedy")},
+            baseline=True,
+            text=("run_dir",),
+        ),
+        Source(
             "ppo",
             "PPO over the multi-episode trial",
             None,
@@ -365,6 +404,12 @@ def check_settings(source_name: str, env: Any, settings: dict[str, Any]) -> dict
     for field, value in settings.items():
         if value is None and spec.defaults[field] is None:
             continue  # resolved from the env (e.g. thompson's noise_variance)
+        if field in spec.text:
+            if not isinstance(value, str):
+                raise ValueError(
+                    f"source {source_name!r}: `{field}` must be a string, got {value!r}"
+                )
+            continue
         choices = spec.choices.get(field)
         if choices is not None:
             if value not in choices:

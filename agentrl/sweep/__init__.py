@@ -12,6 +12,8 @@
   (one program per combination), validated before compiling;
 - :mod:`agentrl.sweep.train`: ``S`` seeds x ``H`` traced settings trained by
   one vmapped, scanned update step, and evaluated in context in one program;
+- :mod:`agentrl.sweep.online`: the same for online learners (RL²,
+  transformer PPO): their training programs vmapped, in resumable chunks;
 - :mod:`agentrl.sweep.sources`: source algorithms (Q-learning ...) over
   seeds x traced settings in one program;
 - :mod:`agentrl.sweep.report`: the results table (mean, bootstrap CI), CSV,
@@ -22,6 +24,7 @@ The command line is ``agentrl sweep`` (:mod:`agentrl.sweep.cli`).
 """
 
 from agentrl.sweep.grid import SweepGrid, make_grid, parse_grid_args, traced_paths
+from agentrl.sweep.online import OnlineSweep, evaluate_online_members, online_sweep
 from agentrl.sweep.report import write_sweep_results
 from agentrl.sweep.run import SweepOutcome, run_sweep
 from agentrl.sweep.sources import SourceSweep, curve_rows, source_sweep
@@ -35,6 +38,9 @@ from agentrl.sweep.train import (
 )
 
 __all__ = [
+    "OnlineSweep",
+    "evaluate_online_members",
+    "online_sweep",
     "SourceSweep",
     "SweepGrid",
     "SweepOutcome",

@@ -2,11 +2,15 @@
 
 >>> agentrl sweep ad_darkroom --seeds 8 --grid lr=1e-4,3e-4,1e-3
 >>> agentrl sweep ad_darkroom --seeds 4 --grid lr=1e-3,3e-4 --grid num_layers=1,2
+>>> agentrl sweep rl2_bandit --preset cpu --seeds 5 --grid ent_coef=0,0.01
 
 Traced fields (lr, weight_decay, balance_weight, contrastive_weight,
-ema_tau) are trained in one program; any other field gives one program per
-value (the static grid). Writes results.md, results.csv, results.json and
-results.png into ``--out`` (default ``sweeps/<name>-<preset>``).
+ema_tau; an online learner's gamma, gae_lambda, clip_eps, ent_coef, vf_coef,
+reward_scale) are trained in one program; any other field gives one program
+per value (the static grid). An online learner (rl2, transformer_ppo) needs
+no dataset: its seeds x traced settings are one vmapped training program.
+Writes results.md, results.csv, results.json and results.png into ``--out``
+(default ``sweeps/<name>-<preset>``).
 """
 
 from __future__ import annotations

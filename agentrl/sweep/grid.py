@@ -11,7 +11,8 @@ values is its own compiled program, run one after another.
 Everything is validated here, before anything compiles: unknown or ambiguous
 fields (including another algorithm's fields), values of the wrong type and
 values the config rejects (``lr <= 0``) raise ``ValueError`` naming the
-field and what is allowed.
+field and what is allowed; so does a grid over a dataset field
+(:data:`DATASET_FIELDS`) for an online learner, which reads no dataset.
 """
 
 from __future__ import annotations
@@ -21,6 +22,16 @@ import itertools
 from typing import Any
 
 from agentrl import configtools
+
+#: Fields that only shape the dataset a distilled learner trains on: an online
+#: learner (``algo.trains_online``) ignores them, so sweeping one is refused.
+DATASET_FIELDS = (
+    "data.source",
+    "data.source_args",
+    "data.num_tasks",
+    "data.num_episodes",
+    "data.path",
+)
 
 
 def traced_paths(config: Any) -> list[str]:
@@ -91,11 +102,18 @@ def make_grid(config: Any, grid: dict[str, Any]) -> SweepGrid:
     traced: dict[str, tuple[float, ...]] = {}
     static: dict[str, tuple[Any, ...]] = {}
     paths = configtools.field_paths(config)
+    online = getattr(config.algo, "trains_online", False)
     for key, values in grid.items():
         values = list(values) if isinstance(values, list | tuple) else [values]
         if not values:
             raise ValueError(f"grid field {key!r} has no values")
         path = configtools.resolve(config, key)
+        if online and path in DATASET_FIELDS:
+            raise ValueError(
+                f"grid field {path}: {config.algo.label} is trained online by RL "
+                "and reads no dataset, so this field changes nothing; sweep its "
+                "algo.*, train.* or data.env_args fields"
+            )
         parsed = [configtools.parse_value(path, v, paths[path]) for v in values]
         for v in parsed:
             configtools.override(config, {path: v})  # the config's own checks

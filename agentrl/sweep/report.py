@@ -1,8 +1,9 @@
 """Sweep results: one row per setting with means and bootstrap CIs; files.
 
 Per setting (static combination x traced setting) the row holds, across the
-``S`` seeds: the final loss and accuracy (mean of each seed's last 10% of
-steps; mean over seeds with a 95% percentile bootstrap CI over seeds) and,
+``S`` seeds: the final loss and accuracy (an online learner's: loss and
+training trial return; each the mean of a seed's last 10% of steps; mean
+over seeds with a 95% percentile bootstrap CI over seeds) and,
 when evaluated, the mean normalized return of the last episodes on held-out
 tasks (scores ``[seed, task]``, CI by bootstrap over tasks within seeds).
 
@@ -31,9 +32,15 @@ from agentrl.tables import (
 
 
 def _tail_mean(curves: np.ndarray) -> np.ndarray:
-    """``[seed, steps] -> [seed]``: mean of the last 10% of steps (>= 1)."""
-    tail = max(1, curves.shape[-1] // 10)
-    return curves[..., -tail:].mean(-1)
+    """``[seed, steps] -> [seed]``: mean of the last 10% of steps (>= 1).
+
+    ``NaN`` entries (an online learner's update in which no trial ended has
+    no trial return) are skipped; all-``NaN`` tails stay ``NaN``.
+    """
+    tail = np.asarray(curves, np.float64)[..., -max(1, curves.shape[-1] // 10) :]
+    count = np.isfinite(tail).sum(-1)
+    total = np.where(np.isfinite(tail), tail, 0.0).sum(-1)
+    return np.where(count > 0, total / np.maximum(count, 1), np.nan)
 
 
 def _mean_ci(values: np.ndarray) -> tuple[float, float, float]:
@@ -62,7 +69,7 @@ def setting_rows(
     """
     seeds = next(iter(metrics.values())).shape[0]
     row: dict[str, Any] = {"setting": label, **fields, "seeds": seeds}
-    for name in ("loss", "accuracy"):
+    for name in ("loss", "accuracy", "trial_return"):
         if name in metrics:
             m, lo, hi = _mean_ci(_tail_mean(metrics[name]))
             row.update(
@@ -164,9 +171,11 @@ def write_sweep_results(
     }
     md = [f"# {title}", "", markdown(rows), ""]
     md.append(
-        "Means over seeds with 95% bootstrap CIs; final loss/accuracy = mean of "
-        "the last 10% of steps; score = normalized return (random 0, oracle 1) "
-        "of the last evaluation episodes on held-out tasks."
+        "Means over seeds with 95% bootstrap CIs; final loss/accuracy (online "
+        "learners: loss/training trial return) = mean of the last 10% of "
+        "steps (updates); score = normalized return (random 0, oracle 1; "
+        "the raw return where the environment has no oracle) of the last "
+        "evaluation episodes on held-out tasks."
     )
     write_text(paths["md"], "\n".join(md) + "\n")
     write_text(paths["csv"], to_csv(rows))

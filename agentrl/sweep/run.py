@@ -5,7 +5,11 @@ prepare its dataset (shared by combinations with the same data config),
 train all seeds x traced settings in one program
 (:func:`agentrl.sweep.train.train_sweep`), evaluate every member in context
 on held-out tasks (one program), then gather one row per setting into one
-table (:mod:`agentrl.sweep.report`).
+table (:mod:`agentrl.sweep.report`). An online learner
+(``algo.trains_online``: RL², transformer PPO) has no dataset: its seeds x
+traced settings run as one vmapped training program
+(:func:`agentrl.sweep.online.online_sweep`), evaluated on the held-out tasks
+of the split ``fit`` would record, with the same files, resume and table.
 
 A sweep resumes. Each static setting's rows and curves are written to
 ``OUT/settings/<setting>-<hash>.json`` when complete (the hash covers the
@@ -40,6 +44,11 @@ from agentrl.sweep.grid import (
     apply_static,
     make_grid,
     setting_label,
+)
+from agentrl.sweep.online import (
+    evaluate_online_members,
+    held_out_online,
+    online_sweep,
 )
 from agentrl.sweep.report import setting_rows, write_sweep_results
 from agentrl.sweep.train import (
@@ -202,24 +211,32 @@ def _static_setting(
     if not resume:
         shutil.rmtree(ckpt_dir, ignore_errors=True)
     env = make_env(cfg.data.env, **dict(cfg.data.env_args))
-    dataset = prepare_dataset(cfg, env, _data_dir(out, cfg), progress=progress)
-    sweep = train_sweep(
-        cfg,
-        env,
-        dataset,
-        seeds,
-        settings,
+    chunking = dict(
         steps_per_call=steps_per_call,
         progress=progress,
         checkpoint_dir=ckpt_dir,
         checkpoint_every=max(cfg.train.checkpoint_every, 0),
     )
+    online = cfg.algo.trains_online
+    if online:  # trained by RL: no dataset, the program is the run
+        sweep = online_sweep(cfg, env, seeds, settings, **chunking)
+    else:
+        dataset = prepare_dataset(cfg, env, _data_dir(out, cfg), progress=progress)
+        sweep = train_sweep(cfg, env, dataset, seeds, settings, **chunking)
     scores, eval_seconds = None, 0.0
     if evaluate:
         start = time.perf_counter()
-        params = held_out_tasks(env, dataset, sweep.config)
         eval_key = jax.random.key(cfg.eval.seed)
-        returns = evaluate_members(sweep, env, params, eval_key, cfg.eval.num_episodes)
+        if online:
+            params = held_out_online(env, sweep.config)
+            returns = evaluate_online_members(
+                sweep, env, params, eval_key, cfg.eval.num_episodes
+            )
+        else:
+            params = held_out_tasks(env, dataset, sweep.config)
+            returns = evaluate_members(
+                sweep, env, params, eval_key, cfg.eval.num_episodes
+            )
         scores = _scores(env, params, eval_key, returns)
         eval_seconds = time.perf_counter() - start
     rows, curves = [], {}

@@ -1,0 +1,247 @@
+"""Sweeps of online learners: ``S`` seeds x ``H`` traced settings, one program.
+
+An algorithm trained by RL (``algo.trains_online``: RL², transformer PPO)
+has no dataset: its training run is its program
+(:meth:`~agentrl.algos.Algorithm.make_online_train`), ``init(key, hparams)``
+then ``train.steps`` calls of ``update(state, hparams)``. Here both are
+vmapped over a leading *member* axis of size ``M = S * H`` (seed-major:
+member ``m`` is seed ``seeds[m // H]`` with traced setting ``m % H``), and
+the updates run in jitted ``lax.scan`` chunks of ``steps_per_call``, so
+member ``m`` follows exactly the run :func:`agentrl.train.fit` makes with
+that seed and setting (the same program; :func:`agentrl.online.train_members`
+is the whole run in one call, this is the same run in resumable chunks).
+With several devices the members are spread over the mesh's ``sweep`` axis.
+
+Checkpoints (the whole vmapped trainer state: weights, optimizer, every
+environment and hidden state, the PRNG keys) and the metrics so far go to
+``checkpoint_dir`` exactly as the distilled sweep's
+(:func:`agentrl.sweep.train.train_sweep`), so a killed sweep resumes to the
+same table. :func:`evaluate_online_members` acts every member in context
+on the held-out tasks in one jitted program.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from agentrl.sweep.train import (
+    _resume_members,
+    _save_metrics,
+    check_seeds,
+    member_hparams,
+)
+from agentrl.train import parallel
+from agentrl.train.config import ExperimentConfig
+
+
+@dataclasses.dataclass
+class OnlineSweep:
+    """The outcome of :func:`online_sweep`.
+
+    Attributes:
+      config: the completed experiment.
+      seeds: the ``S`` training seeds.
+      settings: the ``H`` traced settings.
+      metrics: name -> ``[S, H, steps]`` (``loss``, ``trial_return`` ...;
+        ``NaN`` where an update saw no trial end).
+      program: the algorithm's :class:`~agentrl.online.program.OnlineProgram`.
+      state: the final trainer state, leaves ``[M, ...]``.
+      seconds: wall time of the training loop (compile included).
+      resumed_from: the update it continued from (0: a fresh start).
+    """
+
+    config: ExperimentConfig
+    seeds: list[int]
+    settings: list[dict[str, float]]
+    metrics: dict[str, np.ndarray]
+    program: Any
+    state: Any
+    seconds: float
+    resumed_from: int = 0
+
+    @property
+    def num_members(self) -> int:
+        return len(self.seeds) * len(self.settings)
+
+    def member_weights(self, member: int) -> Any:
+        """The policy of member ``m`` (what ``load_run(...).model`` is for ``fit``)."""
+        one = jax.tree.map(lambda x: x[member], self.state)
+        return self.program.weights(one)
+
+
+def _member_sharding(num_members: int) -> NamedSharding:
+    """Members on the ``sweep`` axis of a mesh of ``gcd(M, devices)`` devices."""
+    devices = jax.device_count()
+    num_sweep = math.gcd(num_members, devices)
+    mesh = parallel.make_mesh(num_data=devices // num_sweep, num_sweep=num_sweep)
+    return NamedSharding(mesh, P(parallel.SWEEP))
+
+
+@functools.lru_cache(maxsize=8)
+def _compiled(config: ExperimentConfig):
+    """``(init [M], run(state [M], hp [M], length) -> (state, metrics [K, M]))``.
+
+    Cached on the (hashable, completed) config, so a resumed sweep in the
+    same process does not trace again.
+    """
+    from agentrl.envs import make as make_env
+
+    env = make_env(config.data.env, **dict(config.data.env_args))
+    program = config.algo.make_online_train(config, env)
+    update = jax.vmap(program.update)
+
+    def run(state, hp, length):
+        return jax.lax.scan(lambda s, _: update(s, hp), state, None, length)
+
+    init = jax.jit(jax.vmap(program.init))
+    return program, init, jax.jit(run, static_argnums=2, donate_argnums=0)
+
+
+def online_sweep(
+    config: ExperimentConfig,
+    env: Any,
+    seeds: list[int],
+    settings: list[dict[str, float]] | None = None,
+    *,
+    steps_per_call: int = 10,
+    progress: bool = False,
+    checkpoint_dir: str | Path | None = None,
+    checkpoint_every: int = 0,
+) -> OnlineSweep:
+    """Train every (seed, traced setting) member of an online learner at once.
+
+    Args:
+      config: the experiment (``config.algo.trains_online``); ``train.steps``
+        updates are run.
+      env: its environment.
+      seeds: ``S`` distinct seeds (the trainer's key ``jax.random.key(seed)``,
+        as :func:`~agentrl.train.fit` uses ``train.seed``).
+      settings: ``H`` dicts of traced fields (``{"algo.ent_coef": 0.0}``,
+        ``{"lr": 1e-3}``); default ``[{}]``.
+      steps_per_call: updates per jitted ``lax.scan`` chunk.
+      checkpoint_dir, checkpoint_every: as
+        :func:`agentrl.sweep.train.train_sweep` (resumable chunks).
+
+    Returns:
+      :class:`OnlineSweep` with ``metrics[name] [S, H, steps]``.
+    """
+    from tqdm.auto import tqdm
+
+    from agentrl.train.config import complete_config
+
+    if not getattr(config.algo, "trains_online", False):
+        raise ValueError(
+            f"online_sweep needs an online learner (algo.trains_online); "
+            f"{config.algo.label} learns from data: use train_sweep"
+        )
+    seeds = check_seeds(seeds)
+    settings = list(settings or [{}])
+    if not isinstance(steps_per_call, int) or steps_per_call < 1:
+        raise ValueError(
+            f"steps_per_call must be an integer >= 1, got {steps_per_call}"
+        )
+    num_s, num_h = len(seeds), len(settings)
+    full = complete_config(config, env)
+    hp = member_hparams(full, settings, num_s)
+    program, init, run = _compiled(full)
+    start = time.perf_counter()
+    keys = jax.numpy.stack([jax.random.key(s) for s in seeds for _ in settings])
+    # members over gcd(M, devices) devices (the mesh's sweep axis); the
+    # jitted programs follow their inputs' placement
+    member_spec = _member_sharding(num_s * num_h)
+    keys, hp = jax.device_put((keys, hp), member_spec)
+    state = jax.device_put(init(keys, hp), member_spec)
+    total = full.train.steps
+    chunks: list[dict] = []
+    ckpt, first, saved = None, 0, 0
+    if checkpoint_dir is not None:
+        ckpt, state, first, chunks = _resume_members(checkpoint_dir, state)
+        saved = first
+    bar = tqdm(
+        total=total, initial=first, desc="sweep", unit="update", disable=not progress
+    )
+    try:
+        for lo in range(first, total, steps_per_call):
+            hi = min(lo + steps_per_call, total)
+            state, metrics = run(state, hp, hi - lo)
+            chunks.append(metrics)
+            bar.update(hi - lo)
+            if ckpt is not None and (
+                hi == total or (checkpoint_every and hi - saved >= checkpoint_every)
+            ):
+                _save_metrics(checkpoint_dir, chunks)  # before the state: see
+                ckpt.save(hi, {"state": state}, {})  # train_sweep
+                saved = hi
+        if ckpt is not None:
+            ckpt.close()
+            ckpt = None
+    finally:
+        bar.close()
+        if ckpt is not None:
+            with contextlib.suppress(Exception):
+                ckpt.close()
+    host = jax.device_get(chunks)
+    jax.block_until_ready(state)
+    seconds = time.perf_counter() - start
+    names = [k for k in host[0] if np.ndim(host[0][k]) == 2]
+    metrics = {
+        k: np.concatenate([np.asarray(c[k]) for c in host], 0)
+        .T.reshape(num_s, num_h, -1)
+        .astype(np.float64)
+        for k in names
+    }
+    return OnlineSweep(
+        full, seeds, settings, metrics, program, state, seconds, resumed_from=first
+    )
+
+
+def held_out_online(env: Any, config: ExperimentConfig):
+    """``params [task, ...]``: the held-out tasks ``agentrl eval`` gives a run of
+    ``config`` (the split ``fit`` records for it; fresh draws if continuous)."""
+    from agentrl.online.program import task_split_json
+    from agentrl.train.rundir import held_out_params
+
+    split = task_split_json(env, config.data)
+    params, _ = held_out_params(env, split, config.eval.num_tasks, config.eval.seed)
+    return params
+
+
+def evaluate_online_members(
+    sweep: OnlineSweep, env: Any, params: Any, key: jax.Array, num_episodes: int
+) -> np.ndarray:
+    """Each member acting in context on tasks ``params [task, ...]``.
+
+    The algorithm's own agent (``config.algo.make_agent`` on the member's
+    policy, as ``agentrl eval`` acts a run), all members in one jitted
+    program vmapped over the trainer states, with the same key.
+
+    Returns:
+      ``[S, H, task, episode]`` per-episode returns.
+    """
+    from agentrl.evaluate.driver import run_batched_agent
+    from agentrl.evaluate.model_agents import env_horizon
+
+    config = sweep.config
+    num_steps = num_episodes * env_horizon(env)
+
+    def one(state):
+        agent = config.algo.make_agent(
+            sweep.program.weights(state), env, num_steps, config
+        )
+        history, _ = run_batched_agent(env, agent, params, key, num_steps)
+        return history.episode_returns(num_episodes)
+
+    returns = jax.jit(jax.vmap(one))(sweep.state)
+    num_s, num_h = len(sweep.seeds), len(sweep.settings)
+    return np.asarray(returns).reshape(num_s, num_h, *returns.shape[1:])
