@@ -5,7 +5,9 @@ layers, heads and width) with the sizes that only set the cost turned down
 (steps, batch, number of histories, parallel trials, evaluation), so a
 preset that cannot build its data, model or evaluation fails here, not on
 the GPU. ``xland_ad``'s (PPO histories of 243-step XLand episodes, about two
-minutes on 2 cores) runs with ``AGENTRL_HEAVY=long``.
+minutes on 2 cores) and ``rl2_xland``'s (about a minute, most of it compiling
+the XLand trainer; ``tests/test_rl2_xland.py`` trains its smoke preset by
+default) run with ``AGENTRL_HEAVY=long``.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from agentrl import envs
 from agentrl.train.experiments import known_experiments, load_experiment
 from agentrl.train.loop import fit
 
-HEAVY = {"xland_ad"}
+HEAVY = {"xland_ad", "rl2_xland"}
 EXPERIMENTS = [
     pytest.param(name, marks=pytest.mark.opt_in("AGENTRL_HEAVY"))
     if name in HEAVY
