@@ -11,7 +11,8 @@ so one trainer state can be vmapped over seeds and checkpointed leaf by leaf.
   XLand-MiniGrid RL² baseline's shape). ``step`` acts one step; ``unroll``
   recomputes a ``[time, env]`` rollout from its first hidden state, zeroing
   the state wherever a trial starts (so a minibatch of whole env streams is
-  replayed exactly as it was acted).
+  replayed exactly as it was acted); only the hidden-to-hidden recurrence
+  is sequential (:func:`gru_scan`, with a hand-written backward pass).
 - :class:`ActionHead`: categorical over ``Discrete`` actions, diagonal
   Gaussian over ``Box`` ones in units of half the box width (the env gets
   the clipped, rescaled sample; the log-probability is the unclipped one's,
