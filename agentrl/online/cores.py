@@ -11,7 +11,8 @@ so one trainer state can be vmapped over seeds and checkpointed leaf by leaf.
   XLand-MiniGrid RL² baseline's shape). ``step`` acts one step; ``unroll``
   recomputes a ``[time, env]`` rollout from its first hidden state, zeroing
   the state wherever a trial starts (so a minibatch of whole env streams is
-  replayed exactly as it was acted).
+  replayed exactly as it was acted); only the hidden-to-hidden recurrence
+  is sequential (:func:`gru_scan`, with a hand-written backward pass).
 - :class:`ActionHead`: categorical over ``Discrete`` actions, diagonal
   Gaussian over ``Box`` ones in units of half the box width (the env gets
   the clipped, rescaled sample; the log-probability is the unclipped one's,
@@ -244,22 +245,91 @@ class GRUCore:
     def unroll(self, weights: dict, h0: jax.Array, xs: jax.Array, resets: jax.Array):
         """Replay ``xs [T, N, dim]`` from ``h0 [N, hidden]``; ``resets [T, N]``
         zero the state before the step. Returns ``(out [T, N, A], value [T, N])``.
+
+        Everything without recurrence (the input embedding and the gates'
+        input projection, the heads) is one ``[T * N]`` matmul; only the
+        hidden-to-hidden part runs in a scan (:func:`gru_scan`, whose
+        backward pass keeps the weight gradients out of the loop).
         """
-        # The input projection has no recurrence: one matmul for all steps.
-        e = jax.nn.relu(xs @ weights["embed"]["w"] + weights["embed"]["b"])
+        t, n, d = xs.shape
+        e = jax.nn.relu(
+            xs.reshape(t * n, d) @ weights["embed"]["w"] + weights["embed"]["b"]
+        )
         g = weights["gru"]
-        xi = e @ g["wi"] + g["bi"]
+        xi = (e @ g["wi"] + g["bi"]).reshape(t, n, 3 * self.hidden)
+        keep = 1.0 - resets.astype(jnp.float32)
+        hs = gru_scan(g["wh"], g["bh"], xi, keep, h0).reshape(t * n, self.hidden)
+        out, value = self.heads(weights, hs)
+        return out.reshape(t, n, -1), value.reshape(t, n)
 
-        def body(h, inp):
-            xi_t, reset = inp
-            h = jnp.where(reset[..., None], 0.0, h)
-            hh = h @ g["wh"] + g["bh"]
-            xr, xz, xn = jnp.split(xi_t, 3, -1)
-            hr, hz, hn = jnp.split(hh, 3, -1)
-            r = jax.nn.sigmoid(xr + hr)
-            z = jax.nn.sigmoid(xz + hz)
-            h = (1.0 - z) * jnp.tanh(xn + r * hn) + z * h
-            return h, h
 
-        _, hs = jax.lax.scan(body, h0, (xi, resets))
-        return self.heads(weights, hs)
+def _gru_forward(wh, bh, xi, keep, h0):
+    """The GRU recurrence and what its backward pass needs (see gru_scan)."""
+
+    def body(h, inp):
+        xi_t, keep_t = inp
+        hp = h * keep_t[:, None]
+        hh = hp @ wh + bh
+        xr, xz, xn = jnp.split(xi_t, 3, -1)
+        hr, hz, hn = jnp.split(hh, 3, -1)
+        r = jax.nn.sigmoid(xr + hr)
+        z = jax.nn.sigmoid(xz + hz)
+        n = jnp.tanh(xn + r * hn)
+        h = (1.0 - z) * n + z * hp
+        return h, (h, hp, r, z, n, hn)
+
+    _, (hs, *res) = jax.lax.scan(body, h0, (xi, keep))
+    return hs, res
+
+
+@jax.custom_vjp
+def gru_scan(wh, bh, xi, keep, h0):
+    """Hidden states ``[T, N, H]`` of a GRU (gate order r, z, n; PyTorch's
+    cell) from the input projections ``xi [T, N, 3H]``, the hidden-to-hidden
+    weights ``wh [H, 3H]``, ``bh [3H]``, ``keep [T, N]`` (0 zeroes the state
+    before the step) and ``h0 [N, H]``.
+
+    Same values as autodiff of the plain scan; the hand-written backward
+    scan carries only ``dh`` (one ``[N, 3H] x [3H, H]`` matmul a step) and
+    forms the weight gradients afterwards as one ``[T * N]`` matmul, instead
+    of accumulating them step by step inside the loop (the sequential loop
+    is what makes recurrent PPO slower than feedforward PPO). Measured
+    (same-run A/B, shared 2-core CPU, 256 envs x 50 steps, 4 x 4
+    minibatches): the PPO update within -14%..+11% of autodiff of the plain
+    scan, i.e. no gain the loaded machine resolves; recomputing the gates
+    in the backward pass instead of storing them, or ``unroll=5``, was
+    5-20% slower.
+    """
+    return _gru_forward(wh, bh, xi, keep, h0)[0]
+
+
+def _gru_scan_fwd(wh, bh, xi, keep, h0):
+    hs, res = _gru_forward(wh, bh, xi, keep, h0)
+    return hs, (wh, keep, res)
+
+
+def _gru_scan_bwd(saved, dhs):
+    wh, keep, (hp, r, z, n, hn) = saved
+    wh_t = wh.T
+
+    def body(dh_next, inp):
+        dh_t, keep_t, hp_t, r_t, z_t, n_t, hn_t = inp
+        dh = dh_t + dh_next
+        dn = dh * (1.0 - z_t) * (1.0 - n_t * n_t)
+        dz = dh * (hp_t - n_t) * z_t * (1.0 - z_t)
+        dr = dn * hn_t * r_t * (1.0 - r_t)
+        dxi = jnp.concatenate([dr, dz, dn], -1)
+        dhh = jnp.concatenate([dr, dz, dn * r_t], -1)
+        dhp = dh * z_t + dhh @ wh_t
+        return dhp * keep_t[:, None], (dxi, dhh)
+
+    dh0, (dxi, dhh) = jax.lax.scan(
+        body, jnp.zeros_like(hp[0]), (dhs, keep, hp, r, z, n, hn), reverse=True
+    )
+    size = hp.shape[-1]
+    dwh = hp.reshape(-1, size).T @ dhh.reshape(-1, 3 * size)
+    dbh = dhh.sum((0, 1))
+    return dwh, dbh, dxi, jnp.zeros_like(keep), dh0
+
+
+gru_scan.defvjp(_gru_scan_fwd, _gru_scan_bwd)
