@@ -253,6 +253,11 @@ def test_bad_fields_are_named():
     env = make_env("bernoulli_bandit", num_arms=2, horizon=3)
     with pytest.raises(ValueError, match="algo.update_every=5 must divide"):
         config.algo.make_online_train(config, env)
+    short = dataclasses.replace(
+        tiny_config(), model=dataclasses.replace(tiny_config().model, max_steps=4)
+    )
+    with pytest.raises(ValueError, match="model.max_steps=4 must be >= its 6 steps"):
+        short.algo.make_online_train(short, env)
 
 
 def test_transformer_solves_the_flip_bandit():

@@ -75,7 +75,15 @@ CHANGES = dict(
         "eval.num_tasks": 4,
         "eval.num_episodes": 2,
     },
-    cpu={},
+    cpu=steps_fields(150, logs=30, checkpoints=3),
+    cpu_long={
+        "algo.trial_episodes": 50,
+        "algo.update_every": 100,
+        "algo.num_envs": 16,
+        "model.attention_sink": True,
+        **steps_fields(40, logs=20, checkpoints=2),
+        "eval.num_episodes": 50,
+    },
     full={
         "algo.num_envs": 1024,
         "algo.trial_episodes": 50,
