@@ -81,7 +81,7 @@ CHANGES = dict(
         "algo.update_every": 100,
         "algo.num_envs": 16,
         "model.attention_sink": True,
-        **steps_fields(40, logs=20, checkpoints=2),
+        **steps_fields(10, logs=10, checkpoints=2),
         "eval.num_episodes": 50,
     },
     full={
