@@ -15,8 +15,12 @@ normalisation; ``reward_scale=0.1`` and discount 0.995 as ``rl2_bandit``
 Sink-KV is off here (``--set model.attention_sink=true`` turns it on).
 
 - ``smoke``: seconds; H=50, 4 envs, 2 trials; plumbing only.
-- ``cpu``: 64 envs, 100 trials (3.2M env steps). Sized for a quiet 2-core
-  CPU; not run for committed results (see docs/online.md).
+- ``cpu``: 64 envs, 100 trials (3.2M env steps). Not run for committed
+  results: the same model's one-trial update at 500 steps, K=100, took
+  9.3 s with 8 envs on the shared 2-core CPU (``online_long_context``), so
+  64 envs are ~1 min a trial there, ~2 h a seed; the ``smoke`` preset
+  trains (2 trials, 78 s with compilation there) and the ``gpu`` preset's
+  shapes train on CPU in tests/test_experiments_gpu_presets.py.
 - ``full`` / ``gpu``: 1024 envs, 2,000 trials (1B env steps), 4 layers of
   width 128.
 """
