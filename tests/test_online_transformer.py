@@ -7,12 +7,16 @@
   trial's later chunks are acted by weights updated inside the trial, over
   the carried context; with ``K = L`` one set of weights acts the whole
   trial;
+- a partial update's chunk attending to the (fixed) cache of the earlier
+  steps gives the whole-trial forward's outputs (bounded training memory);
+- Sink-KV (``model.attention_sink``): acting with the cache still equals
+  the forward pass, the sink is trained, and attention can go nowhere;
 - fit / resume / load_run / evaluation go through the same run directory;
 - the transformer solves the flip bandit.
 
-The five tests compile the transformer trainer (KV-cache acting, cache
-re-encoding and the whole-trial forward/backward, nested in scans): about
-40 s together on the 2-core CPU with a warm compilation cache.
+The trainer tests compile KV-cache acting, cache re-encoding and the
+chunked forward/backward nested in scans: about a minute together on the
+2-core CPU with a warm compilation cache.
 """
 
 from __future__ import annotations
@@ -40,10 +44,18 @@ from agentrl.train.config import (
 from agentrl.train.rundir import load_run
 
 
-def make_trainer(update_every: int, num_updates: int = 1, trial: int = 8):
+def make_trainer(
+    update_every: int, num_updates: int = 1, trial: int = 8, sink: bool = False
+):
     env = FlipBandit(num_arms=2, horizon=trial // 2)
     cfg = ModelConfig(
-        num_layers=1, num_heads=2, d_model=16, d_ff=32, dropout=0.0, max_steps=trial
+        num_layers=1,
+        num_heads=2,
+        d_model=16,
+        d_ff=32,
+        dropout=0.0,
+        max_steps=trial,
+        attention_sink=sink,
     )
     cfg = complete_model_config(cfg, env, RL2())
     shape = TransformerShape(
@@ -64,9 +76,9 @@ def forward_logp(trainer, actor, buf):
     return jnp.take_along_axis(logp, buf["action"][..., None], -1)[..., 0]
 
 
-@pytest.mark.parametrize("update_every", [8, 4])
-def test_partial_updates_act_with_weights_updated_inside_the_trial(update_every):
-    trainer = make_trainer(update_every)
+@pytest.mark.parametrize(("update_every", "sink"), [(8, False), (4, False), (4, True)])
+def test_partial_updates_act_with_weights_updated_inside_the_trial(update_every, sink):
+    trainer = make_trainer(update_every, sink=sink)
     state = trainer.init(jax.random.key(0), hp(lr=1e-2))
     run = jax.jit(trainer.run_trial)
     new, metrics, buf, acting = run(state, hp(lr=1e-2))
@@ -96,6 +108,85 @@ def test_partial_updates_act_with_weights_updated_inside_the_trial(update_every)
         lp0 = forward_logp(trainer, first, buf)
         assert not np.allclose(buf["logp"][:, 4:], lp0[:, 4:], atol=1e-6)
     assert np.isfinite(float(metrics["loss"]))
+    if sink:  # the sink key / value are trained by the PPO update
+        names = [
+            jax.tree_util.keystr(p) for p, _ in jax.tree.leaves_with_path(new.actor)
+        ]
+        assert any("sink_key" in n for n in names)
+        old = dict(jax.tree.leaves_with_path(state.actor))
+        for p, leaf in jax.tree.leaves_with_path(new.actor):
+            if "sink" in jax.tree_util.keystr(p):
+                assert not np.array_equal(leaf, old[p])
+
+
+def random_buffer(key, n, length, num_obs=1, num_actions=2):
+    k1, k2, k3 = jax.random.split(key, 3)
+    return {
+        "obs": jax.random.randint(k1, (n, length), 0, num_obs),
+        "action": jax.random.randint(k2, (n, length), 0, num_actions),
+        "reward": jax.random.bernoulli(k3, 0.5, (n, length)).astype(jnp.float32),
+    }
+
+
+@pytest.mark.parametrize("sink", [False, True])
+def test_chunk_over_the_prefix_cache_equals_the_full_forward(sink):
+    """What partial updates train on: a chunk's K steps attending to the cache
+    of the steps before it give the whole-trial forward's outputs there."""
+    trainer = make_trainer(update_every=4, sink=sink)
+    actor = trainer._init_params(jax.random.key(1))
+    buf = random_buffer(jax.random.key(2), 8, 8)
+    full = trainer.forward(actor, buf["obs"], buf["action"], buf["reward"])
+    for start in (0, 4):
+        prefix, out = trainer._prefill(actor, buf, start)
+        np.testing.assert_allclose(out, full, rtol=1e-4, atol=1e-5)
+        assert int((prefix.slot_pos >= 0).sum()) == start
+        part = trainer.chunk_forward(actor, prefix, buf, start, 4)
+        np.testing.assert_allclose(
+            part, full[:, start : start + 4], rtol=1e-4, atol=1e-5
+        )
+
+
+def attention_to_tokens(model, buf):
+    """Layer 0's attention weight on real tokens, summed per query: ``[B, H, T]``."""
+    from agentrl.models.attention import _sink_scores, window_mask
+
+    attn = model.blocks[0].attn
+    x = model.embed.steps(buf["obs"], buf["action"], buf["reward"])
+    pos = jnp.arange(x.shape[1])
+    q, k, _ = attn._project(model.blocks[0].ln1(x), pos)
+    s = jnp.einsum("bqhd,bkhd->bhqk", q, k)
+    s = jnp.where(window_mask(pos, pos, x.shape[1]), s, -jnp.inf)
+    if attn.has_sink:
+        s = jnp.concatenate([s, _sink_scores(q, attn.sink_key[...])], -1)
+    return jax.nn.softmax(s, -1)[..., : x.shape[1]].sum(-1)
+
+
+def test_attention_sink_lets_a_head_attend_nowhere():
+    """Sink-KV (model.attention_sink): with the sink, attention weight on the
+    real tokens sums to less than 1 (the rest goes to the learned sink), so
+    a head can add (almost) nothing; without it every head's output is a
+    convex combination of the tokens' values. Same other weights: the
+    policies differ."""
+    from flax import nnx
+
+    plain = make_trainer(update_every=8)
+    sunk = make_trainer(update_every=8, sink=True)
+    buf = random_buffer(jax.random.key(3), 4, 8)
+    m_plain = plain.model(plain._init_params(jax.random.key(4)))
+    m_sink = sunk.model(sunk._init_params(jax.random.key(5)))
+    nnx.update(m_sink, nnx.state(m_plain, nnx.Param))  # all but the sink shared
+    np.testing.assert_allclose(attention_to_tokens(m_plain, buf), 1.0, rtol=1e-6)
+    mass = attention_to_tokens(m_sink, buf)
+    assert float(mass.max()) < 1.0 - 1e-3
+    args = (buf["obs"], buf["action"], buf["reward"])
+    assert not np.allclose(m_plain(*args).action, m_sink(*args).action, atol=1e-4)
+    # a sink key aligned with the queries takes (almost) all the weight: the
+    # head attends nowhere and outputs its sink value, whatever the context
+    attn = m_sink.blocks[0].attn
+    x = m_sink.embed.steps(*args)
+    q, _, _ = attn._project(m_sink.blocks[0].ln1(x), jnp.arange(8))
+    attn.sink_key[...] = 1e3 * q.mean((0, 1))
+    assert float(attention_to_tokens(m_sink, buf).max()) < 1e-3
 
 
 def tiny_config(update_every=0):
@@ -162,6 +253,11 @@ def test_bad_fields_are_named():
     env = make_env("bernoulli_bandit", num_arms=2, horizon=3)
     with pytest.raises(ValueError, match="algo.update_every=5 must divide"):
         config.algo.make_online_train(config, env)
+    short = dataclasses.replace(
+        tiny_config(), model=dataclasses.replace(tiny_config().model, max_steps=4)
+    )
+    with pytest.raises(ValueError, match="model.max_steps=4 must be >= its 6 steps"):
+        short.algo.make_online_train(short, env)
 
 
 def test_transformer_solves_the_flip_bandit():

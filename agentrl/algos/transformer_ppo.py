@@ -16,8 +16,12 @@ Fields as :class:`agentrl.algos.RL2` (``trial_episodes``, ``num_envs``,
 ``reward_scale``), plus ``update_every``. ``train.steps`` counts trials
 (each ``trial_episodes * horizon`` steps in every env, with ``L / K``
 updates). The attention window ``model.max_steps`` defaults to the trial's
-length. Discrete actions only. ReLIC's Sink-KV attention is not an option
-here (it belongs to the models' attention, being rewritten elsewhere).
+length (it must cover the trial). Discrete actions only. ReLIC's Sink-KV
+attention is ``model.attention_sink = True`` (learned sink key/value per
+layer and head, in the actor and the critic). A partial update trains its
+K steps against the fixed cache of the steps before them, so training
+memory grows with the cache, not the trial squared (see
+:mod:`agentrl.online.transformer`).
 """
 
 from __future__ import annotations

@@ -16,7 +16,19 @@ environments, each on a fresh training task:
   K < L`` the policy is updated after every K steps of the trial, on those
   K steps, with the whole context so far as input; the trial then goes on
   with the new weights over the same context (the cache is re-encoded with
-  them). ``K = L`` updates once per trial, at its end.
+  them, in parallel chunks of up to 128 tokens). ``K = L`` updates once per
+  trial, at its end, on the full forward pass.
+- **bounded training memory**: a partial update trains the chunk's K steps
+  attending to the cache of the steps before it, computed by the weights
+  that acted (and the critic before the update) and held fixed during the
+  update's epochs (Transformer-XL's stop-gradient memory; the gradient does
+  not reach the earlier steps' keys and values). The backward pass then
+  holds ``[B, K]`` activations and ``[B, H, K, L]`` scores: memory grows
+  with the cache (linearly in L), not with the trial's ``[L, L]``. At the
+  update's first epoch the outputs equal the whole-trial forward pass.
+- **Sink-KV** (``model.attention_sink``): the models' learned per-head sink
+  key and value; acting, re-encoding and training all use it (tested
+  equal to the full forward pass with the sink on).
 
 Advantages run across episode boundaries (the trial is the episode; see
 :func:`agentrl.online.ppo.gae_across_episodes`); a chunk that ends before
@@ -42,6 +54,8 @@ from flax import nnx
 
 from agentrl.envs import spaces
 from agentrl.online.ppo import _hp, _optimizer, gae_across_episodes
+
+PREFILL = 128  # most tokens a re-encoding chunk attends from at once
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,7 +98,18 @@ class TransformerPPO:
                 f"update_every={shape.update_every} must divide the trial's "
                 f"{shape.trial_steps} steps"
             )
+        if model_config.max_steps < shape.trial_steps:
+            raise ValueError(
+                f"transformer PPO attends over the whole trial: model.max_steps="
+                f"{model_config.max_steps} must be >= its {shape.trial_steps} steps"
+            )
         self.env, self.shape, self.sample_task = env, shape, sample_task
+        # tokens per prefill chunk: bounds its scores to [n, H, prefill, L]
+        self.prefill = max(
+            d
+            for d in range(1, min(PREFILL, shape.trial_steps) + 1)
+            if shape.trial_steps % d == 0
+        )
         self.config = model_config
         model = DecisionModel(model_config, rngs=nnx.Rngs(0))
         self.graphdef, _, self.rest = nnx.split(model, nnx.Param, ...)
@@ -127,37 +152,99 @@ class TransformerPPO:
             "logp": jnp.zeros((n, length), jnp.float32),
         }
 
-    def _encode(self, params, buf, upto):
-        """A cache holding the buffer's first ``upto`` steps (masked scan)."""
+    # ------------------------------------------------- cached chunk passes
+    def _chunk(self, model, cache, x, pos):
+        """Attend tokens ``x [B, C, d]`` at consecutive ``pos [C]`` to ``cache``
+        (and causally to each other). Returns ``(outputs [B, C, A], cache)``
+        with the chunk written at slots ``pos`` (the cache spans the trial)."""
+        keys, values, router = [], [], []
+        for i, block in enumerate(model.blocks):
+            x, _, k, v, r = block.decode(
+                x,
+                pos,
+                cache.keys[i],
+                cache.values[i],
+                cache.router_inputs[i],
+                cache.slot_pos,
+                cache.capacity,
+                0,
+            )
+            keys.append(k)
+            values.append(v)
+            router.append(r)
+        slot_pos = jax.lax.dynamic_update_slice(cache.slot_pos, pos, (pos[0],))
+        cache = cache._replace(
+            keys=tuple(keys), values=tuple(values), router_inputs=tuple(router)
+        )
+        out = model.head(model.ln_f(x))[0]
+        return out, cache._replace(slot_pos=slot_pos)
+
+    def _prefill(self, params, buf, upto):
+        """Encode the whole token buffer in chunks of ``prefill`` tokens.
+
+        Returns ``(cache, outputs [n, L, A])``: the cache holds the first
+        ``upto`` steps (later slots are marked empty), the outputs equal the
+        full forward pass. Peak attention memory is ``[n, H, prefill, L]``
+        (never ``[L, L]``); the chunks run in a scan.
+        """
         model = self.model(params)
-        n, length = self.shape.num_envs, self.shape.trial_steps
+        n, length = buf["action"].shape
+        size = self.prefill
+        tokens = model.embed.steps(buf["obs"], buf["action"], buf["reward"])
         cache = model.init_cache(n, length)
 
-        def body(cache, t):
-            prev = jnp.maximum(t - 1, 0)
-            _, new = model.decode(
-                cache, buf["obs"][:, t], buf["action"][:, prev], buf["reward"][:, prev]
-            )
-            keep = t < upto
-            return jax.tree.map(lambda a, b: jnp.where(keep, a, b), new, cache), None
+        def body(cache, c):
+            x = jax.lax.dynamic_slice_in_dim(tokens, c * size, size, 1)
+            pos = c * size + jnp.arange(size, dtype=jnp.int32)
+            return self._chunk(model, cache, x, pos)[::-1]
 
-        cache, _ = jax.lax.scan(body, cache, jnp.arange(length))
-        return cache
+        cache, out = jax.lax.scan(body, cache, jnp.arange(length // size))
+        out = jnp.moveaxis(out, 0, 1).reshape(n, length, -1)
+        slots = jnp.arange(length, dtype=jnp.int32)
+        cache = cache._replace(
+            slot_pos=jnp.where(slots < upto, slots, -1),
+            next_pos=jnp.asarray(upto, jnp.int32),
+        )
+        return cache, out
 
-    def _loss(self, params, batch, hp):
+    def chunk_forward(self, params, prefix, buf, start, size: int):
+        """Outputs ``[B, size, A]`` of steps ``start .. start + size`` of
+        ``buf`` attending to the ``prefix`` cache (the steps before
+        ``start``, held fixed) and causally to each other."""
+        model = self.model(params)
+        tokens = model.embed.steps(buf["obs"], buf["action"], buf["reward"])
+        x = jax.lax.dynamic_slice_in_dim(tokens, start, size, 1)
+        pos = start + jnp.arange(size, dtype=jnp.int32)
+        return self._chunk(model, prefix, x, pos)[0]
+
+    def _outputs(self, params, batch, start):
+        """Actor logits and critic values ``[B, K, ...]`` of the chunk's steps.
+
+        One chunk (``K = L``): the full forward pass. Partial updates: the
+        chunk's K steps attending to the caches of the steps before it
+        (computed by the weights that acted / the critic before the update,
+        held fixed), so the backward pass stores ``[B, K]`` activations and
+        ``[B, H, K, L]`` scores, never the whole trial's.
+        """
         actor, critic = params
-        logits = self.forward(actor, batch["obs"], batch["action"], batch["reward"])
-        value = self.forward(critic, batch["obs"], batch["action"], batch["reward"])[
+        k_len = self.shape.update_every
+        if k_len == self.shape.trial_steps:
+            args = (batch["obs"], batch["action"], batch["reward"])
+            return self.forward(actor, *args), self.forward(critic, *args)[..., 0]
+        logits = self.chunk_forward(actor, batch["actor_prefix"], batch, start, k_len)
+        value = self.chunk_forward(critic, batch["critic_prefix"], batch, start, k_len)
+        return logits, value[..., 0]
+
+    def _loss(self, params, batch, hp, start):
+        logits, value = self._outputs(params, batch, start)
+        logp_all = jax.nn.log_softmax(logits)
+        logp = jnp.take_along_axis(logp_all, batch["chunk_action"][..., None], -1)[
             ..., 0
         ]
-        logp_all = jax.nn.log_softmax(logits)
-        logp = jnp.take_along_axis(logp_all, batch["action"][..., None], -1)[..., 0]
         entropy = -jnp.sum(jnp.exp(logp_all) * logp_all, -1)
-        mask = batch["mask"]
-        count = jnp.maximum(mask.sum(), 1.0)
 
         def mean(x):
-            return (x * mask).sum() / count
+            return x.mean()
 
         adv = batch["adv"]
         mu = mean(adv)
@@ -223,6 +310,7 @@ class TransformerPPO:
             start = c * k_len
             end = start + k_len
             ts = start + jnp.arange(k_len)
+            prefix = cache  # the steps before the chunk, as the acting weights saw them
             (_, cache, obs, env_state, prev_a, prev_r, buf), _ = jax.lax.scan(
                 act,
                 (actor, cache, obs, env_state, prev_a, prev_r, buf),
@@ -234,36 +322,51 @@ class TransformerPPO:
             buf = dict(
                 buf, obs=jnp.where(inside, buf["obs"].at[:, at].set(obs), buf["obs"])
             )
-            values = self.forward(critic, buf["obs"], buf["action"], buf["reward"])[
-                ..., 0
-            ]
+            if chunks > 1:
+                critic_prefix, values = self._prefill(critic, buf, start)
+                values = values[..., 0]
+            else:
+                values = self.forward(critic, buf["obs"], buf["action"], buf["reward"])[
+                    ..., 0
+                ]
             next_value = jnp.where(inside, values[:, at], 0.0)
-            v_chunk = jax.lax.dynamic_slice_in_dim(values, start, k_len, 1)
-            r_chunk = jax.lax.dynamic_slice_in_dim(buf["reward"], start, k_len, 1)
-            adv_chunk = gae_across_episodes(
+
+            def part(x):
+                return jax.lax.dynamic_slice_in_dim(x, start, k_len, 1)
+
+            v_chunk = part(values)
+            adv = gae_across_episodes(
                 v_chunk.T,
                 next_value,
-                r_chunk.T * _hp(hp, "reward_scale"),
+                part(buf["reward"]).T * _hp(hp, "reward_scale"),
                 jnp.zeros((k_len, n), bool),
                 _hp(hp, "gamma"),
                 _hp(hp, "gae_lambda"),
             ).T
-            adv = jax.lax.dynamic_update_slice_in_dim(
-                jnp.zeros((n, length)), adv_chunk, start, 1
-            )
-            pos = jnp.arange(length)
-            mask = jnp.broadcast_to((pos >= start) & (pos < end), (n, length))
             batch = {
-                **buf,
+                "obs": buf["obs"],
+                "action": buf["action"],
+                "reward": buf["reward"],
+                "chunk_action": part(buf["action"]),
+                "logp": part(buf["logp"]),
                 "adv": adv,
-                "target": adv + values,
-                "mask": mask.astype(jnp.float32),
+                "target": adv + v_chunk,
             }
+            if chunks > 1:  # per-env caches (slot positions are shared)
+                batch["actor_prefix"] = prefix
+                batch["critic_prefix"] = critic_prefix
+
+            def take(tree, idx):
+                def one(path, a):
+                    shared = any(getattr(p, "name", None) == "slot_pos" for p in path)
+                    return a if shared or a.ndim == 0 else a[idx]
+
+                return jax.tree_util.tree_map_with_path(one, tree)
 
             def sgd(cc, idx):
                 params, opt_state = cc
-                mb = jax.tree.map(lambda a: a[idx], batch)
-                grads, m = jax.grad(self._loss, has_aux=True)(params, mb, hp)
+                mb = take(batch, idx)
+                grads, m = jax.grad(self._loss, has_aux=True)(params, mb, hp, start)
                 updates, opt_state = tx.update(grads, opt_state, params)
                 return (optax.apply_updates(params, updates), opt_state), m
 
@@ -274,7 +377,7 @@ class TransformerPPO:
                 sgd, ((actor, critic), opt_state), perms
             )
             if chunks > 1:  # go on over the same context with the new weights
-                cache = self._encode(actor, buf, end)
+                cache = self._prefill(actor, buf, end)[0]
             metrics = {name: v.mean() for name, v in m.items()}
             return (
                 actor,

@@ -1,0 +1,220 @@
+"""Transformer PPO on long trials: memory and step time against context length.
+
+Trials of Dark Room 9x9 (H=20) episodes, ``--episodes`` per trial (the
+context: 20 steps an episode, e.g. 100 episodes = 2,000 steps), trained
+with ReLIC's partial updates every ``--update-every`` steps. For each
+length the trainer's one-trial update (acting with the KV cache, the
+partial updates, re-encoding) is compiled and XLA's memory analysis
+recorded: ``temp`` (the program's scratch: activations, scores, caches
+inside the scans) and ``argument`` bytes (weights, optimizer), next to the
+size of the KV caches (the actor's acting cache and the critic's, all
+layers: the memory a trial of that length cannot do without). The claim:
+with partial updates the program's memory grows like the cache (linearly
+in the context), because each update trains its K steps against the fixed
+cache of the steps before them; updating once per trial on the whole
+trial (``K = L``, compiled at the shorter lengths only) grows faster.
+Step time: one update timed (best of 2, compile excluded) at each length
+with partial updates; env steps/s and seconds per env step per env.
+
+    agentrl bench online_long_context [--episodes 10 25 50 100]
+        [--update-every 100] [--envs 8] [--whole-upto 500] [--no-time]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import jax
+import jax.numpy as jnp
+
+from agentrl.benchmarks import common as bench
+from agentrl.cliargs import positive_int
+
+HP = {
+    "lr": 3e-4,
+    "weight_decay": 0.0,
+    "gamma": 0.99,
+    "gae_lambda": 0.95,
+    "clip_eps": 0.2,
+    "ent_coef": 0.01,
+    "vf_coef": 0.5,
+    "reward_scale": 0.1,
+}
+
+
+def model_config(layers: int = 2, width: int = 64, heads: int = 4, **changes):
+    from agentrl.models import ModelConfig
+
+    return ModelConfig(
+        num_layers=layers,
+        num_heads=heads,
+        d_model=width,
+        d_ff=4 * width,
+        dropout=0.0,
+        obs_encoding="grid",
+        **changes,
+    )
+
+
+def make_trainer(env, episodes, update_every, num_envs, model, minibatches=2):
+    """A :class:`agentrl.online.transformer.TransformerPPO` for ``episodes``
+    episodes of ``env`` per trial (one update program, 1 epoch)."""
+    from agentrl.algos import TransformerPPO
+    from agentrl.online.transformer import TransformerPPO as Trainer
+    from agentrl.online.transformer import TransformerShape
+    from agentrl.train.config import complete_model_config
+
+    algo = TransformerPPO(
+        trial_episodes=episodes, num_envs=num_envs, num_minibatches=minibatches
+    )
+    steps = episodes * env.horizon
+    shape = TransformerShape(
+        num_envs=num_envs,
+        trial_steps=steps,
+        update_every=update_every or steps,
+        num_epochs=1,
+        num_minibatches=minibatches,
+        num_updates=1,
+        grad_clip=0.5,
+    )
+    cfg = complete_model_config(model, env, algo)
+    return Trainer(env, shape, cfg, env.sample_params)
+
+
+def compiled_update(trainer, hp):
+    state = jax.jit(trainer.init)(jax.random.key(0), hp)
+    start = time.perf_counter()
+    compiled = jax.jit(trainer.update).lower(state, hp).compile()
+    return compiled, state, time.perf_counter() - start
+
+
+def cache_bytes(trainer) -> int:
+    """Bytes of the actor's and the critic's KV caches for the whole trial."""
+    c, s = trainer.config, trainer.shape
+    return 2 * (2 * c.num_layers * s.num_envs * s.trial_steps * c.d_model * 4)
+
+
+def measure(trainer, hp, timed: bool) -> dict:
+    compiled, state, compile_s = compiled_update(trainer, hp)
+    mem = compiled.memory_analysis()
+    out = {
+        "context_steps": trainer.shape.trial_steps,
+        "update_every": trainer.shape.update_every,
+        "temp_bytes": int(mem.temp_size_in_bytes),
+        "argument_bytes": int(mem.argument_size_in_bytes),
+        "cache_bytes": cache_bytes(trainer),
+        "compile_s": compile_s,
+    }
+    if timed:
+        state, _ = jax.block_until_ready(compiled(state, hp))  # warm
+        seconds = bench.timeit(lambda s: compiled(s, hp), state, repeats=2)
+        steps = trainer.shape.num_envs * trainer.shape.trial_steps
+        out.update(update_s=seconds, env_steps_per_s=steps / seconds)
+    return out
+
+
+def growth(rows: list[dict], key: str) -> float:
+    """Log-log slope of ``key`` against context length (1: linear, 2: quadratic)."""
+    import math
+
+    a, b = rows[0], rows[-1]
+    return math.log(b[key] / a[key]) / math.log(b["context_steps"] / a["context_steps"])
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="agentrl bench online_long_context", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument(
+        "--episodes", type=positive_int, nargs="+", default=[10, 25, 50, 100]
+    )
+    parser.add_argument("--update-every", type=positive_int, default=100)
+    parser.add_argument("--envs", type=positive_int, default=8)
+    parser.add_argument("--layers", type=positive_int, default=2)
+    parser.add_argument("--width", type=positive_int, default=64)
+    parser.add_argument(
+        "--whole-upto",
+        type=int,
+        default=500,
+        help="also compile K = L (one update per trial) up to this many steps",
+    )
+    parser.add_argument("--sink", action="store_true", help="model.attention_sink")
+    parser.add_argument("--no-time", action="store_true", help="memory only")
+    args = parser.parse_args(argv)
+    from agentrl.envs import make as make_env
+
+    env = make_env("darkroom", size=9, horizon=20)
+    for e in args.episodes:
+        if (e * env.horizon) % args.update_every:
+            parser.error(
+                f"--update-every {args.update_every} must divide every trial's "
+                f"steps ({e} episodes x {env.horizon} = {e * env.horizon})"
+            )
+    hp = {k: jnp.float32(v) for k, v in HP.items()}
+    model = model_config(args.layers, args.width, attention_sink=args.sink)
+    partial, whole, rows = [], [], []
+    for e in sorted(args.episodes):
+        trainer = make_trainer(env, e, args.update_every, args.envs, model)
+        r = measure(trainer, hp, not args.no_time)
+        partial.append(r)
+        row = {
+            "episodes": e,
+            "context steps": r["context_steps"],
+            "K": r["update_every"],
+            "temp MiB": r["temp_bytes"] / 2**20,
+            "KV caches MiB": r["cache_bytes"] / 2**20,
+            "temp / caches": r["temp_bytes"] / r["cache_bytes"],
+            "update s": r.get("update_s", float("nan")),
+            "env steps/s": r.get("env_steps_per_s", float("nan")),
+        }
+        rows.append(row)
+        print(row, flush=True)
+        if r["context_steps"] <= args.whole_upto:
+            w = measure(make_trainer(env, e, 0, args.envs, model), hp, False)
+            whole.append(w)
+            row = {
+                "episodes": e,
+                "context steps": w["context_steps"],
+                "K": w["update_every"],
+                "temp MiB": w["temp_bytes"] / 2**20,
+                "KV caches MiB": w["cache_bytes"] / 2**20,
+                "temp / caches": w["temp_bytes"] / w["cache_bytes"],
+                "update s": float("nan"),
+                "env steps/s": float("nan"),
+            }
+            rows.append(row)
+            print(row, flush=True)
+    results = {"partial_updates": partial, "whole_trial": whole}
+    targets = []
+    if len(partial) > 1:
+        slope = growth(partial, "temp_bytes")
+        results["temp_growth_partial"] = slope
+        targets.append(
+            bench.target(
+                "temp memory growth with context (log-log slope), partial updates",
+                slope,
+                1.2,
+                False,
+            )
+        )
+    if len(whole) > 1:
+        results["temp_growth_whole"] = growth(whole, "temp_bytes")
+    notes = (
+        f"Dark Room 9x9 H=20; {args.envs} envs per trial, 2 minibatches, 1 "
+        f"epoch; transformer {args.layers} layers x width {args.width}, 4 heads"
+        f"{', Sink-KV' if args.sink else ''} (actor and critic). 'temp': XLA's "
+        "memory analysis of the compiled one-trial update (scratch beyond "
+        "arguments and outputs); 'KV caches': actor + critic caches of the "
+        "whole trial (float32, all layers). K = L rows: one update per trial on "
+        "the whole trial's forward/backward (compiled only). 'update s': one "
+        "trial's update (acting + partial updates), best of 2, compile "
+        "excluded; the machine was shared with other jobs, so times are noisy."
+    )
+    path = bench.write_results("online_long_context", results, targets, rows, notes)
+    print(bench.markdown_table(rows))
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
