@@ -324,10 +324,17 @@ def test_held_out_goals_are_never_trained_on_and_evaluation_runs(tmp_path):
     fit(config, tmp_path / "r", progress=False)
     run = load_run(tmp_path / "r")
     train_ids = set(run.env.task_split(0.8, 0).train.tolist())
-    assert not train_ids & set(run.split["test"])
+    validation, test = set(run.split["validation"]), set(run.split["test"])
+    # three-way, as a dataset's: protocol choices on validation goals
+    assert validation and test and not validation & test
+    assert not train_ids & (validation | test)
+    assert len(train_ids | validation | test) == run.env.num_tasks
+    held_out, ids = run.held_out(which="validation")
+    assert set(ids) <= validation
     results, _ = run_results(tmp_path / "r", baselines=["random"])
     assert set(results) == {"rl2", "random"}
-    assert results["rl2"].returns.shape == (4, 2)
+    # the test goals only (up to eval.num_tasks), each for its episodes
+    assert results["rl2"].returns.shape == (min(config.eval.num_tasks, len(test)), 2)
 
 
 def test_continuous_actions():

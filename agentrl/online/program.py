@@ -16,6 +16,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from agentrl.envs.tasks import DEFAULT_VALIDATION_SHARE
 from agentrl.online.ppo import HPARAMS, PPOShape, TrialPPO
 
 
@@ -39,9 +40,16 @@ def training_tasks(env: Any, data: Any):
 
 
 def task_split_json(env: Any, data: Any) -> dict | None:
-    """The split recorded in ``run.json`` (``None`` for continuous task spaces)."""
+    """The split recorded in ``run.json`` (``None`` for continuous task spaces).
+
+    Three-way, as a dataset's: the held-out ids are cut into validation
+    (protocol choices) and test (the reported number) with the datasets'
+    default share; the train ids are the same as a two-way split's.
+    """
     if getattr(env, "num_tasks", None):
-        return env.task_split(data.split_fraction, data.seed).to_json()
+        return env.task_split(
+            data.split_fraction, data.seed, DEFAULT_VALIDATION_SHARE
+        ).to_json()
     return None
 
 
