@@ -324,11 +324,10 @@ def env_horizon(env: Any) -> int:
 
 
 class DPTCachedState(NamedTuple):
-    """KV cache, next logits ``[B, A]``, ``started`` ``[]``."""
+    """KV cache and the logits ``[B, A]`` of the next pull."""
 
     cache: Any
     logits: jax.Array
-    started: jax.Array
 
 
 class DPTCachedModelAgent:
@@ -341,6 +340,11 @@ class DPTCachedModelAgent:
     context has not overflowed, which :func:`make_model_agent` ensures by
     using it only when the whole evaluation fits the context and the
     observation never changes (bandits).
+
+    Because the query never changes, ``init`` decodes it (the observation
+    of ``env.reset``), so every step is exactly one model call in ``update``
+    and there is no first-step branch: a ``lax.cond`` whose branches decode
+    different numbers of tokens made XLA copy every layer's cache per pull.
     """
 
     batched = True
@@ -363,35 +367,21 @@ class DPTCachedModelAgent:
     def init(self, key: jax.Array, params: Any) -> DPTCachedState:
         batch = key.shape[0]
         model = self.model.get()
-        return DPTCachedState(
-            cache=model.init_cache(batch, self.context_size + 1),
-            logits=jnp.zeros((batch, *_out_shape(self.space)), jnp.float32),
-            started=jnp.bool_(False),
-        )
+        query, _ = jax.vmap(self.env.reset)(key, params)  # the bandit's constant obs
+        cache = model.init_cache(batch, self.context_size + 1)
+        out, cache = model.decode_query(cache, query)
+        return DPTCachedState(cache, out.action.astype(jnp.float32))
 
     def act(self, key, state: DPTCachedState, obs, env_state, params) -> jax.Array:
-        def query_only():
-            out, _ = self.model.get().decode_query(state.cache, obs)
-            return out.action.astype(jnp.float32)
-
-        logits = jax.lax.cond(state.started, lambda: state.logits, query_only)
-        return select_action(key, logits, self.space, self.greedy, self.temperature)
+        return select_action(
+            key, state.logits, self.space, self.greedy, self.temperature
+        )
 
     def update(self, state: DPTCachedState, step: Step) -> DPTCachedState:
-        model = self.model.get()
         action = jnp.asarray(step.action, self.space.dtype)
         action = action.reshape(action.shape[:1] + self.space.shape)
         reward = jnp.asarray(step.reward, jnp.float32).reshape(-1)
-
-        def later(cache):
-            out, cache = model.decode_transition(
-                cache, step.obs, action, reward, step.next_obs
-            )
-            return out.action.astype(jnp.float32), cache
-
-        def first(cache):  # commit the query, then the first transition
-            return later(model.decode_query(cache, step.obs)[1])
-
-        # no identity branch: it would copy the whole cache every step
-        logits, cache = jax.lax.cond(state.started, later, first, state.cache)
-        return DPTCachedState(cache, logits, jnp.bool_(True))
+        out, cache = self.model.get().decode_transition(
+            state.cache, step.obs, action, reward, step.next_obs
+        )
+        return DPTCachedState(cache, out.action.astype(jnp.float32))
