@@ -83,6 +83,25 @@ def select_action(
     return jnp.clip(action, space.low, space.high)
 
 
+class ScoredAgent:
+    """A model agent that acts from action scores: one model call per step.
+
+    ``scores(state, obs, env_state, params) -> [B, A]`` (logits; means for
+    continuous actions) and ``select(key, scores, greedy) -> [B, ...]`` split
+    ``act``, so an acting rule that needs both the sampled and the greedy
+    action (:mod:`agentrl.evaluate.acting`) computes the scores once.
+    Subclasses set ``space``, ``greedy`` and ``temperature``.
+    """
+
+    batched = True
+
+    def select(self, key: jax.Array, scores: jax.Array, greedy: bool) -> jax.Array:
+        return select_action(key, scores, self.space, greedy, self.temperature)
+
+    def act(self, key, state, obs, env_state, params) -> jax.Array:
+        return self.select(key, self.scores(state, obs, env_state, params), self.greedy)
+
+
 def _out_shape(space: Any) -> tuple[int, ...]:
     return (space.n,) if hasattr(space, "n") else tuple(space.shape)
 
@@ -97,10 +116,8 @@ class ADState(NamedTuple):
     started: jax.Array
 
 
-class ADModelAgent:
+class ADModelAgent(ScoredAgent):
     """Algorithm Distillation acting online with a KV cache (batched)."""
-
-    batched = True
 
     def __init__(
         self,
@@ -128,7 +145,7 @@ class ADModelAgent:
             started=jnp.bool_(False),
         )
 
-    def act(self, key, state: ADState, obs, env_state, params) -> jax.Array:
+    def scores(self, state: ADState, obs, env_state, params) -> jax.Array:
         def first_token():
             model = self.model.get()
             out, _ = model.decode(
@@ -136,8 +153,7 @@ class ADModelAgent:
             )
             return out.action.astype(jnp.float32)
 
-        logits = jax.lax.cond(state.started, lambda: state.logits, first_token)
-        return select_action(key, logits, self.space, self.greedy, self.temperature)
+        return jax.lax.cond(state.started, lambda: state.logits, first_token)
 
     def update(self, state: ADState, step: Step) -> ADState:
         model = self.model.get()
@@ -240,10 +256,8 @@ class DPTState(NamedTuple):
     pending: Context
 
 
-class DPTModelAgent:
+class DPTModelAgent(ScoredAgent):
     """Decision-Pretrained Transformer acting on its own context set (batched)."""
-
-    batched = True
 
     def __init__(
         self,
@@ -286,14 +300,13 @@ class DPTModelAgent:
             context = self.context
         return DPTState(context, pending)
 
-    def act(self, key, state: DPTState, obs, env_state, params) -> jax.Array:
+    def scores(self, state: DPTState, obs, env_state, params) -> jax.Array:
         ctx = state.context
         out = self.model.get().predict_query(
             obs, ctx.obs, ctx.action, ctx.reward, ctx.next_obs
         )
         pos = jnp.minimum(ctx.count, ctx.size).reshape(-1, 1, 1)
-        logits = jnp.take_along_axis(out.action, pos, axis=1)[:, 0]
-        return select_action(key, logits, self.space, self.greedy, self.temperature)
+        return jnp.take_along_axis(out.action, pos, axis=1)[:, 0]
 
     def update(self, state: DPTState, step: Step) -> DPTState:
         if self.context_update == "none":
@@ -330,7 +343,7 @@ class DPTCachedState(NamedTuple):
     logits: jax.Array
 
 
-class DPTCachedModelAgent:
+class DPTCachedModelAgent(ScoredAgent):
     """DPT on a growing context with a fixed query, decoded with a KV cache.
 
     The bandit protocol: the query (the bandit's one observation) is the
@@ -346,8 +359,6 @@ class DPTCachedModelAgent:
     and there is no first-step branch: a ``lax.cond`` whose branches decode
     different numbers of tokens made XLA copy every layer's cache per pull.
     """
-
-    batched = True
 
     def __init__(
         self,
@@ -372,10 +383,8 @@ class DPTCachedModelAgent:
         out, cache = model.decode_query(cache, query)
         return DPTCachedState(cache, out.action.astype(jnp.float32))
 
-    def act(self, key, state: DPTCachedState, obs, env_state, params) -> jax.Array:
-        return select_action(
-            key, state.logits, self.space, self.greedy, self.temperature
-        )
+    def scores(self, state: DPTCachedState, obs, env_state, params) -> jax.Array:
+        return state.logits
 
     def update(self, state: DPTCachedState, step: Step) -> DPTCachedState:
         action = jnp.asarray(step.action, self.space.dtype)
