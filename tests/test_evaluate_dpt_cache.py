@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import numpy as np
 import pytest
@@ -71,7 +73,11 @@ def test_cached_dpt_agent_in_the_driver_copies_no_cache():
     """Zero whole-cache copies per pull in the compiled evaluation loop."""
     from flax import nnx
 
-    from agentrl.benchmarks._hlo import cache_shapes, count_copies
+    from agentrl.benchmarks._hlo import (
+        cache_shapes,
+        count_copies,
+        count_copies_per_iteration,
+    )
     from agentrl.evaluate.driver import run_batched_agent, run_batched_in_blocks
     from agentrl.evaluate.model_agents import ModelHandle
 
@@ -86,11 +92,21 @@ def test_cached_dpt_agent_in_the_driver_copies_no_cache():
             return run_batched_in_blocks(env, agent, params, key, HORIZON, 2)[0]
         return run_batched_agent(env, agent, params, key, HORIZON)[0].action
 
-    hlo = jax.jit(run).lower(weights, params, jax.random.key(1)).compile().as_text()
-    assert count_copies(hlo, cache_shapes(cache)) == 0
+    key = jax.random.key(1)
+    hlo = jax.jit(run).lower(weights, params, key).compile().as_text()
+    shapes = cache_shapes(cache)
+    assert count_copies(hlo, shapes) == 0
+    assert count_copies_per_iteration(hlo, shapes, cache.keys[0].shape) == 0
     # the counter sees cache-shaped copies where they exist (the initial zero
     # caches are materialised outside the loop)
-    assert count_copies(hlo, cache_shapes(cache), loops_only=False) > 0
+    assert count_copies(hlo, shapes, loops_only=False) > 0
+    # in blocks of 2 tasks: none per pull (each block's zero cache is
+    # materialised once, in the loop over blocks)
+    blocked = jax.jit(functools.partial(run, blocks=True))
+    hlo = blocked.lower(weights, params, key).compile().as_text()
+    shapes = cache_shapes(model.init_cache(2, HORIZON + 1))
+    carried = model.init_cache(2, HORIZON + 1).keys[0].shape
+    assert count_copies_per_iteration(hlo, shapes, carried) == 0
 
 
 def test_task_blocks_give_the_same_history():
