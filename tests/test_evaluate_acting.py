@@ -75,14 +75,16 @@ def test_eval_config_acting_field_and_legacy_greedy():
 
 
 def _algo(name):
-    from agentrl.algos import AD, DT
+    from agentrl.algos import AD, DT, TransformerPPO
 
     # DT's target return only shifts its tokens' return-to-go feature, which
     # the fake model ignores
-    return AD() if name == "ad" else DT(target_return=1.0)
+    if name == "dt":
+        return DT(target_return=1.0)
+    return AD() if name == "ad" else TransformerPPO()
 
 
-@pytest.mark.parametrize("algo", ["ad", "dt"])
+@pytest.mark.parametrize("algo", ["ad", "dt", "transformer_ppo"])
 def test_agent_samples_until_rewarded_then_repeats_the_argmax(algo):
     """make_agent honours eval.acting (AD and DT), on a model that favours
     the last rewarded arm (weakly: sampling often leaves it)."""
@@ -172,3 +174,36 @@ def test_every_acting_rule_calls_the_model_once_per_step(rule):
         lambda p, k: run_batched_agent(env, agent, p, k, 6), params, jax.random.key(0)
     )
     assert model.calls == 1
+
+
+def test_rl2_agent_honours_each_acting_rule():
+    """RL²'s GRU agent has scores/select: each rule runs on one core step."""
+    from test_online_rl2 import FlipBandit, small_shape
+
+    from agentrl.online.agent import RL2Agent
+    from agentrl.online.ppo import TrialPPO
+    from agentrl.sources.agent import run_batched_agent
+
+    env = FlipBandit(num_arms=2, horizon=3)
+    trainer = TrialPPO(env, small_shape(trial_episodes=2), env.sample_params)
+    weights = jax.tree.map(
+        lambda w: w + 0.5 * jax.random.normal(jax.random.key(5), w.shape),
+        trainer.core.init(jax.random.key(1)),
+    )
+    params = jax.vmap(env.sample_params)(jax.random.split(jax.random.key(2), 32))
+
+    def run(rule, key):
+        agent = acting_agent(
+            lambda g: RL2Agent(weights, trainer.core, env, greedy=g), rule
+        )
+        h = run_batched_agent(env, agent, params, jax.random.key(key), 6)[0]
+        return np.asarray(h.action), np.asarray(h.reward)
+
+    greedy = run("greedy", 3)[0]
+    np.testing.assert_array_equal(greedy, run("greedy", 4)[0])
+    sampled = run("sample", 3)[0]
+    assert (sampled != greedy).any()
+    a, r = run("sample_then_greedy", 3)
+    for row in range(len(a)):
+        end = np.argmax(r[row] > 0) + 1 if (r[row] > 0).any() else a.shape[1]
+        np.testing.assert_array_equal(a[row, :end], sampled[row, :end])
