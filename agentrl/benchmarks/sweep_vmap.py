@@ -9,7 +9,7 @@
 
 3. The same compiled training step, 8 seeds in one program vs 8 runs one
    after another, by model width (``ad_darkroom`` smoke shape: 2 layers,
-   batch 8, 40-step windows; width 16 to 256, ``d_ff`` 4x width). Both
+   batch 8, 40-step windows; width 16 to 64, ``d_ff`` 4x width). Both
    sides run one jitted ``lax.scan`` of ``make_train_step`` over the same
    pre-sampled batches (the vmapped side is that scan under ``jax.vmap``),
    so dispatch and host sampling are out of both timings: the ratio is what
@@ -209,7 +209,7 @@ def main(argv: list[str] | None = None) -> None:
         prog="agentrl bench sweep_vmap", description=__doc__.splitlines()[0]
     )
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--widths", type=int, nargs="+", default=[16, 32, 64, 256])
+    parser.add_argument("--widths", type=int, nargs="+", default=[16, 32, 64])
     args = parser.parse_args(argv)
     widths = [step_ratio(w, args.repeats) for w in args.widths]
     for w in widths:
