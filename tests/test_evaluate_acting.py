@@ -1,5 +1,7 @@
 """Acting rules (eval.acting): sample, greedy, sample until rewarded then greedy."""
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -21,8 +23,14 @@ class _Fake:
     def init(self, key, params):
         return jnp.zeros((key.shape[0],), jnp.int32)
 
+    def scores(self, state, obs, env_state, params):
+        return jnp.zeros((*state.shape, 2))
+
+    def select(self, key, scores, greedy):
+        return jnp.full(scores.shape[:1], 1 if greedy else 0, jnp.int32)
+
     def act(self, key, state, obs, env_state, params):
-        return jnp.full(state.shape, 1 if self.greedy else 0, jnp.int32)
+        return self.select(key, self.scores(state, obs, env_state, params), self.greedy)
 
     def update(self, state, step):
         return state + 1
@@ -66,28 +74,39 @@ def test_eval_config_acting_field_and_legacy_greedy():
     assert old["eval"]["greedy"] is False  # the input is not modified
 
 
-def test_ad_agent_samples_until_rewarded_then_repeats_the_argmax():
-    """AD's make_agent with eval.acting on a model that favours the last
-    rewarded arm (weakly: sampling often leaves it)."""
+def _algo(name):
+    from agentrl.algos import AD, DT, TransformerPPO
+
+    # DT's target return only shifts its tokens' return-to-go feature, which
+    # the fake model ignores
+    if name == "dt":
+        return DT(target_return=1.0)
+    return AD() if name == "ad" else TransformerPPO()
+
+
+@pytest.mark.parametrize("algo", ["ad", "dt", "transformer_ppo"])
+def test_agent_samples_until_rewarded_then_repeats_the_argmax(algo):
+    """make_agent honours eval.acting (AD and DT), on a model that favours
+    the last rewarded arm (weakly: sampling often leaves it)."""
     import types
 
     from test_evaluate_fakes import RepeatRewardedAD
 
     from agentrl import envs
-    from agentrl.algos import AD
     from agentrl.sources.agent import run_batched_agent
 
     env = envs.make("bernoulli_bandit", num_arms=5, horizon=40)
     params = jax.vmap(env.sample_params)(jax.random.split(jax.random.key(1), 64))
     model = RepeatRewardedAD(5, strength=1.0)
 
-    def actions(rule):
+    @functools.cache
+    def actions(rule, key=2):
         config = types.SimpleNamespace(
             model=types.SimpleNamespace(max_steps=40), eval=EvalConfig(acting=rule)
         )
-        agent = AD().make_agent(model, env, 40, config)
+        agent = _algo(algo).make_agent(model, env, 40, config)
         run = jax.jit(lambda p, k: run_batched_agent(env, agent, p, k, 40)[0])
-        h = run(params, jax.random.key(2))
+        h = run(params, jax.random.key(key))
         return np.asarray(h.action), np.asarray(h.reward)
 
     def repeats_after_first_reward(action, reward):
@@ -107,3 +126,84 @@ def test_ad_agent_samples_until_rewarded_then_repeats_the_argmax():
     sampled = repeats_after_first_reward(*actions("sample"))
     assert then_greedy == 1.0
     assert sampled < 0.6  # softmax(1 vs 0 over 5 arms) picks it ~40%
+    # greedy: the argmax, whatever the key (all-zero logits before any reward)
+    greedy, _ = actions("greedy")
+    np.testing.assert_array_equal(greedy, actions("greedy", key=3)[0])
+    assert repeats_after_first_reward(*actions("greedy")) == 1.0
+    # sample_then_greedy samples exactly like "sample" (same keys, same
+    # scores) up to each task's first positive reward
+    (a_stg, r_stg), (a_s, _) = actions("sample_then_greedy"), actions("sample")
+    first = np.argmax(r_stg > 0, axis=1)
+    for row in range(len(a_s)):
+        end = first[row] + 1 if (r_stg[row] > 0).any() else a_s.shape[1]
+        np.testing.assert_array_equal(a_stg[row, :end], a_s[row, :end])
+
+
+class _CountingDPT:
+    """Counts ``predict_query`` calls (at trace time) of a fake DPT model."""
+
+    def __init__(self, num_actions):
+        from test_evaluate_fakes import EmpiricalMeanDPT
+
+        self.model, self.calls = EmpiricalMeanDPT(num_actions), 0
+
+    def predict_query(self, *args):
+        self.calls += 1
+        return self.model.predict_query(*args)
+
+
+@pytest.mark.parametrize("rule", ["sample", "greedy", "sample_then_greedy"])
+def test_every_acting_rule_calls_the_model_once_per_step(rule):
+    """One model application per step under every rule (the DPT agent calls
+    its model in ``act``; the scan body is traced once)."""
+    import types
+
+    from agentrl import envs
+    from agentrl.algos import DPT
+    from agentrl.sources.agent import run_batched_agent
+
+    env = envs.make("bernoulli_bandit", num_arms=3, horizon=6)
+    params = jax.vmap(env.sample_params)(jax.random.split(jax.random.key(1), 2))
+    model = _CountingDPT(3)
+    config = types.SimpleNamespace(
+        model=types.SimpleNamespace(max_steps=7),
+        eval=EvalConfig(acting=rule, temperature=1.0),
+    )
+    agent = DPT(context_size=6).make_agent(model, env, 6, config)
+    jax.eval_shape(
+        lambda p, k: run_batched_agent(env, agent, p, k, 6), params, jax.random.key(0)
+    )
+    assert model.calls == 1
+
+
+def test_rl2_agent_honours_each_acting_rule():
+    """RL²'s GRU agent has scores/select: each rule runs on one core step."""
+    from test_online_rl2 import FlipBandit, small_shape
+
+    from agentrl.online.agent import RL2Agent
+    from agentrl.online.ppo import TrialPPO
+    from agentrl.sources.agent import run_batched_agent
+
+    env = FlipBandit(num_arms=2, horizon=3)
+    trainer = TrialPPO(env, small_shape(trial_episodes=2), env.sample_params)
+    weights = jax.tree.map(
+        lambda w: w + 0.5 * jax.random.normal(jax.random.key(5), w.shape),
+        trainer.core.init(jax.random.key(1)),
+    )
+    params = jax.vmap(env.sample_params)(jax.random.split(jax.random.key(2), 32))
+
+    def run(rule, key):
+        agent = acting_agent(
+            lambda g: RL2Agent(weights, trainer.core, env, greedy=g), rule
+        )
+        h = run_batched_agent(env, agent, params, jax.random.key(key), 6)[0]
+        return np.asarray(h.action), np.asarray(h.reward)
+
+    greedy = run("greedy", 3)[0]
+    np.testing.assert_array_equal(greedy, run("greedy", 4)[0])
+    sampled = run("sample", 3)[0]
+    assert (sampled != greedy).any()
+    a, r = run("sample_then_greedy", 3)
+    for row in range(len(a)):
+        end = np.argmax(r[row] > 0) + 1 if (r[row] > 0).any() else a.shape[1]
+        np.testing.assert_array_equal(a[row, :end], sampled[row, :end])

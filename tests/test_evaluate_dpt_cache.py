@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import numpy as np
 import pytest
@@ -65,3 +67,60 @@ def test_cache_is_chosen_only_where_it_equals_the_uncached_agent():
     assert isinstance(agent, DPTModelAgent)
     with pytest.raises(ValueError, match="num_steps"):
         make_model_agent(model, env, 2 * HORIZON, protocol="query", dpt_cache=True)
+
+
+def test_cached_dpt_agent_in_the_driver_copies_no_cache():
+    """Zero whole-cache copies per pull in the compiled evaluation loop."""
+    from flax import nnx
+
+    from agentrl.benchmarks._hlo import (
+        cache_shapes,
+        count_copies,
+        count_copies_per_iteration,
+    )
+    from agentrl.evaluate.driver import run_batched_agent, run_batched_in_blocks
+    from agentrl.evaluate.model_agents import ModelHandle
+
+    env, model = _bandit_and_model()
+    graphdef, weights = nnx.split(model)
+    params = jax.vmap(env.sample_params)(jax.random.split(jax.random.key(0), 4))
+    cache = model.init_cache(4, HORIZON + 1)
+
+    def run(weights, params, key, blocks=False):
+        agent = DPTCachedModelAgent(ModelHandle(graphdef, weights), env, HORIZON)
+        if blocks:
+            return run_batched_in_blocks(env, agent, params, key, HORIZON, 2)[0]
+        return run_batched_agent(env, agent, params, key, HORIZON)[0].action
+
+    key = jax.random.key(1)
+    hlo = jax.jit(run).lower(weights, params, key).compile().as_text()
+    shapes = cache_shapes(cache)
+    assert count_copies(hlo, shapes) == 0
+    assert count_copies_per_iteration(hlo, shapes, cache.keys[0].shape) == 0
+    # the counter sees cache-shaped copies where they exist (the initial zero
+    # caches are materialised outside the loop)
+    assert count_copies(hlo, shapes, loops_only=False) > 0
+    # in blocks of 2 tasks: none per pull (each block's zero cache is
+    # materialised once, in the loop over blocks)
+    blocked = jax.jit(functools.partial(run, blocks=True))
+    hlo = blocked.lower(weights, params, key).compile().as_text()
+    shapes = cache_shapes(model.init_cache(2, HORIZON + 1))
+    carried = model.init_cache(2, HORIZON + 1).keys[0].shape
+    assert count_copies_per_iteration(hlo, shapes, carried) == 0
+
+
+def test_task_blocks_give_the_same_history():
+    from agentrl.evaluate.driver import ModelPolicy, run_policy
+
+    env, model = _bandit_and_model()
+    key = jax.random.key(5)
+    params = jax.vmap(env.sample_params)(jax.random.split(key, 8))
+    whole, _ = run_model_online(env, model, params, key, 1)
+    for block in (2, 4):
+        blocked, state = run_model_online(env, model, params, key, 1, block_size=block)
+        assert state.logits.shape[:2] == (8 // block, block)  # per-block states
+        for a, b in zip(jax.tree.leaves(whole), jax.tree.leaves(blocked), strict=True):
+            np.testing.assert_array_equal(a, b)
+    policy = ModelPolicy(model, lambda h, n: make_model_agent(h, env, n, "query"))
+    with pytest.raises(ValueError, match="block_size must be a positive divisor"):
+        run_policy(env, policy, params, key, HORIZON, block_size=3)

@@ -190,14 +190,21 @@ class DT(Algorithm):
             "algo.target_return is unset: evaluate a trained run (fit fills it "
             "from the data's best episode return) or set it",
         )
-        return DTModelAgent(
-            model,
-            env,
-            config.model.max_steps,
-            target_return=float(self.target_return),
-            rtg_scale=self._scale(env),
-            greedy=config.eval.greedy,
-            temperature=config.eval.temperature,
+        from agentrl.evaluate.acting import acting_agent
+        from agentrl.evaluate.model_agents import split_model
+
+        model = split_model(model)  # one handle for the acting rule's agent
+        return acting_agent(
+            lambda greedy: DTModelAgent(
+                model,
+                env,
+                config.model.max_steps,
+                target_return=float(self.target_return),
+                rtg_scale=self._scale(env),
+                greedy=greedy,
+                temperature=config.eval.temperature,
+            ),
+            config.eval.acting,
         )
 
 
@@ -247,10 +254,21 @@ class DTModelAgent:
         rtg = jnp.full((key.shape[0],), self.target, jnp.float32)
         return DTState(self.inner.init(key, params), rtg)
 
-    def act(self, key, state: DTState, obs, env_state, params) -> jax.Array:
-        return self.inner.act(
-            key, state.inner, self._obs(obs, state.rtg), env_state, params
+    @property
+    def greedy(self) -> bool:
+        return self.inner.greedy
+
+    def scores(self, state: DTState, obs, env_state, params) -> jax.Array:
+        """Action logits ``[B, A]`` (one model call per step, in ``update``)."""
+        return self.inner.scores(
+            state.inner, self._obs(obs, state.rtg), env_state, params
         )
+
+    def select(self, key: jax.Array, scores: jax.Array, greedy: bool) -> jax.Array:
+        return self.inner.select(key, scores, greedy)
+
+    def act(self, key, state: DTState, obs, env_state, params) -> jax.Array:
+        return self.select(key, self.scores(state, obs, env_state, params), self.greedy)
 
     def update(self, state: DTState, step: Any) -> DTState:
         reward = jnp.asarray(step.reward, jnp.float32).reshape(state.rtg.shape)

@@ -173,15 +173,20 @@ class RL2(Algorithm):
 
     # ----- acting in context ---------------------------------------------------
     def make_agent(self, model: Any, env: Any, num_steps: int, config: Any) -> Any:
+        from agentrl.evaluate.acting import acting_agent
         from agentrl.evaluate.model_agents import split_model
         from agentrl.online.agent import RL2Agent
 
         weights = split_model(model).get()
-        return RL2Agent(
-            weights,
-            self.build_core(env),
-            env,
-            greedy=config.eval.greedy,
-            temperature=config.eval.temperature,
-            grid_size=self.grid_size(env),
+        core = self.build_core(env)
+        return acting_agent(
+            lambda greedy: RL2Agent(
+                weights,
+                core,
+                env,
+                greedy=greedy,
+                temperature=config.eval.temperature,
+                grid_size=self.grid_size(env),
+            ),
+            config.eval.acting,
         )

@@ -38,3 +38,68 @@ def count_copies(hlo_text: str, shapes, loops_only: bool = True) -> int:
 def cache_shapes(cache) -> set[tuple[int, ...]]:
     """Shapes of the per-layer K/V arrays of a :class:`~agentrl.models.KVCache`."""
     return {tuple(a.shape) for a in (*cache.keys, *cache.values)}
+
+
+_HEADER = re.compile(r"^(?:ENTRY\s+)?%?([\w.\-]+)\s")
+_CALLED = re.compile(
+    r"(?:body|condition|to_apply|calls|branch_computations)=\{?([^}\s,]+(?:,\s*%[\w.\-]+)*)\}?"
+)
+
+
+def _computations(hlo_text: str) -> dict[str, list[str]]:
+    """Computation name -> its instruction lines."""
+    comps, name = {}, None
+    for line in hlo_text.splitlines():
+        if line and not line[0].isspace():
+            match = _HEADER.match(line)
+            name = match.group(1) if match and line.rstrip().endswith("{") else None
+            if name:
+                comps[name] = []
+        elif name:
+            comps[name].append(line)
+    return comps
+
+
+def count_copies_per_iteration(hlo_text: str, shapes, carried) -> int:
+    """Copies of ``shapes`` run once per iteration of the loops carrying ``carried``.
+
+    The ``while`` loops whose state tuple holds an array of shape ``carried``
+    (e.g. a decoding loop carrying its KV cache): copies in their bodies and
+    in every computation those bodies call (branches, fusions, nested
+    loops), for the innermost such loops. Copies outside them, e.g. in an
+    outer loop over task blocks materialising each block's zero cache, are
+    not counted.
+    """
+    comps = _computations(hlo_text)
+    dims = ",".join(str(int(n)) for n in carried)
+    body = re.compile(r"\bbody=%?([\w.\-]+)")
+    roots = [
+        body.search(line).group(1)
+        for lines in comps.values()
+        for line in lines
+        if " while(" in line
+        and f"[{dims}]" in line.split(" while(")[0]
+        and body.search(line)
+    ]
+
+    def closure(root):
+        seen, stack = set(), [root]
+        while stack:
+            name = stack.pop()
+            if name in seen or name not in comps:
+                continue
+            seen.add(name)
+            for line in comps[name]:
+                for group in _CALLED.findall(line):
+                    stack.extend(n.strip().lstrip("%") for n in group.split(","))
+        return seen
+
+    # innermost such loops only: an outer loop (over task blocks) that also
+    # carries the shape runs its own copies once per inner loop, not per step
+    closures = {r: closure(r) for r in set(roots)}
+    seen = set()
+    for root, names in closures.items():
+        if not any(other in names for other in closures if other != root):
+            seen |= names
+    text = "\n".join(f"%{n} {{\n" + "\n".join(comps[n]) for n in seen)
+    return count_copies(text, shapes, loops_only=False)

@@ -7,7 +7,16 @@
    (:func:`agentrl.sweep.source_sweep`) vs 64 sequential ``generate`` calls,
    and 64 seeds x 4 learning rates in one program.
 
-Each side is timed twice: the first call includes compilation, the second
+3. The same compiled training step, 8 seeds in one program vs 8 runs one
+   after another, by model width (``ad_darkroom`` smoke shape: 2 layers,
+   batch 8, 40-step windows; width 16 to 64, ``d_ff`` 4x width). Both
+   sides run one jitted ``lax.scan`` of ``make_train_step`` over the same
+   pre-sampled batches (the vmapped side is that scan under ``jax.vmap``),
+   so dispatch and host sampling are out of both timings: the ratio is what
+   batching the seeds buys in compute alone. The sides are timed in turn,
+   best of ``--repeats``.
+
+Each side of 1 and 2 is timed twice: the first call includes compilation, the second
 ("warm") reuses the compiled programs. Model init and host batch sampling
 are inside the timings on both sides.
 
@@ -128,10 +137,83 @@ def q_benchmark(num_seeds: int = 64, num_episodes: int = 100) -> dict:
     }
 
 
+def step_ratio(width: int, repeats: int, steps: int = 60) -> dict:
+    """8 seeds vmapped vs 8 sequential runs of one compiled scan of steps."""
+    import dataclasses
+
+    import jax.numpy as jnp
+
+    config = load_experiment("ad_darkroom", "smoke")
+    config = dataclasses.replace(
+        config,
+        model=dataclasses.replace(
+            config.model, d_model=width, d_ff=4 * width, num_heads=2
+        ),
+        train=dataclasses.replace(config.train, steps=steps),
+    )
+    env = envs.make(config.data.env)
+    with tempfile.TemporaryDirectory() as tmp:
+        dataset = prepare_dataset(config, env, Path(tmp), progress=False)
+        config = complete_config(config, env, dataset)
+        states, batches = [], []
+        for seed in range(SEEDS):
+            cfg = dataclasses.replace(
+                config, train=dataclasses.replace(config.train, seed=seed)
+            )
+            graphdef, state = init_train_state(build_model(cfg, env), cfg)
+            sampler = make_sampler(cfg, dataset, env)
+            run = [sampler.host_batch(i) for i in range(steps)]
+            batches.append(jax.tree.map(lambda *xs: jnp.stack(xs), *run))
+            states.append(state)
+    hp = default_hparams(config)
+    step = make_train_step(graphdef, config, env)
+
+    def scan(state, batch):  # [steps, ...] batches
+        state, metrics = jax.lax.scan(lambda s, b: step(s, b, hp), state, batch)
+        return state, metrics["loss"]
+
+    one = jax.jit(scan)
+    many = jax.jit(jax.vmap(scan))
+    stack = lambda xs: jax.tree.map(lambda *a: jnp.stack(a), *xs)  # noqa: E731
+    all_states, all_batches = stack(states), stack(batches)
+
+    def sequential():
+        return [one(s, b) for s, b in zip(states, batches, strict=True)]
+
+    def vmapped():
+        return many(all_states, all_batches)
+
+    # the same step: vmapped losses equal the sequential ones (float rounding)
+    seq_loss = np.stack([np.asarray(loss) for _, loss in sequential()])
+    vm_loss = np.asarray(vmapped()[1])
+    best = {"sequential": float("inf"), "vmapped": float("inf")}
+    for _ in range(repeats):
+        for name, fn in (("sequential", sequential), ("vmapped", vmapped)):
+            start = time.perf_counter()
+            jax.block_until_ready(fn())
+            best[name] = min(best[name], time.perf_counter() - start)
+    params = sum(x.size for x in jax.tree.leaves(states[0]["params"]))
+    return {
+        "d_model": width,
+        "params": int(params),
+        "tokens_per_step": int(np.prod(all_batches["action"].shape[2:4])),
+        "sequential_s": best["sequential"],
+        "vmapped_s": best["vmapped"],
+        "speedup": best["sequential"] / best["vmapped"],
+        "max_loss_diff": float(np.max(np.abs(seq_loss - vm_loss))),
+    }
+
+
 def main(argv: list[str] | None = None) -> None:
-    argparse.ArgumentParser(
+    parser = argparse.ArgumentParser(
         prog="agentrl bench sweep_vmap", description=__doc__.splitlines()[0]
-    ).parse_args(argv)
+    )
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--widths", type=int, nargs="+", default=[16, 32, 64])
+    args = parser.parse_args(argv)
+    widths = [step_ratio(w, args.repeats) for w in args.widths]
+    for w in widths:
+        print(w, flush=True)
     q = q_benchmark()
     ad = ad_benchmark()
     print(ad, q, sep="\n")
@@ -143,8 +225,26 @@ def main(argv: list[str] | None = None) -> None:
             "q_learning_64_seeds_speedup_incl_compile", q["speedup_cold"], 3.0
         ),
     ]
+    small = min(widths, key=lambda w: w["d_model"])
+    targets.append(
+        bench.target(
+            f"same compiled step, 8 seeds vmapped / sequential, width "
+            f"{small['d_model']}",
+            small["speedup"],
+            3.0,
+        )
+    )
     best = str(ad["best_steps_per_call"])
     rows = [
+        {
+            "workload": f"same compiled step (scan of 60), 8 seeds, width "
+            f"{w['d_model']} ({w['params']:,} params)",
+            "sequential_s": w["sequential_s"],
+            "vmapped_s": w["vmapped_s"],
+            "speedup": w["speedup"],
+        }
+        for w in widths
+    ] + [
         {
             "workload": "AD smoke, 8 seeds x 60 steps, warm",
             "sequential_s": ad["sequential_warm_s"],
@@ -180,7 +280,11 @@ def main(argv: list[str] | None = None) -> None:
         "machine's 2 cores are shared with other jobs, so absolute times vary."
     )
     path = bench.write_results(
-        "sweep_vmap", {"ad_darkroom": ad, "q_learning": q}, targets, rows, notes
+        "sweep_vmap",
+        {"ad_darkroom": ad, "q_learning": q, "same_step_by_width": widths},
+        targets,
+        rows,
+        notes,
     )
     print(f"wrote {path}")
 

@@ -16,9 +16,11 @@ experiment on validation tasks, not a property of the algorithm:
 Continuous actions are the model's mean under every rule.
 
 :func:`acting_agent` builds the batched agent of a rule from a factory of
-the model's agent, ``make(greedy: bool)``; the two agents of
-``sample_then_greedy`` share one state (the model agents' state does not
-depend on how they pick actions), so the rule adds only a per-task flag.
+the model's agent, ``make(greedy: bool)``. ``sample_then_greedy`` wraps the
+sampling agent and takes both actions from one set of scores (the model
+agents' ``scores``/``select``, :class:`~agentrl.evaluate.model_agents.ScoredAgent`),
+so the rule costs one model call per step, like the others, plus a per-task
+flag.
 """
 
 from __future__ import annotations
@@ -43,29 +45,37 @@ class RuleState(NamedTuple):
 class SampleThenGreedy:
     """Sample until a task's first positive reward, then act greedily (batched).
 
-    ``sampler`` and ``greedy`` are the same model's agent built with
-    ``greedy=False`` and ``True``; their states must be interchangeable.
+    ``agent`` is a batched model agent with ``scores(state, obs, env_state,
+    params)`` and ``select(key, scores, greedy)``: both actions come from
+    one call of ``scores``, i.e. one model call.
     """
 
     batched = True
 
-    def __init__(self, sampler: Any, greedy: Any):
-        self.sampler, self.greedy = sampler, greedy
+    def __init__(self, agent: Any):
+        for method in ("scores", "select"):
+            if not callable(getattr(agent, method, None)):
+                raise ValueError(
+                    f"sample_then_greedy needs an agent with `scores` and "
+                    f"`select`; {type(agent).__name__} has no `{method}`"
+                )
+        self.agent = agent
 
     def init(self, key: jax.Array, params: Any) -> RuleState:
         rewarded = jnp.zeros((key.shape[0],), bool)
-        return RuleState(self.sampler.init(key, params), rewarded)
+        return RuleState(self.agent.init(key, params), rewarded)
 
     def act(self, key, state: RuleState, obs, env_state, params) -> jax.Array:
-        sampled = self.sampler.act(key, state.inner, obs, env_state, params)
-        greedy = self.greedy.act(key, state.inner, obs, env_state, params)
+        scores = self.agent.scores(state.inner, obs, env_state, params)
+        sampled = self.agent.select(key, scores, False)
+        greedy = self.agent.select(key, scores, True)
         pick = state.rewarded.reshape(state.rewarded.shape + (1,) * (sampled.ndim - 1))
         return jnp.where(pick, greedy, sampled)
 
     def update(self, state: RuleState, step: Step) -> RuleState:
         reward = jnp.asarray(step.reward).reshape(state.rewarded.shape)
         return RuleState(
-            self.sampler.update(state.inner, step), state.rewarded | (reward > 0)
+            self.agent.update(state.inner, step), state.rewarded | (reward > 0)
         )
 
 
@@ -74,5 +84,5 @@ def acting_agent(make: Callable[[bool], Any], rule: str) -> Any:
     if rule not in ACTING_RULES:
         raise ValueError(f"eval.acting must be one of {ACTING_RULES}, got {rule!r}")
     if rule == "sample_then_greedy":
-        return SampleThenGreedy(make(False), make(True))
+        return SampleThenGreedy(make(False))
     return make(rule == "greedy")

@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 import jax
+import jax.numpy as jnp
 
 from agentrl.evaluate.model_agents import (
     CONTEXT_UPDATES,
@@ -37,7 +38,12 @@ from agentrl.evaluate.model_agents import (
     split_model,
 )
 from agentrl.history import History
-from agentrl.sources.agent import as_batched, run_batched_agent
+from agentrl.sources.agent import (  # the one driver's scan, on a block
+    _drive,
+    _record_optimal,
+    as_batched,
+    run_batched_agent,
+)
 
 #: How a model acts: ``"decode"`` its own history token by token (AD-style,
 #: ``model.decode``) or predict a ``"query"`` state's action from a context
@@ -171,12 +177,14 @@ def run_model_online(
     context: Context | None = None,
     num_steps: int | None = None,
     dpt_cache: bool | None = None,
+    block_size: int | None = None,
 ) -> tuple[History, Any]:
     """Run a trained model in context on tasks ``params [task, ...]``, jitted.
 
     Runs ``num_steps`` (default ``num_episodes * env.horizon``) steps, which
-    covers ``num_episodes`` episodes even when some terminate early. See
-    :func:`make_model_agent` for the other arguments.
+    covers ``num_episodes`` episodes even when some terminate early.
+    ``block_size``: see :func:`run_policy`. See :func:`make_model_agent` for
+    the other arguments.
 
     Returns:
       ``(history [task, step, ...], final agent state)``.
@@ -196,7 +204,7 @@ def run_model_online(
         model,
         lambda handle, n: make_model_agent(handle, env, n, context=context, **kwargs),
     )
-    return run_policy(env, policy, params, key, num_steps)
+    return run_policy(env, policy, params, key, num_steps, block_size)
 
 
 class ModelPolicy(NamedTuple):
@@ -214,21 +222,85 @@ class ModelPolicy(NamedTuple):
 
 
 def run_policy(
-    env: Any, policy: ModelPolicy, params: Any, key: jax.Array, num_steps: int
+    env: Any,
+    policy: ModelPolicy,
+    params: Any,
+    key: jax.Array,
+    num_steps: int,
+    block_size: int | None = None,
 ) -> tuple[History, Any]:
     """Run a :class:`ModelPolicy` on tasks ``params [task, ...]`` under one jit.
 
+    ``block_size``: run the tasks ``block_size`` at a time, each block's
+    whole evaluation before the next (see :func:`run_batched_in_blocks`);
+    the history does not depend on it. Worth it on a CPU when the whole
+    batch's KV cache outgrows the last-level cache.
+
     Returns:
-      ``(history [task, step, ...], final agent state)``.
+      ``(history [task, step, ...], final agent state)``; with
+      ``block_size``, state leaves are ``[num_blocks, ...]`` per block.
     """
+    if block_size is not None:  # before compiling
+        _check_block_size(params, block_size)
     handle = split_model(policy.model)
 
     @jax.jit
     def go(weights, params, key):
         agent = policy.make_agent(handle._replace(weights=weights), num_steps)
+        if block_size is not None:
+            return run_batched_in_blocks(env, agent, params, key, num_steps, block_size)
         return run_batched_agent(env, agent, params, key, num_steps)
 
     return go(handle.weights, params, key)
+
+
+def _check_block_size(params: Any, block_size: int) -> int:
+    num_tasks = jax.tree.leaves(params)[0].shape[0]
+    if not isinstance(block_size, int) or block_size < 1 or num_tasks % block_size:
+        raise ValueError(
+            f"block_size must be a positive divisor of the number of tasks "
+            f"({num_tasks}), got {block_size!r}"
+        )
+    return num_tasks
+
+
+def run_batched_in_blocks(
+    env: Any,
+    agent: Any,
+    params: Any,
+    key: jax.Array,
+    num_steps: int,
+    block_size: int,
+) -> tuple[History, Any]:
+    """:func:`run_batched_agent` on blocks of ``block_size`` tasks, one after another.
+
+    A ``lax.map`` over blocks, each running the whole ``num_steps`` scan, so
+    only one block's agent state (a KV cache) is live at a time: on a CPU a
+    block's cache can stay in the last-level cache across steps, where the
+    whole batch's is re-read from memory every step. Task ``i`` still runs
+    on ``split(key, num_tasks)[i]``, so the history equals
+    :func:`run_batched_agent`'s. ``block_size`` must divide the number of
+    tasks (agent states may hold leaves shared by a block, such as a cache
+    position, so blocks must have one shape).
+
+    Returns:
+      ``(history [task, step, ...], state with leaves [num_blocks, ...])``.
+    """
+    num_tasks = _check_block_size(params, block_size)
+    blocks = num_tasks // block_size
+    split = lambda x: x.reshape(blocks, block_size, *x.shape[1:])  # noqa: E731
+    keys = jax.random.split(key, num_tasks)
+
+    record = _record_optimal(env, None)
+    task_id = jnp.full((block_size,), -1, jnp.int32)
+
+    def one(xs):  # the block's tasks on their own keys (the driver's key tree)
+        p, k = xs
+        return _drive(env, agent, p, k, num_steps, task_id, record)
+
+    history, state = jax.lax.map(one, (jax.tree.map(split, params), split(keys)))
+    merge = lambda x: x.reshape(num_tasks, *x.shape[2:])  # noqa: E731
+    return jax.tree.map(merge, history), state
 
 
 class _Recorder:

@@ -83,6 +83,25 @@ def select_action(
     return jnp.clip(action, space.low, space.high)
 
 
+class ScoredAgent:
+    """A model agent that acts from action scores: one model call per step.
+
+    ``scores(state, obs, env_state, params) -> [B, A]`` (logits; means for
+    continuous actions) and ``select(key, scores, greedy) -> [B, ...]`` split
+    ``act``, so an acting rule that needs both the sampled and the greedy
+    action (:mod:`agentrl.evaluate.acting`) computes the scores once.
+    Subclasses set ``space``, ``greedy`` and ``temperature``.
+    """
+
+    batched = True
+
+    def select(self, key: jax.Array, scores: jax.Array, greedy: bool) -> jax.Array:
+        return select_action(key, scores, self.space, greedy, self.temperature)
+
+    def act(self, key, state, obs, env_state, params) -> jax.Array:
+        return self.select(key, self.scores(state, obs, env_state, params), self.greedy)
+
+
 def _out_shape(space: Any) -> tuple[int, ...]:
     return (space.n,) if hasattr(space, "n") else tuple(space.shape)
 
@@ -97,10 +116,8 @@ class ADState(NamedTuple):
     started: jax.Array
 
 
-class ADModelAgent:
+class ADModelAgent(ScoredAgent):
     """Algorithm Distillation acting online with a KV cache (batched)."""
-
-    batched = True
 
     def __init__(
         self,
@@ -128,7 +145,7 @@ class ADModelAgent:
             started=jnp.bool_(False),
         )
 
-    def act(self, key, state: ADState, obs, env_state, params) -> jax.Array:
+    def scores(self, state: ADState, obs, env_state, params) -> jax.Array:
         def first_token():
             model = self.model.get()
             out, _ = model.decode(
@@ -136,8 +153,7 @@ class ADModelAgent:
             )
             return out.action.astype(jnp.float32)
 
-        logits = jax.lax.cond(state.started, lambda: state.logits, first_token)
-        return select_action(key, logits, self.space, self.greedy, self.temperature)
+        return jax.lax.cond(state.started, lambda: state.logits, first_token)
 
     def update(self, state: ADState, step: Step) -> ADState:
         model = self.model.get()
@@ -240,10 +256,8 @@ class DPTState(NamedTuple):
     pending: Context
 
 
-class DPTModelAgent:
+class DPTModelAgent(ScoredAgent):
     """Decision-Pretrained Transformer acting on its own context set (batched)."""
-
-    batched = True
 
     def __init__(
         self,
@@ -286,14 +300,13 @@ class DPTModelAgent:
             context = self.context
         return DPTState(context, pending)
 
-    def act(self, key, state: DPTState, obs, env_state, params) -> jax.Array:
+    def scores(self, state: DPTState, obs, env_state, params) -> jax.Array:
         ctx = state.context
         out = self.model.get().predict_query(
             obs, ctx.obs, ctx.action, ctx.reward, ctx.next_obs
         )
         pos = jnp.minimum(ctx.count, ctx.size).reshape(-1, 1, 1)
-        logits = jnp.take_along_axis(out.action, pos, axis=1)[:, 0]
-        return select_action(key, logits, self.space, self.greedy, self.temperature)
+        return jnp.take_along_axis(out.action, pos, axis=1)[:, 0]
 
     def update(self, state: DPTState, step: Step) -> DPTState:
         if self.context_update == "none":
@@ -324,14 +337,13 @@ def env_horizon(env: Any) -> int:
 
 
 class DPTCachedState(NamedTuple):
-    """KV cache, next logits ``[B, A]``, ``started`` ``[]``."""
+    """KV cache and the logits ``[B, A]`` of the next pull."""
 
     cache: Any
     logits: jax.Array
-    started: jax.Array
 
 
-class DPTCachedModelAgent:
+class DPTCachedModelAgent(ScoredAgent):
     """DPT on a growing context with a fixed query, decoded with a KV cache.
 
     The bandit protocol: the query (the bandit's one observation) is the
@@ -341,9 +353,12 @@ class DPTCachedModelAgent:
     context has not overflowed, which :func:`make_model_agent` ensures by
     using it only when the whole evaluation fits the context and the
     observation never changes (bandits).
-    """
 
-    batched = True
+    Because the query never changes, ``init`` decodes it (the observation
+    of ``env.reset``), so every step is exactly one model call in ``update``
+    and there is no first-step branch: a ``lax.cond`` whose branches decode
+    different numbers of tokens made XLA copy every layer's cache per pull.
+    """
 
     def __init__(
         self,
@@ -363,35 +378,19 @@ class DPTCachedModelAgent:
     def init(self, key: jax.Array, params: Any) -> DPTCachedState:
         batch = key.shape[0]
         model = self.model.get()
-        return DPTCachedState(
-            cache=model.init_cache(batch, self.context_size + 1),
-            logits=jnp.zeros((batch, *_out_shape(self.space)), jnp.float32),
-            started=jnp.bool_(False),
-        )
+        query, _ = jax.vmap(self.env.reset)(key, params)  # the bandit's constant obs
+        cache = model.init_cache(batch, self.context_size + 1)
+        out, cache = model.decode_query(cache, query)
+        return DPTCachedState(cache, out.action.astype(jnp.float32))
 
-    def act(self, key, state: DPTCachedState, obs, env_state, params) -> jax.Array:
-        def query_only():
-            out, _ = self.model.get().decode_query(state.cache, obs)
-            return out.action.astype(jnp.float32)
-
-        logits = jax.lax.cond(state.started, lambda: state.logits, query_only)
-        return select_action(key, logits, self.space, self.greedy, self.temperature)
+    def scores(self, state: DPTCachedState, obs, env_state, params) -> jax.Array:
+        return state.logits
 
     def update(self, state: DPTCachedState, step: Step) -> DPTCachedState:
-        model = self.model.get()
         action = jnp.asarray(step.action, self.space.dtype)
         action = action.reshape(action.shape[:1] + self.space.shape)
         reward = jnp.asarray(step.reward, jnp.float32).reshape(-1)
-
-        def later(cache):
-            out, cache = model.decode_transition(
-                cache, step.obs, action, reward, step.next_obs
-            )
-            return out.action.astype(jnp.float32), cache
-
-        def first(cache):  # commit the query, then the first transition
-            return later(model.decode_query(cache, step.obs)[1])
-
-        # no identity branch: it would copy the whole cache every step
-        logits, cache = jax.lax.cond(state.started, later, first, state.cache)
-        return DPTCachedState(cache, logits, jnp.bool_(True))
+        out, cache = self.model.get().decode_transition(
+            state.cache, step.obs, action, reward, step.next_obs
+        )
+        return DPTCachedState(cache, out.action.astype(jnp.float32))

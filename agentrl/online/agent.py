@@ -84,18 +84,24 @@ class RL2Agent:
             started=jnp.bool_(False),
         )
 
-    def act(self, key, state: RL2State, obs, env_state, params) -> jax.Array:
-        out = jax.lax.cond(
+    def scores(self, state: RL2State, obs, env_state, params) -> jax.Array:
+        """The policy head's output ``[B, ...]`` for ``obs`` (acting rules)."""
+        return jax.lax.cond(
             state.started,
             lambda: state.out,
             lambda: self._first(state.hidden, obs)[1],
         )
+
+    def select(self, key: jax.Array, scores: jax.Array, greedy: bool) -> jax.Array:
         raw = jax.vmap(
             lambda k, o: self.head.sample(
-                k, o, self.weights.get("log_std"), self.greedy, self.temperature
+                k, o, self.weights.get("log_std"), greedy, self.temperature
             )
-        )(key, out)
+        )(key, scores)
         return self.head.to_env(raw)
+
+    def act(self, key, state: RL2State, obs, env_state, params) -> jax.Array:
+        return self.select(key, self.scores(state, obs, env_state, params), self.greedy)
 
     def update(self, state: RL2State, step: Step) -> RL2State:
         hidden = jax.lax.cond(
