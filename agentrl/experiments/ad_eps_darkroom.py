@@ -13,13 +13,16 @@ reference code does (``schedule="step"``). Training windows start at any
 step (``algo.window_start="any"``, the reference's).
 
 Acting (``eval.acting``) is an evaluation setting, chosen on validation
-goals in reproductions: the preset acts greedily, as the reference code
-does; ``sample`` reproduces the data's noise (and so its ceiling),
-``sample_then_greedy`` explores by sampling until the first reward on a
-goal, then exploits. Measured before the window and schedule changes (cpu
-preset, seed 0, episode-aligned windows): greedy never found a held-out
-goal (return 1.19 in episode 1 and over the last 10), so the numbers below
-were taken with sampling; all of them are to be re-run.
+goals in reproductions: the ``gpu`` and ``full`` presets act greedily, as
+the reference code does, the ``cpu`` preset by ``sample_then_greedy``, the
+rule its validation goals chose (below); ``sample`` reproduces the data's
+noise (and so its ceiling), ``sample_then_greedy`` explores by sampling
+until the first reward on a goal, then exploits. With the reference
+settings greedy acting never finds most validation goals at this budget
+(validation score -0.02 / -0.02 / 0.11 in the three seeds): the reference's
+greedy rule needs its 300k updates; the reproduction chose
+``sample_then_greedy`` (seeds 0 and 2) and ``sample`` (seed 1, a tie with
+``sample_then_greedy`` at 0.495, broken to the first listed).
 
 - ``smoke``: ``agentrl train ad_eps_darkroom --preset smoke``; seconds.
 - ``cpu``: ``agentrl bench reproduce ad_eps_darkroom --preset cpu`` —
@@ -29,19 +32,18 @@ were taken with sampling; all of them are to be re-run.
   steep), evaluated for 100 episodes as in the paper; about 13 minutes a
   seed alone on the 2-core CPU. Target: held-out return in the last 10 of
   100 episodes above the mean return of the data's best (last 10%)
-  episodes. Measured (3 seeds): the return rises for ~70 episodes to 10.19
-  [9.20, 11.1], 0.955 of the data's best (10.68), in all three seeds
-  between 0.950 and 0.958: not met. Per goal, the gap is one held-out
-  corner: no seed ever reaches goal cell 72, (x, y) = (0, 8) (0, 1 and 3
-  reward in 100 episodes), while on the other 15 held-out goals the model
-  gets 10.82-10.91, 0.97-0.98 of the noisy oracle's 11.16 on those goals
-  and 1.01-1.02 of the data's best. With consecutive episodes it was 9.62
-  [8.47, 10.7] (0.90; paired difference of stride 2 +0.58 [-0.11, 1.39]),
-  and with every third episode 0.88 (one seed, still rising at episode 100);
-  with 2,000 updates on 260 histories 0.79; 12,000 updates (one seed) 0.82
-  where that seed had 0.86 at 6,000. A curriculum over all 40 episodes (no
-  plateau at the floor) gave 0.80 and 20-episode histories 0.97 of their
-  own, noisier, best (one seed each; 9.29 in return, below this preset).
+  episodes. Measured with the reference settings and the validation
+  protocol (3 seeds x 8 test goals, each seed its own data and split):
+  return 1.92 in episode 1, 12.83 [7.26, 17.06] over the last 10, 1.195x
+  the data's best [0.68, 1.59] (noisy oracle at the floor 11.24, oracle
+  16.92): the point estimate is above 1, the CI is not, so not met. Per
+  seed: 16.98 (seed 0, sample_then_greedy: at the oracle, 1.54x its data),
+  14.25 (seed 2, sample_then_greedy; one of 8 goals never found) and 7.26
+  (seed 1, sampling: the data's noise, two goals never found). Before the
+  reference settings (episode-aligned windows, ε decayed per episode,
+  sampling) the same preset gave 0.955x (10.19 [9.20, 11.1]) and no seed
+  passed 0.958x; with consecutive episodes 0.90
+  (``repro_ad_eps_darkroom_cpu_episode_stride1.md``, the old settings).
 - ``gpu``: the paper's model (4 layers, 8 heads, width 512, batch 512, lr
   3e-4) on the reference's data layout cut to 2,000 episodes: one history
   per training goal (65), ε decayed per step over 90% of it, 3,000 updates,
@@ -92,6 +94,8 @@ CHANGES = dict(
         "train.log_every": 150,
         "train.checkpoint_every": 1500,
         "eval.num_episodes": 100,
+        # chosen on validation goals (seeds 0 and 2; a tie in seed 1)
+        "eval.acting": "sample_then_greedy",
     },
     gpu={
         **ad_darkroom.PAPER_MODEL,
