@@ -22,6 +22,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 NOISE_EPS = 1e-2
+F32 = jnp.float32
 
 
 def _value(v):
@@ -109,7 +110,10 @@ class Router(nnx.Module):
 class Experts(nnx.Module):
     """``E`` GELU feed-forward experts ``d_in -> hidden -> d_out``."""
 
-    def __init__(self, num_experts: int, d_in: int, hidden: int, d_out: int, *, rngs):
+    def __init__(
+        self, num_experts: int, d_in: int, hidden: int, d_out: int, *, rngs, dtype=F32
+    ):
+        self.dtype = dtype  # matmul operands (float32 accumulation and output)
         init = nnx.initializers.lecun_normal(in_axis=-2, out_axis=-1, batch_axis=0)
         self.w1 = nnx.Param(init(rngs.params(), (num_experts, d_in, hidden)))
         self.b1 = nnx.Param(jnp.zeros((num_experts, hidden)))
@@ -118,9 +122,12 @@ class Experts(nnx.Module):
 
     def dense(self, x: jax.Array, gates: jax.Array) -> jax.Array:
         """Every expert on every token: ``x [N, d]``, ``gates [N, E]`` -> ``[N, o]``."""
-        h = jax.nn.gelu(jnp.einsum("nd,edh->neh", x, self.w1[...]) + self.b1[...])
-        y = jnp.einsum("neh,eho->neo", h, self.w2[...]) + self.b2[...]
-        return jnp.einsum("ne,neo->no", gates, y)
+        c = self.dtype
+        w1, w2 = self.w1[...].astype(c), self.w2[...].astype(c)
+        h = jnp.einsum("nd,edh->neh", x.astype(c), w1, preferred_element_type=F32)
+        h = jax.nn.gelu(h + self.b1[...]).astype(c)
+        y = jnp.einsum("neh,eho->neo", h, w2, preferred_element_type=F32)
+        return jnp.einsum("ne,neo->no", gates, y + self.b2[...])
 
     def sorted(self, x: jax.Array, idx: jax.Array, w: jax.Array) -> jax.Array:
         """Top-k only: ``x [N, d]``, ``idx, w [N, k]`` -> ``[N, o]`` (ragged_dot)."""
@@ -131,8 +138,12 @@ class Experts(nnx.Module):
         tok = order // k
         expert = flat[order]
         sizes = jnp.bincount(flat, length=num_experts).astype(jnp.int32)
-        h = jax.lax.ragged_dot(x[tok], self.w1[...], sizes) + self.b1[...][expert]
-        y = jax.lax.ragged_dot(jax.nn.gelu(h), self.w2[...], sizes)
+        c = self.dtype
+        w1, w2 = self.w1[...].astype(c), self.w2[...].astype(c)
+        xs = x.astype(c)[tok]
+        h = jax.lax.ragged_dot(xs, w1, sizes, preferred_element_type=F32)
+        h = jax.nn.gelu(h + self.b1[...][expert]).astype(c)
+        y = jax.lax.ragged_dot(h, w2, sizes, preferred_element_type=F32)
         y = (y + self.b2[...][expert]) * w.reshape(-1)[order][:, None]
         return jnp.zeros((n, y.shape[-1]), y.dtype).at[tok].add(y)
 
@@ -152,11 +163,12 @@ class MoE(nnx.Module):
         dispatch: str,
         *,
         rngs,
+        dtype=F32,
     ):
         self.top_k = top_k
         self.dispatch = dispatch
         self.router = Router(d_in, num_experts, gate_hidden, noisy, rngs=rngs)
-        self.experts = Experts(num_experts, d_in, hidden, d_out, rngs=rngs)
+        self.experts = Experts(num_experts, d_in, hidden, d_out, rngs=rngs, dtype=dtype)
 
     def __call__(self, x: jax.Array, route_in: jax.Array, deterministic: bool):
         """``x, route_in [N, d]`` -> ``(y [N, o], gates [N, E], load [E], logits)``."""
@@ -176,7 +188,12 @@ class T2MIRFeedForward(nnx.Module):
     def __init__(self, config, *, rngs):
         c = config
         half = c.d_model // 2
-        common = dict(d_in=c.d_model, d_out=half, hidden=c.expert_hidden)
+        common = dict(
+            d_in=c.d_model,
+            d_out=half,
+            hidden=c.expert_hidden,
+            dtype=jnp.dtype(c.compute_dtype),
+        )
         self.token_moe = MoE(
             **common,
             num_experts=c.token_experts,
