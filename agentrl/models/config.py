@@ -28,7 +28,7 @@ ACTION_KINDS = ("discrete", "continuous")
 TOKEN_LAYOUTS = ("step", "sar", "transition")
 HEADS = ("categorical", "gaussian", "mse")
 TASK_ROUTINGS = ("token", "sequence")
-MOE_DISPATCHES = ("sorted", "dense")
+MOE_DISPATCHES = ("blocked", "sorted", "dense")
 ATTENTIONS = ("blockwise", "reference")
 COMPUTE_DTYPES = ("float32", "bfloat16")
 
@@ -88,9 +88,11 @@ class ModelConfig:
       expert_ff: hidden width of each expert (default ``d_ff // 2``).
       router_hidden: hidden width of the gates Linear->tanh->Linear
         (default ``d_model``).
-      moe_dispatch: ``"sorted"`` (sort token-expert pairs by expert, ragged
-        matmul: only top-k FLOPs) or ``"dense"`` (every expert on every
-        token, gates zero elsewhere). Both exact; no token is dropped.
+      moe_dispatch: ``"blocked"`` (token-expert pairs sorted by expert into
+        blocks of one expert each, one batched matmul: top-k FLOPs plus a
+        little padding), ``"sorted"`` (sorted pairs, ``ragged_dot``) or
+        ``"dense"`` (every expert on every token, gates zero elsewhere). All
+        exact; no token is dropped.
       rope_base: RoPE frequency base.
       attention: ``"blockwise"`` (one query block of ``attention_block``
         tokens at a time over only the keys its window sees: no ``[T, T]``
@@ -136,7 +138,7 @@ class ModelConfig:
     task_routing: str = "token"
     expert_ff: int | None = None
     router_hidden: int | None = None
-    moe_dispatch: str = "sorted"
+    moe_dispatch: str = "blocked"
     rope_base: float = 10000.0
     attention: str = "blockwise"
     attention_block: int = 128
