@@ -178,6 +178,52 @@ def parse_args(argv):
     return parser.parse_args(argv)
 
 
+def _write(bench, torch, args, rows, kind_targets, kinds) -> None:
+    """Write the results so far (after every shape: long runs keep their rows)."""
+    targets = list(kind_targets)
+    by_kind = {r["shape"]: r for r in rows}
+    if {"t2mir_dense", "t2mir_moe"} <= by_kind.keys():
+        dense = by_kind["t2mir_dense"]["agentrl_s"]
+        moe_ratio = by_kind["t2mir_moe"]["agentrl_s"] / dense
+        targets.append(
+            bench.target(
+                "agentrl t2mir MoE step / dense step",
+                moe_ratio,
+                MOE_TARGET,
+                higher_is_better=False,
+            )
+        )
+    for r in rows:
+        for attention in ("vanilla", "flash"):
+            if f"t2mir_real_{attention}_s" in r:
+                targets.append(
+                    bench.target(
+                        f"{r['shape']}: T2MIR's real step ({attention} attention) "
+                        "/ stand-in (reported)",
+                        r[f"t2mir_real_{attention}_over_standin"],
+                        0.0,
+                    )
+                )
+    notes = (
+        f"torch {torch.__version__} ({torch.get_num_threads()} threads) vs JAX, "
+        f"float32, best of {args.repeats} after warm-up; the torch side was timed "
+        "before and after agentrl's and the faster kept. Synthetic batches. "
+        "Shared 2-core machine (other jobs running): load average at the end "
+        f"{os.getloadavg()[0]:.1f}; compare the ratios, not the seconds."
+    )
+    done = [r["shape"] for r in rows]
+    if len(done) < len(kinds):  # written after every shape: a partial run
+        notes += f" Partial run: shapes done so far {done} of {list(kinds)}."
+    results = {
+        "rows": rows,
+        "repeats": args.repeats,
+        "complete": len(done) == len(kinds),
+        "notes": notes,
+    }
+    path = bench.write_results("peer_training", results, targets, rows, notes)
+    print(f"wrote {path}")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     torch = _peers.load_torch()
@@ -232,39 +278,7 @@ def main(argv: list[str] | None = None) -> int:
         targets.append(
             bench.target(f"{kind}: torch / agentrl step time", torch_s / jax_s, TARGET)
         )
-    by_kind = {r["shape"]: r for r in rows}
-    if {"t2mir_dense", "t2mir_moe"} <= by_kind.keys():
-        dense = by_kind["t2mir_dense"]["agentrl_s"]
-        moe_ratio = by_kind["t2mir_moe"]["agentrl_s"] / dense
-        targets.append(
-            bench.target(
-                "agentrl t2mir MoE step / dense step",
-                moe_ratio,
-                MOE_TARGET,
-                higher_is_better=False,
-            )
-        )
-    for r in rows:
-        for attention in ("vanilla", "flash"):
-            if f"t2mir_real_{attention}_s" in r:
-                targets.append(
-                    bench.target(
-                        f"{r['shape']}: T2MIR's real step ({attention} attention) "
-                        "/ stand-in (reported)",
-                        r[f"t2mir_real_{attention}_over_standin"],
-                        0.0,
-                    )
-                )
-    notes = (
-        f"torch {torch.__version__} ({torch.get_num_threads()} threads) vs JAX, "
-        f"float32, best of {args.repeats} after warm-up; the torch side was timed "
-        "before and after agentrl's and the faster kept. Synthetic batches. "
-        "Shared 2-core machine (other jobs running): load average at the end "
-        f"{os.getloadavg()[0]:.1f}; compare the ratios, not the seconds."
-    )
-    results = {"rows": rows, "repeats": args.repeats, "notes": notes}
-    path = bench.write_results("peer_training", results, targets, rows, notes)
-    print(f"wrote {path}")
+        _write(bench, torch, args, rows, targets, args.only)
     return 0
 
 
