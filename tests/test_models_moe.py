@@ -4,6 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+import pytest
 from flax import nnx
 from model_factory import make_model
 
@@ -74,6 +75,32 @@ def test_sorted_dispatch_equals_dense_dispatch():
     g_d = nnx.grad(lambda m: loss(m, "dense"))(moe)
     for a, b in zip(jax.tree.leaves(g_s), jax.tree.leaves(g_d), strict=True):
         np.testing.assert_allclose(a, b, atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    "n, experts, skew",
+    [
+        (50, 6, 0.0),  # 16-row blocks, several per expert
+        (700, 12, 0.0),  # 128-row blocks
+        (300, 6, 4.0),  # skewed router: uneven groups, empty experts
+    ],
+)
+def test_blocked_dispatch_equals_sorted_dispatch(n, experts, skew):
+    moe = MoE(8, 4, 16, experts, 2, 16, False, "blocked", rngs=nnx.Rngs(0))
+    if skew:  # a large bias on two experts' logits: most tokens pick them
+        moe.router.b2[...] = jnp.zeros(experts).at[:2].set(skew)
+    x = jax.random.normal(jax.random.key(1), (n, 8))
+
+    def loss(m, dispatch):
+        m.dispatch = dispatch
+        y = m(x, x, True)[0]
+        return (y**2).sum(), y
+
+    (_, y_b), g_b = nnx.value_and_grad(lambda m: loss(m, "blocked"), has_aux=True)(moe)
+    (_, y_s), g_s = nnx.value_and_grad(lambda m: loss(m, "sorted"), has_aux=True)(moe)
+    np.testing.assert_allclose(y_b, y_s, atol=1e-5)
+    for a, b in zip(jax.tree.leaves(g_b), jax.tree.leaves(g_s), strict=True):
+        np.testing.assert_allclose(a, b, atol=1e-4, rtol=1e-4)
 
 
 def test_ema_update_moves_target_by_tau():

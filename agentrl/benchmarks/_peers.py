@@ -190,3 +190,156 @@ def time_call(fn, repeats: int) -> float:
         fn()
         best = min(best, time.perf_counter() - start)
     return best
+
+
+def _shim_t2mir_imports(torch) -> None:
+    """Stand-ins for the imports T2MIR's model files need but never use here.
+
+    ``gin.configurable`` (a decorator: identity), ``flash_attn`` (CUDA only;
+    here ``flash_attn_qkvpacked_func(qkv [B, T, 3, H, Dh], causal=...)`` is
+    torch's fused SDPA in float32, the same function), and the two names
+    it takes from ``transformers`` (``ACT2FN``: activation name -> module;
+    ``ModelOutput``: a base for its output dataclasses). Each is installed
+    only when the real package is not importable.
+    """
+    import sys
+    import types
+
+    def missing(name):
+        try:
+            importlib.import_module(name)
+            return False
+        except ImportError:
+            return True
+
+    if missing("gin"):
+        gin = types.ModuleType("gin")
+
+        def configurable(*args, **kwargs):
+            if args and callable(args[0]) and not kwargs:
+                return args[0]
+            return lambda fn: fn
+
+        gin.configurable = configurable
+        sys.modules["gin"] = gin
+    if missing("flash_attn"):
+        flash = types.ModuleType("flash_attn")
+
+        def flash_attn_qkvpacked_func(qkv, dropout_p=0.0, causal=False, **_):
+            q, k, v = qkv.float().unbind(2)  # [B, T, H, Dh] each
+            q, k, v = (a.transpose(1, 2) for a in (q, k, v))
+            y = torch.nn.functional.scaled_dot_product_attention(
+                q, k, v, dropout_p=dropout_p, is_causal=causal
+            )
+            return y.transpose(1, 2)
+
+        flash.flash_attn_qkvpacked_func = flash_attn_qkvpacked_func
+        sys.modules["flash_attn"] = flash
+    if missing("transformers"):
+        nn = torch.nn
+        acts = {"leaky_relu": nn.LeakyReLU, "relu": nn.ReLU, "gelu": nn.GELU}
+
+        class Act2Fn(dict):
+            def __getitem__(self, name):
+                return acts[name]()
+
+        class ModelOutput:
+            def __getitem__(self, name):
+                return getattr(self, name)
+
+        pkg = types.ModuleType("transformers")
+        activations = types.ModuleType("transformers.activations")
+        activations.ACT2FN = Act2Fn(acts)
+        utils = types.ModuleType("transformers.utils")
+        utils.ModelOutput = ModelOutput
+        pkg.activations, pkg.utils = activations, utils
+        sys.modules.update(
+            {
+                "transformers": pkg,
+                "transformers.activations": activations,
+                "transformers.utils": utils,
+            }
+        )
+
+
+def build_t2mir_real(
+    torch, checkout: str, kind: str, batch: int, seed: int = 0, attention="vanilla"
+):
+    """``step()``: T2MIR's own AD training step, from a checkout of its code.
+
+    ``checkout``: a clone of github.com/NJU-RL/T2MIR (kept outside this
+    repository; nothing of it is copied here). Builds its
+    ``DecisionTransformerMoE`` from its ``configs/args_darkroom_v0.yaml``
+    (Dark Room: 2-d states, one-hot actions, 4 episodes of 100 steps =
+    1,200 tokens). ``attention="vanilla"``: its CPU attention (full masked
+    scores); ``"flash"``: its configured path, with ``flash_attn`` (CUDA
+    only) computed by torch's fused SDPA in float32 (see
+    :func:`_shim_t2mir_imports`). Runs its ``train.py`` step: forward,
+    cross-entropy + balance + contrastive losses, backward, clipping, AdamW,
+    LR schedule step, target-network update. ``kind="t2mir_dense"``
+    empties its MoE layer list (plain FFNs of its ``ff_dim``);
+    ``"t2mir_moe"`` is its config.
+    """
+    import sys
+    from pathlib import Path
+
+    import numpy as np
+    import yaml
+
+    root = Path(checkout) / "T2MIR-AD"
+    if not (root / "algorithms" / "policy.py").is_file():
+        raise FileNotFoundError(
+            f"--t2mir: {checkout} is not a T2MIR checkout (no T2MIR-AD/algorithms)"
+        )
+    _shim_t2mir_imports(torch)
+    sys.path.insert(0, str(root))
+    policy_mod = importlib.import_module("algorithms.policy")
+    args = yaml.safe_load((root / "configs" / "args_darkroom_v0.yaml").read_text())
+    if kind == "t2mir_dense":
+        args["moe_config"]["moe_layers_contrastive_and_balance"] = []
+    torch.manual_seed(seed)
+    policy = policy_mod.DecisionTransformerMoE(
+        state_dim=2,
+        action_dim=5,
+        config=args,
+        action_tanh=False,
+        n_layer=args["n_layer"],
+        n_head=args["n_head"],
+        activation_function=args["activation_function"],
+        emb_pdrop=args["emb_pdrop"],
+        ff_pdrop=args["ff_pdrop"],
+        ff_moe_pdrop=args["ff_moe_pdrop"],
+        attn_pdrop=args["attn_pdrop"],
+        pos_emb=args["positional_embedding"],
+        attention=attention,
+        sigma_reparam=args["sigma_reparam"],
+    )
+    opt = torch.optim.AdamW(
+        policy.parameters(), lr=args["lr"], weight_decay=args["weight_decay"]
+    )
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0)
+    steps = args["train_episode_horizon"] * args["max_episode_steps"]
+    rng = np.random.default_rng(seed)
+    states = torch.from_numpy(rng.integers(0, 10, (batch, steps, 2))).float()
+    actions = torch.nn.functional.one_hot(
+        torch.from_numpy(rng.integers(0, 5, (batch, steps))), 5
+    ).float()
+    rewards = torch.from_numpy(rng.random((batch, steps, 1)) < 0.1).float()
+    policy.train()
+
+    def step():
+        pred, balance, contrastive = policy(states, actions, rewards)
+        loss = torch.nn.functional.cross_entropy(
+            pred.reshape(-1, 5), actions.reshape(-1, 5)
+        )
+        loss = loss + balance + contrastive
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(policy.parameters(), args["max_grad_norm"])
+        opt.step()
+        sched.step()
+        if hasattr(policy, "update_target_network"):
+            policy.update_target_network()
+        return float(loss.item())
+
+    return step

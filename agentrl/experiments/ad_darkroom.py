@@ -164,6 +164,7 @@ PAPER_MODEL = {
 T2MIR_ENV = (("size", 10), ("horizon", 100), ("start", "corner"))
 CHANGES["gpu"] = {
     **PAPER_MODEL,
+    "model.compute_dtype": "bfloat16",
     "data.num_tasks": 2600,
     "data.num_episodes": 100,
     **steps_fields(3000),
@@ -186,6 +187,7 @@ CHANGES["t2mir_setup_gpu"] = {
     "model.num_heads": 8,
     "model.d_model": 256,
     "model.d_ff": 1024,
+    "model.compute_dtype": "bfloat16",
     **steps_fields(10_000),
     "train.batch_size": 64,
     "train.lr": 3e-4,

@@ -99,6 +99,7 @@ CHANGES = dict(
     },
     gpu={
         **ad_darkroom.PAPER_MODEL,
+        "model.compute_dtype": "bfloat16",
         "data.num_tasks": 65,  # one history per training goal
         "data.num_episodes": 2000,
         **steps_fields(3000),

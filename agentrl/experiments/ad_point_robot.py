@@ -97,6 +97,7 @@ CHANGES = dict(
         "model.num_heads": 8,
         "model.d_model": 128,
         "model.d_ff": 512,
+        "model.compute_dtype": "bfloat16",
         "train.steps": 10_000,
         "train.batch_size": 64,
         "train.lr": 3e-4,

@@ -85,7 +85,12 @@ CHANGES = dict(
         "eval.num_tasks": 16,
     },
     cpu={},
-    gpu={**steps_fields(30_000), "train.batch_size": 64, "train.lr": 1e-4},
+    gpu={
+        **steps_fields(30_000),
+        "train.batch_size": 64,
+        "train.lr": 1e-4,
+        "model.compute_dtype": "bfloat16",
+    },
     full={**steps_fields(100_000), "train.batch_size": 64, "train.lr": 1e-4},
 )
 PRESETS = make_presets(BASE, **CHANGES)

@@ -102,6 +102,7 @@ CHANGES = dict(
         "data.num_tasks": 100_000,
         "train.batch_size": 64,
         "model.num_heads": 1,
+        "model.compute_dtype": "bfloat16",
     },
     # T2MIR's DPT Dark Room: 9x9, H=20, 81 goals 65/16
     t2mir_setup={"data.env_args": _env_args(9, 20), "context_size": 20},
@@ -112,6 +113,7 @@ CHANGES = dict(
         "data.num_tasks": 100_000,
         "train.batch_size": 64,
         "model.num_heads": 1,
+        "model.compute_dtype": "bfloat16",
     },
     full={
         **steps_fields(100_000),

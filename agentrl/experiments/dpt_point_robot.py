@@ -76,7 +76,12 @@ CHANGES = dict(
         "eval.num_episodes": 4,
     },
     cpu={},
-    gpu={"data.num_tasks": 900, "data.num_episodes": 100, **steps_fields(20_000)},
+    gpu={
+        "data.num_tasks": 900,
+        "data.num_episodes": 100,
+        **steps_fields(20_000),
+        "model.compute_dtype": "bfloat16",
+    },
     full={
         "data.num_tasks": 4500,
         "data.num_episodes": 100,

@@ -16,6 +16,11 @@ computed separately and joined before the softmax, so the cache is read once
 and never copied, and the chunk (one in-place ``dynamic_update_slice``) may
 overwrite the slots it evicts.
 
+Mixed precision: the score and value matmuls take their operands in the
+dtype of ``q, k, v`` (bfloat16 under ``compute_dtype="bfloat16"``) and
+accumulate and return float32 (``preferred_element_type``); the masked
+softmax is always float32.
+
 Optional Sink-KV (ReLIC): a learned per-layer, per-head key and value that
 every query sees, position-free (no RoPE), so a head can put its attention
 weight on "nothing"; it joins the softmax as one more column.
@@ -30,7 +35,10 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from agentrl.models.precision import mixed_linear
+
 NEG_INF = -1e30  # finite: a fully masked row gives uniform weights, never NaN
+F32 = jnp.float32
 
 
 class KVCache(NamedTuple):
@@ -80,12 +88,14 @@ def rope(x: jax.Array, pos: jax.Array, base: float) -> jax.Array:
 
 def _sink_scores(q: jax.Array, sink_k: jax.Array) -> jax.Array:
     """Scores of ``q [B, T, H, Dh]`` on the sink key ``[H, Dh]``: ``[B, H, T, 1]``."""
-    return jnp.einsum("bqhd,hd->bhq", q, sink_k.astype(q.dtype))[..., None]
+    sink_k = sink_k.astype(q.dtype)
+    s = jnp.einsum("bqhd,hd->bhq", q, sink_k, preferred_element_type=F32)
+    return s[..., None]
 
 
 def _sink_values(p_sink: jax.Array, sink_v: jax.Array) -> jax.Array:
     """Sink weights ``[B, H, T, 1]`` times values ``[H, Dh]``: ``[B, T, H, Dh]``."""
-    return jnp.einsum("bhq,hd->bqhd", p_sink[..., 0], sink_v.astype(p_sink.dtype))
+    return jnp.einsum("bhq,hd->bqhd", p_sink[..., 0], sink_v.astype(F32))
 
 
 def masked_attention(q, k, v, q_pos, k_pos, window: int, sink=None) -> jax.Array:
@@ -93,17 +103,19 @@ def masked_attention(q, k, v, q_pos, k_pos, window: int, sink=None) -> jax.Array
 
     The reference: materialises the ``[B, H, Tq, Tk]`` float32 scores, masks
     them with :func:`window_mask` and (``sink = (key [H, Dh], value [H, Dh])``)
-    adds one always-visible sink column. Returns ``[B, Tq, H, Dh]``.
+    adds one always-visible sink column. Matmul operands in ``q``'s dtype,
+    float32 accumulation, float32 softmax. Returns ``[B, Tq, H, Dh]`` float32.
     """
-    s = jnp.einsum("bqhd,bkhd->bhqk", q, k).astype(jnp.float32)
+    s = jnp.einsum("bqhd,bkhd->bhqk", q, k, preferred_element_type=F32)
     s = jnp.where(window_mask(q_pos, k_pos, window), s, NEG_INF)
     if sink is not None:
-        s = jnp.concatenate([s, _sink_scores(q, sink[0]).astype(s.dtype)], axis=-1)
+        s = jnp.concatenate([s, _sink_scores(q, sink[0])], axis=-1)
     p = jax.nn.softmax(s, axis=-1)
     tk = k.shape[1]
-    y = jnp.einsum("bhqk,bkhd->bqhd", p[..., :tk].astype(v.dtype), v)
+    pv = p[..., :tk].astype(v.dtype)
+    y = jnp.einsum("bhqk,bkhd->bqhd", pv, v, preferred_element_type=F32)
     if sink is not None:
-        y = y + _sink_values(p[..., tk:], sink[1]).astype(y.dtype)
+        y = y + _sink_values(p[..., tk:], sink[1])
     return y
 
 
@@ -163,15 +175,17 @@ class CausalSelfAttention(nnx.Module):
         block: int = 128,
         sink: bool = False,
         remat: bool = False,
+        dtype=jnp.float32,
     ):
         self.num_heads = num_heads
+        self.dtype = dtype
         self.head_dim = d_model // num_heads
         self.rope_base = rope_base
         self.impl = impl
         self.block = block
         self.remat = remat
-        self.qkv = nnx.Linear(d_model, 3 * d_model, rngs=rngs)
-        self.out = nnx.Linear(d_model, d_model, rngs=rngs)
+        self.qkv = mixed_linear(d_model, 3 * d_model, dtype, rngs=rngs)
+        self.out = mixed_linear(d_model, d_model, dtype, rngs=rngs)
         self.has_sink = sink
         if sink:
             init = nnx.initializers.normal(0.02)
@@ -190,7 +204,8 @@ class CausalSelfAttention(nnx.Module):
         shape = (b, t, self.num_heads, self.head_dim)
         q, k, v = (a.reshape(shape) for a in (q, k, v))
         q = rope(q, pos, self.rope_base) / math.sqrt(self.head_dim)
-        return q, rope(k, pos, self.rope_base), v
+        k = rope(k, pos, self.rope_base)
+        return (a.astype(self.dtype) for a in (q, k, v))
 
     def _merge(self, y: jax.Array) -> jax.Array:
         b, t = y.shape[:2]
@@ -230,22 +245,28 @@ class CausalSelfAttention(nnx.Module):
         the caller updates ``slot_pos``.
         """
         q, k, v = self._project(x, pos)
+        # the chunk as stored in the cache, so that it attends to itself as
+        # the full pass does (equal when the cache has the compute dtype)
+        k, v = k.astype(k_cache.dtype), v.astype(v_cache.dtype)
+        q = q.astype(k_cache.dtype)
         qh = q.swapaxes(1, 2)  # [B, H, C, Dh]: tiny
-        s_cache = jnp.matmul(qh, k_cache.astype(q.dtype)).astype(jnp.float32)
-        s_new = jnp.einsum("bqhd,bkhd->bhqk", q, k).astype(jnp.float32)
+        s_cache = jnp.matmul(qh, k_cache, preferred_element_type=F32)
+        s_new = jnp.einsum("bqhd,bkhd->bhqk", q, k, preferred_element_type=F32)
         s_cache = jnp.where(window_mask(pos, slot_pos, window), s_cache, NEG_INF)
         s_new = jnp.where(window_mask(pos, pos, window), s_new, NEG_INF)
         parts = [s_cache, s_new]
         sink = self._sink()
         if sink is not None:
-            parts.append(_sink_scores(q, sink[0]).astype(jnp.float32))
+            parts.append(_sink_scores(q, sink[0]))
         p = jax.nn.softmax(jnp.concatenate(parts, axis=-1), axis=-1)
         size, c = k_cache.shape[3], x.shape[1]
-        y = jnp.matmul(p[..., :size].astype(v_cache.dtype), v_cache)  # [B,H,C,Dh]
-        y = y.swapaxes(1, 2).astype(v.dtype)
-        y = y + jnp.einsum("bhqk,bkhd->bqhd", p[..., size : size + c], v)
+        pc = p[..., :size].astype(v_cache.dtype)
+        y = jnp.matmul(pc, v_cache, preferred_element_type=F32)  # [B,H,C,Dh]
+        y = y.swapaxes(1, 2)
+        pn = p[..., size : size + c].astype(v.dtype)
+        y = y + jnp.einsum("bhqk,bkhd->bqhd", pn, v, preferred_element_type=F32)
         if sink is not None:
-            y = y + _sink_values(p[..., size + c :], sink[1]).astype(y.dtype)
+            y = y + _sink_values(p[..., size + c :], sink[1])
         # order the in-place writes after every read of the old cache: without
         # it XLA cannot prove the reads come first and copies the whole cache
         y, k_cache, v_cache = jax.lax.optimization_barrier((y, k_cache, v_cache))

@@ -28,8 +28,9 @@ ACTION_KINDS = ("discrete", "continuous")
 TOKEN_LAYOUTS = ("step", "sar", "transition")
 HEADS = ("categorical", "gaussian", "mse")
 TASK_ROUTINGS = ("token", "sequence")
-MOE_DISPATCHES = ("sorted", "dense")
+MOE_DISPATCHES = ("blocked", "sorted", "dense")
 ATTENTIONS = ("blockwise", "reference")
+COMPUTE_DTYPES = ("float32", "bfloat16")
 
 TOKENS_PER_STEP = {"step": 1, "sar": 3, "transition": 1}
 
@@ -87,9 +88,11 @@ class ModelConfig:
       expert_ff: hidden width of each expert (default ``d_ff // 2``).
       router_hidden: hidden width of the gates Linear->tanh->Linear
         (default ``d_model``).
-      moe_dispatch: ``"sorted"`` (sort token-expert pairs by expert, ragged
-        matmul: only top-k FLOPs) or ``"dense"`` (every expert on every
-        token, gates zero elsewhere). Both exact; no token is dropped.
+      moe_dispatch: ``"blocked"`` (token-expert pairs sorted by expert into
+        blocks of one expert each, one batched matmul: top-k FLOPs plus a
+        little padding), ``"sorted"`` (sorted pairs, ``ragged_dot``) or
+        ``"dense"`` (every expert on every token, gates zero elsewhere). All
+        exact; no token is dropped.
       rope_base: RoPE frequency base.
       attention: ``"blockwise"`` (one query block of ``attention_block``
         tokens at a time over only the keys its window sees: no ``[T, T]``
@@ -100,7 +103,16 @@ class ModelConfig:
         value every query can attend to, so a head may attend to nothing.
         Off by default (no parameters then: existing checkpoints load).
       remat: rematerialise each block's activations in the backward pass
-        (``nnx.remat``): less memory for more compute; same values.
+        (``nnx.remat``), and inside it each attention query block's scores
+        (flash attention's trade): less memory for more compute; same values.
+      compute_dtype: ``"float32"`` or ``"bfloat16"`` (mixed precision): the
+        transformer's matmuls (QKV, attention scores and values, output
+        projection, FFN, MoE experts) take bfloat16 operands and accumulate
+        and return float32; softmax, LayerNorm, residual stream, embeddings,
+        routers, the action head and the loss stay float32, and so do the
+        parameters and the optimizer state (cast at each use). The KV cache
+        defaults to this dtype. For GPUs/TPUs: on CPU bfloat16 matmuls are
+        usually slower than float32.
     """
 
     obs_kind: str = "discrete"
@@ -126,12 +138,13 @@ class ModelConfig:
     task_routing: str = "token"
     expert_ff: int | None = None
     router_hidden: int | None = None
-    moe_dispatch: str = "sorted"
+    moe_dispatch: str = "blocked"
     rope_base: float = 10000.0
     attention: str = "blockwise"
     attention_block: int = 128
     attention_sink: bool = False
     remat: bool = False
+    compute_dtype: str = "float32"
 
     def __post_init__(self):
         _choice("obs_kind", self.obs_kind, OBS_KINDS)
@@ -142,6 +155,7 @@ class ModelConfig:
         _choice("task_routing", self.task_routing, TASK_ROUTINGS)
         _choice("moe_dispatch", self.moe_dispatch, MOE_DISPATCHES)
         _choice("attention", self.attention, ATTENTIONS)
+        _choice("compute_dtype", self.compute_dtype, COMPUTE_DTYPES)
         _positive("attention_block", self.attention_block)
         if not isinstance(self.remat, bool):
             raise ValueError(

@@ -7,10 +7,13 @@
   importance = summed gates per expert and load = expected number of tokens
   per expert (the smooth normal-CDF estimator when noisy, else the count).
 - Experts: ``E`` independent GELU FFNs ``d -> h -> d_out``. Dispatch is
-  "sorted" (sort token-expert pairs by expert, gather, ``jax.lax.ragged_dot``,
-  scatter-add back: top-k FLOPs only, no capacity, no dropped token) or
-  "dense" (all experts on all tokens, weighted by gates that are zero outside
-  the top-k). Both are exact; ``agentrl bench model_throughput`` compares them.
+  "blocked" (the default: token-expert pairs sorted by expert into blocks of
+  one expert each, MegaBlocks-style, one batched matmul over the blocks:
+  top-k FLOPs plus at most ``E (bs - 1)`` padding rows), "sorted" (sort,
+  gather, ``jax.lax.ragged_dot``, scatter-add back; on CPU ``ragged_dot``
+  costs about E times the top-k work) or "dense" (all experts on all tokens,
+  weighted by gates that are zero outside the top-k). No capacity, no dropped
+  token: all three are exact; ``agentrl bench model_throughput`` compares them.
 - :class:`T2MIRFeedForward`: token MoE (``d -> d/2``) and task MoE
   (``d -> d/2``) side by side, outputs concatenated to ``d``.
 """
@@ -22,6 +25,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 NOISE_EPS = 1e-2
+F32 = jnp.float32
 
 
 def _value(v):
@@ -71,6 +75,14 @@ def _prob_in_top_k(clean, noisy, std, k):
     return jnp.where(is_in, p_in, p_out)
 
 
+def _block_rows(pairs: int, num_experts: int) -> int:
+    """Rows per block of :meth:`Experts.blocked`: a power of two near the mean
+    group size ``pairs / E``, 8 to 256 (padding ``<= E (bs - 1)`` rows stays
+    small next to ``pairs``; 256 rows fill a matmul on CPU and GPU alike)."""
+    mean = max(1, pairs // num_experts)
+    return int(min(256, max(8, 1 << (mean - 1).bit_length())))
+
+
 class Router(nnx.Module):
     """Gate ``Linear -> tanh -> Linear`` with optional learned noise."""
 
@@ -109,7 +121,10 @@ class Router(nnx.Module):
 class Experts(nnx.Module):
     """``E`` GELU feed-forward experts ``d_in -> hidden -> d_out``."""
 
-    def __init__(self, num_experts: int, d_in: int, hidden: int, d_out: int, *, rngs):
+    def __init__(
+        self, num_experts: int, d_in: int, hidden: int, d_out: int, *, rngs, dtype=F32
+    ):
+        self.dtype = dtype  # matmul operands (float32 accumulation and output)
         init = nnx.initializers.lecun_normal(in_axis=-2, out_axis=-1, batch_axis=0)
         self.w1 = nnx.Param(init(rngs.params(), (num_experts, d_in, hidden)))
         self.b1 = nnx.Param(jnp.zeros((num_experts, hidden)))
@@ -118,9 +133,55 @@ class Experts(nnx.Module):
 
     def dense(self, x: jax.Array, gates: jax.Array) -> jax.Array:
         """Every expert on every token: ``x [N, d]``, ``gates [N, E]`` -> ``[N, o]``."""
-        h = jax.nn.gelu(jnp.einsum("nd,edh->neh", x, self.w1[...]) + self.b1[...])
-        y = jnp.einsum("neh,eho->neo", h, self.w2[...]) + self.b2[...]
-        return jnp.einsum("ne,neo->no", gates, y)
+        c = self.dtype
+        w1, w2 = self.w1[...].astype(c), self.w2[...].astype(c)
+        h = jnp.einsum("nd,edh->neh", x.astype(c), w1, preferred_element_type=F32)
+        h = jax.nn.gelu(h + self.b1[...]).astype(c)
+        y = jnp.einsum("neh,eho->neo", h, w2, preferred_element_type=F32)
+        return jnp.einsum("ne,neo->no", gates, y + self.b2[...])
+
+    def blocked(self, x: jax.Array, idx: jax.Array, w: jax.Array) -> jax.Array:
+        """Top-k only, as blocks of one expert each: ``x [N, d]``, ``idx, w [N, k]``.
+
+        MegaBlocks' layout in plain ``lax``: token-expert pairs sorted by
+        expert, each expert's group padded to a multiple of ``bs`` rows, so
+        every block of ``bs`` rows belongs to one expert; one batched matmul
+        ``[blocks, bs, d] x [blocks, d, h]`` (the block's expert weights
+        gathered) then runs all experts at once. Padding is at most
+        ``E (bs - 1)`` rows (a static bound: ``N k / bs + E`` blocks). No
+        token is dropped; equal to :meth:`sorted` and :meth:`dense` to float
+        rounding.
+        """
+        n, k = idx.shape
+        num_experts = self.w1[...].shape[0]
+        bs = _block_rows(n * k, num_experts)
+        flat = idx.reshape(-1)
+        order = jnp.argsort(flat, stable=True)
+        tok, expert = order // k, flat[order]
+        sizes = jnp.bincount(flat, length=num_experts)
+        padded = (sizes + bs - 1) // bs * bs
+        start, pstart = jnp.cumsum(sizes) - sizes, jnp.cumsum(padded) - padded
+        blocks = (n * k) // bs + num_experts  # static upper bound
+        rows = blocks * bs
+        dest = pstart[expert] + jnp.arange(n * k) - start[expert]
+        row_tok = jnp.zeros((rows,), jnp.int32).at[dest].set(tok)
+        row_w = jnp.zeros((rows,), w.dtype).at[dest].set(w.reshape(-1)[order])
+        block_expert = jnp.searchsorted(
+            jnp.cumsum(padded), jnp.arange(blocks) * bs, side="right"
+        )
+        block_expert = jnp.minimum(block_expert, num_experts - 1)
+        c = self.dtype
+        # padded rows compute on token 0 and are weighted by zero: no effect
+        # on the output or any gradient
+        xs = x.astype(c)[row_tok].reshape(blocks, bs, -1)
+        w1 = self.w1[...].astype(c)[block_expert]
+        w2 = self.w2[...].astype(c)[block_expert]
+        h = jnp.einsum("bnd,bdh->bnh", xs, w1, preferred_element_type=F32)
+        h = jax.nn.gelu(h + self.b1[...][block_expert][:, None]).astype(c)
+        y = jnp.einsum("bnh,bho->bno", h, w2, preferred_element_type=F32)
+        y = (y + self.b2[...][block_expert][:, None]).reshape(rows, -1)
+        y = y * row_w[:, None]
+        return jnp.zeros((n, y.shape[-1]), y.dtype).at[row_tok].add(y)
 
     def sorted(self, x: jax.Array, idx: jax.Array, w: jax.Array) -> jax.Array:
         """Top-k only: ``x [N, d]``, ``idx, w [N, k]`` -> ``[N, o]`` (ragged_dot)."""
@@ -131,8 +192,12 @@ class Experts(nnx.Module):
         tok = order // k
         expert = flat[order]
         sizes = jnp.bincount(flat, length=num_experts).astype(jnp.int32)
-        h = jax.lax.ragged_dot(x[tok], self.w1[...], sizes) + self.b1[...][expert]
-        y = jax.lax.ragged_dot(jax.nn.gelu(h), self.w2[...], sizes)
+        c = self.dtype
+        w1, w2 = self.w1[...].astype(c), self.w2[...].astype(c)
+        xs = x.astype(c)[tok]
+        h = jax.lax.ragged_dot(xs, w1, sizes, preferred_element_type=F32)
+        h = jax.nn.gelu(h + self.b1[...][expert]).astype(c)
+        y = jax.lax.ragged_dot(h, w2, sizes, preferred_element_type=F32)
         y = (y + self.b2[...][expert]) * w.reshape(-1)[order][:, None]
         return jnp.zeros((n, y.shape[-1]), y.dtype).at[tok].add(y)
 
@@ -152,11 +217,12 @@ class MoE(nnx.Module):
         dispatch: str,
         *,
         rngs,
+        dtype=F32,
     ):
         self.top_k = top_k
         self.dispatch = dispatch
         self.router = Router(d_in, num_experts, gate_hidden, noisy, rngs=rngs)
-        self.experts = Experts(num_experts, d_in, hidden, d_out, rngs=rngs)
+        self.experts = Experts(num_experts, d_in, hidden, d_out, rngs=rngs, dtype=dtype)
 
     def __call__(self, x: jax.Array, route_in: jax.Array, deterministic: bool):
         """``x, route_in [N, d]`` -> ``(y [N, o], gates [N, E], load [E], logits)``."""
@@ -165,6 +231,8 @@ class MoE(nnx.Module):
         )
         if self.dispatch == "dense":
             y = self.experts.dense(x, gates)
+        elif self.dispatch == "blocked":
+            y = self.experts.blocked(x, idx, w)
         else:
             y = self.experts.sorted(x, idx, w)
         return y, gates, load, logits
@@ -176,7 +244,12 @@ class T2MIRFeedForward(nnx.Module):
     def __init__(self, config, *, rngs):
         c = config
         half = c.d_model // 2
-        common = dict(d_in=c.d_model, d_out=half, hidden=c.expert_hidden)
+        common = dict(
+            d_in=c.d_model,
+            d_out=half,
+            hidden=c.expert_hidden,
+            dtype=jnp.dtype(c.compute_dtype),
+        )
         self.token_moe = MoE(
             **common,
             num_experts=c.token_experts,

@@ -31,14 +31,15 @@ from agentrl.models.config import ModelConfig
 from agentrl.models.embedding import TokenEmbedding
 from agentrl.models.heads import ActionHead, ModelOutput
 from agentrl.models.moe import T2MIRFeedForward
+from agentrl.models.precision import dtype_of, mixed_linear
 
 
 class MLP(nnx.Module):
-    """Dense GELU feed-forward ``d -> d_ff -> d``."""
+    """Dense GELU feed-forward ``d -> d_ff -> d`` (``dtype`` matmuls, float32 out)."""
 
-    def __init__(self, d_model: int, d_ff: int, *, rngs):
-        self.fc1 = nnx.Linear(d_model, d_ff, rngs=rngs)
-        self.fc2 = nnx.Linear(d_ff, d_model, rngs=rngs)
+    def __init__(self, d_model: int, d_ff: int, *, rngs, dtype=jnp.float32):
+        self.fc1 = mixed_linear(d_model, d_ff, dtype, rngs=rngs)
+        self.fc2 = mixed_linear(d_ff, d_model, dtype, rngs=rngs)
 
     def __call__(self, h: jax.Array) -> jax.Array:
         return self.fc2(jax.nn.gelu(self.fc1(h)))
@@ -61,12 +62,16 @@ class Block(nnx.Module):
             impl=c.attention,
             block=c.attention_block,
             sink=c.attention_sink,
+            remat=c.remat,
+            dtype=dtype_of(c.compute_dtype),
         )
         self.ln2 = nnx.LayerNorm(c.d_model, rngs=rngs)
         if moe:
             self.ffn = T2MIRFeedForward(c, rngs=rngs)
         else:
-            self.ffn = MLP(c.d_model, c.d_ff, rngs=rngs)
+            self.ffn = MLP(
+                c.d_model, c.d_ff, rngs=rngs, dtype=dtype_of(c.compute_dtype)
+            )
         self.drop = nnx.Dropout(c.dropout, rngs=rngs)
 
     def _ffn(self, x, h, task_in, deterministic):
@@ -243,23 +248,28 @@ class DecisionModel(nnx.Module):
 
     # -- cached decoding -------------------------------------------------------
     def init_cache(
-        self, batch: int, max_steps: int | None = None, dtype=jnp.float32
+        self, batch: int, max_steps: int | None = None, dtype=None
     ) -> KVCache:
         """Empty cache for ``batch`` sequences and a window of ``max_steps`` steps.
 
         Decoding attends to the last ``max_steps`` steps (default
         ``config.max_steps``): it equals ``model(..., window=max_steps)``.
+        ``dtype`` of the keys and values defaults to ``config.compute_dtype``
+        (the dtype the full pass's attention matmuls see them in); the MoE
+        router inputs are always float32.
         """
         c = self.config
+        kv_dtype = dtype_of(c.compute_dtype) if dtype is None else dtype
         steps = c.max_steps if max_steps is None else max_steps
         size = steps * c.tokens_per_step
         k_shape = (batch, c.num_heads, c.head_dim, size)
         v_shape = (batch, c.num_heads, size, c.head_dim)
-        keys = tuple(jnp.zeros(k_shape, dtype) for _ in range(c.num_layers))
-        values = tuple(jnp.zeros(v_shape, dtype) for _ in range(c.num_layers))
+        keys = tuple(jnp.zeros(k_shape, kv_dtype) for _ in range(c.num_layers))
+        values = tuple(jnp.zeros(v_shape, kv_dtype) for _ in range(c.num_layers))
         routed = [b.sequence_routing for b in self.blocks]
         r_shape = (batch, size, c.d_model)
-        router = tuple(jnp.zeros(r_shape, dtype) if s else None for s in routed)
+        r_dtype = jnp.float32 if dtype is None else dtype
+        router = tuple(jnp.zeros(r_shape, r_dtype) if s else None for s in routed)
         return KVCache(
             keys=keys,
             values=values,

@@ -1,0 +1,121 @@
+"""Mixed precision (``compute_dtype="bfloat16"``) against float32.
+
+Same weights under both dtypes: outputs within 3% of the output scale,
+gradients within 3% in relative norm (bfloat16 keeps 8 significand bits,
+~0.4% per rounding; the measured errors are ~1%). Parameters and gradients
+stay float32, the compiled pass really has bfloat16 matmuls (float32 out), and cached
+decoding equals the bfloat16 full pass to float32 rounding (the cache holds
+the keys and values in bfloat16, as the full pass's attention sees them).
+"""
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from flax import nnx
+from model_factory import make_model
+from test_models_transformer import forward, inputs, run_decode, small
+
+from agentrl.cli import main
+from agentrl.models import ModelConfig
+
+T = 9  # "sar": 27 tokens, blocks of 4 tokens
+OUT_TOL = 0.03  # max |bf16 - f32| over max |f32|
+GRAD_TOL = 0.03  # ||g_bf16 - g_f32|| / ||g_f32||
+
+
+def _pair(**kw):
+    """The same random weights under float32 and bfloat16 compute."""
+    cfg = small(attention_block=4, d_model=32, d_ff=64, **kw)
+    f32 = make_model(cfg)
+    state = nnx.state(f32)
+    low = make_model(dataclasses.replace(cfg, compute_dtype="bfloat16"))
+    nnx.update(low, state)
+    return cfg, f32, low
+
+
+def _loss(m, obs, act, rew):
+    out = m(obs, act, rew)
+    logp = jax.nn.log_softmax(out.action.astype(jnp.float32))
+    nll = -jnp.take_along_axis(logp, act[..., None], -1).mean()
+    return nll + out.aux.get("balance_loss", 0.0)
+
+
+_grad = nnx.jit(nnx.value_and_grad(_loss))
+
+
+def _flat(grads):
+    return jnp.concatenate([g.ravel() for g in jax.tree.leaves(nnx.state(grads))])
+
+
+# top_k = experts in the MoE case: no routing decision can flip between the
+# dtypes (a flipped top-k choice is a different function, not a rounding)
+@pytest.mark.parametrize(
+    "layout, moe",
+    [("sar", ()), ("step", (1,))],
+)
+def test_bfloat16_outputs_and_gradients_are_close_to_float32(layout, moe):
+    kw = dict(token_top_k=4, task_top_k=4, moe_layers=moe, token_noise=False)
+    cfg, f32, low = _pair(token_layout=layout, **kw)
+    obs, act, rew = inputs(cfg, T)
+    a32 = forward(f32, obs, act, rew).action
+    a16 = forward(low, obs, act, rew).action
+    assert a16.dtype == jnp.float32
+    err = float(jnp.abs(a16 - a32).max() / jnp.abs(a32).max())
+    assert 0 < err < OUT_TOL, err  # > 0: the option is not a no-op
+
+    (l32, g32), (l16, g16) = _grad(f32, obs, act, rew), _grad(low, obs, act, rew)
+    np.testing.assert_allclose(l16, l32, rtol=OUT_TOL)
+    for leaf in jax.tree.leaves(nnx.state(g16)) + jax.tree.leaves(
+        nnx.state(low, nnx.Param)
+    ):
+        assert leaf.dtype == jnp.float32  # float32 parameters and gradients
+    f, b = _flat(g32), _flat(g16)
+    assert float(jnp.linalg.norm(b - f) / jnp.linalg.norm(f)) < GRAD_TOL
+
+
+def test_bfloat16_step_compiles_bfloat16_matmuls():
+    cfg, _, low = _pair(token_layout="sar", moe_layers=(1,))
+    obs, act, rew = inputs(cfg, T)
+    graphdef, state = nnx.split(low)
+    hlo = (
+        jax.jit(lambda s: nnx.merge(graphdef, s)(obs, act, rew).action)
+        .lower(state)
+        .as_text()
+    )
+    dots = [line for line in hlo.splitlines() if "dot_general" in line]
+    low_dots = [line for line in dots if "bf16>, tensor" in line]
+    # attention's 4 matmuls per layer, the dense FFN's 2 (routers, embedding
+    # and head are float32 by design); every matmul returns float32
+    assert len(low_dots) >= 4 * cfg.num_layers + 2, low_dots
+    assert all(line.rstrip().endswith("xf32>") for line in dots), dots
+
+
+@pytest.mark.parametrize("layout, moe", [("sar", ()), ("step", (0, 1))])
+def test_bfloat16_decoding_equals_the_bfloat16_full_pass(layout, moe):
+    cfg, f32, low = _pair(token_layout=layout, moe_layers=moe)
+    obs, act, rew = inputs(cfg, T)
+    full = forward(low, obs, act, rew, window=4).action
+    dec, cache = run_decode(low, cfg, obs, act, rew, 4)
+    assert cache.keys[0].dtype == jnp.bfloat16
+    np.testing.assert_allclose(dec, full, atol=2e-5, rtol=2e-5)
+    ref = forward(f32, obs, act, rew, window=4).action
+    assert float(jnp.abs(dec - ref).max() / jnp.abs(ref).max()) < OUT_TOL
+
+
+def test_bad_compute_dtype_names_the_field_and_the_choices(monkeypatch, capsys):
+    with pytest.raises(ValueError, match=r"compute_dtype must be one of .*bfloat16"):
+        ModelConfig(compute_dtype="float16")
+
+    import agentrl.train.loop
+
+    def refuse(*a, **k):
+        raise AssertionError("a bad compute_dtype reached a compile")
+
+    monkeypatch.setattr(agentrl.train.loop, "make_train_step", refuse)
+    code = main(["train", "ad_darkroom", "--model.compute_dtype", "half"])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err, err
+    assert "compute_dtype" in err and "bfloat16" in err, err
