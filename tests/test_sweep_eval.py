@@ -19,14 +19,14 @@ def test_sweep_evaluates_members_in_context(tiny_ad_config, tmp_path):
     assert "score" in out.paths["md"].read_text()
 
 
-def test_vmapped_evaluation_matches_run_model_online(tiny_ad_config, darkroom_dataset):
+def test_vmapped_evaluation_matches_run_policy(tiny_ad_config, darkroom_dataset):
     import jax
     import numpy as np
     from flax import nnx
 
     from agentrl import envs
     from agentrl.data import open_dataset
-    from agentrl.evaluate import run_model_online
+    from agentrl.evaluate.driver import ModelPolicy, run_policy
     from agentrl.sweep import evaluate_members, held_out_tasks, train_sweep
 
     config = tiny_ad_config(steps=2)
@@ -40,9 +40,7 @@ def test_vmapped_evaluation_matches_run_model_online(tiny_ad_config, darkroom_da
     for m in range(2):
         member = jax.tree.map(lambda x, m=m: x[m], sweep.state)
         model = nnx.merge(sweep.graphdef, member["params"], member["rest"])
-        history, _ = run_model_online(
-            env, model, params, key, 3, protocol="decode",
-            greedy=sweep.config.eval.greedy,  # the preset's acting rule
-            cache_steps=sweep.config.model.max_steps,
-        )  # fmt: skip
+        cfg = sweep.config  # the preset's acting rule (eval.acting)
+        policy = ModelPolicy(model, lambda h, n: cfg.algo.make_agent(h, env, n, cfg))
+        history, _ = run_policy(env, policy, params, key, 3 * env.horizon)
         np.testing.assert_allclose(returns[m, 0], history.episode_returns(3))

@@ -53,7 +53,8 @@ def test_dark_room_presets_fit_their_environment(name, preset):
 def test_demo_preset_is_the_ad_pipeline_between_smoke_and_cpu():
     demo = load_experiment("ad_darkroom", "demo")
     smoke, cpu = (load_experiment("ad_darkroom", p) for p in ("smoke", "cpu"))
-    assert demo.algo.name == "ad" and demo.eval.greedy
+    # the acting rule chosen on validation goals (ad_darkroom's docstring)
+    assert demo.algo.name == "ad" and demo.eval.acting == "sample_then_greedy"
     assert smoke.train.steps < demo.train.steps < cpu.train.steps
     with pytest.raises(ValueError, match="preset must be one of"):
         load_experiment("dpt_bandit", "demo")

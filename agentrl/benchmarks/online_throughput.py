@@ -27,10 +27,10 @@ updates) keeps. FLOPs are counted (matmul FLOPs of the tokens' forward
 passes at their causal context, x3 for forward+backward), not measured.
 
     agentrl bench online_throughput [--envs 256] [--rollout 50] [--hidden 64]
-        [--only all|rl2|transformer] [--trial-episodes 8] [--update-every 40]
+        [--only all|recurrent|transformer] [--trial-episodes 8] [--update-every 40]
         [--transformer-envs 32]
 
-``--only rl2`` / ``transformer`` write ``online_throughput_rl2`` /
+``--only recurrent`` / ``transformer`` write ``online_throughput_recurrent`` /
 ``online_throughput_transformer`` results (``all``: ``online_throughput``).
 """
 
@@ -247,7 +247,7 @@ def transformer_section(args, hp) -> tuple[dict, list, list]:
     )
     results = {
         "matmul_peak_flops": peak,
-        "transformer_ppo": ppo,
+        "ppo": ppo,
         "forward_backward": fb,
         "ppo_over_forward_backward_flop_rate": ratio,
     }
@@ -276,7 +276,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rollout", type=positive_int, default=50)
     parser.add_argument("--hidden", type=positive_int, default=64)
     parser.add_argument("--embed", type=positive_int, default=64)
-    parser.add_argument("--only", choices=("all", "rl2", "transformer"), default="all")
+    parser.add_argument("--only", choices=("all", "recurrent", "transformer"), default="all")
     parser.add_argument("--trial-episodes", type=positive_int, default=8)
     parser.add_argument("--update-every", type=positive_int, default=40)
     parser.add_argument("--transformer-envs", type=positive_int, default=32)
@@ -289,14 +289,14 @@ def main(argv: list[str] | None = None) -> None:
     hp = {k: jnp.float32(v) for k, v in HP.items()}
     results, rows, targets = {}, [], []
     notes = []
-    sections = {"rl2": rl2_section, "transformer": transformer_section}
+    sections = {"recurrent": rl2_section, "transformer": transformer_section}
     for section, run in sections.items():
         if args.only in ("all", section):
             r, w, t = run(args, hp)
             results.update(r)
             rows += w
             targets += t
-    if args.only in ("all", "rl2"):
+    if args.only in ("all", "recurrent"):
         notes.append(RL2_NOTES.format(args=args))
     if args.only in ("all", "transformer"):
         notes.append(TRANSFORMER_NOTES)

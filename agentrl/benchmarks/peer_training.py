@@ -249,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
             r_step, _ = agentrl_step(kind, "reference")
             ref_s = _peers.time_call(r_step, args.repeats)
         real = {}
-        if args.t2mir and kind.startswith("t2mir"):
+        if args.t2mir and kind.startswith("t2mir_"):
             for attention in ("vanilla", "flash"):
                 r_step = _peers.build_t2mir_real(
                     torch, args.t2mir, kind, BATCH[kind], attention=attention
