@@ -276,7 +276,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rollout", type=positive_int, default=50)
     parser.add_argument("--hidden", type=positive_int, default=64)
     parser.add_argument("--embed", type=positive_int, default=64)
-    parser.add_argument("--only", choices=("all", "recurrent", "transformer"), default="all")
+    parser.add_argument(
+        "--only", choices=("all", "recurrent", "transformer"), default="all"
+    )
     parser.add_argument("--trial-episodes", type=positive_int, default=8)
     parser.add_argument("--update-every", type=positive_int, default=40)
     parser.add_argument("--transformer-envs", type=positive_int, default=32)
