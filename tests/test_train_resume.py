@@ -123,3 +123,27 @@ def test_resume_refuses_a_different_config(darkroom_dataset, tmp_path):
         eval=dataclasses.replace(config.eval, num_episodes=3),
     )
     assert fit(longer, run_dir, progress=False, stop_at_step=5) == run_dir
+
+
+def test_resume_allows_the_model_computing_the_same_function_differently(
+    darkroom_dataset, tmp_path
+):
+    from agentrl.train.rundir import check_resumable, load_run
+
+    run_dir = fit(
+        _config(darkroom_dataset), tmp_path / "r", progress=False, stop_at_step=5
+    )
+    config = load_run(run_dir).config  # completed as saved (model sizes filled)
+    model = config.model
+    # implementations tested equal in outputs and gradients may change
+    same_function = dataclasses.replace(
+        model,
+        moe_dispatch="sorted" if model.moe_dispatch != "sorted" else "blocked",
+        attention="reference" if model.attention != "reference" else "blockwise",
+        remat=not model.remat,
+    )
+    check_resumable(run_dir, dataclasses.replace(config, model=same_function))
+    # a field whose name starts like an allowed one is still compared
+    sink = dataclasses.replace(model, attention_sink=not model.attention_sink)
+    with pytest.raises(ValueError, match=r"model\.attention_sink: "):
+        check_resumable(run_dir, dataclasses.replace(config, model=sink))

@@ -32,7 +32,10 @@ from agentrl.tables import write_text
 from agentrl.train.config import ExperimentConfig, upgrade_legacy_dict
 
 # What a resumed run may change: how long it trains, how it logs and
-# checkpoints, where its dataset lives, and the evaluation settings.
+# checkpoints, where its dataset lives, the evaluation settings, and how the
+# model computes the same function (MoE dispatch, attention kernel and block,
+# rematerialisation: tested equal in outputs and gradients), so a run saved
+# before a default implementation changed still resumes.
 RESUME_MAY_CHANGE = (
     "train.steps",
     "train.log_every",
@@ -40,7 +43,18 @@ RESUME_MAY_CHANGE = (
     "train.keep_checkpoints",
     "data.path",
     "eval.",
+    "model.moe_dispatch",
+    "model.attention",
+    "model.remat",
 )
+
+
+def _may_change_on_resume(field: str) -> bool:
+    """``field`` is in RESUME_MAY_CHANGE (a name ending in "." is a section)."""
+    return any(
+        field.startswith(p) if p.endswith(".") else field == p
+        for p in RESUME_MAY_CHANGE
+    )
 
 
 def _read_json(path: Path) -> dict[str, Any]:
@@ -128,7 +142,7 @@ def check_resumable(run_dir: Path, config: ExperimentConfig) -> None:
     changed = [
         f"{k}: {saved[k]!r} -> {now[k]!r}"
         for k in sorted(saved.keys() & now.keys())
-        if saved[k] != now[k] and not k.startswith(RESUME_MAY_CHANGE)
+        if saved[k] != now[k] and not _may_change_on_resume(k)
     ]
     if changed:
         raise ValueError(
