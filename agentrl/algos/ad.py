@@ -139,20 +139,9 @@ class AD(Algorithm):
         return ad_loss(model, batch, deterministic=deterministic)
 
     def make_agent(self, model: Any, env: Any, num_steps: int, config: Any) -> Any:
-        from agentrl.evaluate.acting import acting_agent
-        from agentrl.evaluate.model_agents import ADModelAgent, split_model
+        from agentrl.evaluate.model_agents import rolling_cache_agent
 
-        model = split_model(model)  # one handle for the acting rule's agents
-        return acting_agent(
-            lambda greedy: ADModelAgent(
-                model,
-                env,
-                config.model.max_steps,
-                greedy=greedy,
-                temperature=config.eval.temperature,
-            ),
-            config.eval.acting,
-        )
+        return rolling_cache_agent(model, env, config)
 
 
 @register

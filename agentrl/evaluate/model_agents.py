@@ -394,3 +394,22 @@ class DPTCachedModelAgent(ScoredAgent):
             state.cache, step.obs, action, reward, step.next_obs
         )
         return DPTCachedState(cache, out.action.astype(jnp.float32))
+
+
+def rolling_cache_agent(model: Any, env: Any, config: Any) -> Any:
+    """The batched agent of a model acting one token per step on a rolling KV
+    cache of ``config.model.max_steps`` (AD's, transformer PPO's), by the
+    acting rule ``config.eval.acting`` at ``config.eval.temperature``."""
+    from agentrl.evaluate.acting import acting_agent
+
+    model = split_model(model)  # one handle for the acting rule's agents
+    return acting_agent(
+        lambda greedy: ADModelAgent(
+            model,
+            env,
+            config.model.max_steps,
+            greedy=greedy,
+            temperature=config.eval.temperature,
+        ),
+        config.eval.acting,
+    )
