@@ -78,6 +78,7 @@ CLI_ROWS: list[tuple[str, str]] = [
     ("eval {run} --episodes -1", "--episodes"),
     ("eval {run} --tasks -2", "--tasks"),
     ("eval {run} --tasks 0", "--tasks"),
+    ("eval {run} --tasks 100000", "split has only"),
     ("eval {run} --seed -1", "--seed"),
     ("eval {run} --out {file}/sub", "--out"),
     ("eval {run} --baselines nope", "unknown source 'nope'"),
@@ -126,6 +127,7 @@ CLI_ROWS: list[tuple[str, str]] = [
     ("train ad_darkroom --model.expert_ff abc", "model.expert_ff"),
     ("train ad_darkroom --model.moe_layers 0 x", "model.moe_layers"),
     ("train ad_darkroom --data.source_args noequals", "data.source_args"),
+    ("train ad_darkroom --data.source_args nope=1", "unknown setting(s) ['nope']"),
     ("train ad_darkroom --tracker nope", "--tracker"),
     # sweep
     ("sweep nope", "unknown experiment"),

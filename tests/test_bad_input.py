@@ -125,6 +125,14 @@ def test_each_bad_argument_is_refused(command, fragment, places, capsys):
     assert_refused(argv, fragment, capsys)
 
 
+def test_refused_training_leaves_no_run_directory(tmp_path, capsys):
+    """A bad source setting is refused before the run directory is made."""
+    target = tmp_path / "new_run"
+    argv = ["train", "ad_darkroom", "--run-dir", str(target)]
+    assert_refused([*argv, "--data.source_args", "nope=1"], "nope", capsys)
+    assert not target.exists()
+
+
 def test_the_run_directory_fixture_opens(run_dir):
     run = agentrl.load_run(run_dir)  # so the damage below is what fails
     assert run.step == 3 and run.split is not None

@@ -194,6 +194,12 @@ def run_results(
     params, ids = run.held_out(
         ev.num_tasks if num_tasks is None else num_tasks, seed, tasks
     )
+    if num_tasks is not None and ids is not None and len(ids) < num_tasks:
+        # an explicit count is a promise about the reported number: say so
+        raise ValueError(
+            f"num_tasks (--tasks) {num_tasks}: the run's {tasks} split has only "
+            f"{len(ids)} tasks; ask for at most {len(ids)}"
+        )
     names = (
         baselines
         if baselines is not None

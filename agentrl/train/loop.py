@@ -108,11 +108,17 @@ def fit(
         mesh = parallel.make_mesh()
         parallel.check_batch_divisible(config.train.batch_size, mesh)
         model = build_model(config, env)  # validates the model config early
+        _check_data_source(config, env)
 
+    created = not run_dir.exists()
     run_dir.mkdir(parents=True, exist_ok=True)
     lead = jax.process_index() == 0
     # One writer per run directory (process 0 of a multi-host run holds it).
-    lock = DirectoryLock(run_dir, "run directory").acquire() if lead else None
+    try:
+        lock = DirectoryLock(run_dir, "run directory").acquire() if lead else None
+    except BaseException:
+        _remove_if_empty(run_dir, created)
+        raise
     try:
         if lead:
             remove_incomplete_checkpoints(run_dir / "checkpoints")
@@ -125,9 +131,33 @@ def fit(
 
             return fit_online(config, run_dir, env, resume, progress, stop_at_step)
         return _fit(config, run_dir, env, mesh, model, resume, progress, stop_at_step)
+    except BaseException:
+        if lock is not None:
+            lock.release()
+            lock = None
+        _remove_if_empty(run_dir, created)  # a run that wrote nothing leaves nothing
+        raise
     finally:
         if lock is not None:
             lock.release()
+
+
+def _check_data_source(config: ExperimentConfig, env: Any) -> None:
+    """Check the source settings of a dataset the run will generate, before
+    the run directory is made (``ValueError`` naming the setting)."""
+    from agentrl.data.xland100b import is_hdf5
+    from agentrl.sources.registry import check_settings
+
+    data = config.data
+    generates = not data.path or (is_hdf5(data.path) and not Path(data.path).exists())
+    if generates:
+        check_settings(data.source, env, dict(data.source_args))
+
+
+def _remove_if_empty(run_dir: Path, created: bool) -> None:
+    """Remove ``run_dir`` if this call created it and nothing was written."""
+    if created and run_dir.is_dir() and not any(run_dir.iterdir()):
+        run_dir.rmdir()
 
 
 def _fit(config, run_dir, env, mesh, model, resume, progress, stop_at_step) -> Path:
