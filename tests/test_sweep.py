@@ -113,6 +113,27 @@ def test_cli_reports_clear_errors(capsys):
     assert "agentrl sweep: error: unknown experiment" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("flag, resume", [([], True), (["--no-resume"], False)])
+def test_cli_passes_resume(flag, resume, monkeypatch, tmp_path):
+    """``--no-resume`` reaches ``run_sweep`` (which then recomputes all)."""
+    import agentrl.sweep.run
+    from agentrl.cli import main
+
+    seen = {}
+
+    class Stop(Exception):
+        pass
+
+    def fake_run_sweep(*args, **kwargs):
+        seen.update(kwargs)
+        raise Stop
+
+    monkeypatch.setattr(agentrl.sweep.run, "run_sweep", fake_run_sweep)
+    with pytest.raises(Stop):
+        main(["sweep", "ad_darkroom", "--out", str(tmp_path / "s"), *flag])
+    assert seen["resume"] is resume
+
+
 def test_batch_must_divide_data_devices():
     from agentrl.sweep.train import sweep_mesh
 

@@ -45,6 +45,9 @@ class Args(ExperimentArgs):
     """training steps per jitted chunk"""
     progress: bool = True
     """show a progress bar"""
+    resume: bool = True
+    """reuse the finished settings and member checkpoints already in --out
+    (--no-resume trains and evaluates everything again)"""
 
 
 def parse_seeds(text: str, base: int = 0) -> list[int]:
@@ -102,6 +105,7 @@ def run(args: Args) -> int:
         evaluate=args.eval,
         steps_per_call=args.steps_per_call,
         progress=args.progress,
+        resume=args.resume,
     )
     print(outcome.paths["md"].read_text())
     print("wrote: " + ", ".join(str(p) for p in outcome.paths.values()))
