@@ -36,7 +36,9 @@ matched the reference, and are to be re-run:
   roll-in, although its training loss is lower: contexts of uniformly drawn
   cells show the goal more often than the model's own online trajectories
   do, and at this budget it does not carry over (the paper trains far
-  longer). The preset keeps the trajectory roll-in.
+  longer). That is why the preset kept the trajectory roll-in until it was
+  matched to the reference; it now uses the reference's uniform roll-in
+  and corner start, and this comparison is to be re-run with them.
 - ``gpu``: the paper's model (embedding 32, 4 layers, one head as the
   reference code, batch 64, lr 1e-3) on its 100,000 roll-ins, 30,000
   updates, 40 evaluation episodes; sized for under 8 minutes on one H100
