@@ -5,9 +5,9 @@ episode, each on a fresh bandit (means uniform in [0, 1]); evaluation runs
 it for one trial on 200 held-out bandits (an evaluation-only key) next to
 Thompson sampling, UCB and random on the same bandits and keys.
 
-Noise: the task asks for the DPT noise with standard deviation 0.3; the
-env's option is ``noise_variance``, so ``noise_variance=0.09`` gives std
-0.3. (``dpt_bandit`` uses ``noise_variance=0.3``, std 0.55.)
+Noise: the task asks for the DPT reference code's noise, standard
+deviation 0.3: ``noise_variance=0.09`` (the same bandits as ``dpt_bandit``'s
+``noise_std=0.3``).
 
 Deviations from RL² (Duan et al., 2016, TRPO, 256 GRU units, bandits up to
 n=500): PPO (as XLand-MiniGrid's RL² baseline), 64 GRU units, discount
