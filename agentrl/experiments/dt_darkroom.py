@@ -13,7 +13,16 @@ as the DT and in-context RL literature set it.
 - ``smoke``: seconds; plumbing.
 - ``cpu``: ``agentrl bench reproduce dt_darkroom --compare ad_darkroom
   --preset cpu --seeds 3`` (about 4 minutes of training a seed alone).
-  Measured (3 seeds x 16 held-out goals, 50 episodes): DT 0.69 -> 1.29
+  Measured with the validation protocol (3 seeds x 8 test goals, each
+  seed with its own data and split; validation chose
+  ``sample_then_greedy`` for both in every seed): DT 1.46 -> 2.95 [0.39,
+  6.58] return over the last 10 of 50 episodes (score 0.16 [0.00, 0.36]),
+  AD on the same data and budget 2.13 -> 11.72 [8.82, 14.5] (score 0.66,
+  as its own reproduction); paired difference -8.78 [-12.6, -4.61]
+  (``repro_dt_darkroom_vs_ad_darkroom_cpu``). DT stays far below AD; its
+  small rise comes with the sample-then-greedy rule (a goal found by
+  sampling is then kept). Before the protocol (greedy acting, one shared
+  split, 3 seeds x 16 held-out goals): DT 0.69 -> 1.29
   [0.29, 2.54] return over the last 10 episodes (score 0.06; per seed 1.19,
   2.69, 0.00), AD on the same budget 1.54 -> 8.13 (score 0.48, as its own
   reproduction); paired difference -6.84 [-9.09, -4.57]. DT stays near
