@@ -254,6 +254,11 @@ class DTModelAgent:
         rtg = jnp.full((key.shape[0],), self.target, jnp.float32)
         return DTState(self.inner.init(key, params), rtg)
 
+    def start(self, state: DTState, obs: Any) -> DTState:
+        """The first token: ``obs`` at the target return."""
+        inner = self.inner.start(state.inner, self._obs(obs, state.rtg))
+        return state._replace(inner=inner)
+
     @property
     def greedy(self) -> bool:
         return self.inner.greedy
