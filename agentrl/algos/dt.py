@@ -256,7 +256,9 @@ class DTModelAgent:
 
     def start(self, state: DTState, obs: Any) -> DTState:
         """The first token: ``obs`` at the target return."""
-        inner = self.inner.start(state.inner, self._obs(obs, state.rtg))
+        from agentrl.sources.agent import start_agent
+
+        inner = start_agent(self.inner, state.inner, self._obs(obs, state.rtg))
         return state._replace(inner=inner)
 
     @property
