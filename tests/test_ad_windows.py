@@ -85,16 +85,8 @@ def test_decode_path_likelihood_equals_the_training_loss(room):
     # evaluation: the agent decodes the same steps, fed the recorded actions
     agent = ADModelAgent(model, ENV, length, greedy=True)
     keys = jax.random.split(jax.random.key(0), len(rows))
-    state = agent.init(keys, None)
-    decode = jax.jit(lambda w, *a: nnx.merge(graphdef, w).decode(*a)[0].action)
-    first = decode(
-        weights,
-        state.cache,
-        jnp.asarray(batch["obs"][:, 0]),
-        state.prev_action,
-        state.prev_reward,
-    )
-    logits = [first]
+    state = agent.start(agent.init(keys, None), jnp.asarray(batch["obs"][:, 0]))
+    logits = [state.logits]
     update = jax.jit(agent.update)
     nxt = np.minimum(idx + 1, history.num_steps - 1)
     for j in range(length - 1):

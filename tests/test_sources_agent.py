@@ -65,3 +65,38 @@ def test_collect_context_takes_per_task_and_batched_agents():
     np.testing.assert_array_equal(ctx.obs, history.obs)
     np.testing.assert_array_equal(ctx.action, history.action)
     np.testing.assert_array_equal(ctx.count, 12)
+
+
+class _SharedCounter:
+    """A batched agent whose state has a per-task leaf ``[task]`` (its actions
+    summed) and a shared one ``[]`` (steps taken), as a KV cache's position."""
+
+    batched = True
+
+    def __init__(self, env):
+        self.inner = as_batched(RandomAgent(env))
+
+    def init(self, key, params):
+        return (jax.numpy.zeros(key.shape[:1], jax.numpy.int32), jax.numpy.int32(0))
+
+    def act(self, key, state, obs, env_state, params):
+        return self.inner.act(key, (), obs, env_state, params)
+
+    def update(self, state, step):
+        return state[0] + step.action, state[1] + 1
+
+
+def test_blocks_take_batched_agents_with_shared_state_leaves():
+    agent = _SharedCounter(ROOM)
+    key = jax.random.key(3)
+    whole, (total, count) = run_agent_on_tasks(ROOM, agent, PARAMS, key, 10, IDS)
+    for size in (3, 7, 2):  # with a remainder block (7 = 3 + 3 + 1), none, one
+        history, (b_total, b_count) = run_agent_on_tasks(
+            ROOM, agent, PARAMS, key, 10, IDS, block_size=size
+        )
+        _equal(history, whole)
+        np.testing.assert_array_equal(b_total, total)  # per task: [task]
+        blocks = -(-len(IDS) // size)  # shared: one per block, [num_blocks]
+        np.testing.assert_array_equal(b_count, np.full(blocks, 10))
+    np.testing.assert_array_equal(total, whole.action.sum(1))
+    assert int(count) == 10

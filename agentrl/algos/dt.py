@@ -254,6 +254,13 @@ class DTModelAgent:
         rtg = jnp.full((key.shape[0],), self.target, jnp.float32)
         return DTState(self.inner.init(key, params), rtg)
 
+    def start(self, state: DTState, obs: Any) -> DTState:
+        """The first token: ``obs`` at the target return."""
+        from agentrl.sources.agent import start_agent
+
+        inner = start_agent(self.inner, state.inner, self._obs(obs, state.rtg))
+        return state._replace(inner=inner)
+
     @property
     def greedy(self) -> bool:
         return self.inner.greedy

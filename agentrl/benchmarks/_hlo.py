@@ -35,6 +35,23 @@ def count_copies(hlo_text: str, shapes, loops_only: bool = True) -> int:
     return count
 
 
+def count_conditionals(hlo_text: str) -> int:
+    """``conditional`` instructions outside the ENTRY computation of ``hlo_text``.
+
+    Those run inside loop bodies, i.e. at every decoding step. A first-step
+    ``lax.cond`` around a decode costs time even with no whole-cache copy
+    (both branches' decodes, the branch's buffer assignment), so a decoding
+    loop that should be one decode per step must show 0.
+    """
+    count, in_entry = 0, False
+    for line in hlo_text.splitlines():
+        if line and not line[0].isspace():
+            in_entry = line.startswith("ENTRY")
+            continue
+        count += not in_entry and " conditional(" in line
+    return count
+
+
 def cache_shapes(cache) -> set[tuple[int, ...]]:
     """Shapes of the per-layer K/V arrays of a :class:`~agentrl.models.KVCache`."""
     return {tuple(a.shape) for a in (*cache.keys, *cache.values)}

@@ -19,13 +19,14 @@ so, and the agentrl-only figures are still written).
    agentrl runs the cached DPT agent over all 500 pulls.
 3. Roofline: the decode step against the time to read the whole KV cache
    once at the machine's memory bandwidth, measured in the run (a jitted
-   sum over a 256 MiB array). Also: whole-cache copies per step in the
-   compiled program (:mod:`agentrl.benchmarks._hlo`), and the driver's cost
-   over a bare ``lax.scan`` of ``decode`` with the same model and batch.
+   sum over a 256 MiB array). Also: whole-cache copies and ``conditional`` s
+   per step in the compiled program (:mod:`agentrl.benchmarks._hlo`), and
+   the driver's cost over a bare ``lax.scan`` of ``decode`` with the same
+   model and batch.
 
 Targets (issue 21): T2MIR step / agentrl step >= 100 (``sar``), DPT
 deployment ratio >= 300, decode step <= 2x the read-the-cache bound, 0
-cache copies per step.
+cache copies per step, driver cost over the bare decode scan <= 10%.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from agentrl.benchmarks import _peers
 from agentrl.benchmarks import common as bench
 from agentrl.benchmarks._hlo import (
     cache_shapes,
+    count_conditionals,
     count_copies,
     count_copies_per_iteration,
 )
@@ -132,6 +134,7 @@ def ad_eval(layout: str, steps: int, repeats: int) -> dict:
     compiled = driver.lower(weights, params, key).compile()
     cache = model.init_cache(T2MIR_TASKS, WINDOW)
     copies = count_copies(compiled.as_text(), cache_shapes(cache))
+    conditionals = count_conditionals(compiled.as_text())
     best = _interleaved(
         {"driver": (compiled, (weights, params, key)), "bare": (bare, (weights,))},
         repeats,
@@ -145,6 +148,7 @@ def ad_eval(layout: str, steps: int, repeats: int) -> dict:
         "bare_decode_per_step_s": best["bare"] / n,
         "driver_overhead": best["driver"] / best["bare"] - 1.0,
         "cache_copies_per_step": copies,
+        "conditionals_per_step": conditionals,
         "cache_bytes": cache_bytes,
     }
 
@@ -310,6 +314,14 @@ def main(argv: list[str] | None = None) -> int:
             bench.target(
                 f"whole-cache copies per step ({layout})",
                 r["cache_copies_per_step"],
+                0,
+                higher_is_better=False,
+            )
+        )
+        targets.append(
+            bench.target(
+                f"conditionals in the decode loop ({layout})",
+                r["conditionals_per_step"],
                 0,
                 higher_is_better=False,
             )

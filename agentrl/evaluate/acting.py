@@ -31,7 +31,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from agentrl.sources.agent import Step
+from agentrl.sources.agent import Step, start_agent
 from agentrl.train.config import ACTING_RULES
 
 
@@ -64,6 +64,9 @@ class SampleThenGreedy:
     def init(self, key: jax.Array, params: Any) -> RuleState:
         rewarded = jnp.zeros((key.shape[0],), bool)
         return RuleState(self.agent.init(key, params), rewarded)
+
+    def start(self, state: RuleState, obs: Any) -> RuleState:
+        return state._replace(inner=start_agent(self.agent, state.inner, obs))
 
     def act(self, key, state: RuleState, obs, env_state, params) -> jax.Array:
         scores = self.agent.scores(state.inner, obs, env_state, params)

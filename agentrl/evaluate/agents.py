@@ -28,6 +28,7 @@ from agentrl.sources.agent import (  # noqa: F401 (is_agent: re-export)
     Step,
     is_agent,
     is_batched,
+    start_agent,
 )
 
 #: A batched agent is an :class:`Agent` with ``batched = True`` (one protocol).
@@ -72,6 +73,9 @@ class per_task:  # noqa: N801 (used like a function)
 
     def init(self, key: jax.Array, params: Any) -> Any:
         return self.agent.init(key[None], _expand(params))
+
+    def start(self, state: Any, obs: Any) -> Any:
+        return start_agent(self.agent, state, _expand(obs))
 
     def act(self, key, state, obs, env_state, params) -> jax.Array:
         action = self.agent.act(

@@ -44,6 +44,7 @@ import numpy as np
 
 from agentrl.evaluate import metrics
 from agentrl.evaluate.driver import ModelPolicy
+from agentrl.sources.agent import start_agent
 
 #: Controls that change how a trained model reads its context (no training).
 CONTEXT_CONTROLS = ("zero_rewards", "shuffle_rewards", "empty_context")
@@ -97,9 +98,18 @@ class ControlledAgent:
             key=jax.vmap(lambda k: jax.random.fold_in(k, 0x5F1E))(key),
         )
 
+    def start(self, state: ControlState, obs: Any) -> ControlState:
+        if self.control == "empty_context":  # ``inner`` stays the fresh state
+            return state
+        return state._replace(inner=start_agent(self.agent, state.inner, obs))
+
     def act(self, key, state: ControlState, obs, env_state, params) -> jax.Array:
-        # empty_context: ``inner`` is never updated, so it stays the fresh state
-        return self.agent.act(key, state.inner, obs, env_state, params)
+        inner = state.inner
+        if self.control == "empty_context":
+            # ``inner`` is never started nor updated: start a fresh agent on
+            # the current observation, i.e. act from it alone
+            inner = start_agent(self.agent, inner, obs)
+        return self.agent.act(key, inner, obs, env_state, params)
 
     def update(self, state: ControlState, step: Any) -> ControlState:
         if self.control == "empty_context":

@@ -43,6 +43,7 @@ from agentrl.sources.agent import (  # the one driver's scan, on a block
     _record_optimal,
     as_batched,
     run_batched_agent,
+    start_agent,
 )
 
 #: How a model acts: ``"decode"`` its own history token by token (AD-style,
@@ -314,6 +315,9 @@ class _Recorder:
     def init(self, key, params):
         ctx = empty_context(self.env, key, params, self.num_steps)
         return self.agent.init(key, params), ctx
+
+    def start(self, state, obs):
+        return start_agent(self.agent, state[0], obs), state[1]
 
     def act(self, key, state, obs, env_state, params):
         return self.agent.act(key, state[0], obs, env_state, params)

@@ -22,8 +22,10 @@ object or a Flax NNX module, which is split once and merged per step):
 AD protocol: the context runs across episodes; at step ``t`` the model reads
 ``(obs_t, a_{t-1}, r_{t-1})``, with zeros before the first step and the
 previous action/reward carried over episode boundaries (as
-:class:`agentrl.envs.MultiEpisodeTrial`). ``update`` decodes the *next*
-token, so each step costs one ``decode`` (plus one extra at the first step).
+:class:`agentrl.envs.MultiEpisodeTrial`). ``start`` decodes the first
+observation's token (once, before the driver's scan) and ``update`` the
+*next* one, so every step in the scan is exactly one ``decode`` and no step
+branches on being the first.
 
 DPT protocol: the agent keeps a context of its own past ``(s, a, r, s')``
 (the last ``N``) and predicts the query's action at position ``count``.
@@ -107,17 +109,20 @@ def _out_shape(space: Any) -> tuple[int, ...]:
 
 
 class ADState(NamedTuple):
-    """KV cache, last action/reward ``[B, ...]``, next logits, ``started`` ``[]``."""
+    """KV cache, last action/reward ``[B, ...]`` and the next logits ``[B, A]``."""
 
     cache: Any
     prev_action: jax.Array
     prev_reward: jax.Array
     logits: jax.Array
-    started: jax.Array
 
 
 class ADModelAgent(ScoredAgent):
-    """Algorithm Distillation acting online with a KV cache (batched)."""
+    """Algorithm Distillation acting online with a KV cache (batched).
+
+    ``start`` must run before the first ``act`` (the driver calls it): it
+    decodes the first observation, whose logits ``act`` then uses.
+    """
 
     def __init__(
         self,
@@ -142,41 +147,29 @@ class ADModelAgent(ScoredAgent):
             prev_action=jnp.zeros((batch, *self.space.shape), self.space.dtype),
             prev_reward=jnp.zeros((batch,), jnp.float32),
             logits=jnp.zeros((batch, *_out_shape(self.space)), jnp.float32),
-            started=jnp.bool_(False),
         )
 
-    def scores(self, state: ADState, obs, env_state, params) -> jax.Array:
-        def first_token():
-            model = self.model.get()
-            out, _ = model.decode(
-                state.cache, obs, state.prev_action, state.prev_reward
-            )
-            return out.action.astype(jnp.float32)
+    def start(self, state: ADState, obs: Any) -> ADState:
+        """Decode the first token ``(obs [B, ...], zero action, zero reward)``."""
+        out, cache = self.model.get().decode(
+            state.cache, obs, state.prev_action, state.prev_reward
+        )
+        return state._replace(cache=cache, logits=out.action.astype(jnp.float32))
 
-        return jax.lax.cond(state.started, lambda: state.logits, first_token)
+    def scores(self, state: ADState, obs, env_state, params) -> jax.Array:
+        return state.logits
 
     def update(self, state: ADState, step: Step) -> ADState:
-        model = self.model.get()
         action = jnp.asarray(step.action, self.space.dtype).reshape(
             state.prev_action.shape
         )
         reward = jnp.asarray(step.reward, jnp.float32).reshape(state.prev_reward.shape)
-
-        def later(cache):
-            out, cache = model.decode(cache, step.reset_obs, action, reward)
-            return out.action.astype(jnp.float32), cache
-
-        def first(cache):  # the first step also commits its own token
-            _, cache = model.decode(
-                cache, step.obs, state.prev_action, state.prev_reward
-            )
-            return later(cache)
-
-        # Both branches write the cache in place; an identity branch (commit
-        # the first token or not, then decode) would copy every layer's cache
-        # at every step.
-        logits, cache = jax.lax.cond(state.started, later, first, state.cache)
-        return ADState(cache, action, reward, logits, jnp.bool_(True))
+        # one decode, the same at every step (the first token is ``start``'s),
+        # so the cache is updated in place with no branch around it
+        out, cache = self.model.get().decode(
+            state.cache, step.reset_obs, action, reward
+        )
+        return ADState(cache, action, reward, out.action.astype(jnp.float32))
 
 
 class Context(NamedTuple):
@@ -354,10 +347,12 @@ class DPTCachedModelAgent(ScoredAgent):
     using it only when the whole evaluation fits the context and the
     observation never changes (bandits).
 
-    Because the query never changes, ``init`` decodes it (the observation
-    of ``env.reset``), so every step is exactly one model call in ``update``
-    and there is no first-step branch: a ``lax.cond`` whose branches decode
-    different numbers of tokens made XLA copy every layer's cache per pull.
+    The query is the first observation (a bandit's only one): ``start``
+    decodes it, once before the driver's scan, so every pull is exactly one
+    model call in ``update`` and no step branches on being the first (a
+    ``lax.cond`` whose branches decode different numbers of tokens made XLA
+    copy every layer's cache per pull). ``start`` must run before the first
+    ``act`` (the driver calls it).
     """
 
     def __init__(
@@ -377,10 +372,13 @@ class DPTCachedModelAgent(ScoredAgent):
 
     def init(self, key: jax.Array, params: Any) -> DPTCachedState:
         batch = key.shape[0]
-        model = self.model.get()
-        query, _ = jax.vmap(self.env.reset)(key, params)  # the bandit's constant obs
-        cache = model.init_cache(batch, self.context_size + 1)
-        out, cache = model.decode_query(cache, query)
+        cache = self.model.get().init_cache(batch, self.context_size + 1)
+        logits = jnp.zeros((batch, *_out_shape(self.space)), jnp.float32)
+        return DPTCachedState(cache, logits)
+
+    def start(self, state: DPTCachedState, obs: Any) -> DPTCachedState:
+        """Decode the query ``obs [B, ...]`` (the first token)."""
+        out, cache = self.model.get().decode_query(state.cache, obs)
         return DPTCachedState(cache, out.action.astype(jnp.float32))
 
     def scores(self, state: DPTCachedState, obs, env_state, params) -> jax.Array:

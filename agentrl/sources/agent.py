@@ -19,11 +19,21 @@ every entry point.
 Protocol (all jittable, no Python side effects)::
 
     state  = agent.init(key, params)
+    state  = agent.start(state, obs)            # optional, once, before the scan
     action = agent.act(key, state, obs, env_state, params)
     state  = agent.update(state, Step(obs, action, reward, next_obs, done, ...))
 
 ``env_state`` and ``params`` are passed to ``act`` so oracles can read them;
 a learning agent must not (it sees only ``obs`` and its own history).
+
+``start`` (optional; :func:`start_agent` calls it or passes the state
+through) sees the first observation before the first ``act``. An agent
+whose first step differs from the others does that work there, once, so
+its ``update`` inside the scan is the same computation at every step: a
+model agent decodes the first observation's token into its KV cache, and
+its ``update`` decodes the next one. (A first-step ``lax.cond`` in
+``update`` instead made XLA copy every layer's cache at every step.) A
+wrapper agent forwards ``start`` to the agent it wraps.
 """
 
 from __future__ import annotations
@@ -70,11 +80,23 @@ class Agent(Protocol):
 
     def init(self, key: jax.Array, params: Any) -> Any: ...
 
+    # optional: ``start(state, obs) -> state`` (see the module docstring)
+
     def act(
         self, key: jax.Array, state: Any, obs: Any, env_state: Any, params: Any
     ) -> jax.Array: ...
 
     def update(self, state: Any, step: Step) -> Any: ...
+
+
+def start_agent(agent: Any, state: Any, obs: Any) -> Any:
+    """``agent.start(state, obs)`` if ``agent`` has that hook, else ``state``.
+
+    Wrapper agents call it on the agent they wrap, so every agent sees its
+    first observation however deeply it is wrapped.
+    """
+    start = getattr(agent, "start", None)
+    return state if start is None else start(state, obs)
 
 
 def is_agent(obj: Any) -> bool:
@@ -96,6 +118,11 @@ class _Vmapped:
 
     def init(self, key: jax.Array, params: Any) -> Any:
         return jax.vmap(self.agent.init)(key, params)
+
+    def start(self, state: Any, obs: Any) -> Any:
+        if getattr(self.agent, "start", None) is None:
+            return state
+        return jax.vmap(self.agent.start)(state, obs)
 
     def act(self, key, state, obs, env_state, params) -> jax.Array:
         return jax.vmap(self.agent.act)(key, state, obs, env_state, params)
@@ -157,7 +184,7 @@ def _drive(
     """
     key_env, key_agent, key_steps = _split_keys(keys, num_steps)
     obs, env_state = jax.vmap(env.reset)(key_env, params)
-    agent_state = agent.init(key_agent, params)
+    agent_state = start_agent(agent, agent.init(key_agent, params), obs)
     env_step = jax.vmap(env.step)
     optimal_action = jax.vmap(env.optimal_action) if record_optimal_action else None
 
@@ -197,20 +224,54 @@ def _drive(
     return history, agent_state
 
 
+def _per_row(fn: Callable[[Any], Any], xs: Any, size: int) -> Any:
+    """Which leaves of ``fn``'s output have a ``[row]`` axis (a pytree of bools).
+
+    A leaf whose leading axis follows the rows of the input is per row; any
+    other (a batched agent's shared leaf, such as a KV cache's position) is
+    one value for the block. Told apart by tracing ``fn`` on ``size`` and
+    ``size + 1`` rows (shapes only).
+    """
+
+    def spec(rows):
+        return jax.tree.map(
+            lambda x: jax.ShapeDtypeStruct((rows, *x.shape[1:]), x.dtype), xs
+        )
+
+    a, b = jax.eval_shape(fn, spec(size)), jax.eval_shape(fn, spec(size + 1))
+    return jax.tree.map(
+        lambda x, y: x.ndim > 0 and (x.shape[0], y.shape[0]) == (size, size + 1), a, b
+    )
+
+
 def _in_blocks(fn: Callable[[Any], Any], xs: Any, size: int) -> Any:
     """``fn`` over the leading axis of ``xs`` a block of ``size`` at a time.
 
-    ``fn`` maps a block ``[b, ...]`` to outputs ``[b, ...]``; full blocks run
-    in a ``lax.map``, the remainder (fewer than ``size``) in one more call.
+    ``fn`` maps a block ``[b, ...]`` to outputs whose leaves are per row
+    (``[b, ...]``) or shared by the block (a batched agent's state may hold
+    such a leaf, e.g. a KV cache's position); full blocks run in a
+    ``lax.map``, the remainder (fewer than ``size``) in one more call.
+    Per-row leaves come back ``[n, ...]``, shared ones ``[num_blocks, ...]``
+    (one per block, the remainder's last).
     """
     n = jax.tree.leaves(xs)[0].shape[0]
     full = n - n % size
+    per_row = _per_row(fn, xs, size)
     head = jax.tree.map(lambda x: x[:full].reshape(-1, size, *x.shape[1:]), xs)
-    out = jax.tree.map(lambda x: x.reshape(full, *x.shape[2:]), jax.lax.map(fn, head))
+    out = jax.tree.map(
+        lambda x, rows: x.reshape(full, *x.shape[2:]) if rows else x,
+        jax.lax.map(fn, head),
+        per_row,
+    )
     if full == n:
         return out
     tail = fn(jax.tree.map(lambda x: x[full:], xs))
-    return jax.tree.map(lambda a, b: jnp.concatenate([a, b]), out, tail)
+    return jax.tree.map(
+        lambda a, b, rows: jnp.concatenate([a, b if rows else b[None]]),
+        out,
+        tail,
+        per_row,
+    )
 
 
 def _record_optimal(env: Any, record_optimal_action: bool | None) -> bool:
@@ -246,7 +307,8 @@ def run_agent_on_tasks(
 
     Returns:
       ``(history, final_agent_state)``, history leaves ``[task, num_steps,
-      ...]``, state leaves ``[task, ...]``.
+      ...]``, state leaves ``[task, ...]`` (with ``block_size``, a batched
+      agent's leaves shared by all tasks come back ``[num_blocks, ...]``).
     """
     batched = as_batched(agent)
     record = _record_optimal(env, record_optimal_action)
