@@ -95,6 +95,49 @@ def cache_bytes(trainer) -> int:
     return 2 * (2 * c.num_layers * s.num_envs * s.trial_steps * c.d_model * 4)
 
 
+def part_programs(trainer, state, hp):
+    """Jitted parts of one trial's update, for the time breakdown.
+
+    ``act``: the trial's ``L`` KV-cache decoding steps in every env (the
+    acting scan without the env: the logged tokens fed back); ``reencode``:
+    the trial's re-encodings (per chunk the critic's cache of the steps
+    before it and, but after the last chunk, the actor's of the steps up
+    to its end). The rest of the update (the partial updates' forward and
+    backward passes, GAE, the env) is the whole update minus these.
+    """
+    _, _, buf, _ = jax.jit(trainer.run_trial)(state, hp)
+    n, length = buf["action"].shape
+    k_len = trainer.shape.update_every
+
+    def act(actor, buf):
+        model = trainer.model(actor)
+        prev_a = jnp.pad(buf["action"], ((0, 0), (1, 0)))[:, :-1]
+        prev_r = jnp.pad(buf["reward"], ((0, 0), (1, 0)))[:, :-1]
+
+        def body(cache, t):
+            out, cache = model.decode(
+                cache, buf["obs"][:, t], prev_a[:, t], prev_r[:, t]
+            )
+            return cache, out.action
+
+        return jax.lax.scan(body, model.init_cache(n, length), jnp.arange(length))[1]
+
+    def reencode(actor, critic, buf):
+        def body(total, c):
+            start, end = c * k_len, (c + 1) * k_len
+            a = trainer._encode(critic, buf, start)
+            b = trainer._encode(actor, buf, jnp.where(end < length, end, 0))
+            touch = a.keys[-1][..., -1].sum() + b.keys[-1][..., -1].sum()
+            return total + touch, None
+
+        return jax.lax.scan(body, jnp.zeros(()), jnp.arange(length // k_len))[0]
+
+    programs = {"act": (jax.jit(act), (state.actor, buf))}
+    if k_len < length:
+        programs["reencode"] = (jax.jit(reencode), (state.actor, state.critic, buf))
+    return programs
+
+
 def measure(trainer, hp, timed: bool) -> dict:
     compiled, state, compile_s = compiled_update(trainer, hp)
     mem = compiled.memory_analysis()
@@ -111,6 +154,9 @@ def measure(trainer, hp, timed: bool) -> dict:
         seconds = bench.timeit(lambda s: compiled(s, hp), state, repeats=2)
         steps = trainer.shape.num_envs * trainer.shape.trial_steps
         out.update(update_s=seconds, env_steps_per_s=steps / seconds)
+        for name, (fn, args) in part_programs(trainer, state, hp).items():
+            jax.block_until_ready(fn(*args))  # compile
+            out[f"{name}_s"] = bench.timeit(lambda f=fn, a=args: f(*a), repeats=2)
     return out
 
 
@@ -154,6 +200,7 @@ def main(argv: list[str] | None = None) -> None:
     hp = {k: jnp.float32(v) for k, v in HP.items()}
     model = model_config(args.layers, args.width, attention_sink=args.sink)
     partial, whole, rows = [], [], []
+    nan = float("nan")
     for e in sorted(args.episodes):
         trainer = make_trainer(env, e, args.update_every, args.envs, model)
         r = measure(trainer, hp, not args.no_time)
@@ -166,6 +213,11 @@ def main(argv: list[str] | None = None) -> None:
             "KV caches MiB": r["cache_bytes"] / 2**20,
             "temp / caches": r["temp_bytes"] / r["cache_bytes"],
             "update s": r.get("update_s", float("nan")),
+            "act s": r.get("act_s", float("nan")),
+            "re-encode s": r.get("reencode_s", float("nan")),
+            "rest s": r.get("update_s", nan)
+            - r.get("act_s", nan)
+            - r.get("reencode_s", nan),
             "env steps/s": r.get("env_steps_per_s", float("nan")),
         }
         rows.append(row)
@@ -180,8 +232,11 @@ def main(argv: list[str] | None = None) -> None:
                 "temp MiB": w["temp_bytes"] / 2**20,
                 "KV caches MiB": w["cache_bytes"] / 2**20,
                 "temp / caches": w["temp_bytes"] / w["cache_bytes"],
-                "update s": float("nan"),
-                "env steps/s": float("nan"),
+                "update s": nan,
+                "act s": nan,
+                "re-encode s": nan,
+                "rest s": nan,
+                "env steps/s": nan,
             }
             rows.append(row)
             print(row, flush=True)
@@ -195,6 +250,35 @@ def main(argv: list[str] | None = None) -> None:
                 "temp memory growth with context (log-log slope), partial updates",
                 slope,
                 1.2,
+                False,
+            )
+        )
+    if len(partial) > 1 and "update_s" in partial[0]:
+        for key in ("update_s", "act_s", "reencode_s"):
+            results[f"{key[:-2]}_time_growth"] = growth(partial, key)
+        # per partial update: the trial's time over its L / K updates
+        for r in partial:
+            r["update_s_per_chunk"] = (
+                r["update_s"] * r["update_every"] / r["context_steps"]
+            )
+            r["reencode_s_per_chunk"] = (
+                r["reencode_s"] * r["update_every"] / r["context_steps"]
+            )
+        per_update = growth(partial, "update_s_per_chunk")
+        results["time_per_partial_update_growth"] = per_update
+        targets.append(
+            bench.target(
+                "acting time growth with context (log-log slope; 2: quadratic)",
+                results["act_time_growth"],
+                2.2,
+                False,
+            )
+        )
+        targets.append(
+            bench.target(
+                "time per partial update growth with context (log-log slope)",
+                per_update,
+                2.2,
                 False,
             )
         )
