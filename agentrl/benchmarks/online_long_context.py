@@ -14,7 +14,15 @@ in the context), because each update trains its K steps against the fixed
 cache of the steps before them; updating once per trial on the whole
 trial (``K = L``, compiled at the shorter lengths only) grows faster.
 Step time: one update timed (best of 2, compile excluded) at each length
-with partial updates; env steps/s and seconds per env step per env.
+with partial updates, split into acting (the trial's KV-cache decoding
+steps), re-encoding (the caches rebuilt with new weights at each partial
+update) and the rest (the partial updates' forward/backward, GAE, the
+env); env steps/s. ``cache copies in loops``: whole-KV-cache copies in the
+compiled update's loop bodies (the HLO copy counter), 0 when every cache
+write is in place. The growth targets: acting time at most quadratic in
+the context (each step reads the cache once), and time per partial update
+at most quadratic (a trial of L / K updates then grows like L**3 / K;
+like L**2 with a fixed number of updates per trial, as ReLIC).
 
     agentrl bench online_long_context [--episodes 10 25 50 100]
         [--update-every 100] [--envs 8] [--whole-upto 500] [--no-time]
@@ -29,6 +37,7 @@ import jax
 import jax.numpy as jnp
 
 from agentrl.benchmarks import common as bench
+from agentrl.benchmarks._hlo import cache_shapes, count_copies
 from agentrl.cliargs import positive_int
 
 HP = {
@@ -141,7 +150,13 @@ def part_programs(trainer, state, hp):
 def measure(trainer, hp, timed: bool) -> dict:
     compiled, state, compile_s = compiled_update(trainer, hp)
     mem = compiled.memory_analysis()
+    cache = trainer.model(state.actor).init_cache(
+        trainer.shape.num_envs, trainer.shape.trial_steps
+    )
     out = {
+        # whole-KV-cache copies inside the update's loops (run per step or
+        # per partial update; 0: every cache write is in place)
+        "cache_copies_in_loops": count_copies(compiled.as_text(), cache_shapes(cache)),
         "context_steps": trainer.shape.trial_steps,
         "update_every": trainer.shape.update_every,
         "temp_bytes": int(mem.temp_size_in_bytes),
@@ -212,6 +227,7 @@ def main(argv: list[str] | None = None) -> None:
             "temp MiB": r["temp_bytes"] / 2**20,
             "KV caches MiB": r["cache_bytes"] / 2**20,
             "temp / caches": r["temp_bytes"] / r["cache_bytes"],
+            "cache copies in loops": r["cache_copies_in_loops"],
             "update s": r.get("update_s", float("nan")),
             "act s": r.get("act_s", float("nan")),
             "re-encode s": r.get("reencode_s", float("nan")),
@@ -232,6 +248,7 @@ def main(argv: list[str] | None = None) -> None:
                 "temp MiB": w["temp_bytes"] / 2**20,
                 "KV caches MiB": w["cache_bytes"] / 2**20,
                 "temp / caches": w["temp_bytes"] / w["cache_bytes"],
+                "cache copies in loops": w["cache_copies_in_loops"],
                 "update s": nan,
                 "act s": nan,
                 "re-encode s": nan,
@@ -293,7 +310,13 @@ def main(argv: list[str] | None = None) -> None:
         "whole trial (float32, all layers). K = L rows: one update per trial on "
         "the whole trial's forward/backward (compiled only). 'update s': one "
         "trial's update (acting + partial updates), best of 2, compile "
-        "excluded; the machine was shared with other jobs, so times are noisy."
+        "excluded; 'act s': the trial's L cached decoding steps alone; "
+        "'re-encode s': its re-encodings alone (critic before and actor after "
+        "each partial update); 'rest s': update - act - re-encode (the "
+        "partial updates' passes, GAE, the env). 'cache copies in loops': "
+        "whole-KV-cache copies in the compiled update's loop bodies. The "
+        "machine was shared with other jobs (load ~15 on 2 cores), so times "
+        "are noisy: compare ratios within this run."
     )
     path = bench.write_results("online_long_context", results, targets, rows, notes)
     print(bench.markdown_table(rows))
