@@ -131,19 +131,87 @@ def random_buffer(key, n, length, num_obs=1, num_actions=2):
 @pytest.mark.parametrize("sink", [False, True])
 def test_chunk_over_the_prefix_cache_equals_the_full_forward(sink):
     """What partial updates train on: a chunk's K steps attending to the cache
-    of the steps before it give the whole-trial forward's outputs there."""
-    trainer = make_trainer(update_every=4, sink=sink)
+    of the steps before it give the whole-trial forward's outputs there; the
+    re-encoded prefix cache equals the one step-by-step decoding builds."""
+    trainer = make_trainer(update_every=4, trial=12, sink=sink)
     actor = trainer._init_params(jax.random.key(1))
-    buf = random_buffer(jax.random.key(2), 8, 8)
+    buf = random_buffer(jax.random.key(2), 8, 12)
     full = trainer.forward(actor, buf["obs"], buf["action"], buf["reward"])
-    for start in (0, 4):
-        prefix, out = trainer._prefill(actor, buf, start)
-        np.testing.assert_allclose(out, full, rtol=1e-4, atol=1e-5)
+    model = trainer.model(actor)
+    stepwise = model.init_cache(8, 12)
+    caches = [stepwise]
+    for t in range(12):
+        prev = (
+            (buf["action"][:, t - 1], buf["reward"][:, t - 1])
+            if t
+            else (
+                jnp.zeros(8, jnp.int32),
+                jnp.zeros(8),
+            )
+        )
+        _, stepwise = model.decode(stepwise, buf["obs"][:, t], *prev)
+        caches.append(stepwise)
+    encode = jax.jit(trainer._encode)
+    for start in (0, 4, 8):
+        prefix = encode(actor, buf, start)
         assert int((prefix.slot_pos >= 0).sum()) == start
+        for mine, ref in zip(
+            (*prefix.keys, *prefix.values),
+            (*caches[start].keys, *caches[start].values),
+            strict=True,
+        ):
+            axis = 3 if mine.shape[-1] == 12 else 2
+            np.testing.assert_allclose(
+                jnp.take(mine, jnp.arange(start), axis),
+                jnp.take(ref, jnp.arange(start), axis),
+                rtol=1e-4,
+                atol=1e-5,
+            )
         part = trainer.chunk_forward(actor, prefix, buf, start, 4)
         np.testing.assert_allclose(
             part, full[:, start : start + 4], rtol=1e-4, atol=1e-5
         )
+        # the critic's pass: the chunk's values and the bootstrap's
+        values = trainer._chunk_values(actor, prefix, buf, start)
+        upto = min(start + 5, 12)
+        np.testing.assert_allclose(
+            values[:, : upto - start], full[:, start:upto, 0], rtol=1e-4, atol=1e-5
+        )
+
+
+def test_trial_update_copies_no_whole_cache_inside_its_loops():
+    """The compiled one-trial update (acting scan, re-encodings, partial
+    updates) never copies a whole KV cache inside a loop: acting reads the
+    cache once a step and writes in place; the training prefix is the
+    acting cache itself; the critic's chunk pass drops its writes. (The
+    version before this test copied 14 caches per partial update.)"""
+    from agentrl.benchmarks._hlo import cache_shapes, count_copies
+
+    trainer = make_trainer(update_every=4, trial=12)
+    state = trainer.init(jax.random.key(0), hp())
+    hlo = jax.jit(trainer.update).lower(state, hp()).compile().as_text()
+    shapes = cache_shapes(trainer.model(state.actor).init_cache(8, 12))
+    assert count_copies(hlo, shapes) == 0
+
+    # the counter sees them: a chunk loop that keeps the cache from before
+    # its acting scan (as the training prefix once did) copies it
+    def keep(actor, cache):
+        model = trainer.model(actor)
+        zero = jnp.zeros(8, jnp.int32)
+
+        def act(c, t):
+            return model.decode(c, zero, zero, jnp.zeros(8))[1], None
+
+        def chunk(c, _):
+            new = jax.lax.scan(act, c, jnp.arange(4))[0]
+            keys = jax.tree.map(jnp.add, c.keys, new.keys)
+            return new._replace(keys=keys), None
+
+        return jax.lax.scan(chunk, cache, jnp.arange(3))[0]
+
+    cache = trainer.model(state.actor).init_cache(8, 12)
+    hlo = jax.jit(keep).lower(state.actor, cache).compile().as_text()
+    assert count_copies(hlo, shapes) > 0
 
 
 def attention_to_tokens(model, buf):

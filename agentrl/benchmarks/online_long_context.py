@@ -14,7 +14,15 @@ in the context), because each update trains its K steps against the fixed
 cache of the steps before them; updating once per trial on the whole
 trial (``K = L``, compiled at the shorter lengths only) grows faster.
 Step time: one update timed (best of 2, compile excluded) at each length
-with partial updates; env steps/s and seconds per env step per env.
+with partial updates, split into acting (the trial's KV-cache decoding
+steps), re-encoding (the caches rebuilt with new weights at each partial
+update) and the rest (the partial updates' forward/backward, GAE, the
+env); env steps/s. ``cache copies in loops``: whole-KV-cache copies in the
+compiled update's loop bodies (the HLO copy counter), 0 when every cache
+write is in place. The growth targets: acting time at most quadratic in
+the context (each step reads the cache once), and time per partial update
+at most quadratic (a trial of L / K updates then grows like L**3 / K;
+like L**2 with a fixed number of updates per trial, as ReLIC).
 
     agentrl bench online_long_context [--episodes 10 25 50 100]
         [--update-every 100] [--envs 8] [--whole-upto 500] [--no-time]
@@ -29,6 +37,7 @@ import jax
 import jax.numpy as jnp
 
 from agentrl.benchmarks import common as bench
+from agentrl.benchmarks._hlo import cache_shapes, count_copies
 from agentrl.cliargs import positive_int
 
 HP = {
@@ -95,10 +104,59 @@ def cache_bytes(trainer) -> int:
     return 2 * (2 * c.num_layers * s.num_envs * s.trial_steps * c.d_model * 4)
 
 
+def part_programs(trainer, state, hp):
+    """Jitted parts of one trial's update, for the time breakdown.
+
+    ``act``: the trial's ``L`` KV-cache decoding steps in every env (the
+    acting scan without the env: the logged tokens fed back); ``reencode``:
+    the trial's re-encodings (per chunk the critic's cache of the steps
+    before it and, but after the last chunk, the actor's of the steps up
+    to its end). The rest of the update (the partial updates' forward and
+    backward passes, GAE, the env) is the whole update minus these.
+    """
+    _, _, buf, _ = jax.jit(trainer.run_trial)(state, hp)
+    n, length = buf["action"].shape
+    k_len = trainer.shape.update_every
+
+    def act(actor, buf):
+        model = trainer.model(actor)
+        prev_a = jnp.pad(buf["action"], ((0, 0), (1, 0)))[:, :-1]
+        prev_r = jnp.pad(buf["reward"], ((0, 0), (1, 0)))[:, :-1]
+
+        def body(cache, t):
+            out, cache = model.decode(
+                cache, buf["obs"][:, t], prev_a[:, t], prev_r[:, t]
+            )
+            return cache, out.action
+
+        return jax.lax.scan(body, model.init_cache(n, length), jnp.arange(length))[1]
+
+    def reencode(actor, critic, buf):
+        def body(total, c):
+            start, end = c * k_len, (c + 1) * k_len
+            a = trainer._encode(critic, buf, start)
+            b = trainer._encode(actor, buf, jnp.where(end < length, end, 0))
+            touch = a.keys[-1][..., -1].sum() + b.keys[-1][..., -1].sum()
+            return total + touch, None
+
+        return jax.lax.scan(body, jnp.zeros(()), jnp.arange(length // k_len))[0]
+
+    programs = {"act": (jax.jit(act), (state.actor, buf))}
+    if k_len < length:
+        programs["reencode"] = (jax.jit(reencode), (state.actor, state.critic, buf))
+    return programs
+
+
 def measure(trainer, hp, timed: bool) -> dict:
     compiled, state, compile_s = compiled_update(trainer, hp)
     mem = compiled.memory_analysis()
+    cache = trainer.model(state.actor).init_cache(
+        trainer.shape.num_envs, trainer.shape.trial_steps
+    )
     out = {
+        # whole-KV-cache copies inside the update's loops (run per step or
+        # per partial update; 0: every cache write is in place)
+        "cache_copies_in_loops": count_copies(compiled.as_text(), cache_shapes(cache)),
         "context_steps": trainer.shape.trial_steps,
         "update_every": trainer.shape.update_every,
         "temp_bytes": int(mem.temp_size_in_bytes),
@@ -111,6 +169,9 @@ def measure(trainer, hp, timed: bool) -> dict:
         seconds = bench.timeit(lambda s: compiled(s, hp), state, repeats=2)
         steps = trainer.shape.num_envs * trainer.shape.trial_steps
         out.update(update_s=seconds, env_steps_per_s=steps / seconds)
+        for name, (fn, args) in part_programs(trainer, state, hp).items():
+            jax.block_until_ready(fn(*args))  # compile
+            out[f"{name}_s"] = bench.timeit(lambda f=fn, a=args: f(*a), repeats=2)
     return out
 
 
@@ -154,6 +215,7 @@ def main(argv: list[str] | None = None) -> None:
     hp = {k: jnp.float32(v) for k, v in HP.items()}
     model = model_config(args.layers, args.width, attention_sink=args.sink)
     partial, whole, rows = [], [], []
+    nan = float("nan")
     for e in sorted(args.episodes):
         trainer = make_trainer(env, e, args.update_every, args.envs, model)
         r = measure(trainer, hp, not args.no_time)
@@ -165,7 +227,13 @@ def main(argv: list[str] | None = None) -> None:
             "temp MiB": r["temp_bytes"] / 2**20,
             "KV caches MiB": r["cache_bytes"] / 2**20,
             "temp / caches": r["temp_bytes"] / r["cache_bytes"],
+            "cache copies in loops": r["cache_copies_in_loops"],
             "update s": r.get("update_s", float("nan")),
+            "act s": r.get("act_s", float("nan")),
+            "re-encode s": r.get("reencode_s", float("nan")),
+            "rest s": r.get("update_s", nan)
+            - r.get("act_s", nan)
+            - r.get("reencode_s", nan),
             "env steps/s": r.get("env_steps_per_s", float("nan")),
         }
         rows.append(row)
@@ -180,8 +248,12 @@ def main(argv: list[str] | None = None) -> None:
                 "temp MiB": w["temp_bytes"] / 2**20,
                 "KV caches MiB": w["cache_bytes"] / 2**20,
                 "temp / caches": w["temp_bytes"] / w["cache_bytes"],
-                "update s": float("nan"),
-                "env steps/s": float("nan"),
+                "cache copies in loops": w["cache_copies_in_loops"],
+                "update s": nan,
+                "act s": nan,
+                "re-encode s": nan,
+                "rest s": nan,
+                "env steps/s": nan,
             }
             rows.append(row)
             print(row, flush=True)
@@ -198,6 +270,35 @@ def main(argv: list[str] | None = None) -> None:
                 False,
             )
         )
+    if len(partial) > 1 and "update_s" in partial[0]:
+        for key in ("update_s", "act_s", "reencode_s"):
+            results[f"{key[:-2]}_time_growth"] = growth(partial, key)
+        # per partial update: the trial's time over its L / K updates
+        for r in partial:
+            r["update_s_per_chunk"] = (
+                r["update_s"] * r["update_every"] / r["context_steps"]
+            )
+            r["reencode_s_per_chunk"] = (
+                r["reencode_s"] * r["update_every"] / r["context_steps"]
+            )
+        per_update = growth(partial, "update_s_per_chunk")
+        results["time_per_partial_update_growth"] = per_update
+        targets.append(
+            bench.target(
+                "acting time growth with context (log-log slope; 2: quadratic)",
+                results["act_time_growth"],
+                2.2,
+                False,
+            )
+        )
+        targets.append(
+            bench.target(
+                "time per partial update growth with context (log-log slope)",
+                per_update,
+                2.2,
+                False,
+            )
+        )
     if len(whole) > 1:
         results["temp_growth_whole"] = growth(whole, "temp_bytes")
     notes = (
@@ -209,7 +310,13 @@ def main(argv: list[str] | None = None) -> None:
         "whole trial (float32, all layers). K = L rows: one update per trial on "
         "the whole trial's forward/backward (compiled only). 'update s': one "
         "trial's update (acting + partial updates), best of 2, compile "
-        "excluded; the machine was shared with other jobs, so times are noisy."
+        "excluded; 'act s': the trial's L cached decoding steps alone; "
+        "'re-encode s': its re-encodings alone (critic before and actor after "
+        "each partial update); 'rest s': update - act - re-encode (the "
+        "partial updates' passes, GAE, the env). 'cache copies in loops': "
+        "whole-KV-cache copies in the compiled update's loop bodies. The "
+        "machine was shared with other jobs (load ~15 on 2 cores), so times "
+        "are noisy: compare ratios within this run."
     )
     path = bench.write_results("online_long_context", results, targets, rows, notes)
     print(bench.markdown_table(rows))

@@ -26,6 +26,11 @@ earlier steps (see :mod:`agentrl.online.transformer`).
   in-context episodes. Measured (1 seed, 23 min): no, not at this budget:
   held-out score 0.112 in episode 1, 0.057 over the last 10, flat and
   barely above random (``repro_transformer_ppo_darkroom_cpu_long.md``).
+  The trial's update has since got cheaper (re-encoding causal and
+  prefix-only, no whole-cache copies: 2.6x faster at 500-step trials in a
+  same-run A/B, ``agentrl bench online_long_context``), but a longer run
+  was not made: the shared 2-core machine was at load 13-20 with the
+  nice'd run getting ~5% of a core, so the question stays open.
 - ``full`` / ``gpu``: 1024 envs, trials of 50 episodes (1,000 steps), 2,000
   trials.
 """

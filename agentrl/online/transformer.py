@@ -16,8 +16,17 @@ environments, each on a fresh training task:
   K < L`` the policy is updated after every K steps of the trial, on those
   K steps, with the whole context so far as input; the trial then goes on
   with the new weights over the same context (the cache is re-encoded with
-  them, in parallel chunks of up to 128 tokens). ``K = L`` updates once per
-  trial, at its end, on the full forward pass.
+  them, as ReLIC's ``update_stale_kv``, in causal pieces of up to 128
+  tokens: only the steps so far, each piece against the pieces before it).
+  ``K = L`` updates once per trial, at its end, on the full forward pass.
+- **cost**: acting reads the cache once a step and writes its slot in
+  place (no whole-cache copy in any loop of the compiled update; tested);
+  a partial update re-encodes the critic's cache of the steps before its
+  chunk and the actor's up to its end, ``~(start**2 + end**2) / 2`` token
+  pairs, so one partial update costs O(L**2) and a trial of ``L / K``
+  updates O(L**3 / K) (quadratic when the number of updates per trial is
+  fixed, as ReLIC's ``updates_per_rollout``). Measured in
+  ``agentrl bench online_long_context``.
 - **bounded training memory**: a partial update trains the chunk's K steps
   attending to the cache of the steps before it, computed by the weights
   that acted (and the critic before the update) and held fixed during the
@@ -104,11 +113,12 @@ class TransformerPPO:
                 f"{model_config.max_steps} must be >= its {shape.trial_steps} steps"
             )
         self.env, self.shape, self.sample_task = env, shape, sample_task
-        # tokens per prefill chunk: bounds its scores to [n, H, prefill, L]
+        # tokens per re-encoding piece: bounds its scores to [n, H, prefill,
+        # L]; a divisor of K, so that every re-encoded prefix ends a piece
         self.prefill = max(
             d
-            for d in range(1, min(PREFILL, shape.trial_steps) + 1)
-            if shape.trial_steps % d == 0
+            for d in range(1, min(PREFILL, shape.update_every) + 1)
+            if shape.update_every % d == 0
         )
         self.config = model_config
         model = DecisionModel(model_config, rngs=nnx.Rngs(0))
@@ -179,33 +189,97 @@ class TransformerPPO:
         out = model.head(model.ln_f(x))[0]
         return out, cache._replace(slot_pos=slot_pos)
 
-    def _prefill(self, params, buf, upto):
-        """Encode the whole token buffer in chunks of ``prefill`` tokens.
+    def _encode(self, params, buf, upto):
+        """The cache of the first ``upto`` steps of ``buf`` under ``params``.
 
-        Returns ``(cache, outputs [n, L, A])``: the cache holds the first
-        ``upto`` steps (later slots are marked empty), the outputs equal the
-        full forward pass. Peak attention memory is ``[n, H, prefill, L]``
-        (never ``[L, L]``); the chunks run in a scan.
+        ``upto`` (traced) ``< L``; later slots are marked empty. The steps
+        are encoded in pieces of ``prefill`` tokens (a divisor of K, so
+        ``upto``, a multiple of K, ends a piece): piece ``i`` attends only to
+        the slots of pieces ``0..i`` (a static slice of the cache) and runs
+        only if it starts before ``upto`` (a ``lax.cond`` that reads the
+        cache and returns the piece's keys and values, written in place
+        after it). Re-encoding a prefix of ``u`` steps then costs
+        ``~u**2 / 2`` token pairs, not ``L**2`` (the whole buffer against
+        the whole cache, as an unbounded prefill would); peak attention
+        memory is ``[n, H, prefill, L]``.
         """
         model = self.model(params)
         n, length = buf["action"].shape
         size = self.prefill
         tokens = model.embed.steps(buf["obs"], buf["action"], buf["reward"])
         cache = model.init_cache(n, length)
+        layers = range(len(model.blocks))
 
-        def body(cache, c):
-            x = jax.lax.dynamic_slice_in_dim(tokens, c * size, size, 1)
-            pos = c * size + jnp.arange(size, dtype=jnp.int32)
-            return self._chunk(model, cache, x, pos)[::-1]
+        def piece(lo, hi):
+            # slots of the earlier pieces hold their positions; this piece's
+            # own slots are empty (it attends to itself as the chunk)
+            slots = jnp.arange(hi, dtype=jnp.int32)
+            view_pos = jnp.where(slots < lo, slots, -1)
+            pos = jnp.arange(lo, hi, dtype=jnp.int32)
 
-        cache, out = jax.lax.scan(body, cache, jnp.arange(length // size))
-        out = jnp.moveaxis(out, 0, 1).reshape(n, length, -1)
-        slots = jnp.arange(length, dtype=jnp.int32)
-        cache = cache._replace(
+            def encode(cache):
+                x = tokens[:, lo:hi]
+                out = []
+                for i in layers:
+                    router = cache.router_inputs[i]
+                    x, _, k, v, r = model.blocks[i].decode(
+                        x,
+                        pos,
+                        cache.keys[i][..., :hi],
+                        cache.values[i][:, :, :hi],
+                        None if router is None else router[:, :hi],
+                        view_pos,
+                        length,
+                        0,
+                    )
+                    out.append(
+                        (
+                            k[..., lo:hi],
+                            v[:, :, lo:hi],
+                            None if r is None else r[:, lo:hi],
+                        )
+                    )
+                return out
+
+            def skip(cache):
+                return jax.tree.map(
+                    lambda a: jnp.zeros(a.shape, a.dtype),
+                    jax.eval_shape(encode, cache),
+                )
+
+            return encode, skip
+
+        for lo in range(0, length, size):
+            encode, skip = piece(lo, lo + size)
+            parts = jax.lax.cond(lo < upto, encode, skip, cache)
+            keys, values, router = [], [], []
+            for i in layers:
+                k, v, r = parts[i]
+                keys.append(
+                    jax.lax.dynamic_update_slice_in_dim(cache.keys[i], k, lo, 3)
+                )
+                values.append(
+                    jax.lax.dynamic_update_slice_in_dim(cache.values[i], v, lo, 2)
+                )
+                old = cache.router_inputs[i]
+                router.append(
+                    None
+                    if old is None
+                    else jax.lax.dynamic_update_slice_in_dim(old, r, lo, 1)
+                )
+            cache = cache._replace(
+                keys=tuple(keys), values=tuple(values), router_inputs=tuple(router)
+            )
+        return self._mark(cache, upto)
+
+    @staticmethod
+    def _mark(cache, upto):
+        """``cache`` holding the steps before ``upto`` (later slots empty)."""
+        slots = jnp.arange(cache.capacity, dtype=jnp.int32)
+        return cache._replace(
             slot_pos=jnp.where(slots < upto, slots, -1),
             next_pos=jnp.asarray(upto, jnp.int32),
         )
-        return cache, out
 
     def chunk_forward(self, params, prefix, buf, start, size: int):
         """Outputs ``[B, size, A]`` of steps ``start .. start + size`` of
@@ -216,6 +290,20 @@ class TransformerPPO:
         x = jax.lax.dynamic_slice_in_dim(tokens, start, size, 1)
         pos = start + jnp.arange(size, dtype=jnp.int32)
         return self._chunk(model, prefix, x, pos)[0]
+
+    def _chunk_values(self, critic, prefix, buf, start):
+        """Critic values ``[B, K + 1]`` of steps ``start .. start + K``
+        attending to ``prefix`` (the critic's cache of the steps before
+        ``start``): the chunk's and the bootstrap's (step ``start + K``; a
+        zero token past the trial's end, whose value is not used). The
+        pass's cache writes are dropped, so ``prefix`` is not copied."""
+        model = self.model(critic)
+        tokens = model.embed.steps(buf["obs"], buf["action"], buf["reward"])
+        tokens = jnp.pad(tokens, ((0, 0), (0, 1), (0, 0)))
+        size = self.shape.update_every + 1
+        x = jax.lax.dynamic_slice_in_dim(tokens, start, size, 1)
+        pos = start + jnp.arange(size, dtype=jnp.int32)
+        return self._chunk(model, prefix, x, pos)[0][..., 0]
 
     def _outputs(self, params, batch, start):
         """Actor logits and critic values ``[B, K, ...]`` of the chunk's steps.
@@ -310,7 +398,6 @@ class TransformerPPO:
             start = c * k_len
             end = start + k_len
             ts = start + jnp.arange(k_len)
-            prefix = cache  # the steps before the chunk, as the acting weights saw them
             (_, cache, obs, env_state, prev_a, prev_r, buf), _ = jax.lax.scan(
                 act,
                 (actor, cache, obs, env_state, prev_a, prev_r, buf),
@@ -322,19 +409,23 @@ class TransformerPPO:
             buf = dict(
                 buf, obs=jnp.where(inside, buf["obs"].at[:, at].set(obs), buf["obs"])
             )
-            if chunks > 1:
-                critic_prefix, values = self._prefill(critic, buf, start)
-                values = values[..., 0]
-            else:
-                values = self.forward(critic, buf["obs"], buf["action"], buf["reward"])[
-                    ..., 0
-                ]
-            next_value = jnp.where(inside, values[:, at], 0.0)
 
             def part(x):
                 return jax.lax.dynamic_slice_in_dim(x, start, k_len, 1)
 
-            v_chunk = part(values)
+            if chunks > 1:
+                # the steps before the chunk, as the acting weights saw them:
+                # the acting cache with the chunk's slots marked empty (no copy)
+                prefix = self._mark(cache, start)
+                critic_prefix = self._encode(critic, buf, start)
+                values = self._chunk_values(critic, critic_prefix, buf, start)
+                v_chunk, next_value = values[:, :-1], values[:, -1]
+            else:
+                values = self.forward(critic, buf["obs"], buf["action"], buf["reward"])[
+                    ..., 0
+                ]
+                v_chunk, next_value = values, values[:, at]
+            next_value = jnp.where(inside, next_value, 0.0)
             adv = gae_across_episodes(
                 v_chunk.T,
                 next_value,
@@ -377,7 +468,8 @@ class TransformerPPO:
                 sgd, ((actor, critic), opt_state), perms
             )
             if chunks > 1:  # go on over the same context with the new weights
-                cache = self._prefill(actor, buf, end)[0]
+                # (not after the trial's last chunk: upto 0 skips every piece)
+                cache = self._encode(actor, buf, jnp.where(inside, end, 0))
             metrics = {name: v.mean() for name, v in m.items()}
             return (
                 actor,
