@@ -14,7 +14,12 @@
    pre-sampled batches (the vmapped side is that scan under ``jax.vmap``),
    so dispatch and host sampling are out of both timings: the ratio is what
    batching the seeds buys in compute alone. The sides are timed in turn,
-   best of ``--repeats``.
+   best of ``--repeats``; a width-16 batch-1 row (40 tokens per step) shows
+   the per-op-cost-bound regime. Each side's CPU seconds per wall second,
+   the single run's FLOP rate (XLA's count) and a same-run matmul peak are
+   recorded, and for ``--profile-widths`` the thunk work of each side by op
+   class and pass (:mod:`agentrl.benchmarks._xla_profile`): equal work with
+   unequal wall time means time spent waiting, not computing.
 
 Each side of 1 and 2 is timed twice: the first call includes compilation, the second
 ("warm") reuses the compiled programs. Model init and host batch sampling
