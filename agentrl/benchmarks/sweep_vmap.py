@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import resource
 import tempfile
 import time
@@ -151,6 +152,28 @@ def _cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def compile_without_parallel_tasks(fn, *args):
+    """``jax.jit(fn)`` compiled for ``args`` with no intra-op parallel tasks.
+
+    XLA:CPU splits large fusions into parallel tasks (``outer_dimension_
+    partitions`` in the HLO) up to the number of CPUs the *compiling* thread
+    may run on, so compiling with this thread's affinity at one CPU yields a
+    program whose every op runs on one thread (same values). A diagnostic:
+    the runtime's thread pool already exists, and the affinity is restored.
+    """
+    cpus = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(cpus)})
+    try:
+        return jax.jit(fn).lower(*args).compile()
+    finally:
+        os.sched_setaffinity(0, cpus)
+
+
+def parallel_tasks(hlo_text: str) -> int:
+    """Instructions XLA:CPU split into more than one parallel task."""
+    return len(re.findall(r'"outer_dimension_partitions":\["[2-9]', hlo_text))
+
+
 def step_ratio(
     width: int, repeats: int, steps: int = 60, batch: int = 8, profile: bool = False
 ) -> dict:
@@ -205,13 +228,24 @@ def step_ratio(
     def vmapped():
         return many(all_states, all_batches)
 
+    many_1 = compile_without_parallel_tasks(jax.vmap(scan), all_states, all_batches)
+
+    def vmapped_no_tasks():
+        return many_1(all_states, all_batches)
+
     # the same step: vmapped losses equal the sequential ones (float rounding)
     seq_loss = np.stack([np.asarray(loss) for _, loss in sequential()])
     vm_loss = np.asarray(vmapped()[1])
-    best = {"sequential": float("inf"), "vmapped": float("inf")}
+    vm1_loss = np.asarray(vmapped_no_tasks()[1])
+    sides = (
+        ("sequential", sequential),
+        ("vmapped", vmapped),
+        ("vmapped_no_parallel_tasks", vmapped_no_tasks),
+    )
+    best = {name: float("inf") for name, _ in sides}
     cpu = {}
     for _ in range(repeats):
-        for name, fn in (("sequential", sequential), ("vmapped", vmapped)):
+        for name, fn in sides:
             cpu0, start = _cpu_seconds(), time.perf_counter()
             jax.block_until_ready(fn())
             wall = time.perf_counter() - start
@@ -231,6 +265,19 @@ def step_ratio(
         "sequential_s": best["sequential"],
         "vmapped_s": best["vmapped"],
         "speedup": best["sequential"] / best["vmapped"],
+        "vmapped_no_parallel_tasks_s": best["vmapped_no_parallel_tasks"],
+        "speedup_no_parallel_tasks": best["sequential"]
+        / best["vmapped_no_parallel_tasks"],
+        "parallel_tasks": {
+            "sequential": parallel_tasks(
+                one.lower(states[0], batches[0]).compile().as_text()
+            ),
+            "vmapped": parallel_tasks(
+                many.lower(all_states, all_batches).compile().as_text()
+            ),
+            "vmapped_no_parallel_tasks": parallel_tasks(many_1.as_text()),
+        },
+        "max_loss_diff_no_parallel_tasks": float(np.max(np.abs(vm_loss - vm1_loss))),
         "cpu_per_wall": cpu,
         "flops_per_step": flops,
         "single_run_flop_rate": flops * steps * SEEDS / best["sequential"],
@@ -346,8 +393,15 @@ def report(results: dict) -> Path:
             "sequential_s": w["sequential_s"],
             "vmapped_s": w["vmapped_s"],
             "speedup": w["speedup"],
-            "cpu/wall seq, vm": f"{w['cpu_per_wall']['sequential']:.2f}, "
-            f"{w['cpu_per_wall']['vmapped']:.2f}",
+            "speedup, vmapped without parallel tasks": w.get(
+                "speedup_no_parallel_tasks", float("nan")
+            ),
+            "parallel tasks seq, vm": "{sequential}, {vmapped}".format(
+                **w.get("parallel_tasks", {"sequential": "-", "vmapped": "-"})
+            ),
+            "cpu/wall seq, vm, vm w/o tasks": ", ".join(
+                f"{v:.2f}" for v in w["cpu_per_wall"].values()
+            ),
             "single run GFLOP/s": w["single_run_flop_rate"] / 1e9,
         }
         for w in widths
@@ -389,7 +443,10 @@ def report(results: dict) -> Path:
         "samples its batches on the host, so load inflates it far more than "
         "the vmapped side. "
         f"Same-run matmul peak (1024^3 float32): {peak / 1e9:.1f} GFLOP/s. "
-        "cpu/wall: CPU seconds of this process per wall second (2 = both cores)."
+        "cpu/wall: CPU seconds of this process per wall second (2 = both cores). "
+        "Parallel tasks: instructions XLA:CPU split across its thread pool; "
+        "'without parallel tasks' is the same vmapped program compiled with one "
+        "schedulable CPU (compile_without_parallel_tasks), run on both."
     )
     profile = profile_rows(widths)
     if profile:
