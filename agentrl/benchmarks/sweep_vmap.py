@@ -164,7 +164,10 @@ def compile_without_parallel_tasks(fn, *args):
     cpus = os.sched_getaffinity(0)
     os.sched_setaffinity(0, {min(cpus)})
     try:
-        return jax.jit(fn).lower(*args).compile()
+        # an explicit default option: a cache key of its own, so an earlier
+        # compile of the same program (with parallel tasks) is not reused
+        options = {"xla_embed_ir_in_executable": False}
+        return jax.jit(fn).lower(*args).compile(compiler_options=options)
     finally:
         os.sched_setaffinity(0, cpus)
 
