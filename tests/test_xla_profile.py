@@ -1,0 +1,44 @@
+"""Per-op-class thunk timing of compiled XLA:CPU programs (sweep_vmap's profile)."""
+
+import jax
+import jax.numpy as jnp
+
+from agentrl.benchmarks import _xla_profile as xp
+
+
+def _loss(w, x):
+    return jnp.mean(jnp.tanh(x @ w) ** 2)
+
+
+def _program(vmapped: bool):
+    grad = jax.grad(_loss)
+    fn = jax.jit(jax.vmap(grad) if vmapped else grad)
+    shape = (4,) if vmapped else ()
+    w = jnp.full((*shape, 16, 32), 0.01)
+    x = jnp.ones((*shape, 64, 16))
+    return fn, (w, x), fn.lower(w, x).compile().as_text()
+
+
+def test_instructions_classify_matmuls_and_passes():
+    for vmapped in (False, True):
+        _, _, text = _program(vmapped)
+        kinds = xp.instructions(text)
+        assert set(k for k, _ in kinds.values()) <= set(xp.KINDS)
+        matmuls = [p for k, p in kinds.values() if k.startswith("matmul")]
+        # x @ w in the forward pass, dW = x^T dy in the backward
+        assert "forward" in matmuls and "backward" in matmuls, kinds
+        # only top-level instructions (thunks), not the bodies of fusions
+        assert not any(name.startswith("param") for name in kinds)
+
+
+def test_thunk_seconds_counts_every_call():
+    fn, args, text = _program(vmapped=True)
+    jax.block_until_ready(fn(*args))
+    one = xp.thunk_seconds(lambda: fn(*args), [text])
+    assert one and all(v > 0 for v in one.values())
+    assert set(k for k, _ in one) <= set(xp.KINDS)
+    assert any(k.startswith("matmul") and p == "backward" for k, p in one)
+    # 20 calls cost more thunk time than one (robust to a noisy machine: the
+    # median per call is used, so 20 calls are ~20x one call, not < 2x)
+    many = xp.thunk_seconds(lambda: [fn(*args) for _ in range(20)], [text])
+    assert sum(many.values()) > 2 * sum(one.values())
