@@ -183,6 +183,27 @@ def growth(rows: list[dict], key: str) -> float:
     return math.log(b[key] / a[key]) / math.log(b["context_steps"] / a["context_steps"])
 
 
+def _table_row(episodes: int, r: dict) -> dict:
+    """One markdown row of a :func:`measure` record (times NaN if untimed)."""
+    nan = float("nan")
+    return {
+        "episodes": episodes,
+        "context steps": r["context_steps"],
+        "K": r["update_every"],
+        "temp MiB": r["temp_bytes"] / 2**20,
+        "KV caches MiB": r["cache_bytes"] / 2**20,
+        "temp / caches": r["temp_bytes"] / r["cache_bytes"],
+        "cache copies in loops": r["cache_copies_in_loops"],
+        "update s": r.get("update_s", nan),
+        "act s": r.get("act_s", nan),
+        "re-encode s": r.get("reencode_s", nan),
+        "rest s": r.get("update_s", nan)
+        - r.get("act_s", nan)
+        - r.get("reencode_s", nan),
+        "env steps/s": r.get("env_steps_per_s", nan),
+    }
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         prog="agentrl bench online_long_context", description=__doc__.splitlines()[0]
@@ -215,46 +236,17 @@ def main(argv: list[str] | None = None) -> None:
     hp = {k: jnp.float32(v) for k, v in HP.items()}
     model = model_config(args.layers, args.width, attention_sink=args.sink)
     partial, whole, rows = [], [], []
-    nan = float("nan")
     for e in sorted(args.episodes):
         trainer = make_trainer(env, e, args.update_every, args.envs, model)
         r = measure(trainer, hp, not args.no_time)
         partial.append(r)
-        row = {
-            "episodes": e,
-            "context steps": r["context_steps"],
-            "K": r["update_every"],
-            "temp MiB": r["temp_bytes"] / 2**20,
-            "KV caches MiB": r["cache_bytes"] / 2**20,
-            "temp / caches": r["temp_bytes"] / r["cache_bytes"],
-            "cache copies in loops": r["cache_copies_in_loops"],
-            "update s": r.get("update_s", float("nan")),
-            "act s": r.get("act_s", float("nan")),
-            "re-encode s": r.get("reencode_s", float("nan")),
-            "rest s": r.get("update_s", nan)
-            - r.get("act_s", nan)
-            - r.get("reencode_s", nan),
-            "env steps/s": r.get("env_steps_per_s", float("nan")),
-        }
+        row = _table_row(e, r)
         rows.append(row)
         print(row, flush=True)
         if r["context_steps"] <= args.whole_upto:
             w = measure(make_trainer(env, e, 0, args.envs, model), hp, False)
             whole.append(w)
-            row = {
-                "episodes": e,
-                "context steps": w["context_steps"],
-                "K": w["update_every"],
-                "temp MiB": w["temp_bytes"] / 2**20,
-                "KV caches MiB": w["cache_bytes"] / 2**20,
-                "temp / caches": w["temp_bytes"] / w["cache_bytes"],
-                "cache copies in loops": w["cache_copies_in_loops"],
-                "update s": nan,
-                "act s": nan,
-                "re-encode s": nan,
-                "rest s": nan,
-                "env steps/s": nan,
-            }
+            row = _table_row(e, w)
             rows.append(row)
             print(row, flush=True)
     results = {"partial_updates": partial, "whole_trial": whole}
