@@ -190,21 +190,15 @@ class DT(Algorithm):
             "algo.target_return is unset: evaluate a trained run (fit fills it "
             "from the data's best episode return) or set it",
         )
-        from agentrl.evaluate.acting import acting_agent
-        from agentrl.evaluate.model_agents import split_model
+        from agentrl.evaluate.model_agents import rolling_cache_agent
 
-        model = split_model(model)  # one handle for the acting rule's agent
-        return acting_agent(
-            lambda greedy: DTModelAgent(
-                model,
-                env,
-                config.model.max_steps,
-                target_return=float(self.target_return),
-                rtg_scale=self._scale(env),
-                greedy=greedy,
-                temperature=config.eval.temperature,
-            ),
-            config.eval.acting,
+        return rolling_cache_agent(
+            model,
+            env,
+            config,
+            agent=DTModelAgent,
+            target_return=float(self.target_return),
+            rtg_scale=self._scale(env),
         )
 
 

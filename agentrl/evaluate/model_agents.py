@@ -394,20 +394,25 @@ class DPTCachedModelAgent(ScoredAgent):
         return DPTCachedState(cache, out.action.astype(jnp.float32))
 
 
-def rolling_cache_agent(model: Any, env: Any, config: Any) -> Any:
+def rolling_cache_agent(
+    model: Any, env: Any, config: Any, agent: Any = None, **settings: Any
+) -> Any:
     """The batched agent of a model acting one token per step on a rolling KV
-    cache of ``config.model.max_steps`` (AD's, transformer PPO's), by the
-    acting rule ``config.eval.acting`` at ``config.eval.temperature``."""
+    cache of ``config.model.max_steps`` (AD's, transformer PPO's; DT's with
+    ``agent=DTModelAgent`` and its ``settings``), by the acting rule
+    ``config.eval.acting`` at ``config.eval.temperature``."""
     from agentrl.evaluate.acting import acting_agent
 
+    agent = ADModelAgent if agent is None else agent
     model = split_model(model)  # one handle for the acting rule's agents
     return acting_agent(
-        lambda greedy: ADModelAgent(
+        lambda greedy: agent(
             model,
             env,
             config.model.max_steps,
             greedy=greedy,
             temperature=config.eval.temperature,
+            **settings,
         ),
         config.eval.acting,
     )
