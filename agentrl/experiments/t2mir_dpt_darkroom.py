@@ -31,6 +31,21 @@ context holds only the last episode, so neither model can place the goal
 at this budget; the comparison says nothing about T2MIR here. The cpu
 preset (10x10, H=100) was not re-run.
 
+Context length, checked against NJU-RL/T2MIR (``T2MIR-DPT/configs/
+args_darkroom_v0.yaml``, ``algorithms/policy.py``, ``algorithms/
+evaluation.py``): the reference trains on a prompt of one whole 20-step
+episode (``prompt_episode_horizon: 1``, ``prompt_horizon: 20``) and sizes
+its model for it (a 21-slot timestep embedding, GPT-2 ``n_positions`` 63);
+its config's ``eval_horizon: 100`` would feed online evaluation prompts of
+up to five past episodes (100 steps), which that model cannot embed, so
+the published config is inconsistent and ``context_size=20`` (the last
+episode as context, as its model allows) is kept. Named deviation: the
+reference's prompt is an episode of its downloaded ``mixed`` dataset (a
+source's learning histories, not published as code), where
+``t2mir_setup`` uses DPT's reference roll-in (20 uniform transitions);
+so T2MIR's context holds a goal visit whenever its source's episode did,
+ours only by chance, which is one reason both models stay at chance here.
+
 ``agentrl bench reproduce t2mir_dpt_darkroom --compare dpt_darkroom
 --preset cpu`` trains both on the same data, updates and seeds (T2MIR about
 15 minutes of training a seed alone, DPT about 9). Measured (3 seeds x 16
