@@ -22,7 +22,6 @@ on the held-out tasks in one jitted program.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 import math
@@ -36,43 +35,26 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from agentrl.sweep.train import (
-    _resume_members,
-    _save_metrics,
+    SweepResult,
     check_seeds,
+    check_steps_per_call,
     member_hparams,
+    run_member_chunks,
 )
 from agentrl.train import parallel
 from agentrl.train.config import ExperimentConfig
 
 
 @dataclasses.dataclass
-class OnlineSweep:
-    """The outcome of :func:`online_sweep`.
+class OnlineSweep(SweepResult):
+    """The outcome of :func:`online_sweep` (``metrics``: ``loss``,
+    ``trial_return`` ...; ``NaN`` where an update saw no trial end).
 
     Attributes:
-      config: the completed experiment.
-      seeds: the ``S`` training seeds.
-      settings: the ``H`` traced settings.
-      metrics: name -> ``[S, H, steps]`` (``loss``, ``trial_return`` ...;
-        ``NaN`` where an update saw no trial end).
       program: the algorithm's :class:`~agentrl.online.program.OnlineProgram`.
-      state: the final trainer state, leaves ``[M, ...]``.
-      seconds: wall time of the training loop (compile included).
-      resumed_from: the update it continued from (0: a fresh start).
     """
 
-    config: ExperimentConfig
-    seeds: list[int]
-    settings: list[dict[str, float]]
-    metrics: dict[str, np.ndarray]
-    program: Any
-    state: Any
-    seconds: float
-    resumed_from: int = 0
-
-    @property
-    def num_members(self) -> int:
-        return len(self.seeds) * len(self.settings)
+    program: Any = None
 
     def member_weights(self, member: int) -> Any:
         """The policy of member ``m`` (what ``load_run(...).model`` is for ``fit``)."""
@@ -136,7 +118,6 @@ def online_sweep(
     Returns:
       :class:`OnlineSweep` with ``metrics[name] [S, H, steps]``.
     """
-    from tqdm.auto import tqdm
 
     from agentrl.train.config import complete_config
 
@@ -147,10 +128,7 @@ def online_sweep(
         )
     seeds = check_seeds(seeds)
     settings = list(settings or [{}])
-    if not isinstance(steps_per_call, int) or steps_per_call < 1:
-        raise ValueError(
-            f"steps_per_call must be an integer >= 1, got {steps_per_call}"
-        )
+    check_steps_per_call(steps_per_call)
     num_s, num_h = len(seeds), len(settings)
     full = complete_config(config, env)
     hp = member_hparams(full, settings, num_s)
@@ -162,37 +140,16 @@ def online_sweep(
     member_spec = _member_sharding(num_s * num_h)
     keys, hp = jax.device_put((keys, hp), member_spec)
     state = jax.device_put(init(keys, hp), member_spec)
-    total = full.train.steps
-    chunks: list[dict] = []
-    ckpt, first, saved = None, 0, 0
-    if checkpoint_dir is not None:
-        ckpt, state, first, chunks = _resume_members(checkpoint_dir, state)
-        saved = first
-    bar = tqdm(
-        total=total, initial=first, desc="sweep", unit="update", disable=not progress
+    state, host, first = run_member_chunks(
+        state,
+        lambda state, lo, hi: run(state, hp, hi - lo),
+        full.train.steps,
+        steps_per_call,
+        checkpoint_dir=checkpoint_dir,
+        checkpoint_every=checkpoint_every,
+        progress=progress,
+        unit="update",
     )
-    try:
-        for lo in range(first, total, steps_per_call):
-            hi = min(lo + steps_per_call, total)
-            state, metrics = run(state, hp, hi - lo)
-            chunks.append(metrics)
-            bar.update(hi - lo)
-            if ckpt is not None and (
-                hi == total or (checkpoint_every and hi - saved >= checkpoint_every)
-            ):
-                _save_metrics(checkpoint_dir, chunks)  # before the state: see
-                ckpt.save(hi, {"state": state}, {})  # train_sweep
-                saved = hi
-        if ckpt is not None:
-            ckpt.close()
-            ckpt = None
-    finally:
-        bar.close()
-        if ckpt is not None:
-            with contextlib.suppress(Exception):
-                ckpt.close()
-    host = jax.device_get(chunks)
-    jax.block_until_ready(state)
     seconds = time.perf_counter() - start
     names = [k for k in host[0] if np.ndim(host[0][k]) == 2]
     metrics = {
@@ -202,7 +159,7 @@ def online_sweep(
         for k in names
     }
     return OnlineSweep(
-        full, seeds, settings, metrics, program, state, seconds, resumed_from=first
+        full, seeds, settings, metrics, state, seconds, first, program=program
     )
 
 

@@ -45,16 +45,15 @@ from agentrl.train.step import init_train_state, make_train_step
 
 
 @dataclasses.dataclass
-class TrainSweep:
-    """The outcome of :func:`train_sweep`.
+class SweepResult:
+    """What every sweep returns (:class:`TrainSweep`, the online sweep's).
 
     Attributes:
-      config: the experiment (model fields filled in).
+      config: the completed experiment.
       seeds: the ``S`` training seeds.
       settings: the ``H`` traced settings (dicts of hparam name -> value).
-      metrics: name -> ``[S, H, steps]`` float arrays (``loss``, ``accuracy`` ...).
-      graphdef: the model's graph definition (shared by all members).
-      state: the final train state, leaves ``[M, ...]`` with ``M = S * H``.
+      metrics: name -> ``[S, H, steps]`` float arrays (``loss`` ...).
+      state: the final trainer state, leaves ``[M, ...]`` with ``M = S * H``.
       seconds: wall time of the training loop (compile included).
       resumed_from: the step it continued from (0: a fresh start).
     """
@@ -63,7 +62,6 @@ class TrainSweep:
     seeds: list[int]
     settings: list[dict[str, float]]
     metrics: dict[str, np.ndarray]
-    graphdef: Any
     state: Any
     seconds: float
     resumed_from: int = 0
@@ -71,6 +69,84 @@ class TrainSweep:
     @property
     def num_members(self) -> int:
         return len(self.seeds) * len(self.settings)
+
+
+@dataclasses.dataclass
+class TrainSweep(SweepResult):
+    """The outcome of :func:`train_sweep` (``metrics``: ``loss``,
+    ``accuracy`` ...; the config has its model fields filled in).
+
+    Attributes:
+      graphdef: the model's graph definition (shared by all members).
+    """
+
+    graphdef: Any = None
+
+
+def check_steps_per_call(steps_per_call: Any) -> int:
+    """``steps_per_call`` if an integer >= 1 (``ValueError`` otherwise)."""
+    if not isinstance(steps_per_call, int) or steps_per_call < 1:
+        raise ValueError(
+            f"steps_per_call must be an integer >= 1, got {steps_per_call}"
+        )
+    return steps_per_call
+
+
+def run_member_chunks(
+    state: Any,
+    chunk: Any,
+    total: int,
+    steps_per_call: int,
+    *,
+    checkpoint_dir: str | Path | None,
+    checkpoint_every: int,
+    progress: bool,
+    unit: str,
+) -> tuple[Any, list[dict], int]:
+    """Steps ``0 .. total`` of a sweep in chunks, resumable: ``(state,
+    host metric chunks [K, M] each, first step run here)``.
+
+    ``chunk(state, lo, hi) -> (state, metrics)`` runs steps ``lo .. hi`` of
+    every member. With ``checkpoint_dir`` the run continues from its
+    latest checkpoint there, and saves the state (orbax, the last one kept)
+    and the metrics so far at the first chunk boundary after every
+    ``checkpoint_every`` steps (0: only at the end) and at the end.
+    """
+    from tqdm.auto import tqdm
+
+    chunks: list[dict] = []
+    ckpt, first, saved = None, 0, 0
+    if checkpoint_dir is not None:
+        ckpt, state, first, chunks = _resume_members(checkpoint_dir, state)
+        saved = first
+    bar = tqdm(
+        total=total, initial=first, desc="sweep", unit=unit, disable=not progress
+    )
+    try:
+        for lo in range(first, total, steps_per_call):
+            hi = min(lo + steps_per_call, total)
+            state, metrics = chunk(state, lo, hi)
+            chunks.append(metrics)
+            bar.update(hi - lo)
+            if ckpt is not None and (
+                hi == total or (checkpoint_every and hi - saved >= checkpoint_every)
+            ):
+                # the metrics first: a kill between the two leaves more
+                # metric rows than checkpointed steps, never fewer
+                _save_metrics(checkpoint_dir, chunks)
+                ckpt.save(hi, {"state": state}, {})
+                saved = hi
+        if ckpt is not None:
+            ckpt.close()
+            ckpt = None
+    finally:
+        bar.close()
+        if ckpt is not None:
+            with contextlib.suppress(Exception):
+                ckpt.close()
+    host = jax.device_get(chunks)
+    jax.block_until_ready(state)
+    return state, host, first
 
 
 def check_seeds(seeds: Any) -> list[int]:
@@ -208,17 +284,13 @@ def train_sweep(
     Returns:
       :class:`TrainSweep` with ``metrics[name] [S, H, steps]``.
     """
-    from tqdm.auto import tqdm
 
     from agentrl.train.config import complete_config
     from agentrl.train.data import make_sampler
 
     seeds = check_seeds(seeds)
     settings = list(settings or [{}])
-    if not isinstance(steps_per_call, int) or steps_per_call < 1:
-        raise ValueError(
-            f"steps_per_call must be an integer >= 1, got {steps_per_call}"
-        )
+    check_steps_per_call(steps_per_call)
     num_s, num_h = len(seeds), len(settings)
     members = num_s * num_h
     full = complete_config(config, env, dataset)
@@ -238,41 +310,21 @@ def train_sweep(
     hp = jax.device_put(member_hparams(full, settings, num_s), member_spec)
     batch_spec = NamedSharding(mesh, P(None, parallel.SWEEP, parallel.DATA))
     run = make_chunk_fn(graphdef, full, env)
-    total = config.train.steps
-    chunks: list[dict] = []
-    ckpt, first, saved = None, 0, 0
-    if checkpoint_dir is not None:
-        ckpt, state, first, chunks = _resume_members(checkpoint_dir, state)
-        saved = first
-    bar = tqdm(
-        total=total, initial=first, desc="sweep", unit="step", disable=not progress
+
+    def chunk(state, lo, hi):
+        batches = _stack_batches(samplers, range(lo, hi), num_h)
+        return run(state, jax.device_put(batches, batch_spec), hp)
+
+    state, host, first = run_member_chunks(
+        state,
+        chunk,
+        config.train.steps,
+        steps_per_call,
+        checkpoint_dir=checkpoint_dir,
+        checkpoint_every=checkpoint_every,
+        progress=progress,
+        unit="step",
     )
-    try:
-        for lo in range(first, total, steps_per_call):
-            steps = range(lo, min(lo + steps_per_call, total))
-            batches = jax.device_put(_stack_batches(samplers, steps, num_h), batch_spec)
-            state, metrics = run(state, batches, hp)
-            chunks.append(metrics)
-            bar.update(len(steps))
-            done = steps.stop
-            if ckpt is not None and (
-                done == total or (checkpoint_every and done - saved >= checkpoint_every)
-            ):
-                # the metrics first: a kill between the two leaves more
-                # metric rows than checkpointed steps, never fewer
-                _save_metrics(checkpoint_dir, chunks)
-                ckpt.save(done, {"state": state}, {})
-                saved = done
-        if ckpt is not None:
-            ckpt.close()
-            ckpt = None
-    finally:
-        bar.close()
-        if ckpt is not None:
-            with contextlib.suppress(Exception):
-                ckpt.close()
-    host = jax.device_get(chunks)
-    jax.block_until_ready(state)
     seconds = time.perf_counter() - start
     names = [k for k in host[0] if np.ndim(host[0][k]) == 2]
     metrics = {
@@ -280,7 +332,7 @@ def train_sweep(
         for k in names
     }
     return TrainSweep(
-        full, seeds, settings, metrics, graphdef, state, seconds, resumed_from=first
+        full, seeds, settings, metrics, state, seconds, first, graphdef=graphdef
     )
 
 
