@@ -23,6 +23,9 @@ write is in place. The growth targets: acting time at most quadratic in
 the context (each step reads the cache once), and time per partial update
 at most quadratic (a trial of L / K updates then grows like L**3 / K;
 like L**2 with a fixed number of updates per trial, as ReLIC).
+``compile s``: the update's compile time per length (the re-encoding is a
+loop-based prefill whose compiled size does not grow with L). The results
+files are rewritten after every row, so an interrupted run keeps its rows.
 
     agentrl bench online_long_context [--episodes 10 25 50 100]
         [--update-every 100] [--envs 8] [--whole-upto 500] [--no-time]
@@ -31,6 +34,7 @@ like L**2 with a fixed number of updates per trial, as ReLIC).
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
 import jax
@@ -194,6 +198,7 @@ def _table_row(episodes: int, r: dict) -> dict:
         "KV caches MiB": r["cache_bytes"] / 2**20,
         "temp / caches": r["temp_bytes"] / r["cache_bytes"],
         "cache copies in loops": r["cache_copies_in_loops"],
+        "compile s": r["compile_s"],
         "update s": r.get("update_s", nan),
         "act s": r.get("act_s", nan),
         "re-encode s": r.get("reencode_s", nan),
@@ -243,12 +248,24 @@ def main(argv: list[str] | None = None) -> None:
         row = _table_row(e, r)
         rows.append(row)
         print(row, flush=True)
+        # the rows so far: an interrupted run keeps what it measured
+        write(args, partial, whole, rows)
         if r["context_steps"] <= args.whole_upto:
             w = measure(make_trainer(env, e, 0, args.envs, model), hp, False)
             whole.append(w)
             row = _table_row(e, w)
             rows.append(row)
             print(row, flush=True)
+            write(args, partial, whole, rows)
+    path = write(args, partial, whole, rows)
+    print(bench.markdown_table(rows))
+    print(f"wrote {path}")
+
+
+def write(args, partial: list[dict], whole: list[dict], rows: list[dict]):
+    """Write the results of the rows measured so far (the growth targets
+    once two lengths are in); returns the JSON path."""
+    partial = [dict(r) for r in partial]
     results = {"partial_updates": partial, "whole_trial": whole}
     targets = []
     if len(partial) > 1:
@@ -302,17 +319,17 @@ def main(argv: list[str] | None = None) -> None:
         "whole trial (float32, all layers). K = L rows: one update per trial on "
         "the whole trial's forward/backward (compiled only). 'update s': one "
         "trial's update (acting + partial updates), best of 2, compile "
-        "excluded; 'act s': the trial's L cached decoding steps alone; "
+        "excluded; 'compile s': lowering and compiling the one-trial update "
+        "(wall time); 'act s': the trial's L cached decoding steps alone; "
         "'re-encode s': its re-encodings alone (critic before and actor after "
         "each partial update); 'rest s': update - act - re-encode (the "
         "partial updates' passes, GAE, the env). 'cache copies in loops': "
         "whole-KV-cache copies in the compiled update's loop bodies. The "
-        "machine was shared with other jobs (load ~15 on 2 cores), so times "
-        "are noisy: compare ratios within this run."
+        "machine may be shared with other jobs (1-minute load average when "
+        f"written: {os.getloadavg()[0]:.1f}), so times are noisy: compare "
+        "ratios within one run."
     )
-    path = bench.write_results("online_long_context", results, targets, rows, notes)
-    print(bench.markdown_table(rows))
-    print(f"wrote {path}")
+    return bench.write_results("online_long_context", results, targets, rows, notes)
 
 
 if __name__ == "__main__":

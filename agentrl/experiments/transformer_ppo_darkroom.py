@@ -20,17 +20,20 @@ earlier steps (see :mod:`agentrl.online.transformer`).
   of the 8: 0.351); target 0.8 not met at this budget.
   ``benchmarks/results/repro_transformer_ppo_darkroom_cpu.md``.
 - ``cpu_long``: the long trial: 50 episodes (1,000 steps, the whole trial
-  in context), partial updates every 100 steps, Sink-KV, 16 envs x 10
-  trials (160k env steps: a trial's update is ~2-3 min on the shared CPU),
-  evaluated over 50 episodes to see whether return keeps rising with more
-  in-context episodes. Measured (1 seed, 23 min): no, not at this budget:
-  held-out score 0.112 in episode 1, 0.057 over the last 10, flat and
-  barely above random (``repro_transformer_ppo_darkroom_cpu_long.md``).
-  The trial's update has since got cheaper (re-encoding causal and
-  prefix-only, no whole-cache copies: 2.6x faster at 500-step trials in a
-  same-run A/B, ``agentrl bench online_long_context``), but a longer run
-  was not made: the shared 2-core machine was at load 13-20 with the
-  nice'd run getting ~5% of a core, so the question stays open.
+  in context), partial updates every 100 steps, Sink-KV, 16 envs x 60
+  trials (960k env steps; ~1 min a trial on the shared CPU with the
+  loop-based re-encoding), evaluated over 50 episodes to see whether
+  return keeps rising with more in-context episodes. Measured (1 seed, 57
+  min of training on the shared 2-core CPU at load ~11): no, not at this
+  budget. Training trials' return rose from ~106 (trials 1-10) to ~210-260
+  (trials 41-60) per 1,000 steps, the trial's last episode ~5-8 vs ~1.5 in
+  its first (on training goals, with the partial updates inside the trial,
+  so not purely in-context); on the 8 held-out test goals the frozen
+  policy's normalized score is -0.014 in episode 1, 0.024 over the first
+  10 and 0.050 [-0.012, 0.123] over the last 10 episodes (random 0.002,
+  oracle 1), flat over the 50 episodes (blocks of 5: -0.01 to 0.06).
+  ``repro_transformer_ppo_darkroom_cpu_long.md``. An earlier 10-trial run
+  (160k env steps) was flat too (0.057 over the last 10).
 - ``full`` / ``gpu``: 1024 envs, trials of 50 episodes (1,000 steps), 2,000
   trials.
 """
@@ -97,7 +100,7 @@ CHANGES = dict(
         "algo.update_every": 100,
         "algo.num_envs": 16,
         "model.attention_sink": True,
-        **steps_fields(10, logs=10, checkpoints=2),
+        **steps_fields(60, logs=60, checkpoints=30),
         "eval.num_episodes": 50,
     },
     full={

@@ -16,6 +16,13 @@ computed separately and joined before the softmax, so the cache is read once
 and never copied, and the chunk (one in-place ``dynamic_update_slice``) may
 overwrite the slots it evicts.
 
+Prefill (:meth:`CausalSelfAttention.prefill`) encodes a piece of ``P``
+tokens at slots ``[lo, lo + P)`` of a cache whose slots are the positions
+(``lo`` traced): the piece attends causally to itself and, one ``P``-slot
+key block at a time in a ``lax.fori_loop`` (flash-style online softmax), to
+the slots before it (masked by the window). Its work is proportional to the
+causal prefix and its compiled size does not depend on the cache length.
+
 Mixed precision: the score and value matmuls take their operands in the
 dtype of ``q, k, v`` (bfloat16 under ``compute_dtype="bfloat16"``) and
 accumulate and return float32 (``preferred_element_type``); the masked
@@ -275,6 +282,105 @@ class CausalSelfAttention(nnx.Module):
         v_cache = write_slots(v_cache, v.swapaxes(1, 2), slot, axis=2)
         return self._merge(y), k_cache, v_cache
 
+    def prefill(
+        self,
+        x: jax.Array,
+        lo: jax.Array,
+        k_cache: jax.Array,
+        v_cache: jax.Array,
+        window: int,
+    ) -> tuple[jax.Array, jax.Array, jax.Array]:
+        """Attend a piece ``x [B, P, d]`` at positions ``lo + arange(P)`` to
+        the cache slots before it and causally to itself.
+
+        The cache's slot ``s`` holds position ``s`` (a cache spanning the
+        sequence, filled from slot 0: :meth:`DecisionModel.prefill
+        <agentrl.models.DecisionModel.prefill>`); ``lo`` (traced) is a
+        multiple of ``P``. The earlier slots are read one ``P``-slot block
+        at a time in a ``lax.fori_loop`` (masked by the window), joined by
+        an online softmax (running max, normaliser and
+        weighted sum, flash attention's), so no ``[P, S]`` score array
+        exists and the compiled loop is the same for every cache length.
+        Equal to :meth:`decode` of the piece as one chunk, to float
+        rounding. Returns ``(y [B, P, d], k_cache, v_cache)`` with the piece
+        written in place at slots ``[lo, lo + P)``.
+        """
+        p = x.shape[1]
+        pos = lo + jnp.arange(p, dtype=jnp.int32)
+        q, k, v = self._project(x, pos)
+        k, v = k.astype(k_cache.dtype), v.astype(v_cache.dtype)
+        qh = q.astype(k_cache.dtype).swapaxes(1, 2)  # [B, H, P, Dh]
+        kt = k.transpose(0, 2, 3, 1)  # [B, H, Dh, P], as stored
+        vh = v.swapaxes(1, 2)  # [B, H, P, Dh]
+
+        def scores(keys, k_pos):
+            s = jnp.matmul(qh, keys, preferred_element_type=F32)
+            return jnp.where(window_mask(pos, k_pos, window), s, NEG_INF)
+
+        def read(j):  # the scores and values of earlier key block j
+            k0 = j * p
+            keys = jax.lax.dynamic_slice_in_dim(k_cache, k0, p, 3)
+            vals = jax.lax.dynamic_slice_in_dim(v_cache, k0, p, 2)
+            return scores(keys, k0 + jnp.arange(p, dtype=jnp.int32)), vals
+
+        def join(s, m, norm):  # scores s into the running max and normaliser
+            new_m = jnp.maximum(m, s.max(-1, keepdims=True))
+            return new_m, norm * jnp.exp(m - new_m) + jnp.exp(s - new_m).sum(
+                -1, keepdims=True
+            )
+
+        def pv(e, vals):
+            return jnp.matmul(e.astype(vals.dtype), vals, preferred_element_type=F32)
+
+        # the piece itself (every query sees at least its own key) and the
+        # sink open the softmax; the earlier blocks join it one at a time
+        sink = self._sink()
+        s_own = scores(kt, pos)
+        m, norm = join(s_own, s_own.max(-1, keepdims=True), 0.0)
+        if sink is not None:
+            s_sink = _sink_scores(q.astype(k_cache.dtype), sink[0])  # [B,H,P,1]
+            m, norm = join(s_sink, m, norm)
+        sink_v = None if sink is None else sink[1].astype(F32)[None, :, None, :]
+        first, last = 0, lo // p  # every earlier block (the window masks)
+        if v_cache.dtype == F32:
+            # one pass, flash attention's: rescale the weighted sum as the
+            # running max grows, normalise at the end
+            def block(j, carry):
+                m, norm, acc = carry
+                s, vals = read(j)
+                new_m, norm = join(s, m, norm)
+                acc = acc * jnp.exp(m - new_m) + pv(jnp.exp(s - new_m), vals)
+                return new_m, norm, acc
+
+            acc = pv(jnp.exp(s_own - m), vh)
+            if sink is not None:
+                acc = acc + jnp.exp(s_sink - m) * sink_v
+            _, norm, acc = jax.lax.fori_loop(first, last, block, (m, norm, acc))
+        else:
+            # low precision: normalise the weights before rounding them to the
+            # values' dtype, as the full pass and decode do (a second pass
+            # over the blocks once the max and normaliser are known)
+            def stats(j, carry):
+                return join(read(j)[0], *carry)
+
+            m, norm = jax.lax.fori_loop(first, last, stats, (m, norm))
+
+            def block(j, acc):
+                s, vals = read(j)
+                return acc + pv(jnp.exp(s - m) / norm, vals)
+
+            acc = pv(jnp.exp(s_own - m) / norm, vh)
+            if sink is not None:
+                acc = acc + (jnp.exp(s_sink - m) / norm) * sink_v
+            acc = jax.lax.fori_loop(first, last, block, acc)
+            norm = 1.0
+        y = (acc / norm).swapaxes(1, 2)  # [B, P, H, Dh]
+        # the in-place writes after every read of the old cache (see decode)
+        y, k_cache, v_cache = jax.lax.optimization_barrier((y, k_cache, v_cache))
+        k_cache = jax.lax.dynamic_update_slice_in_dim(k_cache, kt, lo, 3)
+        v_cache = jax.lax.dynamic_update_slice_in_dim(v_cache, vh, lo, 2)
+        return self._merge(y), k_cache, v_cache
+
 
 def cache_slots(pos: jax.Array, size: int, offset: int = 0) -> jax.Array:
     """First slot of a chunk at ``pos [C]``: ``(pos[0] + offset) mod S``.
@@ -328,4 +434,31 @@ def window_mean_decode(
     mn = window_mask(pos, pos, window).astype(x.dtype)
     total = jnp.einsum("qk,bkd->bqd", mc, cache_x) + jnp.einsum("qk,bkd->bqd", mn, x)
     count = jnp.maximum(mc.sum(-1) + mn.sum(-1), 1.0)
+    return total / count[None, :, None]
+
+
+def window_mean_prefill(
+    x: jax.Array, lo: jax.Array, cache_x: jax.Array, window: int
+) -> jax.Array:
+    """:func:`window_mean` of a piece ``x [B, P, d]`` at ``lo + arange(P)``.
+
+    Over the piece (causally) and the slots before it of ``cache_x [B, S,
+    d]`` (slot = position, as in :meth:`CausalSelfAttention.prefill`), read
+    one ``P``-slot block at a time in a ``lax.fori_loop``.
+    """
+    p = x.shape[1]
+    pos = lo + jnp.arange(p, dtype=jnp.int32)
+    mask = window_mask(pos, pos, window).astype(x.dtype)
+    total = jnp.einsum("qk,bkd->bqd", mask, x)
+    count = mask.sum(-1)
+
+    def block(j, carry):
+        total, count = carry
+        k0 = j * p
+        xs = jax.lax.dynamic_slice_in_dim(cache_x, k0, p, 1)
+        mask = window_mask(pos, k0 + jnp.arange(p, dtype=jnp.int32), window)
+        mask = mask.astype(x.dtype)
+        return total + jnp.einsum("qk,bkd->bqd", mask, xs), count + mask.sum(-1)
+
+    total, count = jax.lax.fori_loop(0, lo // p, block, (total, count))
     return total / count[None, :, None]

@@ -9,7 +9,10 @@ with a head. Three entry points share the weights:
 - ``model.predict_query(query_obs, ctx_...)``: DPT, prediction for the query
   from every context prefix;
 - ``init_cache`` + ``decode`` (or ``decode_query`` + ``decode_transition``):
-  one step at a time with a rolling KV cache, equal to the full pass.
+  one step at a time with a rolling KV cache, equal to the full pass;
+- ``prefill``: the KV cache of the first ``upto`` (traced) steps of a
+  sequence, encoded in causal pieces by ``lax`` loops (compiled size
+  independent of the length; used to re-encode a context with new weights).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from agentrl.models.attention import (
     window_mean,
     window_mean_cumsum,
     window_mean_decode,
+    window_mean_prefill,
     write_slots,
 )
 from agentrl.models.config import ModelConfig
@@ -106,6 +110,20 @@ class Block(nnx.Module):
             r = write_slots(r, h, cache_slots(pos, r.shape[1], offset), axis=1)
         x, aux = self._ffn(x, h, task_in, True)
         return x, aux, k, v, r
+
+    def prefill(self, x, lo, k, v, r, window: int):
+        """Piece ``x [B, P, d]`` at slots ``lo..`` -> ``(x, k, v, r)`` (see
+        :meth:`CausalSelfAttention.prefill`); the caches written in place."""
+        y, k, v = self.attn.prefill(self.ln1(x), lo, k, v, window)
+        x = x + y
+        h = self.ln2(x)
+        task_in = h
+        if self.sequence_routing:
+            task_in = window_mean_prefill(h, lo, r, window)
+            task_in, r = jax.lax.optimization_barrier((task_in, r))
+            r = jax.lax.dynamic_update_slice_in_dim(r, h.astype(r.dtype), lo, 1)
+        x, _ = self._ffn(x, h, task_in, True)
+        return x, k, v, r
 
 
 class DecisionModel(nnx.Module):
@@ -277,6 +295,89 @@ class DecisionModel(nnx.Module):
             slot_pos=jnp.full((size,), -1, jnp.int32),
             next_pos=jnp.zeros((), jnp.int32),
         )
+
+    def prefill(
+        self,
+        obs: jax.Array,
+        action: jax.Array,
+        reward: jax.Array,
+        upto: jax.Array,
+        *,
+        piece: int = 128,
+        max_steps: int | None = None,
+        cache: KVCache | None = None,
+    ) -> tuple[jax.Array, KVCache]:
+        """The KV cache of the first ``upto`` steps of a sequence ("step" layout).
+
+        Encodes the steps in causal pieces of ``piece`` tokens with ``lax``
+        loops: a loop over the ``ceil(upto / piece)`` pieces (trip count
+        traced), each running the blocks on its tokens and attending to the
+        cache slots before it one ``piece``-slot block at a time
+        (:meth:`CausalSelfAttention.prefill`). The work is the causal
+        prefix's (``~upto**2 / 2`` token pairs), every cache write is one
+        in-place ``dynamic_update_slice``, and the compiled program's size
+        does not grow with ``T`` (one piece's program, looped).
+
+        Args:
+          obs, action, reward: ``[B, T, ...]`` as for ``__call__``.
+          upto: int32 scalar (may be traced), ``0 <= upto <= T``.
+          piece: tokens per piece; must divide ``T``.
+          max_steps: the cache's window in steps (default
+            ``config.max_steps``), ``>= T``.
+          cache: a cache whose buffers to write into (e.g. one a loop
+            carries: reused in place, no new buffer to fill and copy back;
+            its old contents are never read). Default: a new one of
+            ``max_steps`` steps.
+
+        Returns:
+          ``(action [B, T, A], cache)``: the outputs of the first ``upto``
+          steps (those of the later steps are zero), equal to
+          ``model(..., window=max_steps).action`` there; and the cache of
+          those steps (later slots marked empty; the last piece's slots
+          past ``upto`` may hold keys, never attended), equal to ``upto``
+          calls of :meth:`decode`, which can go on from it.
+        """
+        c = self.config
+        if c.token_layout != "step":
+            raise ValueError(
+                "DecisionModel.prefill needs ModelConfig.token_layout='step', "
+                f"got {c.token_layout!r}"
+            )
+        b, t = action.shape[:2]
+        if t % piece:
+            raise ValueError(f"prefill: piece={piece} must divide the {t} steps")
+        if cache is None:
+            cache = self.init_cache(b, max_steps)
+        window = cache.capacity
+        if window < t:
+            raise ValueError(
+                f"prefill: {t} steps exceed the cache's max_steps={window}"
+            )
+        tokens = self.embed.steps(obs, action, reward)
+        out = jnp.zeros((b, t, c.action_size), jnp.float32)
+        upto = jnp.asarray(upto, jnp.int32)
+
+        def one(i, carry):
+            keys, values, router, out = carry
+            lo = i * piece
+            x = jax.lax.dynamic_slice_in_dim(tokens, lo, piece, 1)
+            new = [], [], []
+            for j, block in enumerate(self.blocks):
+                x, *kvr = block.prefill(x, lo, keys[j], values[j], router[j], window)
+                for acc, a in zip(new, kvr, strict=True):
+                    acc.append(a)
+            action_out = self.head(self.ln_f(x))[0].astype(out.dtype)
+            out = jax.lax.dynamic_update_slice_in_dim(out, action_out, lo, 1)
+            return (*(tuple(a) for a in new), out)
+
+        pieces = (upto + piece - 1) // piece
+        carry = (cache.keys, cache.values, cache.router_inputs, out)
+        keys, values, router, out = jax.lax.fori_loop(0, pieces, one, carry)
+        steps = jnp.arange(t, dtype=jnp.int32)
+        out = jnp.where((steps < upto)[None, :, None], out, 0.0)
+        slots = jnp.arange(window, dtype=jnp.int32)
+        cache = KVCache(keys, values, router, jnp.where(slots < upto, slots, -1), upto)
+        return out, cache
 
     def _decode_chunk(self, cache: KVCache, x, pos):
         window = cache.capacity

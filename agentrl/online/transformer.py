@@ -114,7 +114,7 @@ class TransformerPPO:
             )
         self.env, self.shape, self.sample_task = env, shape, sample_task
         # tokens per re-encoding piece: bounds its scores to [n, H, prefill,
-        # L]; a divisor of K, so that every re-encoded prefix ends a piece
+        # prefill]; a divisor of K, so that every re-encoded prefix ends a piece
         self.prefill = max(
             d
             for d in range(1, min(PREFILL, shape.update_every) + 1)
@@ -189,88 +189,30 @@ class TransformerPPO:
         out = model.head(model.ln_f(x))[0]
         return out, cache._replace(slot_pos=slot_pos)
 
-    def _encode(self, params, buf, upto):
+    def _encode(self, params, buf, upto, into=None):
         """The cache of the first ``upto`` steps of ``buf`` under ``params``.
 
-        ``upto`` (traced) ``< L``; later slots are marked empty. The steps
-        are encoded in pieces of ``prefill`` tokens (a divisor of K, so
-        ``upto``, a multiple of K, ends a piece): piece ``i`` attends only to
-        the slots of pieces ``0..i`` (a static slice of the cache) and runs
-        only if it starts before ``upto`` (a ``lax.cond`` that reads the
-        cache and returns the piece's keys and values, written in place
-        after it). Re-encoding a prefix of ``u`` steps then costs
-        ``~u**2 / 2`` token pairs, not ``L**2`` (the whole buffer against
-        the whole cache, as an unbounded prefill would); peak attention
-        memory is ``[n, H, prefill, L]``.
+        ``upto`` (traced) ``< L``; later slots are marked empty. The model's
+        loop-based prefill (:meth:`agentrl.models.DecisionModel.prefill`)
+        in pieces of ``prefill`` tokens (a divisor of K, so ``upto``, a
+        multiple of K, ends a piece): each piece attends to the slots before
+        it and causally to itself, so re-encoding a prefix of ``u`` steps
+        costs ``~u**2 / 2`` token pairs, not ``L**2``, with peak attention
+        memory ``[n, H, prefill, prefill]``; its compiled size does not
+        grow with ``L``. ``into``: a cache of the trial whose buffers to
+        overwrite in place (the loop-carried one; a new one by default).
         """
-        model = self.model(params)
-        n, length = buf["action"].shape
-        size = self.prefill
-        tokens = model.embed.steps(buf["obs"], buf["action"], buf["reward"])
-        cache = model.init_cache(n, length)
-        layers = range(len(model.blocks))
-
-        def piece(lo, hi):
-            # slots of the earlier pieces hold their positions; this piece's
-            # own slots are empty (it attends to itself as the chunk)
-            slots = jnp.arange(hi, dtype=jnp.int32)
-            view_pos = jnp.where(slots < lo, slots, -1)
-            pos = jnp.arange(lo, hi, dtype=jnp.int32)
-
-            def encode(cache):
-                x = tokens[:, lo:hi]
-                out = []
-                for i in layers:
-                    router = cache.router_inputs[i]
-                    x, _, k, v, r = model.blocks[i].decode(
-                        x,
-                        pos,
-                        cache.keys[i][..., :hi],
-                        cache.values[i][:, :, :hi],
-                        None if router is None else router[:, :hi],
-                        view_pos,
-                        length,
-                        0,
-                    )
-                    out.append(
-                        (
-                            k[..., lo:hi],
-                            v[:, :, lo:hi],
-                            None if r is None else r[:, lo:hi],
-                        )
-                    )
-                return out
-
-            def skip(cache):
-                return jax.tree.map(
-                    lambda a: jnp.zeros(a.shape, a.dtype),
-                    jax.eval_shape(encode, cache),
-                )
-
-            return encode, skip
-
-        for lo in range(0, length, size):
-            encode, skip = piece(lo, lo + size)
-            parts = jax.lax.cond(lo < upto, encode, skip, cache)
-            keys, values, router = [], [], []
-            for i in layers:
-                k, v, r = parts[i]
-                keys.append(
-                    jax.lax.dynamic_update_slice_in_dim(cache.keys[i], k, lo, 3)
-                )
-                values.append(
-                    jax.lax.dynamic_update_slice_in_dim(cache.values[i], v, lo, 2)
-                )
-                old = cache.router_inputs[i]
-                router.append(
-                    None
-                    if old is None
-                    else jax.lax.dynamic_update_slice_in_dim(old, r, lo, 1)
-                )
-            cache = cache._replace(
-                keys=tuple(keys), values=tuple(values), router_inputs=tuple(router)
-            )
-        return self._mark(cache, upto)
+        length = self.shape.trial_steps
+        _, cache = self.model(params).prefill(
+            buf["obs"],
+            buf["action"],
+            buf["reward"],
+            upto,
+            piece=self.prefill,
+            max_steps=length,
+            cache=into,
+        )
+        return cache
 
     @staticmethod
     def _mark(cache, upto):
@@ -391,7 +333,8 @@ class TransformerPPO:
             return (actor, cache, next_obs, env_state, action, reward, buf), None
 
         def chunk(carry, xs):
-            actor, critic, opt_state, cache, obs, env_state, prev_a, prev_r, buf = carry
+            actor, critic, opt_state, cache, scratch, obs, env_state = carry[:7]
+            prev_a, prev_r, buf = carry[7:]
             acting = actor
             c, k = xs
             k_act, k_perm = jax.random.split(k)
@@ -417,7 +360,9 @@ class TransformerPPO:
                 # the steps before the chunk, as the acting weights saw them:
                 # the acting cache with the chunk's slots marked empty (no copy)
                 prefix = self._mark(cache, start)
-                critic_prefix = self._encode(critic, buf, start)
+                # the critic's, in the buffers of the last chunk's (in place)
+                critic_prefix = self._encode(critic, buf, start, into=scratch)
+                scratch = critic_prefix
                 values = self._chunk_values(critic, critic_prefix, buf, start)
                 v_chunk, next_value = values[:, :-1], values[:, -1]
             else:
@@ -469,13 +414,15 @@ class TransformerPPO:
             )
             if chunks > 1:  # go on over the same context with the new weights
                 # (not after the trial's last chunk: upto 0 skips every piece)
-                cache = self._encode(actor, buf, jnp.where(inside, end, 0))
+                upto = jnp.where(inside, end, 0)
+                cache = self._encode(actor, buf, upto, into=cache)
             metrics = {name: v.mean() for name, v in m.items()}
             return (
                 actor,
                 critic,
                 opt_state,
                 cache,
+                scratch,
                 obs,
                 env_state,
                 prev_a,
@@ -485,7 +432,10 @@ class TransformerPPO:
 
         prev_a = jnp.zeros((n,), jnp.int32)
         prev_r = jnp.zeros((n,), jnp.float32)
-        carry = (state.actor, state.critic, state.opt_state, cache, obs, env_state)
+        # the critic's prefix cache, re-encoded into the same buffers each chunk
+        scratch = self.model(state.critic).init_cache(n, length) if chunks > 1 else None
+        carry = (state.actor, state.critic, state.opt_state, cache, scratch)
+        carry = (*carry, obs, env_state)
         carry = (*carry, prev_a, prev_r, buf)
         carry, (m, acting) = jax.lax.scan(
             chunk, carry, (jnp.arange(chunks), jax.random.split(k_chunks, chunks))
