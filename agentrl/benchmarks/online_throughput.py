@@ -193,26 +193,58 @@ def measure(fn, state, steps: int) -> dict:
     return {"steps_per_s": steps / seconds, "update_s": seconds, "compile_s": compile_s}
 
 
-def replay_share(trainer, state, hp, update_s: float) -> float:
-    """Share of an RL² update spent replaying the GRU (forward + backward of
-    the minibatches' loss), the part plain PPO does without recurrence."""
+def rl2_parts(trainer, state, hp) -> dict:
+    """Two parts of an RL² update as their own programs, ``{name: (fn, args)}``.
+
+    ``replay``: the update's ``num_epochs * num_minibatches`` forward +
+    backward passes of the minibatch loss through the GRU, in sequence (a
+    scan whose carry the gradients nudge, so none is hoisted out of it): the
+    part plain PPO does without recurrence. ``rollout``: the rollout's
+    ``rollout_steps`` env steps with one GRU step each.
+    """
     s = trainer.shape
-    per = s.num_envs // s.num_minibatches
-    n, d = per, trainer.core.dim
+    n = s.num_envs // s.num_minibatches
+    t = s.rollout_steps
     batch = {
-        "x": jnp.zeros((s.rollout_steps, n, d)),
-        "raw": jnp.zeros((s.rollout_steps, n), jnp.int32),
-        "logp": jnp.zeros((s.rollout_steps, n)),
-        "reset": jnp.zeros((s.rollout_steps, n), bool),
-        "adv": jnp.ones((s.rollout_steps, n)),
-        "target": jnp.zeros((s.rollout_steps, n)),
+        "x": jnp.zeros((t, n, trainer.core.dim)),
+        "raw": jnp.zeros((t, n, *trainer.head.shape), jnp.int32)
+        if trainer.head.discrete
+        else jnp.zeros((t, n, *trainer.head.shape)),
+        "logp": jnp.zeros((t, n)),
+        "reset": jnp.zeros((t, n), bool),
+        "adv": jnp.ones((t, n)),
+        "target": jnp.zeros((t, n)),
     }
-    if not trainer.head.discrete:
-        return float("nan")
-    grad = jax.jit(jax.grad(lambda w: trainer._loss(w, batch, state.hidden[:n], hp)[0]))
-    jax.block_until_ready(grad(state.weights))
-    one = bench.timeit(grad, state.weights, repeats=5)
-    return one * s.num_epochs * s.num_minibatches / update_s
+    grad = jax.grad(lambda w: trainer._loss(w, batch, state.hidden[:n], hp)[0])
+
+    def replay(weights):
+        def one(w, _):
+            return jax.tree.map(lambda a, g: a - 1e-9 * g, w, grad(w)), None
+
+        return jax.lax.scan(one, weights, None, s.num_epochs * s.num_minibatches)[0]
+
+    def rollout(st):
+        carry = (
+            st.env_state,
+            st.obs,
+            st.task,
+            st.hidden,
+            st.first,
+            st.trial_start,
+            st.episode_return,
+            st.first_return,
+            st.trial_return,
+        )
+        return jax.lax.scan(
+            lambda c, k: trainer._env_step(st.weights, c, k),
+            carry,
+            trainer.rollout_keys(st.key),
+        )
+
+    return {
+        "rl2_replay": (jax.jit(replay), (state.weights,)),
+        "rl2_rollout": (jax.jit(rollout), (state,)),
+    }
 
 
 def transformer_flops_per_trial(cfg, shape) -> float:
@@ -368,7 +400,9 @@ RL2_NOTES = (
     "the same round, with its 95% bootstrap interval; steps/s are each "
     "one's best round. 'GRU replay' is the share of the RL² update spent in "
     "the minibatches' forward+backward through the GRU (sequential over the "
-    "rollout's steps)."
+    "rollout's steps), timed as its own program in the same rounds, and "
+    "'rollout' the rollout's share (env steps with a GRU step each); both "
+    "medians over rounds of the part's seconds over the whole update's."
 )
 TRANSFORMER_NOTES = (
     "Transformer PPO: the transformer_ppo_darkroom model (3 layers, width 64, "
@@ -433,14 +467,19 @@ def _rl2_loop(args, hp):
         for key, (fn, arg) in candidates.items():
             compiled, info[key] = _compile(fn, arg)
             fns[key] = (compiled, (arg,))
+        fns.update(rl2_parts(trainer, state, hp))
         seconds = bench.paired_rounds(fns, args.rounds)
         for key, secs in seconds.items():
+            if key not in info:
+                continue
             info[key].update(
                 update_s=min(secs), steps_per_s=steps / min(secs), rounds_s=secs
             )
-        info["rl2"]["replay_share"] = replay_share(
-            trainer, state, hp, info["rl2"]["update_s"]
-        )
+        for part in ("replay", "rollout"):
+            # the part's seconds / the whole update's, round by round
+            info["rl2"][f"{part}_share"] = bench.median_ci(
+                np.divide(seconds.pop(f"rl2_{part}"), seconds["rl2"])
+            )[0]
         ratios = {}
         for key in ("plain_width", "plain_params"):
             # plain's seconds / RL²'s, round by round: RL²'s relative speed
@@ -460,7 +499,8 @@ def _rl2_loop(args, hp):
                 ]["steps_per_s"],
                 "RL² / plain (same params)": p["median"],
                 "95% CI (same params)": f"[{p['ci_low']:.3f}, {p['ci_high']:.3f}]",
-                "RL² update share in GRU replay": info["rl2"]["replay_share"],
+                "RL² update share: GRU replay": info["rl2"]["replay_share"],
+                "RL² update share: rollout": info["rl2"]["rollout_share"],
             }
         )
         # the issue's target: against the same-width plain PPO (see the notes)
