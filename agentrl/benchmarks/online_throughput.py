@@ -1,18 +1,30 @@
-"""Online RL training speed: RL² vs a plain PPO of the same size (same run).
+"""Online RL training speed: RL² vs plain PPOs of the same size (same run).
 
 RL² (:class:`agentrl.online.TrialPPO`: trial wrapper, previous action /
 reward / episode-flag inputs, GRU core replayed over whole env streams in
 the update, new tasks drawn at trial ends) against a plain PPO written the
 PureJaxRL way on the same environment: same number of environments, rollout
-length, epochs, minibatches and optimizer, a feedforward network with the
-same layer widths (the GRU cell replaced by one dense tanh layer of the
-same width), plain observations, no trials. The ratio of their training env
-steps per second is the overhead of the meta-RL machinery (target >= 0.5x).
-Both are timed as one jitted PPO update (rollout + update), compile
-excluded, best of 3; the env is Dark Room 9x9 (H=20, trials of 20
-episodes for RL²) and the 5-arm Gaussian bandit (H=500). The breakdown
-column is the share of the RL² update spent replaying the GRU through the
-minibatches (backpropagation through time, sequential over the rollout).
+length, epochs, minibatches and optimizer, plain observations, no trials,
+and a feedforward core where RL² has its GRU, in two sizes:
+
+- *same width* (the issue's target, RL² >= 0.5x): one dense tanh layer of
+  the GRU's width, the benchmark's reading of "a plain PPO of the same
+  network size" since the issue (the widths a user sets); that core has a
+  third of the GRU's parameters;
+- *same parameter count*: dense tanh layers of that width, as many as
+  match the GRU core's parameters (six at embed = width: exactly equal,
+  and equal matmul FLOPs per token), which separates the cost of
+  recurrence and trials from the GRU's larger core. Reported, not judged.
+
+Each is one jitted PPO update (rollout + update), compile excluded; the
+three are timed once per round, in an order reversed every round
+(:func:`~agentrl.benchmarks.common.paired_rounds`), and RL² / plain is the
+median over rounds of the within-round ratio with its 95% bootstrap
+interval. The env is Dark Room 9x9 (H=20, trials of 20 episodes for RL²)
+and the 5-arm Gaussian bandit (H=500). Two parts of the RL² update are
+timed as their own programs in the same rounds: the minibatches' replay
+through the GRU (backpropagation through time, sequential over the
+rollout) and the rollout.
 
 Transformer PPO (``--only transformer`` or ``all``): env steps/s of one
 trial's update of :class:`agentrl.online.transformer.TransformerPPO` (Dark
@@ -28,7 +40,7 @@ passes at their causal context, x3 for forward+backward), not measured.
 
     agentrl bench online_throughput [--envs 256] [--rollout 50] [--hidden 64]
         [--only all|recurrent|transformer] [--trial-episodes 8] [--update-every 40]
-        [--transformer-envs 32]
+        [--transformer-envs 32] [--rounds 7]
 
 ``--only recurrent`` / ``transformer`` write ``online_throughput_recurrent`` /
 ``online_throughput_transformer`` results (``all``: ``online_throughput``).
