@@ -5,7 +5,8 @@ inside the scan is one decode with no branch. Held here to the previous
 implementation (a first-step ``lax.cond`` in ``scores`` and ``update``, kept
 below as the reference) through every wrapper the evaluation runs; every
 wrapper must forward ``start``; the compiled decode loop must have no
-``conditional`` and no whole-cache copy. Each model case compiles the
+``conditional`` and no whole-cache copy. RL²'s GRU agent is held to its
+own first-step ``lax.cond`` reference the same way. Each model case compiles the
 driver twice, so the fast tier checks one layout and the wrappers whose
 logic changed; ``AGENTRL_HEAVY=long`` runs the rest.
 """
@@ -33,6 +34,7 @@ from agentrl.evaluate.model_agents import (
     ModelHandle,
     rolling_cache_agent,
 )
+from agentrl.online.agent import RL2Agent
 from agentrl.sources.agent import as_batched, run_agent_on_tasks
 from agentrl.train.config import EvalConfig
 
@@ -274,3 +276,107 @@ def test_cached_dpt_loop_has_no_conditional():
 
     text = jax.jit(run).lower(handle.weights, params, jax.random.key(1))
     assert count_conditionals(text.compile().as_text()) == 0
+
+
+class _CondRL2State(NamedTuple):
+    hidden: jax.Array
+    out: jax.Array
+    started: jax.Array
+
+
+class _FirstStepCondRL2(RL2Agent):
+    """The reference: RL²'s agent before ``start`` (first-step ``lax.cond``)."""
+
+    start = None  # no hook: the driver passes the state through
+
+    def init(self, key, params):
+        return _CondRL2State(*super().init(key, params), jnp.bool_(False))
+
+    def scores(self, state, obs, env_state, params):
+        first = lambda: self._first(state.hidden, obs)[1]  # noqa: E731
+        return jax.lax.cond(state.started, lambda: state.out, first)
+
+    def update(self, state, step):
+        first = lambda: self._first(state.hidden, step.obs)[0]  # noqa: E731
+        hidden = jax.lax.cond(state.started, lambda: state.hidden, first)
+        hidden, out = self._advance(
+            hidden, step.reset_obs, step.action, step.reward, step.done
+        )
+        return _CondRL2State(hidden, out, jnp.bool_(True))
+
+
+def _rl2(env):
+    from test_online_rl2 import small_shape
+
+    from agentrl.online.ppo import TrialPPO
+
+    core = TrialPPO(env, small_shape(trial_episodes=2), env.sample_params).core
+    weights = jax.tree.map(  # perturbed so the actions vary over the history
+        lambda w: w + 0.5 * jax.random.normal(jax.random.key(5), w.shape),
+        core.init(jax.random.key(1)),
+    )
+    return weights, core
+
+
+def _rl2_hidden(state):
+    while not hasattr(state, "hidden"):
+        state = state.inner if hasattr(state, "inner") else state[0]
+    return state
+
+
+@pytest.mark.parametrize(
+    "rule", ["sample_then_greedy", pytest.param("greedy", marks=HEAVY)]
+)
+def test_rl2_agent_equals_the_first_step_cond(rule):
+    """Bit-identical on a discrete task, through the acting rule's wrapper."""
+    weights, core = _rl2(ENV)
+
+    def run(cls):
+        agent = acting_agent(lambda g: cls(weights, core, ENV, greedy=g), rule)
+        return _run(agent)
+
+    (h, s), (h_ref, s_ref) = run(RL2Agent), run(_FirstStepCondRL2)
+    np.testing.assert_array_equal(h.action, h_ref.action)
+    np.testing.assert_array_equal(h.reward, h_ref.reward)
+    for field in ("hidden", "out"):
+        np.testing.assert_array_equal(
+            getattr(_rl2_hidden(s), field), getattr(_rl2_hidden(s_ref), field)
+        )
+
+
+@HEAVY
+def test_rl2_agent_equals_the_first_step_cond_on_continuous_actions():
+    """Point robot: the first step's input projection sums non-one-hot
+    features, compiled outside the loop instead of in the cond's branch, so
+    equal to float rounding (a few ulp per step), not bit for bit."""
+    env = envs.make("point_robot")
+    params = jax.vmap(env.sample_params)(jax.random.split(jax.random.key(0), 3))
+    weights, core = _rl2(env)
+    h, h_ref = (
+        jax.jit(
+            lambda p, k, cls=cls: run_batched_agent(
+                env, cls(weights, core, env), p, k, STEPS
+            )[0]
+        )(params, jax.random.key(1))
+        for cls in (RL2Agent, _FirstStepCondRL2)
+    )
+    np.testing.assert_allclose(h.action, h_ref.action, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(h.reward, h_ref.reward, rtol=1e-5, atol=1e-5)
+
+
+def test_rl2_loop_has_no_conditional():
+    """RL²'s compiled evaluation loop (under its acting rule) has no branch."""
+    weights, core = _rl2(ENV)
+
+    def hlo(cls):
+        def run(weights, params, key):
+            agent = acting_agent(
+                lambda g: cls(weights, core, ENV, greedy=g), "sample_then_greedy"
+            )
+            return run_batched_agent(ENV, agent, params, key, STEPS)[0].action
+
+        lowered = jax.jit(run).lower(weights, PARAMS, jax.random.key(1))
+        return lowered.compile().as_text()
+
+    assert count_conditionals(hlo(RL2Agent)) == 0
+    assert count_conditionals(hlo(_FirstStepCondRL2)) > 0  # the counter can fail

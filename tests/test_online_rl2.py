@@ -365,3 +365,30 @@ def test_bad_fields_are_named():
         RL2(gamma=1.5)
     with pytest.raises(ValueError, match="algo.hidden"):
         RL2(hidden=0)
+
+
+def test_rollout_keys_are_the_per_step_splits():
+    """The keys drawn before the rollout loop are the ones each step used to
+    split for itself (act; env step and new trial per env; task and reset)."""
+    env = FlipBandit(num_arms=2, horizon=3)
+    trainer = TrialPPO(env, small_shape(num_envs=4, rollout_steps=5), None)
+    key = jax.random.key(3)
+    keys = trainer.rollout_keys(key)
+    data = {k: jax.random.key_data(v) for k, v in keys.items()}
+    assert {k: v.shape[:2] for k, v in data.items()} == {
+        "act": (5, 2),
+        "step": (5, 4),
+        "task": (5, 4),
+        "reset": (5, 4),
+    }
+    for t, k in enumerate(jax.random.split(key, 5)):
+        k_act, k_step, k_new = jax.random.split(k, 3)
+        new = jax.vmap(jax.random.split)(jax.random.split(k_new, 4))
+        expected = {
+            "act": k_act,
+            "step": jax.random.split(k_step, 4),
+            "task": new[:, 0],
+            "reset": new[:, 1],
+        }
+        for name, want in expected.items():
+            np.testing.assert_array_equal(data[name][t], jax.random.key_data(want))

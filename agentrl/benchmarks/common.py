@@ -18,6 +18,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 import agentrl
 from agentrl.benchmarks import RESULTS_ENV
@@ -61,6 +62,49 @@ def timeit(fn, *args, repeats: int = 3) -> float:
         jax.block_until_ready(fn(*args))
         best = min(best, time.perf_counter() - start)
     return best
+
+
+def paired_rounds(fns: dict, rounds: int) -> dict[str, list[float]]:
+    """Seconds of each ``name: (fn, args)`` (compiled) per round, timed in turn.
+
+    Each round times every candidate once, in an order that reverses from
+    round to round, so a candidate is not always the one after (or before) a
+    given other one. A ratio of two candidates *within* a round compares them
+    under the same load, which drifts on a shared machine from one round to
+    the next; :func:`median_ci` then summarises the per-round ratios.
+    Returns ``{name: [seconds per round]}``.
+    """
+    for fn, args in fns.values():
+        jax.block_until_ready(fn(*args))
+    names = list(fns)
+    seconds: dict[str, list[float]] = {name: [] for name in names}
+    for r in range(rounds):
+        for name in names if r % 2 == 0 else names[::-1]:
+            fn, args = fns[name]
+            start = time.perf_counter()
+            jax.block_until_ready(fn(*args))
+            seconds[name].append(time.perf_counter() - start)
+    return seconds
+
+
+def median_ci(
+    values, level: float = 0.95, resamples: int = 10_000, seed: int = 0
+) -> tuple[float, float, float]:
+    """``(median, low, high)``: the median and its percentile-bootstrap CI.
+
+    ``values`` (e.g. per-round time ratios) are resampled with replacement
+    ``resamples`` times (a fixed ``seed``: the interval is reproducible from
+    the recorded values); ``low``/``high`` are the ``(1 -+ level) / 2``
+    quantiles of the resampled medians.
+    """
+    x = np.asarray(values, np.float64)
+    if x.size == 0:
+        raise ValueError("median_ci needs at least one value")
+    rng = np.random.default_rng(seed)
+    medians = np.median(x[rng.integers(0, x.size, (resamples, x.size))], axis=1)
+    tail = (1.0 - level) / 2
+    low, high = np.quantile(medians, [tail, 1.0 - tail])
+    return float(np.median(x)), float(low), float(high)
 
 
 def matmul_peak_flops(n: int = 2048, dtype=jnp.float32) -> float:

@@ -1,8 +1,8 @@
 """Online in-context evaluation vs the peers' evaluation steps, plus the roofline.
 
-Run: ``agentrl bench peer_eval [--steps N] [--repeats N]`` (the peer columns
-need the ``peers`` extra, i.e. torch; without it they are skipped and said
-so, and the agentrl-only figures are still written).
+Run: ``agentrl bench peer_eval [--steps N] [--repeats N] [--rounds N]`` (the
+peer columns need the ``peers`` extra, i.e. torch; without it they are
+skipped and said so, and the agentrl-only figures are still written).
 
 1. T2MIR's Dark Room AD evaluation: 20 tasks (Dark Room 10x10, 100-step
    episodes), a window of 400 transitions. T2MIR recomputes its window at
@@ -22,11 +22,14 @@ so, and the agentrl-only figures are still written).
    sum over a 256 MiB array). Also: whole-cache copies and ``conditional`` s
    per step in the compiled program (:mod:`agentrl.benchmarks._hlo`), and
    the driver's cost over a bare ``lax.scan`` of ``decode`` with the same
-   model and batch.
+   model and batch: both timed once per round for ``--rounds`` rounds, the
+   median per-round ratio with its 95% bootstrap interval (a shared
+   machine's load drifts between rounds more than within one).
 
 Targets (issue 21): T2MIR step / agentrl step >= 100 (``sar``), DPT
 deployment ratio >= 300, decode step <= 2x the read-the-cache bound, 0
-cache copies per step, driver cost over the bare decode scan <= 10%.
+cache copies per step, driver cost over the bare decode scan: the upper
+end of its 95% interval <= 5% (``TARGETS``).
 """
 
 from __future__ import annotations
@@ -52,13 +55,15 @@ from agentrl.cliargs import positive_int
 
 T2MIR_TASKS, WINDOW = 20, 400
 DPT_BANDITS, DPT_PULLS, ARMS = 200, 500, 5
-#: "no measurable cost" read as: within 10% (the timing noise of a shared
-#: 2-core machine, candidates timed in turn)
+#: the driver's "no measurable cost" (issue 21) read as: the upper end of
+#: the 95% bootstrap interval of its median per-round cost over the bare
+#: decode scan is below 5% (a cost that small is not worth a second code
+#: path; a wider interval does not meet it, however small the median)
 TARGETS = {
     "t2mir_ad_darkroom": 100.0,
     "dpt_bandit": 300.0,
     "roofline": 2.0,
-    "driver_overhead": 0.10,
+    "driver_overhead": 0.05,
 }
 
 
@@ -89,7 +94,7 @@ def _interleaved(fns: dict, repeats: int) -> dict:
     return best
 
 
-def ad_eval(layout: str, steps: int, repeats: int) -> dict:
+def ad_eval(layout: str, steps: int, rounds: int) -> dict:
     """agentrl's AD evaluation at T2MIR's shape: seconds per vector step.
 
     The driver (``run_batched_agent`` with the AD agent, environment,
@@ -97,6 +102,10 @@ def ad_eval(layout: str, steps: int, repeats: int) -> dict:
     ``decode`` alone, inputs made up from the step index) run the same
     ``WINDOW + steps`` decodes from an empty cache; the cache buffer is read
     whole at every step, so both cost the same per step from the first.
+    They are timed once each per round for ``rounds`` rounds
+    (:func:`~agentrl.benchmarks.common.paired_rounds`); the driver's cost is
+    the median of the per-round ratios with a bootstrap interval. Per-step
+    seconds are each side's best round.
     """
     import dataclasses
 
@@ -135,22 +144,42 @@ def ad_eval(layout: str, steps: int, repeats: int) -> dict:
     cache = model.init_cache(T2MIR_TASKS, WINDOW)
     copies = count_copies(compiled.as_text(), cache_shapes(cache))
     conditionals = count_conditionals(compiled.as_text())
-    best = _interleaved(
+    seconds = bench.paired_rounds(
         {"driver": (compiled, (weights, params, key)), "bare": (bare, (weights,))},
-        repeats,
+        rounds,
     )
+    ratios = np.divide(seconds["driver"], seconds["bare"])
+    median, low, high = bench.median_ci(ratios)
     cache_bytes = sum(a.nbytes for a in (*cache.keys, *cache.values))
     return {
         "layout": layout,
         "cache_tokens": cache.capacity,
         "steps_timed": n,
-        "per_step_s": best["driver"] / n,
-        "bare_decode_per_step_s": best["bare"] / n,
-        "driver_overhead": best["driver"] / best["bare"] - 1.0,
+        "per_step_s": min(seconds["driver"]) / n,
+        "bare_decode_per_step_s": min(seconds["bare"]) / n,
+        # the median over rounds of (driver / bare in the round) - 1, with
+        # its 95% bootstrap interval
+        "driver_overhead": median - 1.0,
+        "driver_overhead_ci_low": low - 1.0,
+        "driver_overhead_ci_high": high - 1.0,
+        "rounds": rounds,
+        "driver_verdict": overhead_verdict(low - 1.0, high - 1.0),
         "cache_copies_per_step": copies,
         "conditionals_per_step": conditionals,
         "cache_bytes": cache_bytes,
+        "_seconds": seconds,  # per round, into the JSON only
     }
+
+
+def overhead_verdict(low: float, high: float) -> str:
+    """What the overhead's 95% interval ``[low, high]`` says (see ``TARGETS``)."""
+    if high <= TARGETS["driver_overhead"]:
+        if low <= 0.0:
+            return "no measurable cost"
+        return f"a cost below {TARGETS['driver_overhead']:.0%}"
+    if low > TARGETS["driver_overhead"]:
+        return f"a cost above {TARGETS['driver_overhead']:.0%}"
+    return "not resolved (interval too wide)"
 
 
 def _model(cfg):
@@ -257,6 +286,12 @@ def parse_args(argv):
     parser.add_argument("--steps", type=positive_int, default=200)
     parser.add_argument("--repeats", type=positive_int, default=3)
     parser.add_argument(
+        "--rounds",
+        type=positive_int,
+        default=15,
+        help="driver / bare decode scan rounds (the driver's cost)",
+    )
+    parser.add_argument(
         "--dpt-block", type=positive_int, default=10, help="bandits per block"
     )
     return parser.parse_args(argv)
@@ -272,10 +307,11 @@ def main(argv: list[str] | None = None) -> int:
         )
     bandwidth = memory_bandwidth()
     print(f"memory bandwidth {bandwidth / 1e9:.1f} GB/s", flush=True)
-    rows, targets = [], []
+    rows, targets, driver_rounds = [], [], {}
     t2mir_torch = torch_t2mir_step(torch, args.repeats) if torch else None
     for layout in ("sar", "step"):
-        r = ad_eval(layout, args.steps, args.repeats)
+        r = ad_eval(layout, args.steps, args.rounds)
+        driver_rounds[layout] = r.pop("_seconds")
         bound = r["cache_bytes"] / bandwidth
         r.update(
             peer="T2MIR AD Dark Room (20 tasks, window 400)",
@@ -304,8 +340,10 @@ def main(argv: list[str] | None = None) -> int:
         )
         targets.append(
             bench.target(
-                f"driver cost over the bare decode scan ({layout})",
-                r["driver_overhead"],
+                f"driver cost over the bare decode scan ({layout}): "
+                f"95% upper bound (median {r['driver_overhead']:+.1%}, "
+                f"{r['driver_verdict']})",
+                r["driver_overhead_ci_high"],
                 TARGETS["driver_overhead"],
                 higher_is_better=False,
             )
@@ -376,8 +414,13 @@ def main(argv: list[str] | None = None) -> int:
         + (f"torch {torch.__version__}, 2 threads; " if torch else "no torch; ")
         + f"best of {args.repeats}, candidates timed in turn; agentrl AD "
         f"per-step time = a run of {WINDOW}+{args.steps} steps / its steps "
-        "(the cache buffer is read whole from the first step); the bare decode "
-        "scan runs the same decodes without agent or environment. DPT blocked: "
+        "(the cache buffer is read whole from the first step), the best of "
+        f"{args.rounds} rounds; the bare decode scan runs the same decodes "
+        "without agent or environment, timed beside the driver in each round "
+        "(order reversed every round); driver_overhead = median over rounds "
+        "of driver/bare - 1, ci_low/ci_high its 95% percentile-bootstrap "
+        "interval (10,000 resamples, seed 0; the per-round seconds are in the "
+        "JSON). DPT blocked: "
         f"{args.dpt_block} bandits at a time, each block's 500 pulls before "
         "the next (same history, checked); its read-cache bound is still the "
         "whole batch's cache from memory per pull. "
@@ -389,6 +432,7 @@ def main(argv: list[str] | None = None) -> int:
         "bandwidth_bytes_per_s": bandwidth,
         "rows": rows,
         "dpt_torch": dpt_torch,
+        "driver_rounds_s": driver_rounds,
         "notes": notes,
     }
     path = bench.write_results("peer_eval", results, targets, rows, notes)

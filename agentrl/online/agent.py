@@ -6,10 +6,12 @@ the core's input exactly as training did (observation, previous action and
 reward, new-episode flag; zeros before the first step, carried over episode
 boundaries) and keeps the hidden state over the whole run.
 
-As :class:`~agentrl.evaluate.model_agents.ADModelAgent`, ``update`` already
-advances the core over the *next* observation (``reset_obs``) and stores
-its action output, so each step costs one core step (plus one at the
-first step).
+As :class:`~agentrl.evaluate.model_agents.ADModelAgent`, ``start`` (the
+agent protocol's hook, called once by the driver before its scan) advances
+the core over the first observation, and ``update`` advances it over the
+*next* observation (``reset_obs``) and stores its action output: each step
+is one core step, the same computation at every step, with no first-step
+branch in the compiled loop.
 """
 
 from __future__ import annotations
@@ -24,11 +26,10 @@ from agentrl.sources.agent import Step
 
 
 class RL2State(NamedTuple):
-    """Hidden ``[B, H]``, the next action output ``[B, A]``, ``started`` ``[]``."""
+    """Hidden ``[B, H]`` and the next action output ``[B, A]``."""
 
     hidden: jax.Array
     out: jax.Array
-    started: jax.Array
 
 
 class RL2Agent:
@@ -40,6 +41,9 @@ class RL2Agent:
       env: the environment (its spaces build the input features).
       greedy / temperature: how actions are drawn from the policy.
       grid_size: the observation encoding training used (``None``: one-hot).
+
+    ``start`` must run before the first ``act`` (the driver calls it): it
+    advances the core over the first observation, whose output ``act`` uses.
     """
 
     batched = True
@@ -81,16 +85,15 @@ class RL2Agent:
         return RL2State(
             hidden=self.core.init_hidden((b,)),
             out=jnp.zeros((b, self.head.out), jnp.float32),
-            started=jnp.bool_(False),
         )
+
+    def start(self, state: RL2State, obs: Any) -> RL2State:
+        """One core step on ``obs [B, ...]`` with zero action/reward, new episode."""
+        return RL2State(*self._first(state.hidden, obs))
 
     def scores(self, state: RL2State, obs, env_state, params) -> jax.Array:
         """The policy head's output ``[B, ...]`` for ``obs`` (acting rules)."""
-        return jax.lax.cond(
-            state.started,
-            lambda: state.out,
-            lambda: self._first(state.hidden, obs)[1],
-        )
+        return state.out
 
     def select(self, key: jax.Array, scores: jax.Array, greedy: bool) -> jax.Array:
         raw = jax.vmap(
@@ -104,12 +107,9 @@ class RL2Agent:
         return self.select(key, self.scores(state, obs, env_state, params), self.greedy)
 
     def update(self, state: RL2State, step: Step) -> RL2State:
-        hidden = jax.lax.cond(
-            state.started,
-            lambda: state.hidden,
-            lambda: self._first(state.hidden, step.obs)[0],
+        # one core step, the same at every step (the first is ``start``'s)
+        return RL2State(
+            *self._advance(
+                state.hidden, step.reset_obs, step.action, step.reward, step.done
+            )
         )
-        hidden, out = self._advance(
-            hidden, step.reset_obs, step.action, step.reward, step.done
-        )
-        return RL2State(hidden, out, jnp.bool_(True))

@@ -181,9 +181,36 @@ class TrialPPO:
 
     def _new_trial(self, key):
         k_task, k_reset = jax.random.split(key)
+        return self._new_trial_from(k_task, k_reset)
+
+    def _new_trial_from(self, k_task, k_reset):
         task = self.sample_task(k_task)
         obs, state = self.trial.reset(k_reset, task)
         return obs, state, task
+
+    def rollout_keys(self, key: jax.Array) -> dict:
+        """Every key a rollout's steps use, drawn before the loop.
+
+        Step ``t`` of the rollout gets the ``t``-th of ``split(key, T)`` and
+        splits it into (act, env step, new trial); the env-step and
+        new-trial keys split once more per env (and a new trial's into task
+        and reset). Drawn in the loop, each of these splits is one of
+        XLA:CPU's rolled threefry loops per step; drawn here they are one
+        per rollout, with the same values. Returns ``{"act": [T], "step":
+        [T, N], "task": [T, N], "reset": [T, N]}``.
+        """
+        n = self.shape.num_envs
+        per_step = jax.vmap(lambda k: jax.random.split(k, 3))(
+            jax.random.split(key, self.shape.rollout_steps)
+        )
+        per_env = jax.vmap(lambda k: jax.random.split(k, n))
+        new = jax.vmap(jax.vmap(jax.random.split))(per_env(per_step[:, 2]))
+        return {
+            "act": per_step[:, 0],
+            "step": per_env(per_step[:, 1]),
+            "task": new[:, :, 0],
+            "reset": new[:, :, 1],
+        }
 
     def init(self, key: jax.Array, hp: dict) -> RunnerState:
         del hp  # the initial state does not depend on the hyperparameters
@@ -212,8 +239,11 @@ class TrialPPO:
             update=jnp.zeros((), jnp.int32),
         )
 
-    def _env_step(self, weights, carry, key):
-        """One step of every env: act, step, start new trials where one ended."""
+    def _env_step(self, weights, carry, keys):
+        """One step of every env: act, step, start new trials where one ended.
+
+        ``keys``: this step's slice of :meth:`rollout_keys`.
+        """
         (
             env_state,
             obs,
@@ -225,22 +255,20 @@ class TrialPPO:
             first_ret,
             tr_ret,
         ) = carry
-        n = self.shape.num_envs
-        k_act, k_step, k_new = jax.random.split(key, 3)
         x = jax.vmap(self.features)(obs, first)
         h_in = jnp.where(trial_start[:, None], 0.0, hidden)
         hidden, out, value = self.core.step(weights, h_in, x)
-        raw = self.head.sample(k_act, out, weights.get("log_std"))
+        raw = self.head.sample(keys["act"], out, weights.get("log_std"))
         logp, _ = self.head.logp_entropy(out, weights.get("log_std"), raw)
         action = self.head.to_env(raw)
         next_obs, env_state, reward, _, trial_end, info = jax.vmap(self.trial.step)(
-            jax.random.split(k_step, n), env_state, action, task
+            keys["step"], env_state, action, task
         )
         reward = jnp.asarray(reward, jnp.float32)
         ep_end = jnp.logical_or(info["episode_terminated"], info["episode_truncated"])
         # A finished trial: a new task, a new trial, a zeroed hidden state.
-        new_obs, new_state, new_task = jax.vmap(self._new_trial)(
-            jax.random.split(k_new, n)
+        new_obs, new_state, new_task = jax.vmap(self._new_trial_from)(
+            keys["task"], keys["reset"]
         )
 
         def pick(new, old):
@@ -320,7 +348,7 @@ class TrialPPO:
         carry, rec = jax.lax.scan(
             lambda c, k: self._env_step(state.weights, c, k),
             carry,
-            jax.random.split(k_roll, s.rollout_steps),
+            self.rollout_keys(k_roll),
         )
         env_state, obs, task, hidden, first, trial_start, ep_ret, first_ret, tr_ret = (
             carry
