@@ -120,7 +120,12 @@ def train_and_evaluate(
             per_method.setdefault(method, []).append(result)
         run_dirs.append(root)
         protocol.append(record)
-    return per_method, run_dirs, protocol
+    # a method some seeds lack (controls run for later seeds only) would
+    # pool unequal seeds: report only the methods every seed has
+    partial = sorted(m for m, r in per_method.items() if len(r) != seeds)
+    if partial:
+        print(f"left out (not run for every seed): {', '.join(partial)}")
+    return {m: r for m, r in per_method.items() if m not in partial}, run_dirs, protocol
 
 
 def _save_seed(path: Path, results: dict, record: dict) -> None:
