@@ -74,6 +74,9 @@ HP = {
     "reward_scale": 1.0,
 }
 
+# the recurrent (RL²) trainer's key among the timed candidates
+RECURRENT = "recurrent"
+
 
 def plain_ppo_update(
     env, num_envs, rollout, epochs, minibatches, hidden, embed, core_layers=1
@@ -470,7 +473,7 @@ def _rl2_loop(args, hp):
         trainer = TrialPPO(env, shape, env.sample_params)
         state = jax.jit(trainer.init)(jax.random.key(0), hp)
         fns, info = {}, {}
-        candidates = {"rl2": (lambda s: trainer.update(s, hp)[0], state)}
+        candidates = {RECURRENT: (lambda s: trainer.update(s, hp)[0], state)}
         for key, n in (("plain_width", 1), ("plain_params", layers)):
             init, update = plain_ppo_update(
                 env, args.envs, args.rollout, 4, 4, args.hidden, args.embed, n
@@ -489,20 +492,22 @@ def _rl2_loop(args, hp):
             )
         for part in ("replay", "rollout"):
             # the part's seconds / the whole update's, round by round
-            info["rl2"][f"{part}_share"] = bench.median_ci(
-                np.divide(seconds.pop(f"rl2_{part}"), seconds["rl2"])
+            info[RECURRENT][f"{part}_share"] = bench.median_ci(
+                np.divide(seconds.pop(f"rl2_{part}"), seconds[RECURRENT])
             )[0]
         ratios = {}
         for key in ("plain_width", "plain_params"):
             # plain's seconds / RL²'s, round by round: RL²'s relative speed
-            med, low, high = bench.median_ci(np.divide(seconds[key], seconds["rl2"]))
+            med, low, high = bench.median_ci(
+                np.divide(seconds[key], seconds[RECURRENT])
+            )
             ratios[key] = {"median": med, "ci_low": low, "ci_high": high}
         results[name] = {**info, "ratios": ratios}
         w, p = ratios["plain_width"], ratios["plain_params"]
         rows.append(
             {
                 "env": name,
-                "RL² steps/s": info["rl2"]["steps_per_s"],
+                "RL² steps/s": info[RECURRENT]["steps_per_s"],
                 "plain PPO (same width) steps/s": info["plain_width"]["steps_per_s"],
                 "RL² / plain (same width)": w["median"],
                 "95% CI (same width)": f"[{w['ci_low']:.3f}, {w['ci_high']:.3f}]",
@@ -511,8 +516,8 @@ def _rl2_loop(args, hp):
                 ]["steps_per_s"],
                 "RL² / plain (same params)": p["median"],
                 "95% CI (same params)": f"[{p['ci_low']:.3f}, {p['ci_high']:.3f}]",
-                "RL² update share: GRU replay": info["rl2"]["replay_share"],
-                "RL² update share: rollout": info["rl2"]["rollout_share"],
+                "RL² update share: GRU replay": info[RECURRENT]["replay_share"],
+                "RL² update share: rollout": info[RECURRENT]["rollout_share"],
             }
         )
         # the target: against the same-width plain PPO (see the notes)
