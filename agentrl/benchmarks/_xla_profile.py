@@ -66,6 +66,17 @@ def _pass(op_name: str) -> str:
     return "rest"
 
 
+def _body_lines(hlo_text: str):
+    """``(computation name or None, line)`` for every instruction line."""
+    comp = None
+    for line in hlo_text.splitlines():
+        if line and not line[0].isspace():
+            match = _COMP.match(line)
+            comp = match.group(1) if match else None
+        else:
+            yield comp, line
+
+
 def instructions(hlo_text: str) -> dict[str, tuple[str, str]]:
     """``{instruction name: (op class, pass)}`` of an optimised HLO module.
 
@@ -74,22 +85,14 @@ def instructions(hlo_text: str) -> dict[str, tuple[str, str]]:
     the forward pass of a gradient, ``transpose(jvp ...)`` for the backward,
     anything else, e.g. the optimizer update, is "rest").
     """
-    roots, comp = {}, None
-    for line in hlo_text.splitlines():
-        if line and not line[0].isspace():
-            match = _COMP.match(line)
-            comp = match.group(1) if match else None
-            continue
+    roots = {}
+    for comp, line in _body_lines(hlo_text):
         match = _ROOT.match(line)
         if match and comp:
             roots[comp] = match.group(1)
     fused = set(_CALLS.findall(hlo_text))  # bodies of fusions: not thunks
-    out, comp = {}, None
-    for line in hlo_text.splitlines():
-        if line and not line[0].isspace():
-            match = _COMP.match(line)
-            comp = match.group(1) if match else None
-            continue
+    out = {}
+    for comp, line in _body_lines(hlo_text):
         match = _INSTR.match(line)
         if comp in fused or not match:
             continue
