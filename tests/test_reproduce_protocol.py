@@ -7,6 +7,7 @@ import pytest
 
 from agentrl.benchmarks import reproduce
 from agentrl.evaluate import EvalResult
+from agentrl.evaluate.controls import CONTEXT_CONTROLS
 
 
 def test_each_training_seed_gets_its_own_data_seed_split_and_eval_key():
@@ -68,3 +69,34 @@ def test_ad_darkroom_targets_name_value_ci_and_verdict():
     score, auc = targets
     assert score["target"] == 0.75 and score["met"] == (score["value"] >= 0.75)
     assert auc["met"] and auc["value"] > 0.4 and auc["ci"].startswith("[")
+
+
+def test_a_cache_without_controls_is_completed_not_reused(tmp_path, monkeypatch):
+    """A --compare run shares a seed's cache but evaluates no controls; a
+    later --controls run must add them (it once reused the cache as is)."""
+    calls = []
+
+    def fake_seed(config, root, seed, controls, scan, rules):
+        calls.append(controls)
+        label = config.algo.label
+        names = [label, "random"]
+        if controls:
+            names += [f"{label}/{c}" for c in CONTEXT_CONTROLS]
+        return {n: EvalResult(n, np.ones((2, 3))) for n in names}, {"seed": seed}
+
+    def fake_expert(config, root, episodes, rules):
+        return EvalResult("ed", np.zeros((2, 3))), {"episodes": episodes}
+
+    monkeypatch.setattr(reproduce, "_seed", fake_seed)
+    monkeypatch.setattr(reproduce, "_expert", fake_expert)
+    run = dict(name="ad_darkroom", preset="smoke", seeds=1, runs_root=tmp_path)
+    label = reproduce.seed_config("ad_darkroom", "smoke", 0, None).algo.label
+    first, _, _ = reproduce.train_and_evaluate(**run)  # the --compare side
+    assert calls == [False] and f"{label}/zero_rewards" not in first
+    both, _, protocol = reproduce.train_and_evaluate(**run, controls=True)
+    assert calls == [False, True]
+    expected = {label, "random", f"{label}/expert_distillation"}
+    expected |= {f"{label}/{c}" for c in CONTEXT_CONTROLS}
+    assert set(both) == expected and "expert_distillation" in protocol[0]
+    again, _, _ = reproduce.train_and_evaluate(**run, controls=True)
+    assert calls == [False, True] and set(again) == expected  # now reused

@@ -104,12 +104,20 @@ def train_and_evaluate(
         config = seed_config(name, preset, seed, overrides)
         root = runs_root / f"{name}-{preset}{suffix}-seed{seed}"
         cache = root.with_name(root.name + "-results.json")
-        if cache.is_file():  # done by an earlier (or a parallel) invocation
-            results, record = _load_seed(cache)
-        else:
-            results, record = _seed(
+        results, record = _load_seed(cache) if cache.is_file() else ({}, {})
+        # done by an earlier (or a parallel) invocation; redone where it
+        # lacks what this one asks for: a --compare run, which shares the
+        # run (and its cache) but evaluates no controls, must not leave a
+        # --controls run without its context controls (fit resumes the
+        # finished run, so only selection and test evaluation are repeated)
+        stale = (controls and _missing_controls(results, config)) or (
+            scan_checkpoints and "checkpoint_scan" not in record
+        )
+        if not results or stale:
+            fresh, fresh_record = _seed(
                 config, root, seed, controls, scan_checkpoints, rules
             )
+            results, record = {**results, **fresh}, {**record, **fresh_record}
             _save_seed(cache, results, record)  # kept if the control run dies
         ed = f"{config.algo.label}/expert_distillation"
         if controls and ed not in results:
@@ -126,6 +134,14 @@ def train_and_evaluate(
     if partial:
         print(f"left out (not run for every seed): {', '.join(partial)}")
     return {m: r for m, r in per_method.items() if m not in partial}, run_dirs, protocol
+
+
+def _missing_controls(results: dict, config: Any) -> list[str]:
+    """The context controls a seed's cached results lack."""
+    from agentrl.evaluate.controls import CONTEXT_CONTROLS
+
+    label = config.algo.label
+    return [c for c in CONTEXT_CONTROLS if f"{label}/{c}" not in results]
 
 
 def _save_seed(path: Path, results: dict, record: dict) -> None:
