@@ -100,3 +100,17 @@ def test_a_cache_without_controls_is_completed_not_reused(tmp_path, monkeypatch)
     assert set(both) == expected and "expert_distillation" in protocol[0]
     again, _, _ = reproduce.train_and_evaluate(**run, controls=True)
     assert calls == [False, True] and set(again) == expected  # now reused
+
+
+def test_checkpoint_scan_becomes_a_report_line_only_when_every_seed_has_one():
+    def scan(*values):
+        return {
+            f"step{s}": {"mean": v, "ci": [v, v], "step": s}
+            for s, v in zip((4000, 8000), values, strict=True)
+        }
+
+    recs = [{"checkpoint_scan": scan(0.8, 0.85)}, {"checkpoint_scan": scan(0.6, 0.75)}]
+    line = reproduce._scan_note("dpt_bandit", recs)
+    assert "step 4000 0.700 (0.800, 0.600)" in line
+    assert "step 8000 0.800 (0.850, 0.750)" in line
+    assert reproduce._scan_note("dpt_bandit", [recs[0], {}]) is None

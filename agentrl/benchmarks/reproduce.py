@@ -463,6 +463,11 @@ def report(
         f"evaluation key; CIs resample {how}.",
         f"Acting rule chosen per seed on validation tasks: {chosen}.",
     ]
+    notes += [
+        line
+        for name, recs in (protocol or {}).items()
+        if (line := _scan_note(name, recs))
+    ]
     if verdict is not None and verdict["missing"]:
         notes.append(
             f"Controls not run: {', '.join(verdict['missing'])}; without them "
@@ -487,6 +492,34 @@ def report(
     print(bench.markdown_table(rows))
     print(bench.markdown_table(targets))
     print(f"wrote {path}")
+
+
+def _scan_note(name: str, records: list[dict]) -> str | None:
+    """The validation learning curve of ``--scan-checkpoints``, as a line.
+
+    ``"name: step 4000 0.815 (0.793, 0.807, 0.844); ..."``: the mean over
+    seeds of the selection criterion (chosen acting rule, validation
+    tasks) at each kept checkpoint, with the per-seed values; ``None``
+    unless every seed has a scan.
+    """
+    scans = [r.get("checkpoint_scan") for r in records]
+    if not scans or not all(scans):
+        return None
+    steps = sorted({v["step"] for scan in scans for v in scan.values()})
+    parts = []
+    for step in steps:
+        values = [
+            v["mean"] for scan in scans for v in scan.values() if v["step"] == step
+        ]
+        if len(values) == len(scans):
+            each = ", ".join(f"{x:.3f}" for x in values)
+            parts.append(f"step {step} {np.mean(values):.3f} ({each})")
+    rule = records[0].get("selection", {}).get("rule", "the selection criterion")
+    return (
+        f"Checkpoint scan of {name} (validation tasks, the chosen acting rule; "
+        f"value: {rule.split(' on ')[0].removeprefix('max over candidates of ')}"
+        f"; mean over seeds, then per seed): " + "; ".join(parts) + "."
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
