@@ -100,3 +100,54 @@ def test_a_cache_without_controls_is_completed_not_reused(tmp_path, monkeypatch)
     assert set(both) == expected and "expert_distillation" in protocol[0]
     again, _, _ = reproduce.train_and_evaluate(**run, controls=True)
     assert calls == [False, True] and set(again) == expected  # now reused
+
+
+def test_an_online_learner_gets_the_context_controls_and_no_expert_run(
+    tmp_path, monkeypatch
+):
+    """RL² (trained online by RL, no dataset): --controls evaluates the three
+    context controls, trains no expert-distillation control (it has no
+    histories to cut) and the verdict judges it against those three."""
+    import json
+
+    rng = np.random.default_rng(0)
+    calls = []
+
+    def fake_seed(config, root, seed, controls, scan, rules):
+        calls.append(controls)
+        label = config.algo.label
+        names = [label, "random", *(f"{label}/{c}" for c in CONTEXT_CONTROLS)]
+        scores = {n: (0.9 if n == label else 0.1) for n in names}
+        return {
+            n: EvalResult(n, 10 * s + rng.normal(0, 0.1, (6, 12)),
+                          s + rng.normal(0, 0.01, (6, 12)))
+            for n, s in scores.items()
+        }, {"seed": seed, "selection": {"choice": {"name": "sample"}}}  # fmt: skip
+
+    def no_expert(*args):
+        raise AssertionError("expert distillation trained for an online learner")
+
+    monkeypatch.setattr(reproduce, "_seed", fake_seed)
+    monkeypatch.setattr(reproduce, "_expert", no_expert)
+    monkeypatch.setenv("AGENTRL_BENCH_RESULTS", str(tmp_path / "results"))
+    reproduce.main(["rl2_darkroom", "--preset", "smoke", "--seeds", "1",
+                    "--controls", "--runs", str(tmp_path / "runs")])  # fmt: skip
+    assert calls == [True]
+    tag = "repro_rl2_darkroom_smoke"
+    saved = json.loads((tmp_path / "results" / tag / "results.json").read_text())
+    label = reproduce.load_experiment("rl2_darkroom", "smoke").algo.label
+    controls = {f"{label}/{c}" for c in CONTEXT_CONTROLS}
+    assert controls <= set(saved["runs"])
+    assert f"{label}/expert_distillation" not in saved["runs"]
+    meta = json.loads((tmp_path / "results" / f"{tag}.json").read_text())
+    verdict = meta["results"]["verdict"]
+    assert set(verdict["controls"]) == set(CONTEXT_CONTROLS)
+    assert verdict["missing"] == [] and verdict["not_applicable"] == [
+        "expert_distillation"
+    ]
+    assert verdict["learns_in_context"]  # beats the three that apply
+    assert "expert_distillation" not in meta["results"]["protocol"]["rl2_darkroom"][0]
+    names = [t["name"] for t in meta["targets"]]
+    assert f"{label} learns in context (beats all 3 controls)" in names
+    md = (tmp_path / "results" / f"{tag}.md").read_text()
+    assert "expert-distillation control does not apply" in md
