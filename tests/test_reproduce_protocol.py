@@ -151,3 +151,33 @@ def test_an_online_learner_gets_the_context_controls_and_no_expert_run(
     assert f"{label} learns in context (beats all 3 controls)" in names
     md = (tmp_path / "results" / f"{tag}.md").read_text()
     assert "expert-distillation control does not apply" in md
+
+
+def test_every_online_preset_has_validation_and_test_tasks_for_each_seed():
+    """Reproductions of online learners choose the acting rule on validation
+    tasks: every preset's run records a split with validation *and* test
+    tasks, apart from the train ids it trains on, for every training seed
+    (a reproduction once stopped here on a split without validation ids)."""
+    from agentrl.envs import make as make_env
+    from agentrl.online.program import task_split_json
+    from agentrl.train.experiments import known_experiments, load_module
+    from agentrl.train.rundir import held_out_params
+
+    checked = 0
+    for name in known_experiments():
+        for preset in load_module(name).PRESETS:
+            config = reproduce.load_experiment(name, preset)
+            if not config.algo.trains_online:
+                continue
+            env = make_env(config.data.env, **dict(config.data.env_args))
+            if env.num_tasks is None:  # held-out tasks are fresh draws
+                continue
+            for seed in (0, 4):
+                data = reproduce.seed_config(name, preset, seed, None).data
+                split = task_split_json(env, data)
+                train = set(env.task_split(data.split_fraction, data.seed).train)
+                for which in ("validation", "test"):
+                    _, ids = held_out_params(env, split, None, 0, which)
+                    assert ids and not set(ids) & train, (name, preset, which)
+                checked += 1
+    assert checked >= 8  # rl2_darkroom and transformer_ppo_darkroom presets
