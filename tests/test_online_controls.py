@@ -10,6 +10,9 @@ checked against a replay of the plain agent:
 - ``zero_rewards``: the controlled agent ends in exactly the state the
   plain agent reaches when shown the same actions with every reward zeroed
   (and not the state the true, non-zero rewards give);
+- ``shuffle_rewards``: on a bandit paying 0 or 1 at random, the rewards the
+  agent is shown (recorded by a pass-through wrapper) are not the paid
+  sequence, and its state is the replay of the shown ones;
 - ``empty_context``: the agent's state is never advanced (the fresh state
   every step) and every action is the one a fresh agent started on that
   step's observation takes.
@@ -29,6 +32,7 @@ from test_online_rl2 import FlipBandit, small_shape
 from test_online_transformer import make_trainer
 
 from agentrl.algos import RL2, TransformerPPO
+from agentrl.envs.bandits import BernoulliBandit
 from agentrl.evaluate.controls import ControlledAgent, controls_for
 from agentrl.online.agent import RL2Agent
 from agentrl.online.ppo import TrialPPO
@@ -116,6 +120,44 @@ def test_zero_rewards_reach_the_online_agents_inputs(online):
     assert same(state.inner, zeroed)
     # and the true rewards would have left the agent somewhere else
     assert not same(state.inner, online.replayed(hist, hist.reward))
+
+
+class Recording:
+    """Passes everything to ``agent`` and records the rewards it is shown."""
+
+    batched = True
+
+    def __init__(self, agent):
+        self.agent = agent
+
+    def init(self, key, params):
+        shown = jnp.zeros((key.shape[0], STEPS), jnp.float32)
+        return self.agent.init(key, params), shown, jnp.int32(0)
+
+    def start(self, state, obs):
+        return self.agent.start(state[0], obs), *state[1:]
+
+    def act(self, key, state, obs, env_state, params):
+        return self.agent.act(key, state[0], obs, env_state, params)
+
+    def update(self, state, step):
+        inner, shown, t = state
+        shown = shown.at[:, t].set(step.reward)
+        return self.agent.update(inner, step), shown, t + 1
+
+
+def test_shuffled_rewards_reach_the_online_agents_inputs(online):
+    """On a bandit paying 0 or 1 at random, the agent is shown rewards in
+    another order than paid, and its state is the one they give."""
+    env = BernoulliBandit(num_arms=2, horizon=4)  # the agents' spaces
+    keys = jax.random.split(jax.random.key(2), TASKS)
+    params = jax.vmap(env.sample_params)(keys)
+    agent = ControlledAgent(Recording(online.agent), "shuffle_rewards", STEPS)
+    hist, state = run_batched_agent(env, agent, params, jax.random.key(3), STEPS)
+    inner, shown, _ = state.inner
+    assert not np.array_equal(shown, hist.reward)  # the order is broken
+    assert same(inner, online.replayed(hist, shown))
+    assert not same(inner, online.replayed(hist, hist.reward))
 
 
 def test_empty_context_acts_from_a_fresh_state_every_step(online):
