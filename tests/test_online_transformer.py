@@ -370,6 +370,16 @@ def test_fit_resume_exact_and_evaluation(tmp_path):
         np.testing.assert_array_equal(x, y)
     results, _ = run_results(tmp_path / "a", baselines=["random"])
     assert results["transformer_ppo"].returns.shape == (3, 2)
+    # a context control beside it; expert distillation does not apply
+    import json
+
+    from agentrl.evaluate.run import evaluate_run
+
+    paths = evaluate_run(tmp_path / "a", baselines=[], control="zero_rewards")
+    verdict = json.loads(paths["verdict"].read_text())
+    assert set(verdict["controls"]) == {"zero_rewards"}
+    assert verdict["not_applicable"] == ["expert_distillation"]
+    assert verdict["missing"] == ["shuffle_rewards", "empty_context"]
 
 
 def test_bad_fields_are_named():
