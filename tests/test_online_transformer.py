@@ -179,22 +179,35 @@ def test_chunk_over_the_prefix_cache_equals_the_full_forward(sink):
         )
 
 
-def test_trial_update_copies_no_whole_cache_inside_its_loops():
+@pytest.mark.parametrize("update_every", [4, 12])
+def test_trial_update_copies_no_whole_cache_inside_its_loops(update_every):
     """The compiled one-trial update (acting scan, re-encodings, partial
     updates) never copies a whole KV cache inside a loop: acting reads the
     cache once a step and writes in place; the training prefix is the
     acting cache itself; the critic's chunk pass drops its writes. (The
-    version before this test copied 14 caches per partial update.)"""
+    version before this test copied 14 caches per partial update.) With
+    ``K = L`` (one update per trial) neither: the cache-shaped copies its
+    program has are once-per-call layout copies of the critic's whole-trial
+    attention keys (XLA inlines the one-chunk loop into ENTRY), not in a
+    loop."""
     from agentrl.benchmarks._hlo import cache_shapes, count_copies
 
-    trainer = make_trainer(update_every=4, trial=12)
+    trainer = make_trainer(update_every=update_every, trial=12)
     state = trainer.init(jax.random.key(0), hp())
     hlo = jax.jit(trainer.update).lower(state, hp()).compile().as_text()
     shapes = cache_shapes(trainer.model(state.actor).init_cache(8, 12))
     assert count_copies(hlo, shapes) == 0
 
-    # the counter sees them: a chunk loop that keeps the cache from before
-    # its acting scan (as the training prefix once did) copies it
+
+def test_the_copy_counter_sees_a_cache_copied_in_a_loop():
+    """A chunk loop that keeps the cache from before its acting scan (as the
+    training prefix once did) copies it once per chunk: counted."""
+    from agentrl.benchmarks._hlo import cache_shapes, count_copies
+
+    trainer = make_trainer(update_every=4, trial=12)
+    state = trainer.init(jax.random.key(0), hp())
+    shapes = cache_shapes(trainer.model(state.actor).init_cache(8, 12))
+
     def keep(actor, cache):
         model = trainer.model(actor)
         zero = jnp.zeros(8, jnp.int32)
@@ -212,6 +225,53 @@ def test_trial_update_copies_no_whole_cache_inside_its_loops():
     cache = trainer.model(state.actor).init_cache(8, 12)
     hlo = jax.jit(keep).lower(state.actor, cache).compile().as_text()
     assert count_copies(hlo, shapes) > 0
+
+
+#: A copy in a fusion run once (from ENTRY) and one in a loop body.
+_TWO_COPIES = """HloModule m
+
+%fused_once (p.0: f32[2,3]) -> f32[2,3] {
+  %p.0 = f32[2,3]{1,0} parameter(0)
+  ROOT %copy.1 = f32[2,3]{1,0} copy(%p.0)
+}
+
+%fused_step (p.1: f32[2,3]) -> f32[2,3] {
+  %p.1 = f32[2,3]{1,0} parameter(0)
+  ROOT %copy.2 = f32[2,3]{1,0} copy(%p.1)
+}
+
+%body (t.0: (s32[], f32[2,3])) -> (s32[], f32[2,3]) {
+  %t.0 = (s32[], f32[2,3]{1,0}) parameter(0)
+  %x.0 = f32[2,3]{1,0} get-tuple-element(%t.0), index=1
+  %y.0 = f32[2,3]{1,0} fusion(%x.0), kind=kLoop, calls=%fused_step
+  %i.0 = s32[] get-tuple-element(%t.0), index=0
+  ROOT %r.0 = (s32[], f32[2,3]{1,0}) tuple(%i.0, %y.0)
+}
+
+%cond (t.1: (s32[], f32[2,3])) -> pred[] {
+  %t.1 = (s32[], f32[2,3]{1,0}) parameter(0)
+  ROOT %c.0 = pred[] constant(true)
+}
+
+ENTRY %main (x.1: f32[2,3]) -> (s32[], f32[2,3]) {
+  %x.1 = f32[2,3]{1,0} parameter(0)
+  %once = f32[2,3]{1,0} fusion(%x.1), kind=kLoop, calls=%fused_once
+  %i.1 = s32[] constant(0)
+  %t.2 = (s32[], f32[2,3]{1,0}) tuple(%i.1, %once)
+  ROOT %w = (s32[], f32[2,3]{1,0}) while(%t.2), condition=%cond, body=%body
+}
+"""
+
+
+def test_copy_counter_counts_copies_inside_loops_only():
+    """Copies that run once per call (in ENTRY, or in a fusion ENTRY calls:
+    XLA inlines a one-trip loop there) are not loop copies; one in a fusion
+    a loop body calls is."""
+    from agentrl.benchmarks._hlo import count_copies
+
+    assert count_copies(_TWO_COPIES, [(2, 3)]) == 1
+    assert count_copies(_TWO_COPIES, [(2, 3)], loops_only=False) == 2
+    assert count_copies(_TWO_COPIES, [(3, 2)], loops_only=False) == 0
 
 
 def attention_to_tokens(model, buf):
@@ -310,6 +370,16 @@ def test_fit_resume_exact_and_evaluation(tmp_path):
         np.testing.assert_array_equal(x, y)
     results, _ = run_results(tmp_path / "a", baselines=["random"])
     assert results["transformer_ppo"].returns.shape == (3, 2)
+    # a context control beside it; expert distillation does not apply
+    import json
+
+    from agentrl.evaluate.run import evaluate_run
+
+    paths = evaluate_run(tmp_path / "a", baselines=[], control="zero_rewards")
+    verdict = json.loads(paths["verdict"].read_text())
+    assert set(verdict["controls"]) == {"zero_rewards"}
+    assert verdict["not_applicable"] == ["expert_distillation"]
+    assert verdict["missing"] == ["shuffle_rewards", "empty_context"]
 
 
 def test_bad_fields_are_named():

@@ -114,3 +114,84 @@ def test_checkpoint_scan_becomes_a_report_line_only_when_every_seed_has_one():
     assert "step 4000 0.700 (0.800, 0.600)" in line
     assert "step 8000 0.800 (0.850, 0.750)" in line
     assert reproduce._scan_note("dpt_bandit", [recs[0], {}]) is None
+
+
+def test_an_online_learner_gets_the_context_controls_and_no_expert_run(
+    tmp_path, monkeypatch
+):
+    """RL² (trained online by RL, no dataset): --controls evaluates the three
+    context controls, trains no expert-distillation control (it has no
+    histories to cut) and the verdict judges it against those three."""
+    import json
+
+    rng = np.random.default_rng(0)
+    calls = []
+
+    def fake_seed(config, root, seed, controls, scan, rules):
+        calls.append(controls)
+        label = config.algo.label
+        names = [label, "random", *(f"{label}/{c}" for c in CONTEXT_CONTROLS)]
+        scores = {n: (0.9 if n == label else 0.1) for n in names}
+        return {
+            n: EvalResult(n, 10 * s + rng.normal(0, 0.1, (6, 12)),
+                          s + rng.normal(0, 0.01, (6, 12)))
+            for n, s in scores.items()
+        }, {"seed": seed, "selection": {"choice": {"name": "sample"}}}  # fmt: skip
+
+    def no_expert(*args):
+        raise AssertionError("expert distillation trained for an online learner")
+
+    monkeypatch.setattr(reproduce, "_seed", fake_seed)
+    monkeypatch.setattr(reproduce, "_expert", no_expert)
+    monkeypatch.setenv("AGENTRL_BENCH_RESULTS", str(tmp_path / "results"))
+    reproduce.main(["rl2_darkroom", "--preset", "smoke", "--seeds", "1",
+                    "--controls", "--runs", str(tmp_path / "runs")])  # fmt: skip
+    assert calls == [True]
+    tag = "repro_rl2_darkroom_smoke"
+    saved = json.loads((tmp_path / "results" / tag / "results.json").read_text())
+    label = reproduce.load_experiment("rl2_darkroom", "smoke").algo.label
+    controls = {f"{label}/{c}" for c in CONTEXT_CONTROLS}
+    assert controls <= set(saved["runs"])
+    assert f"{label}/expert_distillation" not in saved["runs"]
+    meta = json.loads((tmp_path / "results" / f"{tag}.json").read_text())
+    verdict = meta["results"]["verdict"]
+    assert set(verdict["controls"]) == set(CONTEXT_CONTROLS)
+    assert verdict["missing"] == [] and verdict["not_applicable"] == [
+        "expert_distillation"
+    ]
+    assert verdict["learns_in_context"]  # beats the three that apply
+    assert "expert_distillation" not in meta["results"]["protocol"]["rl2_darkroom"][0]
+    names = [t["name"] for t in meta["targets"]]
+    assert f"{label} learns in context (beats all 3 controls)" in names
+    md = (tmp_path / "results" / f"{tag}.md").read_text()
+    assert "expert-distillation control does not apply" in md
+
+
+def test_every_online_preset_has_validation_and_test_tasks_for_each_seed():
+    """Reproductions of online learners choose the acting rule on validation
+    tasks: every preset's run records a split with validation *and* test
+    tasks, apart from the train ids it trains on, for every training seed
+    (a reproduction once stopped here on a split without validation ids)."""
+    from agentrl.envs import make as make_env
+    from agentrl.online.program import task_split_json
+    from agentrl.train.experiments import known_experiments, load_module
+    from agentrl.train.rundir import held_out_params
+
+    checked = 0
+    for name in known_experiments():
+        for preset in load_module(name).PRESETS:
+            config = reproduce.load_experiment(name, preset)
+            if not config.algo.trains_online:
+                continue
+            env = make_env(config.data.env, **dict(config.data.env_args))
+            if env.num_tasks is None:  # held-out tasks are fresh draws
+                continue
+            for seed in (0, 4):
+                data = reproduce.seed_config(name, preset, seed, None).data
+                split = task_split_json(env, data)
+                train = set(env.task_split(data.split_fraction, data.seed).train)
+                for which in ("validation", "test"):
+                    _, ids = held_out_params(env, split, None, 0, which)
+                    assert ids and not set(ids) & train, (name, preset, which)
+                checked += 1
+    assert checked >= 8  # rl2_darkroom and transformer_ppo_darkroom presets

@@ -16,18 +16,25 @@ def count_copies(hlo_text: str, shapes, loops_only: bool = True) -> int:
     """Copies in ``hlo_text`` whose result has one of ``shapes`` (tuples of ints).
 
     ``hlo_text`` is ``jax.jit(f).lower(...).compile().as_text()``. With
-    ``loops_only``, copies in the ENTRY computation (run once per call, e.g.
-    materialising the initial zero cache) are not counted: what remains runs
-    inside loop bodies and branches, i.e. once per decoding step.
+    ``loops_only``, only copies that run inside a loop are counted: those in
+    the body or condition of a ``while`` and in every computation these call
+    (fusions, branches, nested loops), i.e. once per decoding step or per
+    partial update. Copies run once per call are not: in the ENTRY
+    computation (e.g. materialising the initial zero cache) or in a fusion
+    or branch it calls directly (XLA inlines a loop of one trip into ENTRY:
+    its copies run once). Shapes are the test: an activation of a cache's
+    shape (a whole-trial attention's keys) counts as well, so compare
+    programs whose loops hold no such activations.
     """
     wanted = {tuple(int(n) for n in s) for s in shapes}
-    count, in_entry = 0, False
-    for line in hlo_text.splitlines():
-        if line and not line[0].isspace():  # a computation header (or its end)
-            in_entry = line.startswith("ENTRY")
-            continue
-        if loops_only and in_entry:
-            continue
+    if loops_only:
+        comps = _computations(hlo_text)
+        inside = _closure(comps, _loop_roots(comps))
+        lines = (line for name in inside for line in comps[name])
+    else:
+        lines = iter(hlo_text.splitlines())
+    count = 0
+    for line in lines:
         match = _COPY.search(line)
         if match:
             dims = tuple(int(n) for n in match.group(2).split(",") if n)
@@ -99,24 +106,40 @@ def count_copies_per_iteration(hlo_text: str, shapes, carried) -> int:
         and body.search(line)
     ]
 
-    def closure(root):
-        seen, stack = set(), [root]
-        while stack:
-            name = stack.pop()
-            if name in seen or name not in comps:
-                continue
-            seen.add(name)
-            for line in comps[name]:
-                for group in _CALLED.findall(line):
-                    stack.extend(n.strip().lstrip("%") for n in group.split(","))
-        return seen
-
     # innermost such loops only: an outer loop (over task blocks) that also
     # carries the shape runs its own copies once per inner loop, not per step
-    closures = {r: closure(r) for r in set(roots)}
+    closures = {r: _closure(comps, [r]) for r in set(roots)}
     seen = set()
     for root, names in closures.items():
         if not any(other in names for other in closures if other != root):
             seen |= names
     text = "\n".join(f"%{n} {{\n" + "\n".join(comps[n]) for n in seen)
     return count_copies(text, shapes, loops_only=False)
+
+
+_LOOP = re.compile(r"\b(?:body|condition)=%?([\w.\-]+)")
+
+
+def _loop_roots(comps: dict[str, list[str]]) -> list[str]:
+    """The body and condition computations of every ``while`` in ``comps``."""
+    return [
+        name
+        for lines in comps.values()
+        for line in lines
+        if " while(" in line
+        for name in _LOOP.findall(line)
+    ]
+
+
+def _closure(comps: dict[str, list[str]], roots) -> set[str]:
+    """``roots`` and every computation they call, transitively."""
+    seen, stack = set(), list(roots)
+    while stack:
+        name = stack.pop()
+        if name in seen or name not in comps:
+            continue
+        seen.add(name)
+        for line in comps[name]:
+            for group in _CALLED.findall(line):
+                stack.extend(n.strip().lstrip("%") for n in group.split(","))
+    return seen

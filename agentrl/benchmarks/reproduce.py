@@ -22,7 +22,11 @@ The protocol (docs/protocol.md):
   test tasks and keys (zeroed / shuffled rewards in context, empty
   context) and trains the expert-distillation control (same config, only
   the last ``--expert-episodes`` episodes of each history), and reports
-  the verdict of :func:`agentrl.evaluate.controls.icl_verdict`.
+  the verdict of :func:`agentrl.evaluate.controls.icl_verdict`. A learner
+  trained online by RL (RL², transformer PPO) has no dataset to distil:
+  it gets the three context controls only, acting on what it reads (its
+  previous-reward input, its KV cache), and the verdict judges it against
+  those (:func:`agentrl.evaluate.controls.controls_for`).
 - A ``--compare`` experiment uses the same data seeds and evaluation keys,
   so the difference is paired per (seed, task).
 
@@ -120,7 +124,7 @@ def train_and_evaluate(
             results, record = {**results, **fresh}, {**record, **fresh_record}
             _save_seed(cache, results, record)  # kept if the control run dies
         ed = f"{config.algo.label}/expert_distillation"
-        if controls and ed not in results:
+        if controls and ed not in results and _has_expert_control(config):
             n = expert_episodes or default_expert_episodes(config)
             results[ed], record["expert_distillation"] = _expert(config, root, n, rules)
             _save_seed(cache, results, record)
@@ -134,6 +138,13 @@ def train_and_evaluate(
     if partial:
         print(f"left out (not run for every seed): {', '.join(partial)}")
     return {m: r for m, r in per_method.items() if m not in partial}, run_dirs, protocol
+
+
+def _has_expert_control(config: Any) -> bool:
+    """Whether the expert-distillation control applies (a learner from data)."""
+    from agentrl.evaluate.controls import controls_for
+
+    return "expert_distillation" in controls_for(config.algo)
 
 
 def _missing_controls(results: dict, config: Any) -> list[str]:
@@ -394,7 +405,7 @@ def report(
     suffix: str = "",
     protocol: dict | None = None,
 ) -> None:
-    from agentrl.evaluate.controls import CONTEXT_CONTROLS, CONTROLS, icl_verdict
+    from agentrl.evaluate.controls import controls_for, icl_verdict
 
     tag = f"repro_{'_vs_'.join(names)}_{preset}{suffix}"
     out_dir = bench.results_dir() / tag
@@ -411,10 +422,17 @@ def report(
     targets = targets_for(names[0], summary, combined, dirs[names[0]])
     label = next(iter(summary))
     verdict = None
-    done = {c: combined[f"{label}/{c}"] for c in CONTROLS if f"{label}/{c}" in combined}
+    applicable = controls_for(load_experiment(names[0], preset).algo)
+    done = {
+        c: combined[f"{label}/{c}"] for c in applicable if f"{label}/{c}" in combined
+    }
     if done:
         verdict = icl_verdict(
-            combined[label], done, summary[label]["last_k"], resample=resample
+            combined[label],
+            done,
+            summary[label]["last_k"],
+            resample=resample,
+            applicable=applicable,
         )
         for c, v in verdict["controls"].items():
             targets.append(_with_ci(
@@ -423,7 +441,7 @@ def report(
             ))  # fmt: skip
         targets.append(
             bench.target(
-                f"{label} learns in context (beats all {len(CONTROLS)} controls)",
+                f"{label} learns in context (beats all {len(applicable)} controls)",
                 float(verdict["learns_in_context"]),
                 1.0,
             )
@@ -474,8 +492,13 @@ def report(
             "the verdict cannot be 'learns in context'."
         )
     if not done:
+        notes.append(f"Controls not run ({', '.join(applicable)}).")
+    if "expert_distillation" not in applicable:
         notes.append(
-            f"Controls not run ({', '.join(CONTEXT_CONTROLS)}, expert_distillation)."
+            f"{label} is trained online by RL, not distilled from a dataset: the "
+            "expert-distillation control does not apply (there are no histories "
+            "to cut to their converged episodes), so the verdict judges it "
+            "against the context controls only."
         )
     path = bench.write_results(
         tag,
@@ -544,7 +567,8 @@ def main(argv: list[str] | None = None) -> None:
         "--controls",
         action="store_true",
         help="also evaluate the in-context-learning controls and train the "
-        "expert-distillation control (one more training run per seed)",
+        "expert-distillation control (one more training run per seed; learners "
+        "distilled from a dataset only, not those trained online by RL)",
     )
     parser.add_argument(
         "--expert-episodes",

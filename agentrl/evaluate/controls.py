@@ -22,13 +22,23 @@ the method, so differences are paired per ``[seed, task]``:
   on the converged episodes of the same histories (the last
   ``num_episodes`` of each; :func:`expert_dataset` writes that dataset and
   :func:`expert_config` the run's config). It distils the expert, not the
-  learning, and is the AD paper's control.
+  learning, and is the AD paper's control. It applies only to a learner
+  distilled from a dataset: one trained online by RL (RL², transformer
+  PPO; ``Algorithm.trains_online``) has no histories to cut, so its
+  controls are the three context ones (:func:`controls_for`).
+
+The context controls act on whatever the wrapped agent reads as context:
+AD's and transformer PPO's KV cache (the reward in each token), DPT's
+context set, RL²'s input (the previous reward it is fed each step); the
+empty context is a fresh agent state every step (an empty cache, an empty
+context set, a fresh GRU hidden state started on the current
+observation).
 
 The first three wrap a trained model's acting rule
 (:func:`control_policy`, or ``agentrl eval RUN --control NAME``); the last
 is another training run. :func:`icl_verdict` says a method learns in
-context only if it beats every control given, each by a paired bootstrap CI
-of the last-episodes return that excludes zero.
+context only if it beats every control that applies to it, each by a paired
+bootstrap CI of the last-episodes return that excludes zero.
 """
 
 from __future__ import annotations
@@ -50,6 +60,18 @@ from agentrl.sources.agent import start_agent
 CONTEXT_CONTROLS = ("zero_rewards", "shuffle_rewards", "empty_context")
 #: Every control, in the order reports list them.
 CONTROLS = (*CONTEXT_CONTROLS, "expert_distillation")
+
+
+def controls_for(algo: Any) -> tuple[str, ...]:
+    """The controls that apply to ``algo``'s learner (an ``Algorithm``).
+
+    All of :data:`CONTROLS` for a learner distilled from a dataset; the
+    :data:`CONTEXT_CONTROLS` only for one trained online by RL
+    (``algo.trains_online``): expert distillation retrains on the converged
+    episodes of the histories the model was distilled from, and such a
+    learner has none.
+    """
+    return CONTEXT_CONTROLS if algo.trains_online else CONTROLS
 
 
 def check_control(name: str) -> str:
@@ -258,6 +280,7 @@ def icl_verdict(
     controls: Mapping[str, Sequence[Any]],
     last_k: int = 10,
     resample: str = "tasks",
+    applicable: Sequence[str] = CONTROLS,
 ) -> dict[str, Any]:
     """Does ``method`` learn in context? Only if it beats every control.
 
@@ -267,15 +290,27 @@ def icl_verdict(
         and keys (same order of seeds).
       last_k: the score is the mean return of the last ``last_k`` episodes.
       resample: bootstrap resampling (``"tasks"``, ``"runs"``, ``"both"``).
+      applicable: the controls that apply to the method (default all;
+        :func:`controls_for` its algorithm): the verdict needs each of them.
 
     Returns:
       ``{"learns_in_context": bool, "controls": {name: {"mean", "low",
-      "high", "beaten"}}, "missing": [controls not run], "last_k": k}``;
-      ``learns_in_context`` is true only if every control was run and each
-      paired CI lies above zero.
+      "high", "beaten"}}, "missing": [applicable controls not run],
+      "not_applicable": [controls that do not apply], "last_k": k}``;
+      ``learns_in_context`` is true only if every applicable control was
+      run and each paired CI lies above zero.
     """
     if not controls:
         raise ValueError("icl_verdict needs at least one control's results")
+    unknown = [c for c in (*controls, *applicable) if c not in CONTROLS]
+    if unknown:
+        raise ValueError(f"controls must be among {', '.join(CONTROLS)}, got {unknown}")
+    extra = [c for c in controls if c not in applicable]
+    if extra:
+        raise ValueError(
+            f"control(s) {extra} do not apply here (applicable: "
+            f"{', '.join(applicable)})"
+        )
     out: dict[str, Any] = {}
     for name, runs in controls.items():
         if len(runs) != len(method):
@@ -284,10 +319,11 @@ def icl_verdict(
             )
         d = paired_difference(method, runs, last_k, resample)
         out[name] = {**d, "beaten": bool(d["low"] > 0)}
-    missing = [c for c in CONTROLS if c not in controls]
+    missing = [c for c in CONTROLS if c in applicable and c not in controls]
     return {
         "learns_in_context": all(v["beaten"] for v in out.values()) and not missing,
         "controls": out,
         "missing": missing,
+        "not_applicable": [c for c in CONTROLS if c not in applicable],
         "last_k": last_k,
     }

@@ -112,12 +112,15 @@ def evaluate_run(
     out = Path(out_dir or Path(run_dir) / "eval")
     paths = write_results(results, out, title=title, env=_env_of(results))
     if control is not None:
-        from agentrl.evaluate.controls import icl_verdict
+        from agentrl.evaluate.controls import controls_for, icl_verdict
         from agentrl.tables import write_json
+        from agentrl.train.rundir import load_config
 
         label = next(iter(results))
         verdict = icl_verdict(
-            [results[label]], {control: [results[f"{label}/{control}"]]}
+            [results[label]],
+            {control: [results[f"{label}/{control}"]]},
+            applicable=controls_for(load_config(run_dir).algo),
         )
         paths["verdict"] = out / "verdict.json"
         write_json(paths["verdict"], verdict, indent=1)
