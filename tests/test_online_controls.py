@@ -184,3 +184,25 @@ def test_online_learners_have_the_context_controls_only():
     assert controls_for(RL2()) == controls_for(TransformerPPO())
     assert "expert_distillation" not in controls_for(RL2())
     assert "expert_distillation" in controls_for(AD())
+
+
+def test_a_control_goes_inside_the_acting_rule():
+    """Under ``sample_then_greedy`` the rule must still see the paid rewards
+    (and turn greedy after the first), while the model reads the controlled
+    ones: the control changes the context only, not the acting rule."""
+    from agentrl.evaluate.acting import RuleState, SampleThenGreedy
+    from agentrl.evaluate.controls import controlled_agent
+
+    online = Online("transformer_ppo")
+    rule = SampleThenGreedy(online.agent)
+    agent = controlled_agent(rule, "zero_rewards", STEPS)
+    assert isinstance(agent, SampleThenGreedy)
+    hist, state = run_batched_agent(
+        online.env, agent, online.params, jax.random.key(1), STEPS
+    )
+    assert isinstance(state, RuleState)
+    paid = np.asarray(hist.reward).sum(axis=1) > 0
+    assert paid.any()
+    np.testing.assert_array_equal(np.asarray(state.rewarded), paid)
+    zeroed = online.replayed(hist, jnp.zeros_like(hist.reward))
+    assert same(state.inner.inner, zeroed)

@@ -34,8 +34,11 @@ empty context is a fresh agent state every step (an empty cache, an empty
 context set, a fresh GRU hidden state started on the current
 observation).
 
-The first three wrap a trained model's acting rule
-(:func:`control_policy`, or ``agentrl eval RUN --control NAME``); the last
+The first three wrap a trained model's agent (:func:`control_policy`,
+or ``agentrl eval RUN --control NAME``) inside its acting rule: the rule
+(sample until the first reward, then greedy) sees the rewards the task
+pays, as it does for the method, and only the model's context is
+controlled (:func:`controlled_agent`). The last
 is another training run. :func:`icl_verdict` says a method learns in
 context only if it beats every control that applies to it, each by a paired
 bootstrap CI of the last-episodes return that excludes zero.
@@ -53,6 +56,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from agentrl.evaluate import metrics
+from agentrl.evaluate.acting import SampleThenGreedy
 from agentrl.evaluate.driver import ModelPolicy
 from agentrl.sources.agent import start_agent
 
@@ -125,13 +129,26 @@ class ControlledAgent:
             return state
         return state._replace(inner=start_agent(self.agent, state.inner, obs))
 
-    def act(self, key, state: ControlState, obs, env_state, params) -> jax.Array:
-        inner = state.inner
+    def _reading(self, state: ControlState, obs) -> Any:
+        """The agent state the model acts from under the control."""
         if self.control == "empty_context":
             # ``inner`` is never started nor updated: start a fresh agent on
             # the current observation, i.e. act from it alone
-            inner = start_agent(self.agent, inner, obs)
+            return start_agent(self.agent, state.inner, obs)
+        return state.inner
+
+    def act(self, key, state: ControlState, obs, env_state, params) -> jax.Array:
+        inner = self._reading(state, obs)
         return self.agent.act(key, inner, obs, env_state, params)
+
+    # a scored model agent stays one (an acting rule wrapped around the
+    # control needs both: :class:`~agentrl.evaluate.acting.SampleThenGreedy`)
+    def scores(self, state: ControlState, obs, env_state, params) -> jax.Array:
+        inner = self._reading(state, obs)
+        return self.agent.scores(inner, obs, env_state, params)
+
+    def select(self, key: jax.Array, scores: jax.Array, greedy: bool) -> jax.Array:
+        return self.agent.select(key, scores, greedy)
 
     def update(self, state: ControlState, step: Any) -> ControlState:
         if self.control == "empty_context":
@@ -151,12 +168,28 @@ class ControlledAgent:
         return ControlState(inner, rewards, state.count + 1, state.key)
 
 
+def controlled_agent(agent: Any, control: str, num_steps: int) -> Any:
+    """``agent`` (an algorithm's acting agent) under ``control``.
+
+    The control changes what the *model* reads, nothing else: where the
+    agent is an acting rule around the model's agent
+    (:class:`~agentrl.evaluate.acting.SampleThenGreedy`), the control goes
+    inside it, so the rule still sees the rewards the task pays (under
+    ``zero_rewards`` it turns greedy after the first real reward, as the
+    method's does) while the model's context holds the controlled ones.
+    """
+    check_control(control)
+    if isinstance(agent, SampleThenGreedy):
+        return SampleThenGreedy(ControlledAgent(agent.agent, control, num_steps))
+    return ControlledAgent(agent, control, num_steps)
+
+
 def control_policy(policy: ModelPolicy, control: str) -> ModelPolicy:
     """``policy`` acting under ``control`` (one of :data:`CONTEXT_CONTROLS`)."""
     check_control(control)
     make = policy.make_agent
     return ModelPolicy(
-        policy.model, lambda handle, n: ControlledAgent(make(handle, n), control, n)
+        policy.model, lambda handle, n: controlled_agent(make(handle, n), control, n)
     )
 
 
