@@ -65,6 +65,30 @@ def check_ppo_coefficients(algo: Any) -> None:
     )
 
 
+def check_ppo_trials(algo: Any, **sizes: int) -> None:
+    """The checks every PPO-over-trials learner shares, named ``algo.*``.
+
+    ``trial_episodes``, ``num_envs``, ``num_epochs``, ``num_minibatches`` and
+    the learner's own ``sizes`` must be ints >= 1, the minibatches whole env
+    streams, and the traced coefficients in range
+    (:func:`check_ppo_coefficients`).
+    """
+    check_positive(
+        "algo",
+        trial_episodes=algo.trial_episodes,
+        num_envs=algo.num_envs,
+        num_epochs=algo.num_epochs,
+        num_minibatches=algo.num_minibatches,
+        **sizes,
+    )
+    check(
+        algo.num_envs % algo.num_minibatches == 0,
+        f"algo.num_minibatches={algo.num_minibatches} must divide "
+        f"algo.num_envs={algo.num_envs} (minibatches are whole env streams)",
+    )
+    check_ppo_coefficients(algo)
+
+
 @register
 @dataclasses.dataclass(frozen=True)
 class RL2(Algorithm):
@@ -112,22 +136,12 @@ class RL2(Algorithm):
     reward_scale: float = traced(1.0)
 
     def __post_init__(self):
-        check_positive(
-            "algo",
-            trial_episodes=self.trial_episodes,
-            num_envs=self.num_envs,
+        check_ppo_trials(
+            self,
             rollout_steps=self.rollout_steps,
-            num_epochs=self.num_epochs,
-            num_minibatches=self.num_minibatches,
             hidden=self.hidden,
             embed=self.embed,
         )
-        check(
-            self.num_envs % self.num_minibatches == 0,
-            f"algo.num_minibatches={self.num_minibatches} must divide "
-            f"algo.num_envs={self.num_envs} (minibatches are whole env streams)",
-        )
-        check_ppo_coefficients(self)
         check(
             self.obs_encoding in ("onehot", "grid"),
             f"algo.obs_encoding must be 'onehot' or 'grid', got {self.obs_encoding!r}",

@@ -29,9 +29,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from agentrl.algos.ad import check_positive, env_horizon
+from agentrl.algos.ad import env_horizon
 from agentrl.algos.base import Algorithm, check, register, traced
-from agentrl.algos.rl2 import check_ppo_coefficients
+from agentrl.algos.rl2 import check_ppo_trials
 
 
 @register
@@ -74,13 +74,7 @@ class TransformerPPO(Algorithm):
     reward_scale: float = traced(1.0)
 
     def __post_init__(self):
-        check_positive(
-            "algo",
-            trial_episodes=self.trial_episodes,
-            num_envs=self.num_envs,
-            num_epochs=self.num_epochs,
-            num_minibatches=self.num_minibatches,
-        )
+        check_ppo_trials(self)
         check(
             isinstance(self.update_every, int)
             and not isinstance(self.update_every, bool)
@@ -88,12 +82,6 @@ class TransformerPPO(Algorithm):
             f"algo.update_every must be an int >= 0 (0: once per trial), got "
             f"{self.update_every!r}",
         )
-        check(
-            self.num_envs % self.num_minibatches == 0,
-            f"algo.num_minibatches={self.num_minibatches} must divide "
-            f"algo.num_envs={self.num_envs}",
-        )
-        check_ppo_coefficients(self)
 
     def context_steps(self, env: Any) -> int:
         return self.trial_episodes * env_horizon(env)

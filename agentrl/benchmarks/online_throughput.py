@@ -60,7 +60,7 @@ import optax
 from agentrl.benchmarks import common as bench
 from agentrl.cliargs import positive_int
 from agentrl.envs import make as make_env
-from agentrl.online.cores import ActionHead, _dense, _mlp, obs_features
+from agentrl.online.cores import ActionHead, dense, mlp, obs_features
 from agentrl.online.ppo import PPOShape, TrialPPO, gae_across_episodes
 
 HP = {
@@ -97,15 +97,15 @@ def plain_ppo_update(
         h = jax.nn.relu(x @ w["embed"]["w"] + w["embed"]["b"])
         for layer in w["core"]:
             h = jnp.tanh(h @ layer["w"] + layer["b"])
-        return _mlp(w["actor"], h), _mlp(w["critic"], h)[..., 0]
+        return mlp(w["actor"], h), mlp(w["critic"], h)[..., 0]
 
     def init(key):
         k = jax.random.split(key, 8)
         widths = [embed] + [hidden] * core_layers
         w = {
-            "embed": _dense(k[0], dim, embed, root2),
+            "embed": dense(k[0], dim, embed, root2),
             "core": [
-                _dense(kk, a, b, root2)
+                dense(kk, a, b, root2)
                 for kk, a, b in zip(
                     jax.random.split(k[1], core_layers),
                     widths,
@@ -114,12 +114,12 @@ def plain_ppo_update(
                 )
             ],
             "actor": [
-                _dense(k[2], hidden, hidden, root2),
-                _dense(k[3], hidden, head.out, 0.01),
+                dense(k[2], hidden, hidden, root2),
+                dense(k[3], hidden, head.out, 0.01),
             ],
             "critic": [
-                _dense(k[4], hidden, hidden, root2),
-                _dense(k[5], hidden, 1, 1.0),
+                dense(k[4], hidden, hidden, root2),
+                dense(k[5], hidden, 1, 1.0),
             ],
         }
         task = jax.vmap(env.sample_params)(jax.random.split(k[6], num_envs))

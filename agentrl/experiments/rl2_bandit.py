@@ -49,8 +49,8 @@ only through its in-context behaviour, and improves slowly.
 """
 
 from agentrl.algos import RL2
-from agentrl.train.config import DataConfig, EvalConfig, ExperimentConfig, TrainConfig
-from agentrl.train.experiments import make_presets, steps_fields
+from agentrl.train.config import DataConfig, EvalConfig, ExperimentConfig
+from agentrl.train.experiments import make_presets, online_train_config, steps_fields
 
 
 def _env_args(horizon: int) -> tuple:
@@ -73,13 +73,10 @@ BASE = ExperimentConfig(
         reward_scale=0.1,
     ),
     data=DataConfig(env="gaussian_bandit", env_args=_env_args(500), source="random"),
-    train=TrainConfig(
+    train=online_train_config(
         steps=600,
         lr=1e-3,
-        weight_decay=0.0,
         schedule="cosine",
-        warmup_steps=0,
-        grad_clip=0.5,
         log_every=10,
         checkpoint_every=150,
     ),

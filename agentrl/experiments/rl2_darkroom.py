@@ -27,8 +27,8 @@ steps) instead of the thousands-of-steps trials of ReLIC's Dark Room.
 """
 
 from agentrl.algos import RL2
-from agentrl.train.config import DataConfig, EvalConfig, ExperimentConfig, TrainConfig
-from agentrl.train.experiments import make_presets, steps_fields
+from agentrl.train.config import DataConfig, EvalConfig, ExperimentConfig
+from agentrl.train.experiments import make_presets, online_train_config, steps_fields
 
 BASE = ExperimentConfig(
     name="rl2_darkroom",
@@ -49,13 +49,10 @@ BASE = ExperimentConfig(
     data=DataConfig(
         env="darkroom", env_args=(("size", 9), ("horizon", 20)), source="random"
     ),
-    train=TrainConfig(
+    train=online_train_config(
         steps=800,
         lr=1e-3,
-        weight_decay=0.0,
         schedule="constant",
-        warmup_steps=0,
-        grad_clip=0.5,
         log_every=10,
         checkpoint_every=200,
     ),

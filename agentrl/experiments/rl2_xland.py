@@ -68,8 +68,8 @@ Presets:
 """
 
 from agentrl.algos import RL2
-from agentrl.train.config import DataConfig, EvalConfig, ExperimentConfig, TrainConfig
-from agentrl.train.experiments import make_presets, steps_fields
+from agentrl.train.config import DataConfig, EvalConfig, ExperimentConfig
+from agentrl.train.experiments import make_presets, online_train_config, steps_fields
 
 ENV_ARGS = (
     ("env_id", "XLand-MiniGrid-R1-9x9"),
@@ -97,13 +97,10 @@ BASE = ExperimentConfig(
         obs_encoding="onehot",
     ),
     data=DataConfig(env="xland", env_args=ENV_ARGS, source="random"),
-    train=TrainConfig(
+    train=online_train_config(
         steps=600,
         lr=1e-3,
-        weight_decay=0.0,
         schedule="constant",
-        warmup_steps=0,
-        grad_clip=0.5,
         log_every=10,
         checkpoint_every=150,
     ),

@@ -27,8 +27,8 @@ Sink-KV is off here (``--set model.attention_sink=true`` turns it on).
 
 from agentrl.algos import TransformerPPO
 from agentrl.models import ModelConfig
-from agentrl.train.config import DataConfig, EvalConfig, ExperimentConfig, TrainConfig
-from agentrl.train.experiments import make_presets, steps_fields
+from agentrl.train.config import DataConfig, EvalConfig, ExperimentConfig
+from agentrl.train.experiments import make_presets, online_train_config, steps_fields
 
 
 def _env_args(horizon: int) -> tuple:
@@ -50,13 +50,10 @@ BASE = ExperimentConfig(
     ),
     data=DataConfig(env="gaussian_bandit", env_args=_env_args(500), source="random"),
     model=ModelConfig(num_layers=2, num_heads=4, d_model=64, d_ff=256, dropout=0.0),
-    train=TrainConfig(
+    train=online_train_config(
         steps=100,
         lr=3e-4,
-        weight_decay=0.0,
         schedule="constant",
-        warmup_steps=0,
-        grad_clip=0.5,
         log_every=5,
         checkpoint_every=25,
     ),

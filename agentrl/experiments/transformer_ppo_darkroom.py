@@ -40,8 +40,8 @@ earlier steps (see :mod:`agentrl.online.transformer`).
 
 from agentrl.algos import TransformerPPO
 from agentrl.models import ModelConfig
-from agentrl.train.config import DataConfig, EvalConfig, ExperimentConfig, TrainConfig
-from agentrl.train.experiments import make_presets, steps_fields
+from agentrl.train.config import DataConfig, EvalConfig, ExperimentConfig
+from agentrl.train.experiments import make_presets, online_train_config, steps_fields
 
 BASE = ExperimentConfig(
     name="transformer_ppo_darkroom",
@@ -67,13 +67,10 @@ BASE = ExperimentConfig(
         dropout=0.0,
         obs_encoding="grid",
     ),
-    train=TrainConfig(
+    train=online_train_config(
         steps=300,
         lr=3e-4,
-        weight_decay=0.0,
         schedule="constant",
-        warmup_steps=0,
-        grad_clip=0.5,
         log_every=10,
         checkpoint_every=50,
     ),

@@ -13,10 +13,10 @@ so one trainer state can be vmapped over seeds and checkpointed leaf by leaf.
   the state wherever a trial starts (so a minibatch of whole env streams is
   replayed exactly as it was acted); only the hidden-to-hidden recurrence
   is sequential (:func:`gru_scan`, with a hand-written backward pass).
-- :class:`ActionHead`: categorical over ``Discrete`` actions, diagonal
+- :class:`ActionHead` (defined in :mod:`agentrl.sources.ppo`, whose MLP
+  policy uses it too): categorical over ``Discrete`` actions, diagonal
   Gaussian over ``Box`` ones in units of half the box width (the env gets
-  the clipped, rescaled sample; the log-probability is the unclipped one's,
-  as :mod:`agentrl.sources.ppo`).
+  the clipped, rescaled sample; the log-probability is the unclipped one's).
 """
 
 from __future__ import annotations
@@ -27,97 +27,10 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from agentrl.envs import spaces
+from agentrl.sources.ppo import ActionHead, dense, mlp, obs_features
 
 
 # ------------------------------------------------------------------ features
-def obs_features(space: Any, obs: Any) -> jax.Array:
-    """Flat float32 features of one observation (``Dict`` spaces concatenated)."""
-    if hasattr(space, "spaces"):
-        return jnp.concatenate(
-            [obs_features(sub, obs[name]) for name, sub in space.spaces.items()]
-        )
-    if spaces.is_discrete(space):
-        return jax.nn.one_hot(jnp.asarray(obs, jnp.int32), space.n, dtype=jnp.float32)
-    return jnp.asarray(obs, jnp.float32).reshape(-1)
-
-
-def example(space: Any) -> Any:
-    """A zero observation of ``space``."""
-    if hasattr(space, "spaces"):
-        return {k: example(v) for k, v in space.spaces.items()}
-    return jnp.zeros(space.shape, space.dtype)
-
-
-class ActionHead:
-    """Categorical (``Discrete``) or diagonal Gaussian (``Box``) policy head.
-
-    ``out`` is the actor's output width. Raw samples are what the learner
-    scores (int32 indices, or unclipped Gaussian samples ``[*shape]``);
-    :meth:`to_env` maps them to the env's action.
-    """
-
-    def __init__(self, action_space: Any):
-        self.space = action_space
-        self.discrete = spaces.is_discrete(action_space)
-        if self.discrete:
-            self.out = int(action_space.n)
-            self.shape: tuple[int, ...] = ()
-        else:
-            self.shape = tuple(action_space.shape)
-            self.out = max(1, math.prod(self.shape))
-            low = jnp.broadcast_to(
-                jnp.asarray(action_space.low, jnp.float32), self.shape
-            )
-            high = jnp.broadcast_to(
-                jnp.asarray(action_space.high, jnp.float32), self.shape
-            )
-            self.center, self.half = (high + low) / 2, (high - low) / 2
-
-    def action_features(self, action: jax.Array) -> jax.Array:
-        """Flat features of an env action (one-hot, or scaled to [-1, 1])."""
-        if self.discrete:
-            return jax.nn.one_hot(
-                jnp.asarray(action, jnp.int32), self.out, dtype=jnp.float32
-            )
-        a = (jnp.asarray(action, jnp.float32) - self.center) / self.half
-        return a.reshape(-1)
-
-    def _log_std(self, log_std):
-        return jnp.clip(log_std, -5.0, 2.0)
-
-    def logp_entropy(self, out, log_std, raw):
-        """``(log pi(raw), entropy)``, each ``[...]`` for ``out [..., A]``."""
-        if self.discrete:
-            logits = jax.nn.log_softmax(out)
-            logp = jnp.take_along_axis(logits, raw[..., None], -1)[..., 0]
-            entropy = -jnp.sum(jnp.exp(logits) * logits, -1)
-            return logp, entropy
-        ls = self._log_std(log_std)
-        flat = raw.reshape(*raw.shape[: raw.ndim - len(self.shape)], -1)
-        z = (flat - out) / jnp.exp(ls)
-        logp = jnp.sum(-0.5 * z**2 - ls - 0.5 * jnp.log(2 * jnp.pi), -1)
-        entropy = jnp.sum(ls + 0.5 * (1.0 + jnp.log(2 * jnp.pi))) * jnp.ones_like(logp)
-        return logp, entropy
-
-    def sample(self, key, out, log_std, greedy=False, temperature=1.0):
-        """A raw action ``[...]`` / ``[..., *shape]`` from ``out [..., A]``."""
-        if self.discrete:
-            if greedy:
-                return jnp.argmax(out, -1).astype(jnp.int32)
-            return jax.random.categorical(key, out / temperature).astype(jnp.int32)
-        if greedy:
-            return out.reshape(*out.shape[:-1], *self.shape)
-        std = jnp.exp(self._log_std(log_std))
-        raw = out + std * jax.random.normal(key, out.shape)
-        return raw.reshape(*out.shape[:-1], *self.shape)
-
-    def to_env(self, raw: jax.Array) -> jax.Array:
-        if self.discrete:
-            return raw
-        return self.center + self.half * jnp.clip(raw, -1.0, 1.0)
-
-
 def grid_features(space: Any, obs: Any, size: int) -> jax.Array:
     """A grid cell id ``layer * size**2 + y * size + x`` as one-hot x, one-hot
     y, ``(x, y) / size`` and one-hot layer (when the grid has several).
@@ -170,17 +83,6 @@ def step_features(
 
 
 # ------------------------------------------------------------------- network
-def _dense(key, n_in: int, n_out: int, scale: float) -> dict:
-    w = jax.nn.initializers.orthogonal(scale)(key, (n_in, n_out), jnp.float32)
-    return {"w": w, "b": jnp.zeros(n_out, jnp.float32)}
-
-
-def _mlp(layers: list[dict], x: jax.Array) -> jax.Array:
-    for layer in layers[:-1]:
-        x = jnp.tanh(x @ layer["w"] + layer["b"])
-    return x @ layers[-1]["w"] + layers[-1]["b"]
-
-
 class GRUCore:
     """Embedding -> GRU -> actor/critic MLPs (see the module docstring).
 
@@ -197,7 +99,7 @@ class GRUCore:
         root2 = math.sqrt(2.0)
         h = self.hidden
         weights = {
-            "embed": _dense(k[0], self.dim, self.embed, root2),
+            "embed": dense(k[0], self.dim, self.embed, root2),
             "gru": {
                 "wi": jax.nn.initializers.lecun_normal()(
                     k[1], (self.embed, 3 * h), jnp.float32
@@ -212,8 +114,8 @@ class GRUCore:
                 "bi": jnp.zeros(3 * h, jnp.float32),
                 "bh": jnp.zeros(3 * h, jnp.float32),
             },
-            "actor": [_dense(k[3], h, h, root2), _dense(k[4], h, self.out, 0.01)],
-            "critic": [_dense(k[5], h, h, root2), _dense(k[6], h, 1, 1.0)],
+            "actor": [dense(k[3], h, h, root2), dense(k[4], h, self.out, 0.01)],
+            "critic": [dense(k[5], h, h, root2), dense(k[6], h, 1, 1.0)],
         }
         if not self.discrete:
             weights["log_std"] = jnp.full(self.out, init_log_std, jnp.float32)
@@ -234,7 +136,7 @@ class GRUCore:
 
     def heads(self, weights: dict, h: jax.Array):
         """``(actor out, value)`` from hidden states ``[..., hidden]``."""
-        return _mlp(weights["actor"], h), _mlp(weights["critic"], h)[..., 0]
+        return mlp(weights["actor"], h), mlp(weights["critic"], h)[..., 0]
 
     def step(self, weights: dict, h: jax.Array, x: jax.Array):
         e = jax.nn.relu(x @ weights["embed"]["w"] + weights["embed"]["b"])

@@ -21,7 +21,6 @@ return). :func:`load_online_weights` restores the policy's weights for
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
 import math
@@ -85,15 +84,10 @@ def _compiled(config: Any):
 
 def fit_online(config, run_dir: Path, env, resume, progress, stop_at_step) -> Path:
     """:func:`agentrl.train.fit` for an online learner, once ``run_dir`` is locked."""
-    from agentrl.train.checkpoint import Checkpointer, remove_incomplete_checkpoints
+    from agentrl.train.checkpoint import Checkpointer
     from agentrl.train.config import complete_config
     from agentrl.train.logger import RunLogger
-    from agentrl.train.loop import (
-        NonFiniteLossError,
-        _check_writable,
-        _join_new_threads,
-        _save_error,
-    )
+    from agentrl.train.loop import NonFiniteLossError, _abandon_run, _check_writable
     from agentrl.train.rundir import check_resumable
     from agentrl.train.step import default_hparams
 
@@ -142,12 +136,7 @@ def fit_online(config, run_dir: Path, env, resume, progress, stop_at_step) -> Pa
                 ckpt.save(done, state, meta)
         ckpt.close()
     except BaseException as err:
-        logger.close()
-        with contextlib.suppress(Exception):
-            ckpt.close()
-        _join_new_threads(threads, timeout=30)
-        remove_incomplete_checkpoints(ckpt.directory)
-        storage = _save_error(err, run_dir, ckpt.directory)
+        storage = _abandon_run(err, run_dir, logger, ckpt, threads)
         if storage is not None:
             raise storage from err
         raise

@@ -48,7 +48,8 @@ import jax.numpy as jnp
 import optax
 
 from agentrl.envs.trial import MultiEpisodeTrial
-from agentrl.online.cores import ActionHead, GRUCore, example, step_features
+from agentrl.online.cores import ActionHead, GRUCore, step_features
+from agentrl.sources.ppo import example
 
 HPARAMS = (
     "lr",

@@ -285,15 +285,86 @@ def _gae(value, next_value, reward, terminated, done, gamma, lam):
 
 
 # ------------------------------------------------------------------ network
-def _dense(key: jax.Array, n_in: int, n_out: int, scale: float) -> dict:
+def dense(key: jax.Array, n_in: int, n_out: int, scale: float) -> dict:
+    """A dense layer ``{"w": [n_in, n_out], "b": [n_out]}``, orthogonal init."""
     w = jax.nn.initializers.orthogonal(scale)(key, (n_in, n_out), jnp.float32)
     return {"w": w, "b": jnp.zeros(n_out, jnp.float32)}
 
 
-def _mlp(layers: list[dict], x: jax.Array) -> jax.Array:
+def mlp(layers: list[dict], x: jax.Array) -> jax.Array:
+    """``x [..., n_in]`` through :func:`dense` ``layers``, tanh between them."""
     for layer in layers[:-1]:
         x = jnp.tanh(x @ layer["w"] + layer["b"])
     return x @ layers[-1]["w"] + layers[-1]["b"]
+
+
+class ActionHead:
+    """Categorical (``Discrete``) or diagonal Gaussian (``Box``) policy head.
+
+    ``out`` is the actor's output width. Raw samples are what the learner
+    scores (int32 indices, or unclipped Gaussian samples ``[*shape]``);
+    :meth:`to_env` maps them to the env's action.
+    """
+
+    def __init__(self, action_space: Any):
+        self.space = action_space
+        self.discrete = spaces.is_discrete(action_space)
+        if self.discrete:
+            self.out = int(action_space.n)
+            self.shape: tuple[int, ...] = ()
+        else:
+            self.shape = tuple(action_space.shape)
+            self.out = max(1, math.prod(self.shape))
+            low = jnp.broadcast_to(
+                jnp.asarray(action_space.low, jnp.float32), self.shape
+            )
+            high = jnp.broadcast_to(
+                jnp.asarray(action_space.high, jnp.float32), self.shape
+            )
+            self.center, self.half = (high + low) / 2, (high - low) / 2
+
+    def action_features(self, action: jax.Array) -> jax.Array:
+        """Flat features of an env action (one-hot, or scaled to [-1, 1])."""
+        if self.discrete:
+            return jax.nn.one_hot(
+                jnp.asarray(action, jnp.int32), self.out, dtype=jnp.float32
+            )
+        a = (jnp.asarray(action, jnp.float32) - self.center) / self.half
+        return a.reshape(-1)
+
+    def _log_std(self, log_std):
+        return jnp.clip(log_std, -5.0, 2.0)
+
+    def logp_entropy(self, out, log_std, raw):
+        """``(log pi(raw), entropy)``, each ``[...]`` for ``out [..., A]``."""
+        if self.discrete:
+            logits = jax.nn.log_softmax(out)
+            logp = jnp.take_along_axis(logits, raw[..., None], -1)[..., 0]
+            entropy = -jnp.sum(jnp.exp(logits) * logits, -1)
+            return logp, entropy
+        ls = self._log_std(log_std)
+        flat = raw.reshape(*raw.shape[: raw.ndim - len(self.shape)], -1)
+        z = (flat - out) / jnp.exp(ls)
+        logp = jnp.sum(-0.5 * z**2 - ls - 0.5 * jnp.log(2 * jnp.pi), -1)
+        entropy = jnp.sum(ls + 0.5 * (1.0 + jnp.log(2 * jnp.pi))) * jnp.ones_like(logp)
+        return logp, entropy
+
+    def sample(self, key, out, log_std, greedy=False, temperature=1.0):
+        """A raw action ``[...]`` / ``[..., *shape]`` from ``out [..., A]``."""
+        if self.discrete:
+            if greedy:
+                return jnp.argmax(out, -1).astype(jnp.int32)
+            return jax.random.categorical(key, out / temperature).astype(jnp.int32)
+        if greedy:
+            return out.reshape(*out.shape[:-1], *self.shape)
+        std = jnp.exp(self._log_std(log_std))
+        raw = out + std * jax.random.normal(key, out.shape)
+        return raw.reshape(*out.shape[:-1], *self.shape)
+
+    def to_env(self, raw: jax.Array) -> jax.Array:
+        if self.discrete:
+            return raw
+        return self.center + self.half * jnp.clip(raw, -1.0, 1.0)
 
 
 class Policy:
@@ -306,23 +377,12 @@ class Policy:
 
     def __init__(self, obs_space: Any, action_space: Any):
         self.obs_space = obs_space
-        self.discrete = spaces.is_discrete(action_space)
-        if self.discrete:
-            self.out = int(action_space.n)
-        else:
-            self.shape = tuple(action_space.shape)
-            self.out = max(1, math.prod(self.shape))
-            low = jnp.broadcast_to(
-                jnp.asarray(action_space.low, jnp.float32), self.shape
-            )
-            high = jnp.broadcast_to(
-                jnp.asarray(action_space.high, jnp.float32), self.shape
-            )
-            self.center, self.half = (high + low) / 2, (high - low) / 2
-        self.dim = self.features(_example(obs_space)).shape[0]
+        self.head = ActionHead(action_space)
+        self.discrete, self.out = self.head.discrete, self.head.out
+        self.dim = self.features(example(obs_space)).shape[0]
 
     def features(self, obs: Any) -> jax.Array:
-        return _features(self.obs_space, obs)
+        return obs_features(self.obs_space, obs)
 
     def init(self, key: jax.Array, hidden: int, init_log_std: float) -> dict:
         ka, kc = jax.random.split(key)
@@ -330,14 +390,14 @@ class Policy:
         root2 = math.sqrt(2.0)
         weights = {
             "actor": [
-                _dense(ka[0], self.dim, hidden, root2),
-                _dense(ka[1], hidden, hidden, root2),
-                _dense(ka[2], hidden, self.out, 0.01),
+                dense(ka[0], self.dim, hidden, root2),
+                dense(ka[1], hidden, hidden, root2),
+                dense(ka[2], hidden, self.out, 0.01),
             ],
             "critic": [
-                _dense(kc[0], self.dim, hidden, root2),
-                _dense(kc[1], hidden, hidden, root2),
-                _dense(kc[2], hidden, 1, 1.0),
+                dense(kc[0], self.dim, hidden, root2),
+                dense(kc[1], hidden, hidden, root2),
+                dense(kc[2], hidden, 1, 1.0),
             ],
         }
         if not self.discrete:
@@ -345,57 +405,37 @@ class Policy:
         return weights
 
     def value(self, weights: dict, x: jax.Array) -> jax.Array:
-        return _mlp(weights["critic"], x)[..., 0]
-
-    def _logp_entropy(self, weights, x, raw):
-        out = _mlp(weights["actor"], x)
-        if self.discrete:
-            logits = jax.nn.log_softmax(out)
-            logp = jnp.take_along_axis(logits, raw[..., None], -1)[..., 0]
-            entropy = -jnp.sum(jnp.exp(logits) * logits, -1)
-            return logp, entropy
-        log_std = jnp.clip(weights["log_std"], -5.0, 2.0)
-        z = (raw.reshape(*raw.shape[: raw.ndim - len(self.shape)], -1) - out) / jnp.exp(
-            log_std
-        )
-        logp = jnp.sum(-0.5 * z**2 - log_std - 0.5 * jnp.log(2 * jnp.pi), -1)
-        entropy = jnp.sum(log_std + 0.5 * (1.0 + jnp.log(2 * jnp.pi))) * jnp.ones_like(
-            logp
-        )
-        return logp, entropy
+        return mlp(weights["critic"], x)[..., 0]
 
     def sample(self, weights: dict, x: jax.Array, key: jax.Array):
-        out = _mlp(weights["actor"], x)
-        if self.discrete:
-            raw = jax.random.categorical(key, out).astype(jnp.int32)
-        else:
-            std = jnp.exp(jnp.clip(weights["log_std"], -5.0, 2.0))
-            raw = (out + std * jax.random.normal(key, out.shape)).reshape(self.shape)
-        logp, _ = self._logp_entropy(weights, x, raw)
+        out = mlp(weights["actor"], x)
+        log_std = weights.get("log_std")
+        raw = self.head.sample(key, out, log_std)
+        logp, _ = self.head.logp_entropy(out, log_std, raw)
         return raw, logp, self.value(weights, x)
 
     def evaluate(self, weights: dict, x: jax.Array, raw: jax.Array):
-        logp, entropy = self._logp_entropy(weights, x, raw)
+        out = mlp(weights["actor"], x)
+        logp, entropy = self.head.logp_entropy(out, weights.get("log_std"), raw)
         return logp, entropy, self.value(weights, x)
 
     def to_env(self, raw: jax.Array) -> jax.Array:
-        if self.discrete:
-            return raw
-        return self.center + self.half * jnp.clip(raw, -1.0, 1.0)
+        return self.head.to_env(raw)
 
 
-def _example(space: Any) -> Any:
-    if hasattr(space, "spaces"):
-        return {k: _example(v) for k, v in space.spaces.items()}
-    return jnp.zeros(space.shape, space.dtype)
-
-
-def _features(space: Any, obs: Any) -> jax.Array:
-    """Flat float32 features: one-hot for Discrete, flattened Box, Dict concat."""
+def obs_features(space: Any, obs: Any) -> jax.Array:
+    """Flat float32 features of one observation (``Dict`` spaces concatenated)."""
     if hasattr(space, "spaces"):
         return jnp.concatenate(
-            [_features(sub, obs[name]) for name, sub in space.spaces.items()]
+            [obs_features(sub, obs[name]) for name, sub in space.spaces.items()]
         )
     if spaces.is_discrete(space):
         return jax.nn.one_hot(jnp.asarray(obs, jnp.int32), space.n, dtype=jnp.float32)
     return jnp.asarray(obs, jnp.float32).reshape(-1)
+
+
+def example(space: Any) -> Any:
+    """A zero observation of ``space``."""
+    if hasattr(space, "spaces"):
+        return {k: example(v) for k, v in space.spaces.items()}
+    return jnp.zeros(space.shape, space.dtype)

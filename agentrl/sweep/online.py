@@ -36,9 +36,9 @@ from jax.sharding import PartitionSpec as P
 
 from agentrl.sweep.train import (
     SweepResult,
-    check_seeds,
-    check_steps_per_call,
+    check_members,
     member_hparams,
+    member_metrics,
     run_member_chunks,
 )
 from agentrl.train import parallel
@@ -126,9 +126,7 @@ def online_sweep(
             f"online_sweep needs an online learner (algo.trains_online); "
             f"{config.algo.label} learns from data: use train_sweep"
         )
-    seeds = check_seeds(seeds)
-    settings = list(settings or [{}])
-    check_steps_per_call(steps_per_call)
+    seeds, settings = check_members(seeds, settings, steps_per_call)
     num_s, num_h = len(seeds), len(settings)
     full = complete_config(config, env)
     hp = member_hparams(full, settings, num_s)
@@ -151,12 +149,8 @@ def online_sweep(
         unit="update",
     )
     seconds = time.perf_counter() - start
-    names = [k for k in host[0] if np.ndim(host[0][k]) == 2]
     metrics = {
-        k: np.concatenate([np.asarray(c[k]) for c in host], 0)
-        .T.reshape(num_s, num_h, -1)
-        .astype(np.float64)
-        for k in names
+        k: v.astype(np.float64) for k, v in member_metrics(host, num_s, num_h).items()
     }
     return OnlineSweep(
         full, seeds, settings, metrics, state, seconds, first, program=program

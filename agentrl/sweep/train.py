@@ -149,6 +149,27 @@ def run_member_chunks(
     return state, host, first
 
 
+def check_members(
+    seeds: Any, settings: list[dict[str, float]] | None, steps_per_call: Any
+) -> tuple[list[int], list[dict[str, float]]]:
+    """A sweep's checked ``(seeds, settings)`` (``settings`` default ``[{}]``);
+    ``ValueError`` on bad seeds or ``steps_per_call``."""
+    seeds = check_seeds(seeds)
+    settings = list(settings or [{}])
+    check_steps_per_call(steps_per_call)
+    return seeds, settings
+
+
+def member_metrics(host: list[dict], num_s: int, num_h: int) -> dict[str, np.ndarray]:
+    """``{name: [S, H, steps]}`` from :func:`run_member_chunks`' host chunks
+    (``{name: [K, M]}`` each, members seed-major); other metrics dropped."""
+    names = [k for k in host[0] if np.ndim(host[0][k]) == 2]
+    return {
+        k: np.concatenate([c[k] for c in host], 0).T.reshape(num_s, num_h, -1)
+        for k in names
+    }
+
+
 def check_seeds(seeds: Any) -> list[int]:
     """A list of distinct integer seeds >= 0 (``ValueError`` otherwise)."""
     seeds = list(seeds)
@@ -288,9 +309,7 @@ def train_sweep(
     from agentrl.train.config import complete_config
     from agentrl.train.data import make_sampler
 
-    seeds = check_seeds(seeds)
-    settings = list(settings or [{}])
-    check_steps_per_call(steps_per_call)
+    seeds, settings = check_members(seeds, settings, steps_per_call)
     num_s, num_h = len(seeds), len(settings)
     members = num_s * num_h
     full = complete_config(config, env, dataset)
@@ -326,11 +345,7 @@ def train_sweep(
         unit="step",
     )
     seconds = time.perf_counter() - start
-    names = [k for k in host[0] if np.ndim(host[0][k]) == 2]
-    metrics = {
-        k: np.concatenate([c[k] for c in host], 0).T.reshape(num_s, num_h, -1)
-        for k in names
-    }
+    metrics = member_metrics(host, num_s, num_h)
     return TrainSweep(
         full, seeds, settings, metrics, state, seconds, first, graphdef=graphdef
     )

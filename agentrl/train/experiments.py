@@ -31,7 +31,7 @@ from types import ModuleType
 from typing import Any
 
 from agentrl import configtools
-from agentrl.train.config import ExperimentConfig
+from agentrl.train.config import ExperimentConfig, TrainConfig
 
 PACKAGE = "agentrl.experiments"
 #: the presets every shipped experiment defines
@@ -104,3 +104,20 @@ def steps_fields(steps: int, logs: int = 50, checkpoints: int = 4) -> dict[str, 
         "train.log_every": max(steps // logs, 1),
         "train.checkpoint_every": max(steps // checkpoints, 1),
     }
+
+
+def online_train_config(
+    *, steps: int, lr: float, schedule: str, log_every: int, checkpoint_every: int
+) -> TrainConfig:
+    """``train`` of an online (PPO) learner: ``steps`` updates, no weight decay
+    and no warm-up, gradients clipped at norm 0.5 (XLand-MiniGrid's RL²)."""
+    return TrainConfig(
+        steps=steps,
+        lr=lr,
+        weight_decay=0.0,
+        schedule=schedule,
+        warmup_steps=0,
+        grad_clip=0.5,
+        log_every=log_every,
+        checkpoint_every=checkpoint_every,
+    )

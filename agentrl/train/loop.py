@@ -231,24 +231,47 @@ def _fit(config, run_dir, env, mesh, model, resume, progress, stop_at_step) -> P
         batches.close()  # stops grain's reader threads, if any
         ckpt.close()  # waits for the last (async) save
     except BaseException as err:
-        logger.close()
-        with contextlib.suppress(Exception):
-            batches.close()  # grain's reader threads
-        # An async save that failed surfaces here (or at the next save): the
-        # error in flight is the one to report, so closing again is quiet.
-        with contextlib.suppress(Exception):
-            ckpt.close()
-        if lead:
-            # A failed save's other writers may still be running: let them
-            # end before removing what they wrote.
-            _join_new_threads(threads, timeout=30)
-            remove_incomplete_checkpoints(ckpt.directory)
-        storage = _save_error(err, run_dir, ckpt.directory)
+        # batches.close: grain's reader threads
+        storage = _abandon_run(
+            err, run_dir, logger, ckpt, threads, lead=lead, close=(batches.close,)
+        )
         if storage is not None:
             raise storage from err
         raise
     logger.close()
     return run_dir
+
+
+def _abandon_run(
+    err: BaseException,
+    run_dir: Path,
+    logger: Any,
+    ckpt: Any,
+    threads: set,
+    *,
+    lead: bool = True,
+    close: tuple = (),
+):
+    """Clean up after a run failed with ``err``; the :func:`_save_error` to
+    raise in its place (``None``: re-raise ``err``).
+
+    Closes the logger, then each of ``close`` and the checkpointer quietly;
+    the lead process then removes incomplete checkpoints.
+    """
+    logger.close()
+    for closer in close:
+        with contextlib.suppress(Exception):
+            closer()
+    # An async save that failed surfaces here (or at the next save): the
+    # error in flight is the one to report, so closing again is quiet.
+    with contextlib.suppress(Exception):
+        ckpt.close()
+    if lead:
+        # A failed save's other writers may still be running: let them
+        # end before removing what they wrote.
+        _join_new_threads(threads, timeout=30)
+        remove_incomplete_checkpoints(ckpt.directory)
+    return _save_error(err, run_dir, ckpt.directory)
 
 
 def _check_writable(run_dir: Path, directory: Path) -> None:
