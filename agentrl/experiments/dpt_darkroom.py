@@ -13,19 +13,20 @@ trained ones. ``--data.source_args '[["rollin", "trajectory"]]'`` gives the
 earlier default: one-episode random-walk roll-ins from the start cell, the
 query from the same walk.
 
-Measured with these settings and the validation protocol (``agentrl
-bench reproduce dpt_darkroom --preset cpu --seeds 3``, 3 seeds x 10 test
-goals, each seed with its own data and split; validation chose sampling in
-every seed): return 1.13 in episode 1 to 20.3 [10.2, 34.1] over the last
-10 of 40 episodes (score 0.21 [0.10, 0.37]; random 0.62, oracle 90.7;
-per-seed score 0.13, 0.33, 0.18): it improves in context, far from the
-paper's near-optimal returns. Over 5 seeds (seeds 3 and 4 added, 0.63 and
-0.66): 0.86 -> 35.97 [17.7, 53.9], score 0.39 [0.19, 0.58]. The earlier measurements below, with the
-centre start and the trajectory roll-in, were higher (0.58), and the
-uniform roll-in was already the weaker one there (0.32): at this budget
-(6,000 updates on 10,000 roll-ins; the paper trains on 100,000) contexts
-of uniformly drawn cells do not carry over to the model's own online
-trajectories, and from the corner the far goals take longer to find.
+Measured with these settings and the validation protocol (``agentrl bench
+reproduce dpt_darkroom --preset cpu --seeds 3``, 3 seeds x 10 test goals,
+each seed with its own data and split; validation chose sampling in every
+seed): return 1.13 in episode 1 to 20.3 [10.2, 34.1] over the last 10 of
+40 episodes (score 0.21 [0.10, 0.37]; random 0.62, oracle 90.7; per-seed
+score 0.13, 0.33, 0.18): it improves in context, far from the paper's
+near-optimal returns. Over 5 seeds (seeds 3 and 4 added, 0.63 and 0.66):
+0.86 -> 35.97 [17.7, 53.9], score 0.39 [0.19, 0.58]. The earlier
+measurements below, with the centre start and the trajectory roll-in, were
+higher (0.58), and the uniform roll-in was already the weaker one there
+(0.32): at this budget (6,000 updates on 10,000 roll-ins; the paper trains
+on 100,000) contexts of uniformly drawn cells do not carry over to the
+model's own online trajectories, and from the corner the far goals take
+longer to find.
 
 The earlier measurements (centre start, trajectory roll-in; the uniform
 roll-in as an ablation):
