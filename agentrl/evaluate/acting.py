@@ -75,6 +75,11 @@ class SampleThenGreedy:
         pick = state.rewarded.reshape(state.rewarded.shape + (1,) * (sampled.ndim - 1))
         return jnp.where(pick, greedy, sampled)
 
+    def around(self, wrap: Callable[[Any], Any]) -> SampleThenGreedy:
+        """The same rule around ``wrap(model agent)`` (e.g. under a control:
+        the rule keeps reading the rewards the task pays)."""
+        return SampleThenGreedy(wrap(self.agent))
+
     def update(self, state: RuleState, step: Step) -> RuleState:
         reward = jnp.asarray(step.reward).reshape(state.rewarded.shape)
         return RuleState(

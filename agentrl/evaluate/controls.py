@@ -56,7 +56,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from agentrl.evaluate import metrics
-from agentrl.evaluate.acting import SampleThenGreedy
 from agentrl.evaluate.driver import ModelPolicy
 from agentrl.sources.agent import start_agent
 
@@ -172,15 +171,16 @@ def controlled_agent(agent: Any, control: str, num_steps: int) -> Any:
     """``agent`` (an algorithm's acting agent) under ``control``.
 
     The control changes what the *model* reads, nothing else: where the
-    agent is an acting rule around the model's agent
-    (:class:`~agentrl.evaluate.acting.SampleThenGreedy`), the control goes
-    inside it, so the rule still sees the rewards the task pays (under
+    agent is an acting rule around the model's agent (one with
+    ``around(wrap)``, :class:`~agentrl.evaluate.acting.SampleThenGreedy`),
+    the control goes inside it, so the rule still sees the rewards the task pays (under
     ``zero_rewards`` it turns greedy after the first real reward, as the
     method's does) while the model's context holds the controlled ones.
     """
     check_control(control)
-    if isinstance(agent, SampleThenGreedy):
-        return SampleThenGreedy(ControlledAgent(agent.agent, control, num_steps))
+    around = getattr(agent, "around", None)
+    if around is not None:
+        return around(lambda inner: ControlledAgent(inner, control, num_steps))
     return ControlledAgent(agent, control, num_steps)
 
 
