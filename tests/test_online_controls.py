@@ -178,12 +178,21 @@ def test_empty_context_acts_from_a_fresh_state_every_step(online):
     )
 
 
-def test_online_learners_have_the_context_controls_only():
-    from agentrl.algos import AD
+def test_expert_distillation_needs_learning_histories():
+    from agentrl.algos import AD, DPT
+    from agentrl.train.config import DataConfig
 
-    assert controls_for(RL2()) == controls_for(TransformerPPO())
-    assert "expert_distillation" not in controls_for(RL2())
-    assert "expert_distillation" in controls_for(AD())
+    def config(algo, source):  # controls_for reads only .algo and .data
+        return types.SimpleNamespace(algo=algo, data=DataConfig(source=source))
+
+    online = controls_for(config(RL2(), "q_learning"))
+    assert online == controls_for(config(TransformerPPO(), "q_learning"))
+    assert "expert_distillation" not in online
+    assert "expert_distillation" in controls_for(config(AD(), "q_learning"))
+    assert "expert_distillation" in controls_for(config(AD(), "noisy_oracle"))
+    # roll-ins do not learn: their last episodes are no expert
+    assert controls_for(config(DPT(), "dpt_rollin")) == online
+    assert controls_for(config(AD(), "random")) == online
 
 
 def test_a_control_goes_inside_the_acting_rule():

@@ -116,40 +116,50 @@ def test_checkpoint_scan_becomes_a_report_line_only_when_every_seed_has_one():
     assert reproduce._scan_note("dpt_bandit", [recs[0], {}]) is None
 
 
-def test_an_online_learner_gets_the_context_controls_and_no_expert_run(
-    tmp_path, monkeypatch
+@pytest.mark.parametrize("experiment", ["rl2_darkroom", "dpt_bandit"])
+def test_without_learning_histories_the_context_controls_and_no_expert_run(
+    tmp_path, monkeypatch, experiment
 ):
-    """RL² (trained online by RL, no dataset): --controls evaluates the three
-    context controls, trains no expert-distillation control (it has no
-    histories to cut) and the verdict judges it against those three."""
+    """RL² (trained online by RL, no dataset) and DPT (distilled from random
+    roll-ins, which do not learn): --controls evaluates the three context
+    controls, trains no expert-distillation control (there are no converged
+    episodes to keep) and the verdict judges the method against those three."""
     import json
 
     rng = np.random.default_rng(0)
     calls = []
+
+    bandit = "bandit" in experiment  # its targets read cumulative regret
 
     def fake_seed(config, root, seed, controls, scan, rules):
         calls.append(controls)
         label = config.algo.label
         names = [label, "random", *(f"{label}/{c}" for c in CONTEXT_CONTROLS)]
         scores = {n: (0.9 if n == label else 0.1) for n in names}
+        if bandit:
+            scores["thompson"] = 0.95
+
+        def regret(s):
+            return np.cumsum(np.full((6, 12), 1.0 - s), 1) if bandit else None
+
         return {
             n: EvalResult(n, 10 * s + rng.normal(0, 0.1, (6, 12)),
-                          s + rng.normal(0, 0.01, (6, 12)))
+                          s + rng.normal(0, 0.01, (6, 12)), regret(s))
             for n, s in scores.items()
         }, {"seed": seed, "selection": {"choice": {"name": "sample"}}}  # fmt: skip
 
     def no_expert(*args):
-        raise AssertionError("expert distillation trained for an online learner")
+        raise AssertionError(f"expert distillation trained for {experiment}")
 
     monkeypatch.setattr(reproduce, "_seed", fake_seed)
     monkeypatch.setattr(reproduce, "_expert", no_expert)
     monkeypatch.setenv("AGENTRL_BENCH_RESULTS", str(tmp_path / "results"))
-    reproduce.main(["rl2_darkroom", "--preset", "smoke", "--seeds", "1",
+    reproduce.main([experiment, "--preset", "smoke", "--seeds", "1",
                     "--controls", "--runs", str(tmp_path / "runs")])  # fmt: skip
     assert calls == [True]
-    tag = "repro_rl2_darkroom_smoke"
+    tag = f"repro_{experiment}_smoke"
     saved = json.loads((tmp_path / "results" / tag / "results.json").read_text())
-    label = reproduce.load_experiment("rl2_darkroom", "smoke").algo.label
+    label = reproduce.load_experiment(experiment, "smoke").algo.label
     controls = {f"{label}/{c}" for c in CONTEXT_CONTROLS}
     assert controls <= set(saved["runs"])
     assert f"{label}/expert_distillation" not in saved["runs"]
@@ -160,7 +170,7 @@ def test_an_online_learner_gets_the_context_controls_and_no_expert_run(
         "expert_distillation"
     ]
     assert verdict["learns_in_context"]  # beats the three that apply
-    assert "expert_distillation" not in meta["results"]["protocol"]["rl2_darkroom"][0]
+    assert "expert_distillation" not in meta["results"]["protocol"][experiment][0]
     names = [t["name"] for t in meta["targets"]]
     assert f"{label} learns in context (beats all 3 controls)" in names
     md = (tmp_path / "results" / f"{tag}.md").read_text()

@@ -23,10 +23,12 @@ The protocol (docs/protocol.md):
   context) and trains the expert-distillation control (same config, only
   the last ``--expert-episodes`` episodes of each history), and reports
   the verdict of :func:`agentrl.evaluate.controls.icl_verdict`. A learner
-  trained online by RL (RL², transformer PPO) has no dataset to distil:
-  it gets the three context controls only, acting on what it reads (its
-  previous-reward input, its KV cache), and the verdict judges it against
-  those (:func:`agentrl.evaluate.controls.controls_for`).
+  trained online by RL (RL², transformer PPO) has no dataset to distil,
+  and one distilled from a source that does not learn (DPT's roll-ins)
+  has no converged episodes to keep: each gets the three context controls
+  only, acting on what it reads (its previous-reward input, its KV cache,
+  its context set), and the verdict judges it against those
+  (:func:`agentrl.evaluate.controls.controls_for`).
 - A ``--compare`` experiment uses the same data seeds and evaluation keys,
   so the difference is paired per (seed, task).
 
@@ -141,10 +143,11 @@ def train_and_evaluate(
 
 
 def _has_expert_control(config: Any) -> bool:
-    """Whether the expert-distillation control applies (a learner from data)."""
+    """Whether the expert-distillation control applies (a learner distilled
+    from learning histories)."""
     from agentrl.evaluate.controls import controls_for
 
-    return "expert_distillation" in controls_for(config.algo)
+    return "expert_distillation" in controls_for(config)
 
 
 def _missing_controls(results: dict, config: Any) -> list[str]:
@@ -422,7 +425,7 @@ def report(
     targets = targets_for(names[0], summary, combined, dirs[names[0]])
     label = next(iter(summary))
     verdict = None
-    applicable = controls_for(load_experiment(names[0], preset).algo)
+    applicable = controls_for(load_experiment(names[0], preset))
     done = {
         c: combined[f"{label}/{c}"] for c in applicable if f"{label}/{c}" in combined
     }
@@ -494,11 +497,17 @@ def report(
     if not done:
         notes.append(f"Controls not run ({', '.join(applicable)}).")
     if "expert_distillation" not in applicable:
+        config = load_experiment(names[0], preset)
+        why = (
+            "is trained online by RL, not distilled from a dataset"
+            if config.algo.trains_online
+            else f"is distilled from {config.data.source!r} data, which do not "
+            "learn over their episodes"
+        )
         notes.append(
-            f"{label} is trained online by RL, not distilled from a dataset: the "
-            "expert-distillation control does not apply (there are no histories "
-            "to cut to their converged episodes), so the verdict judges it "
-            "against the context controls only."
+            f"{label} {why}: the expert-distillation control does not apply "
+            "(there are no converged episodes to cut the histories to), so the "
+            "verdict judges it against the context controls only."
         )
     path = bench.write_results(
         tag,

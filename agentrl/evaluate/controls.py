@@ -65,16 +65,23 @@ CONTEXT_CONTROLS = ("zero_rewards", "shuffle_rewards", "empty_context")
 CONTROLS = (*CONTEXT_CONTROLS, "expert_distillation")
 
 
-def controls_for(algo: Any) -> tuple[str, ...]:
-    """The controls that apply to ``algo``'s learner (an ``Algorithm``).
+def controls_for(config: Any) -> tuple[str, ...]:
+    """The controls that apply to the learner of ``config`` (an
+    ``ExperimentConfig``).
 
-    All of :data:`CONTROLS` for a learner distilled from a dataset; the
-    :data:`CONTEXT_CONTROLS` only for one trained online by RL
-    (``algo.trains_online``): expert distillation retrains on the converged
-    episodes of the histories the model was distilled from, and such a
-    learner has none.
+    All of :data:`CONTROLS` for a learner distilled from learning histories;
+    the :data:`CONTEXT_CONTROLS` only when there are no such histories to cut
+    to their converged episodes: a learner trained online by RL
+    (``config.algo.trains_online``), or one distilled from a source that
+    does not learn (``Source.learns``: DPT's independent roll-ins, random
+    play), where the "last episodes" are no more expert than the rest.
     """
-    return CONTEXT_CONTROLS if algo.trains_online else CONTROLS
+    from agentrl.sources import SOURCES
+
+    if config.algo.trains_online:
+        return CONTEXT_CONTROLS
+    source = SOURCES.get(config.data.source)
+    return CONTROLS if source is not None and source.learns else CONTEXT_CONTROLS
 
 
 def check_control(name: str) -> str:
@@ -324,7 +331,7 @@ def icl_verdict(
       last_k: the score is the mean return of the last ``last_k`` episodes.
       resample: bootstrap resampling (``"tasks"``, ``"runs"``, ``"both"``).
       applicable: the controls that apply to the method (default all;
-        :func:`controls_for` its algorithm): the verdict needs each of them.
+        :func:`controls_for` its config): the verdict needs each of them.
 
     Returns:
       ``{"learns_in_context": bool, "controls": {name: {"mean", "low",

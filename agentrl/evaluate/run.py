@@ -120,7 +120,7 @@ def evaluate_run(
         verdict = icl_verdict(
             [results[label]],
             {control: [results[f"{label}/{control}"]]},
-            applicable=controls_for(load_config(run_dir).algo),
+            applicable=controls_for(load_config(run_dir)),
         )
         paths["verdict"] = out / "verdict.json"
         write_json(paths["verdict"], verdict, indent=1)

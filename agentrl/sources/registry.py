@@ -102,6 +102,11 @@ class Source:
       baseline: whether ``build``'s agent is a sensible online baseline to
         compare a model with (a learner or an oracle, not a random roll-in).
       text: settings whose values are strings (paths), checked by ``check``.
+      learns: whether its histories are learning histories, improving over
+        their episodes (a learner, or AD-ε's annealed noise), so that their
+        last episodes are its converged behaviour: what the
+        expert-distillation control trains on. ``random`` and ``dpt_rollin``
+        (independent roll-ins) do not learn.
     """
 
     name: str
@@ -115,6 +120,7 @@ class Source:
     choices: dict[str, tuple] = dataclasses.field(default_factory=dict)
     baseline: bool = False
     text: tuple[str, ...] = ()
+    learns: bool = False
 
 
 def _thompson(env, num_episodes, posterior, noise_variance, prior_mean, prior_var):
@@ -252,6 +258,7 @@ SOURCES: dict[str, Source] = {
             _need_bandit,
             lambda env, n, c: bandits.UCB(env.num_arms, float(c)),
             baseline=True,
+            learns=True,
         ),
         Source(
             "ucb_dpt",
@@ -261,6 +268,7 @@ SOURCES: dict[str, Source] = {
             _need_bandit,
             lambda env, n, c: bandits.UCBDPT(env.num_arms, float(c)),
             baseline=True,
+            learns=True,
         ),
         Source(
             "thompson",
@@ -277,6 +285,7 @@ SOURCES: dict[str, Source] = {
             _thompson,
             choices={"posterior": ("auto", "bernoulli", "gauss")},
             baseline=True,
+            learns=True,
         ),
         Source(
             "epsilon_greedy",
@@ -286,6 +295,7 @@ SOURCES: dict[str, Source] = {
             _need_bandit,
             lambda env, n, epsilon: bandits.EpsilonGreedy(env.num_arms, epsilon),
             baseline=True,
+            learns=True,
         ),
         Source(
             "random",
@@ -317,6 +327,7 @@ SOURCES: dict[str, Source] = {
             _need_table,
             _q_learning,
             baseline=True,
+            learns=True,
         ),
         Source(
             "noisy_oracle",
@@ -328,6 +339,7 @@ SOURCES: dict[str, Source] = {
             _noisy_oracle,
             choices={"schedule": ("episode", "step")},
             baseline=True,
+            learns=True,
         ),
         Source(
             "dpt_rollin",
@@ -353,6 +365,7 @@ SOURCES: dict[str, Source] = {
             _check_learned,
             choices={"acting": ("sample", "greedy")},
             baseline=True,
+            learns=True,
             text=("run_dir",),
         ),
         Source(
@@ -363,6 +376,7 @@ SOURCES: dict[str, Source] = {
             _always,
             None,
             _ppo_histories,
+            learns=True,
         ),
     ]
 }
