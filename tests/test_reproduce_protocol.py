@@ -114,6 +114,11 @@ def test_checkpoint_scan_becomes_a_report_line_only_when_every_seed_has_one():
     assert "step 4000 0.700 (0.800, 0.600)" in line
     assert "step 8000 0.800 (0.850, 0.750)" in line
     assert reproduce._scan_note("dpt_bandit", [recs[0], {}]) is None
+    # the value scanned is the selection's field (older records: its rule)
+    recs[0]["selection"] = {"field": "normalized_last", "rule": "ignored"}
+    assert "value: mean normalized_last;" in reproduce._scan_note("x", recs)
+    recs[0]["selection"] = {"rule": "max over candidates of mean r on validation"}
+    assert "value: mean r;" in reproduce._scan_note("x", recs)
 
 
 @pytest.mark.parametrize("experiment", ["rl2_darkroom", "dpt_bandit"])

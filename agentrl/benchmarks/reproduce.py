@@ -546,11 +546,16 @@ def _scan_note(name: str, records: list[dict]) -> str | None:
         if len(values) == len(scans):
             each = ", ".join(f"{x:.3f}" for x in values)
             parts.append(f"step {step} {np.mean(values):.3f} ({each})")
-    rule = records[0].get("selection", {}).get("rule", "the selection criterion")
+    selection = records[0].get("selection", {})
+    field = selection.get("field")
+    if field is None:  # recorded before selections named their field
+        rule = selection.get("rule", "the selection criterion")
+        field = rule.split(" on ")[0].removeprefix("max over candidates of ")
+    else:
+        field = f"mean {field}"
     return (
         f"Checkpoint scan of {name} (validation tasks, the chosen acting rule; "
-        f"value: {rule.split(' on ')[0].removeprefix('max over candidates of ')}"
-        f"; mean over seeds, then per seed): " + "; ".join(parts) + "."
+        f"value: {field}; mean over seeds, then per seed): " + "; ".join(parts) + "."
     )
 
 

@@ -82,6 +82,7 @@ class Selection:
                 f"mean {self.field} on validation tasks; ties to the first listed"
             ),
             "criterion": self.criterion,
+            "field": self.field,
             "choice": self.choice.to_json(),
             "candidates": [c.to_json() for c in self.candidates],
             "validation": self.validation,
