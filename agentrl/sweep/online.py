@@ -39,6 +39,7 @@ from agentrl.sweep.train import (
     check_members,
     member_hparams,
     member_metrics,
+    member_returns,
     run_member_chunks,
 )
 from agentrl.train import parallel
@@ -180,19 +181,6 @@ def evaluate_online_members(
     Returns:
       ``[S, H, task, episode]`` per-episode returns.
     """
-    from agentrl.evaluate.driver import run_batched_agent
-    from agentrl.evaluate.model_agents import env_horizon
-
-    config = sweep.config
-    num_steps = num_episodes * env_horizon(env)
-
-    def one(state):
-        agent = config.algo.make_agent(
-            sweep.program.weights(state), env, num_steps, config
-        )
-        history, _ = run_batched_agent(env, agent, params, key, num_steps)
-        return history.episode_returns(num_episodes)
-
-    returns = jax.jit(jax.vmap(one))(sweep.state)
-    num_s, num_h = len(sweep.seeds), len(sweep.settings)
-    return np.asarray(returns).reshape(num_s, num_h, *returns.shape[1:])
+    return member_returns(
+        sweep, env, params, key, num_episodes, sweep.state, sweep.program.weights
+    )
