@@ -22,26 +22,20 @@ import pytest
 from agentrl.algos import RL2
 from agentrl.envs.bandits import BernoulliBandit
 from agentrl.online.agent import RL2Agent
-from agentrl.online.ppo import PPOShape, TrialPPO, gae_across_episodes
+from agentrl.online.ppo import (
+    PPOShape,
+    TrialPPO,
+    gae_across_episodes,
+    trial_hparams,
+)
 from agentrl.sources.agent import run_batched_agent
 from agentrl.train import fit
 from agentrl.train.config import DataConfig, EvalConfig, ExperimentConfig, TrainConfig
 from agentrl.train.rundir import load_run
 
-HP = {
-    "lr": 3e-3,
-    "weight_decay": 0.0,
-    "gamma": 0.99,
-    "gae_lambda": 0.95,
-    "clip_eps": 0.2,
-    "ent_coef": 0.01,
-    "vf_coef": 0.5,
-    "reward_scale": 1.0,
-}
-
 
 def hp(**changes):
-    return {k: jnp.float32(v) for k, v in {**HP, **changes}.items()}
+    return trial_hparams(**{"lr": 3e-3, **changes})
 
 
 class FlipBandit(BernoulliBandit):
