@@ -37,6 +37,7 @@ from fault_tools import (
     run_cli,
     temporaries,
     tiny,
+    train_args,
 )
 
 KILLS = 20 if LONG else 2
@@ -46,25 +47,8 @@ SAVE = "agentrl.train.checkpoint:Checkpointer.save"
 RESTORE = "agentrl.train.checkpoint:Checkpointer.restore"
 
 
-def train_args(dataset: Path, run_dir: Path) -> list[str]:
-    return [
-        "train",
-        "ad_darkroom",
-        "--preset",
-        "smoke",
-        "--run-dir",
-        str(run_dir),
-        "--no-progress",
-        *tiny(dataset),
-        "--train.steps",
-        str(STEPS),
-        "--train.checkpoint_every",
-        "2",
-        "--train.keep_checkpoints",
-        "2",
-        "--train.log_every",
-        "2",
-    ]
+#: the training chain's runs keep two checkpoints and log at each
+CHAIN_ARGS = ("--train.keep_checkpoints", "2", "--train.log_every", "2")
 
 
 def fresh_tmpdir(tmp_path: Path) -> Path:
@@ -106,7 +90,7 @@ def straight_run(darkroom_dataset, tmp_path_factory):
     run_dir = root / "run"
     record = root / "record.json"
     proc = run_cli(
-        train_args(darkroom_dataset, run_dir),
+        train_args(darkroom_dataset, run_dir, STEPS, *CHAIN_ARGS),
         fresh_tmpdir(root),
         watch=["agentrl.train.loop:_fit", SAVE],
         record=record,
@@ -223,7 +207,7 @@ def test_kill_training_resumes_bit_identical(darkroom_dataset, straight_run, tmp
     _, saves = phase(record, SAVE)
     save_gap = float(np.mean(np.diff(saves))) if len(saves) > 1 else 0.5
     run_dir = tmp_path / "killed"
-    args = train_args(darkroom_dataset, run_dir)
+    args = train_args(darkroom_dataset, run_dir, STEPS, *CHAIN_ARGS)
     checkpoints = run_dir / "checkpoints"
 
     attempts, last = 0, 0
