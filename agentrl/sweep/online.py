@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 import time
 from pathlib import Path
 from typing import Any
@@ -41,6 +40,7 @@ from agentrl.sweep.train import (
     member_metrics,
     member_returns,
     run_member_chunks,
+    sweep_mesh,
 )
 from agentrl.train import parallel
 from agentrl.train.config import ExperimentConfig
@@ -65,10 +65,7 @@ class OnlineSweep(SweepResult):
 
 def _member_sharding(num_members: int) -> NamedSharding:
     """Members on the ``sweep`` axis of a mesh of ``gcd(M, devices)`` devices."""
-    devices = jax.device_count()
-    num_sweep = math.gcd(num_members, devices)
-    mesh = parallel.make_mesh(num_data=devices // num_sweep, num_sweep=num_sweep)
-    return NamedSharding(mesh, P(parallel.SWEEP))
+    return NamedSharding(sweep_mesh(num_members), P(parallel.SWEEP))
 
 
 @functools.lru_cache(maxsize=8)

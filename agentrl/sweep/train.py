@@ -227,12 +227,16 @@ def init_member_states(
     return graphdef, jax.tree.map(lambda x: jnp.repeat(x, num_settings, 0), stacked)
 
 
-def sweep_mesh(num_members: int, batch_size: int):
-    """A ``(sweep, data)`` mesh: members over ``gcd(M, devices)`` devices."""
+def sweep_mesh(num_members: int, batch_size: int | None = None):
+    """A ``(sweep, data)`` mesh: members over ``gcd(M, devices)`` devices.
+
+    ``batch_size``: the batch split over the devices left for the data axis
+    (checked to divide); ``None`` when members have no batch (online learners).
+    """
     devices = jax.device_count()
     num_sweep = math.gcd(num_members, devices)
     mesh = parallel.make_mesh(num_data=devices // num_sweep, num_sweep=num_sweep)
-    if batch_size % mesh.shape[parallel.DATA]:
+    if batch_size is not None and batch_size % mesh.shape[parallel.DATA]:
         raise ValueError(
             f"train.batch_size ({batch_size}) must be divisible by the "
             f"{mesh.shape[parallel.DATA]} devices left for the data axis once "
