@@ -38,7 +38,7 @@ def darkroom_dataset(tmp_path_factory):
     return path
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def tiny_ad_config(darkroom_dataset):
     """``make(steps) -> ExperimentConfig``: ad_darkroom smoke, 1 layer width 16."""
     from agentrl import configtools

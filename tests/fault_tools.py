@@ -232,3 +232,23 @@ def tiny(dataset: Path) -> list[str]:
         "--eval.num_episodes",
         "2",
     ]
+
+
+def train_args(dataset: Path, run_dir: Path, steps: int, *more: str) -> list[str]:
+    """``agentrl train ad_darkroom --preset smoke`` with :func:`tiny` into
+    ``run_dir``: ``steps`` steps, a checkpoint every 2, then ``more``."""
+    return [
+        "train",
+        "ad_darkroom",
+        "--preset",
+        "smoke",
+        "--run-dir",
+        str(run_dir),
+        "--no-progress",
+        *tiny(dataset),
+        "--train.steps",
+        str(steps),
+        "--train.checkpoint_every",
+        "2",
+        *more,
+    ]

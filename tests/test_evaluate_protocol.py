@@ -237,26 +237,11 @@ def test_write_results_draws_the_goal_heatmap(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def tiny_run(tmp_path_factory, darkroom_dataset):
+def tiny_run(tmp_path_factory, tiny_ad_config):
     from agentrl import configtools
-    from agentrl.train.experiments import load_experiment
     from agentrl.train.loop import fit
 
-    config = configtools.override(
-        load_experiment("ad_darkroom", "smoke"),
-        {
-            "data.path": str(darkroom_dataset),
-            "train.steps": 2,
-            "train.checkpoint_every": 1,
-            "train.batch_size": 4,
-            "train.warmup_steps": 1,
-            "model.d_model": 16,
-            "model.d_ff": 32,
-            "model.num_layers": 1,
-            "eval.num_tasks": 3,
-            "eval.num_episodes": 2,
-        },
-    )
+    config = configtools.override(tiny_ad_config(2), {"train.checkpoint_every": 1})
     return fit(config, tmp_path_factory.mktemp("runs") / "ad", progress=False)
 
 

@@ -30,7 +30,7 @@ from fault_tools import (
     run_cli,
     start_cli,
     temporaries,
-    tiny,
+    train_args,
     unprivileged_prefix,
     wait_for,
 )
@@ -75,23 +75,6 @@ def files_of(path: Path) -> dict:
     return open_dataset(path, verify="full").metadata["files"]
 
 
-def train_args(dataset: Path, run_dir: Path, steps: int = 6) -> list[str]:
-    return [
-        "train",
-        "ad_darkroom",
-        "--preset",
-        "smoke",
-        "--run-dir",
-        str(run_dir),
-        "--no-progress",
-        *tiny(dataset),
-        "--train.steps",
-        str(steps),
-        "--train.checkpoint_every",
-        "2",
-    ]
-
-
 def checkpoint_steps(run_dir: Path) -> list[int]:
     path = run_dir / "checkpoints"
     return sorted(int(p.name) for p in path.iterdir() if p.name.isdigit())
@@ -126,7 +109,7 @@ def test_second_trainer_refuses_then_takes_over_stale_lock(darkroom_dataset, tmp
     tmpdir = tmp_path / "TMPDIR"
     tmpdir.mkdir()
     run_dir = tmp_path / "run"
-    args = train_args(darkroom_dataset, run_dir)
+    args = train_args(darkroom_dataset, run_dir, 6)
     held = tmp_path / "held"
     holder = start_cli(
         args, tmpdir, kill={"target": SAVE, "nth": 2, "delay": 0, "hold": str(held)}
@@ -340,8 +323,8 @@ def test_checkpoint_full_disk_and_read_only_keep_last(
         pytest.skip("running as root without setpriv: permissions are not enforced")
     tmpdir = tmp_path / "TMPDIR"
     tmpdir.mkdir()
-    args = train_args(darkroom_dataset, run_dir, steps=8)
-    args += ["--train.log_every", "2"]  # eval sizes: already in train_args
+    # logs at every checkpoint (the eval sizes come with train_args)
+    args = train_args(darkroom_dataset, run_dir, 8, "--train.log_every", "2")
     (run_dir / "checkpoints").chmod(0o555)
     try:
         proc = run_cli(args, tmpdir, prefix=prefix)

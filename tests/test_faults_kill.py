@@ -37,6 +37,7 @@ from fault_tools import (
     run_cli,
     temporaries,
     tiny,
+    train_args,
 )
 
 KILLS = 20 if LONG else 2
@@ -46,25 +47,34 @@ SAVE = "agentrl.train.checkpoint:Checkpointer.save"
 RESTORE = "agentrl.train.checkpoint:Checkpointer.restore"
 
 
-def train_args(dataset: Path, run_dir: Path) -> list[str]:
-    return [
-        "train",
-        "ad_darkroom",
-        "--preset",
-        "smoke",
-        "--run-dir",
-        str(run_dir),
-        "--no-progress",
-        *tiny(dataset),
-        "--train.steps",
-        str(STEPS),
-        "--train.checkpoint_every",
-        "2",
-        "--train.keep_checkpoints",
-        "2",
-        "--train.log_every",
-        "2",
-    ]
+#: the training chain's runs keep two checkpoints and log at each
+CHAIN_ARGS = ("--train.keep_checkpoints", "2", "--train.log_every", "2")
+
+
+def chain_kill(
+    tally: Tally,
+    attempt: int,
+    start: str,
+    duration: float,
+    saves_left: int,
+    saves: int,
+    save_gap: float,
+) -> dict:
+    """The kill of a resuming chain's ``attempt``-th run.
+
+    Odd attempts: a random moment (restore, compile, steps) of what is left
+    of the run, whose ``start`` phase lasts ``duration`` uninterrupted and
+    has ``saves_left`` of its ``saves`` checkpoint saves to go; even ones:
+    while one of the saves left is in flight (``save_gap`` seconds apart).
+    """
+    if attempt % 2:
+        delay = tally.rng.uniform(0, 0.8 * duration * saves_left / saves)
+        return {"target": start, "nth": 1, "delay": delay}
+    return {
+        "target": SAVE,
+        "nth": tally.rng.randint(1, max(saves_left, 1)),
+        "delay": tally.rng.uniform(0, save_gap),
+    }
 
 
 def fresh_tmpdir(tmp_path: Path) -> Path:
@@ -106,7 +116,7 @@ def straight_run(darkroom_dataset, tmp_path_factory):
     run_dir = root / "run"
     record = root / "record.json"
     proc = run_cli(
-        train_args(darkroom_dataset, run_dir),
+        train_args(darkroom_dataset, run_dir, STEPS, *CHAIN_ARGS),
         fresh_tmpdir(root),
         watch=["agentrl.train.loop:_fit", SAVE],
         record=record,
@@ -223,22 +233,22 @@ def test_kill_training_resumes_bit_identical(darkroom_dataset, straight_run, tmp
     _, saves = phase(record, SAVE)
     save_gap = float(np.mean(np.diff(saves))) if len(saves) > 1 else 0.5
     run_dir = tmp_path / "killed"
-    args = train_args(darkroom_dataset, run_dir)
+    args = train_args(darkroom_dataset, run_dir, STEPS, *CHAIN_ARGS)
     checkpoints = run_dir / "checkpoints"
 
     attempts, last = 0, 0
     while tally.tried < KILLS and attempts < KILLS + 4:
         attempts += 1
         left = len([s for s in range(2, STEPS + 1, 2) if s > last])
-        if attempts % 2:  # a random moment of the run (restore, compile, steps)
-            delay = tally.rng.uniform(0, 0.8 * duration * (STEPS - last) / STEPS)
-            kill = {"target": "agentrl.train.loop:_fit", "nth": 1, "delay": delay}
-        else:  # while a checkpoint save is in flight
-            kill = {
-                "target": SAVE,
-                "nth": tally.rng.randint(1, max(left, 1)),
-                "delay": tally.rng.uniform(0, save_gap),
-            }
+        kill = chain_kill(
+            tally,
+            attempts,
+            "agentrl.train.loop:_fit",
+            duration,
+            left,
+            STEPS // 2,
+            save_gap,
+        )
         proc = run_cli(args, tmpdir, kill=kill)
         if not killed(proc):  # finished first: start the chain again
             assert proc.returncode == 0, proc.stderr[-3000:]
@@ -415,15 +425,7 @@ def test_kill_sweep_resumes(darkroom_dataset, tmp_path):
         attempts += 1
         done_saves = progress[0] * total_saves // 2 + progress[1] // SWEEP_EVERY
         left = total_saves - done_saves
-        if attempts % 2:
-            delay = tally.rng.uniform(0, 0.8 * duration * left / total_saves)
-            kill = {"target": start, "nth": 1, "delay": delay}
-        else:
-            kill = {
-                "target": SAVE,
-                "nth": tally.rng.randint(1, max(left, 1)),
-                "delay": tally.rng.uniform(0, save_gap),
-            }
+        kill = chain_kill(tally, attempts, start, duration, left, total_saves, save_gap)
         proc = run_cli(args, tmpdir, kill=kill)
         if not killed(proc):  # finished first: start the chain again
             assert proc.returncode == 0, proc.stderr[-3000:]

@@ -22,26 +22,21 @@ import pytest
 from agentrl.algos import RL2
 from agentrl.envs.bandits import BernoulliBandit
 from agentrl.online.agent import RL2Agent
-from agentrl.online.ppo import PPOShape, TrialPPO, gae_across_episodes
+from agentrl.online.ppo import (
+    PPOShape,
+    TrialPPO,
+    gae_across_episodes,
+    trial_hparams,
+)
 from agentrl.sources.agent import run_batched_agent
 from agentrl.train import fit
-from agentrl.train.config import DataConfig, EvalConfig, ExperimentConfig, TrainConfig
+from agentrl.train.config import DataConfig, EvalConfig, ExperimentConfig
+from agentrl.train.experiments import online_train_config
 from agentrl.train.rundir import load_run
-
-HP = {
-    "lr": 3e-3,
-    "weight_decay": 0.0,
-    "gamma": 0.99,
-    "gae_lambda": 0.95,
-    "clip_eps": 0.2,
-    "ent_coef": 0.01,
-    "vf_coef": 0.5,
-    "reward_scale": 1.0,
-}
 
 
 def hp(**changes):
-    return {k: jnp.float32(v) for k, v in {**HP, **changes}.items()}
+    return trial_hparams(**{"lr": 3e-3, **changes})
 
 
 class FlipBandit(BernoulliBandit):
@@ -235,14 +230,12 @@ def tiny_config(env="bernoulli_bandit", env_args=(("num_arms", 2), ("horizon", 6
         name="rl2-tiny",
         algo=RL2(num_envs=8, rollout_steps=6, hidden=8, embed=8, trial_episodes=2),
         data=DataConfig(env=env, env_args=env_args, source="random"),
-        train=TrainConfig(
+        train=online_train_config(
             steps=6,
-            checkpoint_every=2,
-            log_every=2,
             lr=1e-3,
-            weight_decay=0.0,
             schedule="constant",
-            warmup_steps=0,
+            log_every=2,
+            checkpoint_every=2,
         ),
         eval=EvalConfig(num_tasks=4, num_episodes=2),
     )

@@ -24,7 +24,8 @@ from agentrl.envs import make as make_env
 from agentrl.sweep import run_sweep
 from agentrl.sweep.online import online_sweep
 from agentrl.train import fit
-from agentrl.train.config import DataConfig, EvalConfig, ExperimentConfig, TrainConfig
+from agentrl.train.config import DataConfig, EvalConfig, ExperimentConfig
+from agentrl.train.experiments import online_train_config
 from agentrl.train.rundir import load_run
 
 ENV_ARGS = (("num_arms", 2), ("horizon", 6))
@@ -35,14 +36,12 @@ def tiny_config(steps: int = 6) -> ExperimentConfig:
         name="rl2-sweep-tiny",
         algo=RL2(num_envs=8, rollout_steps=6, hidden=8, embed=8, trial_episodes=2),
         data=DataConfig(env="bernoulli_bandit", env_args=ENV_ARGS, source="random"),
-        train=TrainConfig(
+        train=online_train_config(
             steps=steps,
-            checkpoint_every=2,
-            log_every=1,
             lr=1e-3,
-            weight_decay=0.0,
             schedule="constant",
-            warmup_steps=0,
+            log_every=1,
+            checkpoint_every=2,
         ),
         eval=EvalConfig(num_tasks=4, num_episodes=2),
     )
@@ -92,7 +91,13 @@ def test_killed_sweep_resumes_exactly(tmp_path, monkeypatch):
     from agentrl.train.checkpoint import Checkpointer
 
     config, settings = tiny_config(), [{}, {"train.lr": 3e-3}]
-    whole = online_sweep(config, env(), [0, 1], settings, steps_per_call=2)
+
+    def sweep(**checkpoints):
+        return online_sweep(
+            config, env(), [0, 1], settings, steps_per_call=2, **checkpoints
+        )
+
+    whole = sweep()
 
     save = Checkpointer.save
 
@@ -103,25 +108,9 @@ def test_killed_sweep_resumes_exactly(tmp_path, monkeypatch):
     ckpt = tmp_path / "ckpt"
     monkeypatch.setattr(Checkpointer, "save", save_then_die)
     with pytest.raises(RuntimeError, match="killed"):
-        online_sweep(
-            config,
-            env(),
-            [0, 1],
-            settings,
-            steps_per_call=2,
-            checkpoint_dir=ckpt,
-            checkpoint_every=2,
-        )
+        sweep(checkpoint_dir=ckpt, checkpoint_every=2)
     monkeypatch.setattr(Checkpointer, "save", save)
-    resumed = online_sweep(
-        config,
-        env(),
-        [0, 1],
-        settings,
-        steps_per_call=2,
-        checkpoint_dir=ckpt,
-        checkpoint_every=2,
-    )
+    resumed = sweep(checkpoint_dir=ckpt, checkpoint_every=2)
     assert resumed.resumed_from == 2
     for x, y in zip(
         jax.tree.leaves(jax.random.key_data(whole.state.key)),

@@ -38,9 +38,9 @@ from agentrl.train.config import (
     DataConfig,
     EvalConfig,
     ExperimentConfig,
-    TrainConfig,
     complete_model_config,
 )
+from agentrl.train.experiments import online_train_config
 from agentrl.train.rundir import load_run
 
 
@@ -333,14 +333,12 @@ def tiny_config(update_every=0):
             source="random",
         ),
         model=ModelConfig(num_layers=1, num_heads=2, d_model=16, d_ff=32, dropout=0.0),
-        train=TrainConfig(
+        train=online_train_config(
             steps=4,
-            checkpoint_every=2,
-            log_every=2,
             lr=1e-3,
-            weight_decay=0.0,
             schedule="constant",
-            warmup_steps=0,
+            log_every=2,
+            checkpoint_every=2,
         ),
         eval=EvalConfig(num_tasks=3, num_episodes=2),
     )

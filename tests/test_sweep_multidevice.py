@@ -12,7 +12,6 @@ from agentrl import configtools, envs
 from agentrl.data import open_dataset
 from agentrl.sweep import train_sweep
 from agentrl.train.config import ExperimentConfig
-from agentrl.train.experiments import load_experiment
 
 SCRIPT = textwrap.dedent(
     """
@@ -35,19 +34,8 @@ SCRIPT = textwrap.dedent(
 )
 
 
-def test_sweep_on_four_devices_matches_one(darkroom_dataset):
-    config = configtools.override(
-        load_experiment("ad_darkroom", "smoke"),
-        {
-            "data.path": str(darkroom_dataset),
-            "train.steps": 3,
-            "train.batch_size": 4,
-            "train.warmup_steps": 1,
-            "model.d_model": 16,
-            "model.d_ff": 32,
-            "model.num_layers": 1,
-        },
-    )
+def test_sweep_on_four_devices_matches_one(tiny_ad_config, darkroom_dataset):
+    config = tiny_ad_config(steps=3)
     assert isinstance(config, ExperimentConfig)
     proc = subprocess.run(
         [sys.executable, "-c", SCRIPT, json.dumps(configtools.to_dict(config))],

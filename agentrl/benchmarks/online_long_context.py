@@ -44,17 +44,6 @@ from agentrl.benchmarks import common as bench
 from agentrl.benchmarks._hlo import cache_shapes, count_copies
 from agentrl.cliargs import positive_int
 
-HP = {
-    "lr": 3e-4,
-    "weight_decay": 0.0,
-    "gamma": 0.99,
-    "gae_lambda": 0.95,
-    "clip_eps": 0.2,
-    "ent_coef": 0.01,
-    "vf_coef": 0.5,
-    "reward_scale": 0.1,
-}
-
 
 def model_config(layers: int = 2, width: int = 64, heads: int = 4, **changes):
     from agentrl.models import ModelConfig
@@ -230,6 +219,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--no-time", action="store_true", help="memory only")
     args = parser.parse_args(argv)
     from agentrl.envs import make as make_env
+    from agentrl.online.ppo import trial_hparams
 
     env = make_env("darkroom", size=9, horizon=20)
     for e in args.episodes:
@@ -238,7 +228,7 @@ def main(argv: list[str] | None = None) -> None:
                 f"--update-every {args.update_every} must divide every trial's "
                 f"steps ({e} episodes x {env.horizon} = {e * env.horizon})"
             )
-    hp = {k: jnp.float32(v) for k, v in HP.items()}
+    hp = trial_hparams(lr=3e-4, reward_scale=0.1)
     model = model_config(args.layers, args.width, attention_sink=args.sink)
     partial, whole, rows = [], [], []
     for e in sorted(args.episodes):

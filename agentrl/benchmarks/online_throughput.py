@@ -61,18 +61,12 @@ from agentrl.benchmarks import common as bench
 from agentrl.cliargs import positive_int
 from agentrl.envs import make as make_env
 from agentrl.online.cores import ActionHead, dense, mlp, obs_features
-from agentrl.online.ppo import PPOShape, TrialPPO, gae_across_episodes
-
-HP = {
-    "lr": 1e-3,
-    "weight_decay": 0.0,
-    "gamma": 0.99,
-    "gae_lambda": 0.95,
-    "clip_eps": 0.2,
-    "ent_coef": 0.01,
-    "vf_coef": 0.5,
-    "reward_scale": 1.0,
-}
+from agentrl.online.ppo import (
+    PPOShape,
+    TrialPPO,
+    gae_across_episodes,
+    trial_hparams,
+)
 
 # the recurrent (RL²) trainer's key among the timed candidates
 RECURRENT = "recurrent"
@@ -378,7 +372,7 @@ def main(argv: list[str] | None = None) -> None:
             f"--update-every {args.update_every} must divide the trial's "
             f"{args.trial_episodes * 20} steps (Dark Room H=20)"
         )
-    hp = {k: jnp.float32(v) for k, v in HP.items()}
+    hp = trial_hparams()  # XLand-MiniGrid's RL² settings
     results, rows, targets = {}, [], []
     notes = []
     sections = {"recurrent": rl2_section, "transformer": transformer_section}

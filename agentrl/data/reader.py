@@ -84,20 +84,14 @@ def check_metadata(meta_file: Path, m: Any) -> None:
         f"format_version {m.get('format_version')!r}, this agentrl reads "
         f"{FORMAT_VERSION}",
     )
-    env = m.get("env")
-    need(
-        isinstance(env, dict)
-        and isinstance(env.get("name"), str)
-        and isinstance(env.get("overrides"), dict),
-        f"'env' must be {{'name': str, 'overrides': {{...}}}}, got {env!r}",
-    )
-    source = m.get("source")
-    need(
-        isinstance(source, dict)
-        and isinstance(source.get("name"), str)
-        and isinstance(source.get("settings"), dict),
-        f"'source' must be {{'name': str, 'settings': {{...}}}}, got {source!r}",
-    )
+    for key, fields in (("env", "overrides"), ("source", "settings")):
+        named = m.get(key)
+        need(
+            isinstance(named, dict)
+            and isinstance(named.get("name"), str)
+            and isinstance(named.get(fields), dict),
+            f"{key!r} must be {{'name': str, {fields!r}: {{...}}}}, got {named!r}",
+        )
     for key in ("num_tasks", "num_episodes", "horizon", "num_steps"):
         need(
             _is_int(m.get(key), 1),

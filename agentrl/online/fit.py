@@ -22,7 +22,6 @@ return). :func:`load_online_weights` restores the policy's weights for
 from __future__ import annotations
 
 import functools
-import json
 import math
 import threading
 from pathlib import Path
@@ -31,9 +30,8 @@ from typing import Any
 import jax
 import numpy as np
 
-import agentrl
 from agentrl import configtools
-from agentrl.tables import write_text
+from agentrl.train.rundir import write_run_record
 
 
 def write_online_run_files(run_dir: Path, config: Any) -> None:
@@ -42,22 +40,14 @@ def write_online_run_files(run_dir: Path, config: Any) -> None:
     from agentrl.online.program import task_split_json
 
     env = make_env(config.data.env, **dict(config.data.env_args))
-    write_text(
-        run_dir / "config.json", json.dumps(configtools.to_dict(config), indent=2)
+    write_run_record(
+        run_dir,
+        config,
+        task_split_json(env, config.data),
+        dataset=None,
+        dataset_source=None,
+        trained_online=True,
     )
-    info = {
-        "agentrl_version": agentrl.__version__,
-        "jax_version": jax.__version__,
-        "env": config.data.env,
-        "env_args": dict(config.data.env_args),
-        "split": task_split_json(env, config.data),
-        "dataset": None,
-        "dataset_source": None,
-        "trained_online": True,
-        "num_devices": jax.device_count(),
-        "num_processes": jax.process_count(),
-    }
-    write_text(run_dir / "run.json", json.dumps(info, indent=2))
 
 
 def _mean_metrics(chunk: list[dict]) -> dict[str, float]:

@@ -51,16 +51,31 @@ from agentrl.envs.trial import MultiEpisodeTrial
 from agentrl.online.cores import ActionHead, GRUCore, step_features
 from agentrl.sources.ppo import example
 
-HPARAMS = (
-    "lr",
-    "weight_decay",
-    "gamma",
-    "gae_lambda",
-    "clip_eps",
-    "ent_coef",
-    "vf_coef",
-    "reward_scale",
-)
+#: the traced hyperparameters ``hp`` of the trainers, at the settings of
+#: XLand-MiniGrid's RL² baseline (no weight decay, rewards unscaled)
+DEFAULT_HPARAMS = {
+    "lr": 1e-3,
+    "weight_decay": 0.0,
+    "gamma": 0.99,
+    "gae_lambda": 0.95,
+    "clip_eps": 0.2,
+    "ent_coef": 0.01,
+    "vf_coef": 0.5,
+    "reward_scale": 1.0,
+}
+HPARAMS = tuple(DEFAULT_HPARAMS)
+
+
+def trial_hparams(**changes: float) -> dict[str, jax.Array]:
+    """``hp`` for a trainer run outside an experiment (benchmarks, tests).
+
+    :data:`DEFAULT_HPARAMS` with ``changes``, as float32 scalars (an
+    experiment's come from its config: :mod:`agentrl.online.program`).
+    """
+    unknown = sorted(set(changes) - set(HPARAMS))
+    if unknown:
+        raise ValueError(f"unknown PPO hparams {unknown}; known: {list(HPARAMS)}")
+    return {k: jnp.float32(v) for k, v in {**DEFAULT_HPARAMS, **changes}.items()}
 
 
 @dataclasses.dataclass(frozen=True)

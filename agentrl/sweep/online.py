@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 import time
 from pathlib import Path
 from typing import Any
@@ -39,7 +38,9 @@ from agentrl.sweep.train import (
     check_members,
     member_hparams,
     member_metrics,
+    member_returns,
     run_member_chunks,
+    sweep_mesh,
 )
 from agentrl.train import parallel
 from agentrl.train.config import ExperimentConfig
@@ -64,10 +65,7 @@ class OnlineSweep(SweepResult):
 
 def _member_sharding(num_members: int) -> NamedSharding:
     """Members on the ``sweep`` axis of a mesh of ``gcd(M, devices)`` devices."""
-    devices = jax.device_count()
-    num_sweep = math.gcd(num_members, devices)
-    mesh = parallel.make_mesh(num_data=devices // num_sweep, num_sweep=num_sweep)
-    return NamedSharding(mesh, P(parallel.SWEEP))
+    return NamedSharding(sweep_mesh(num_members), P(parallel.SWEEP))
 
 
 @functools.lru_cache(maxsize=8)
@@ -180,19 +178,6 @@ def evaluate_online_members(
     Returns:
       ``[S, H, task, episode]`` per-episode returns.
     """
-    from agentrl.evaluate.driver import run_batched_agent
-    from agentrl.evaluate.model_agents import env_horizon
-
-    config = sweep.config
-    num_steps = num_episodes * env_horizon(env)
-
-    def one(state):
-        agent = config.algo.make_agent(
-            sweep.program.weights(state), env, num_steps, config
-        )
-        history, _ = run_batched_agent(env, agent, params, key, num_steps)
-        return history.episode_returns(num_episodes)
-
-    returns = jax.jit(jax.vmap(one))(sweep.state)
-    num_s, num_h = len(sweep.seeds), len(sweep.settings)
-    return np.asarray(returns).reshape(num_s, num_h, *returns.shape[1:])
+    return member_returns(
+        sweep, env, params, key, num_episodes, sweep.state, sweep.program.weights
+    )

@@ -28,6 +28,7 @@ import io
 import math
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -226,12 +227,16 @@ def init_member_states(
     return graphdef, jax.tree.map(lambda x: jnp.repeat(x, num_settings, 0), stacked)
 
 
-def sweep_mesh(num_members: int, batch_size: int):
-    """A ``(sweep, data)`` mesh: members over ``gcd(M, devices)`` devices."""
+def sweep_mesh(num_members: int, batch_size: int | None = None):
+    """A ``(sweep, data)`` mesh: members over ``gcd(M, devices)`` devices.
+
+    ``batch_size``: the batch split over the devices left for the data axis
+    (checked to divide); ``None`` when members have no batch (online learners).
+    """
     devices = jax.device_count()
     num_sweep = math.gcd(num_members, devices)
     mesh = parallel.make_mesh(num_data=devices // num_sweep, num_sweep=num_sweep)
-    if batch_size % mesh.shape[parallel.DATA]:
+    if batch_size is not None and batch_size % mesh.shape[parallel.DATA]:
         raise ValueError(
             f"train.batch_size ({batch_size}) must be divisible by the "
             f"{mesh.shape[parallel.DATA]} devices left for the data axis once "
@@ -418,19 +423,47 @@ def evaluate_members(
     Returns:
       ``[S, H, task, episode]`` per-episode returns.
     """
+    from agentrl.evaluate.model_agents import ModelHandle
+
+    weights = nnx.merge_state(sweep.state["params"], sweep.state["rest"])
+    return member_returns(
+        sweep,
+        env,
+        params,
+        key,
+        num_episodes,
+        weights,
+        lambda w: ModelHandle(sweep.graphdef, w),
+    )
+
+
+def member_returns(
+    sweep: SweepResult,
+    env: Any,
+    params: Any,
+    key: jax.Array,
+    num_episodes: int,
+    members: Any,
+    model_of: Callable[[Any], Any],
+) -> np.ndarray:
+    """``[S, H, task, episode]`` returns of every member acting in context.
+
+    ``members`` (leaves ``[M, ...]``) is vmapped over in one jitted program;
+    ``model_of(member)`` is one member's model as the algorithm's
+    ``config.algo.make_agent`` takes it. Every member runs on tasks
+    ``params [task, ...]`` with the same key.
+    """
     from agentrl.evaluate.driver import run_batched_agent
-    from agentrl.evaluate.model_agents import ModelHandle, env_horizon
+    from agentrl.evaluate.model_agents import env_horizon
 
     config = sweep.config
     num_steps = num_episodes * env_horizon(env)
 
-    def one(weights):
-        handle = ModelHandle(sweep.graphdef, weights)
-        agent = config.algo.make_agent(handle, env, num_steps, config)
+    def one(member):
+        agent = config.algo.make_agent(model_of(member), env, num_steps, config)
         history, _ = run_batched_agent(env, agent, params, key, num_steps)
         return history.episode_returns(num_episodes)
 
-    weights = nnx.merge_state(sweep.state["params"], sweep.state["rest"])
-    returns = jax.jit(jax.vmap(one))(weights)
+    returns = jax.jit(jax.vmap(one))(members)
     num_s, num_h = len(sweep.seeds), len(sweep.settings)
     return np.asarray(returns).reshape(num_s, num_h, *returns.shape[1:])

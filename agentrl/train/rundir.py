@@ -162,8 +162,15 @@ def _flatten(tree: dict, prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def write_run_files(run_dir: Path, config: ExperimentConfig, dataset: Any) -> None:
-    """``config.json`` and ``run.json`` (env, split, dataset, versions)."""
+def write_run_record(
+    run_dir: Path, config: Any, split: dict | None, **training_data: Any
+) -> None:
+    """``config.json`` and ``run.json`` of a run, learning from data or online.
+
+    ``run.json`` records the versions, the environment, the task ``split``,
+    ``training_data`` (what the run learns from: the dataset's path and
+    source, or ``None`` for both and ``trained_online``) and the devices.
+    """
     # Atomic (temporary file, then rename): a kill or a full disk never
     # leaves a truncated config.json that would stop the run resuming.
     write_text(
@@ -174,13 +181,23 @@ def write_run_files(run_dir: Path, config: ExperimentConfig, dataset: Any) -> No
         "jax_version": jax.__version__,
         "env": config.data.env,
         "env_args": dict(config.data.env_args),
-        "split": dataset.metadata.get("split"),
-        "dataset": str(dataset.path),
-        "dataset_source": dataset.metadata.get("source"),
+        "split": split,
+        **training_data,
         "num_devices": jax.device_count(),
         "num_processes": jax.process_count(),
     }
     write_text(run_dir / "run.json", json.dumps(info, indent=2))
+
+
+def write_run_files(run_dir: Path, config: ExperimentConfig, dataset: Any) -> None:
+    """``config.json`` and ``run.json`` (env, split, dataset, versions)."""
+    write_run_record(
+        run_dir,
+        config,
+        dataset.metadata.get("split"),
+        dataset=str(dataset.path),
+        dataset_source=dataset.metadata.get("source"),
+    )
 
 
 #: ``fold_in`` salts of the evaluation-only task keys of continuous task
