@@ -18,14 +18,15 @@ routing, identical positives, and ``dpt_darkroom``'s earlier centre start
 and trajectory roll-in) and are to be re-run.
 
 On T2MIR's own DPT setup, with these changes (``agentrl bench reproduce
-t2mir_dpt_darkroom --compare dpt_darkroom --preset t2mir_setup --seeds 3``,
+t2mir_dpt_darkroom --compare dpt_darkroom --preset t2mir_setup --seeds 5``,
 the reference's corner start and uniform roll-in, 6,000 updates of batch
-32 on 10,000 roll-ins of 20 transitions, context 20, 40 episodes; 3 seeds x
+32 on 10,000 roll-ins of 20 transitions, context 20, 40 episodes; 5 seeds x
 8 test goals, each seed with its own data and split; validation chose
-sampling for both in every seed): both stay at chance, T2MIR-DPT 0.83
-[0.02, 2.53] over the last 10 episodes (score 0.05), DPT 0.40 [0.05, 0.83]
-(score 0.03), random 0.07, oracle 12.25; difference +0.42 [-0.42, 1.87]
-(``repro_t2mir_dpt_darkroom_vs_dpt_darkroom_t2mir_setup``). A context of
+sampling for both in every seed): both stay near chance, T2MIR-DPT 1.04
+[0.23, 2.08] over the last 10 episodes (score 0.06), DPT 1.34 [0.27,
+2.85] (score 0.08), random 0.09, oracle 12.4; difference -0.30 [-1.61,
+0.90] (3 seeds: +0.42 [-0.42, 1.87];
+``repro_t2mir_dpt_darkroom_vs_dpt_darkroom_t2mir_setup``). A context of
 20 uniform transitions in 81 cells rarely holds the goal, and online the
 context holds only the last episode, so neither model can place the goal
 at this budget; the comparison says nothing about T2MIR here. The cpu
