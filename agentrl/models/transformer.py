@@ -281,7 +281,7 @@ class DecisionModel(nnx.Module):
         steps = c.max_steps if max_steps is None else max_steps
         size = steps * c.tokens_per_step
         k_shape = (batch, c.num_heads, c.head_dim, size)
-        v_shape = (batch, c.num_heads, size, c.head_dim)
+        v_shape = k_shape  # both stored transposed (see KVCache)
         keys = tuple(jnp.zeros(k_shape, kv_dtype) for _ in range(c.num_layers))
         values = tuple(jnp.zeros(v_shape, kv_dtype) for _ in range(c.num_layers))
         routed = [b.sequence_routing for b in self.blocks]
