@@ -48,6 +48,11 @@ from agentrl.models.precision import mixed_linear
 
 NEG_INF = -1e30  # finite: a fully masked row gives uniform weights, never NaN
 F32 = jnp.float32
+#: values are cached transposed, ``[B, H, Dh, S]``, for heads narrower than
+#: this, else ``[B, H, S, Dh]``: XLA:CPU runs ``p V`` ~1.7x faster over the
+#: transposed layout with 8-wide heads (T2MIR's shape) and ~1.4x slower with
+#: 32-wide ones (DPT's bandit model, 200 tasks); measured at those two widths
+VALUES_TRANSPOSED_BELOW = 32
 
 
 class KVCache(NamedTuple):
@@ -56,9 +61,9 @@ class KVCache(NamedTuple):
     Attributes:
       keys: per layer ``[B, H, Dh, S]``, RoPE-rotated and stored transposed
         so that the score ``q K`` is a plain matmul (no per-step transpose).
-      values: per layer ``[B, H, Dh, S]``, transposed too: ``p V`` contracts
-        the minor axis of both operands, which XLA:CPU's matmuls run about
-        1.7x faster than ``[S, Dh]`` rows when heads are narrow (8 wide).
+      values: per layer ``[B, H, Dh, S]`` (transposed too) for heads
+        narrower than :data:`VALUES_TRANSPOSED_BELOW`, else ``[B, H, S,
+        Dh]``; :func:`value_slot_axis` says which axis holds the slots.
       router_inputs: per layer ``[B, S, d]`` MoE input kept for sequence-mean
         task routing, ``None`` for layers that do not need it.
       slot_pos: ``[S]`` int32 token position held by each slot (< 0: empty).
@@ -249,8 +254,9 @@ class CausalSelfAttention(nnx.Module):
     ) -> tuple[jax.Array, jax.Array, jax.Array]:
         """Attend a chunk ``x [B, C, d]`` at ``pos [C]`` to the cache.
 
-        ``k_cache, v_cache [B, H, Dh, S]`` (stored transposed, so ``q K``
-        is a plain matmul and no step transposes the cache). Returns ``(y
+        ``k_cache [B, H, Dh, S]`` (stored transposed, so ``q K`` is a plain
+        matmul and no step transposes the cache), ``v_cache`` in the layout
+        of :func:`value_slot_axis`. Returns ``(y
         [B, C, d], k_cache, v_cache)`` with the chunk written at slots
         ``(pos + offset) mod S`` (see :func:`cache_slots`); the caller
         updates ``slot_pos``.
@@ -268,7 +274,8 @@ class CausalSelfAttention(nnx.Module):
         k, v = k.astype(k_cache.dtype), v.astype(v_cache.dtype)
         qh = q.astype(k_cache.dtype).swapaxes(1, 2)  # [B, H, C, Dh]: tiny
         vh = v.swapaxes(1, 2)  # [B, H, C, Dh]
-        kt, vt = (a.transpose(0, 2, 3, 1) for a in (k, v))  # as stored
+        kt = k.transpose(0, 2, 3, 1)  # [B, H, Dh, C], as stored
+        vt, v_axis = _as_stored(v, self.head_dim)
         s_new = jnp.matmul(qh, kt, preferred_element_type=F32)
         s_new = jnp.where(window_mask(pos, pos, window), s_new, NEG_INF)
         sink = self._sink()
@@ -278,14 +285,14 @@ class CausalSelfAttention(nnx.Module):
             s_sink = _sink_scores(qh.swapaxes(1, 2), sink[0])
             small.append((s_sink, lambda w: _weigh_sink(w, sink[1])))
         size = k_cache.shape[3]
-        y = _decode_one_pass(qh, k_cache, v_cache, pos, slot_pos, window, small)
+        y = _decode_one_pass(qh, k_cache, v_cache, v_axis, pos, slot_pos, window, small)
         y = y.swapaxes(1, 2)  # [B, C, H, Dh]
         # order the in-place writes after every read of the old cache: without
         # it XLA cannot prove the reads come first and copies the whole cache
         y, k_cache, v_cache = jax.lax.optimization_barrier((y, k_cache, v_cache))
         slot = cache_slots(pos, size, offset)
         k_cache = write_slots(k_cache, kt, slot, axis=3)
-        v_cache = write_slots(v_cache, vt, slot, axis=3)
+        v_cache = write_slots(v_cache, vt, slot, axis=v_axis)
         return self._merge(y), k_cache, v_cache
 
     def prefill(
@@ -317,7 +324,7 @@ class CausalSelfAttention(nnx.Module):
         k, v = k.astype(k_cache.dtype), v.astype(v_cache.dtype)
         qh = q.astype(k_cache.dtype).swapaxes(1, 2)  # [B, H, P, Dh]
         kt = k.transpose(0, 2, 3, 1)  # [B, H, Dh, P], as stored
-        vt = v.transpose(0, 2, 3, 1)  # [B, H, Dh, P], as stored
+        vt, v_axis = _as_stored(v, self.head_dim)
 
         def scores(keys, k_pos):
             s = jnp.matmul(qh, keys, preferred_element_type=F32)
@@ -326,7 +333,7 @@ class CausalSelfAttention(nnx.Module):
         def read(j):  # the scores and values of earlier key block j
             k0 = j * p
             keys = jax.lax.dynamic_slice_in_dim(k_cache, k0, p, 3)
-            vals = jax.lax.dynamic_slice_in_dim(v_cache, k0, p, 3)
+            vals = jax.lax.dynamic_slice_in_dim(v_cache, k0, p, v_axis)
             return scores(keys, k0 + jnp.arange(p, dtype=jnp.int32)), vals
 
         def join(s, m, norm):  # scores s into the running max and normaliser
@@ -335,7 +342,8 @@ class CausalSelfAttention(nnx.Module):
                 -1, keepdims=True
             )
 
-        pv = _weigh_cache
+        def pv(e, vals):
+            return _weigh_cache(e, vals, v_axis)
 
         # the piece itself (every query sees at least its own key) and the
         # sink open the softmax; the earlier blocks join it one at a time
@@ -383,7 +391,7 @@ class CausalSelfAttention(nnx.Module):
         # the in-place writes after every read of the old cache (see decode)
         y, k_cache, v_cache = jax.lax.optimization_barrier((y, k_cache, v_cache))
         k_cache = jax.lax.dynamic_update_slice_in_dim(k_cache, kt, lo, 3)
-        v_cache = jax.lax.dynamic_update_slice_in_dim(v_cache, vt, lo, 3)
+        v_cache = jax.lax.dynamic_update_slice_in_dim(v_cache, vt, lo, v_axis)
         return self._merge(y), k_cache, v_cache
 
 
@@ -403,10 +411,27 @@ def _weigh(w: jax.Array, vals: jax.Array) -> jax.Array:
     return jnp.matmul(w.astype(vals.dtype), vals, preferred_element_type=F32)
 
 
-def _weigh_cache(w: jax.Array, vals_t: jax.Array) -> jax.Array:
-    """Weights ``[B, H, C, n]`` times values stored ``[B, H, Dh, n]`` -> float32."""
-    w = w.astype(vals_t.dtype)
-    return jnp.einsum("bhcs,bhds->bhcd", w, vals_t, preferred_element_type=F32)
+def value_slot_axis(head_dim: int) -> int:
+    """The slot axis of a cached values array: 3 (``[B, H, Dh, S]``) for heads
+    narrower than :data:`VALUES_TRANSPOSED_BELOW`, else 2 (``[B, H, S, Dh]``)."""
+    return 3 if head_dim < VALUES_TRANSPOSED_BELOW else 2
+
+
+def _as_stored(v: jax.Array, head_dim: int) -> tuple[jax.Array, int]:
+    """Values ``[B, T, H, Dh]`` in the cache's layout, and its slot axis."""
+    axis = value_slot_axis(head_dim)
+    return (v.transpose(0, 2, 3, 1) if axis == 3 else v.swapaxes(1, 2)), axis
+
+
+def _weigh_cache(w: jax.Array, vals: jax.Array, axis: int) -> jax.Array:
+    """Weights ``[B, H, C, n]`` times cached values -> ``[B, H, C, Dh]`` f32.
+
+    ``vals``: ``[B, H, Dh, n]`` (slot ``axis`` 3) or ``[B, H, n, Dh]`` (2).
+    """
+    w = w.astype(vals.dtype)
+    if axis == 3:
+        return jnp.einsum("bhcs,bhds->bhcd", w, vals, preferred_element_type=F32)
+    return jnp.matmul(w, vals, preferred_element_type=F32)
 
 
 def _weigh_sink(w: jax.Array, sink_v: jax.Array) -> jax.Array:
@@ -414,8 +439,10 @@ def _weigh_sink(w: jax.Array, sink_v: jax.Array) -> jax.Array:
     return w * sink_v.astype(F32)[None, :, None, :]
 
 
-def _decode_one_pass(qh, k_cache, v_cache, pos, slot_pos, window, small):
+def _decode_one_pass(qh, k_cache, v_cache, v_axis, pos, slot_pos, window, small):
     """Attention of ``qh [B, H, C, Dh]`` over the whole cache and ``small``.
+
+    ``v_cache``'s slots lie along ``v_axis`` (:func:`value_slot_axis`).
 
     ``small``: ``(scores [B, H, C, n], weights -> [B, H, C, Dh])`` parts
     beside the cache (the chunk, the sink). One softmax over all of them,
@@ -431,7 +458,7 @@ def _decode_one_pass(qh, k_cache, v_cache, pos, slot_pos, window, small):
     norm = e.sum(-1, keepdims=True)
     for x in es:
         norm = norm + x.sum(-1, keepdims=True)
-    y = _weigh_cache(e / norm, v_cache)
+    y = _weigh_cache(e / norm, v_cache, v_axis)
     for x, (_, weigh) in zip(es, small, strict=True):
         y = y + weigh(x / norm)
     return y
