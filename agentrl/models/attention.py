@@ -266,7 +266,7 @@ class CausalSelfAttention(nnx.Module):
         the chunk itself and the sink (:func:`_decode_one_pass`). The whole
         buffer is read, filled or not: on XLA:CPU reading only the filled
         key blocks (a ``lax`` loop over ``dynamic_slice`` s) copies every
-        block it reads and measured slower at every fill (docs/performance.md).
+        block it reads: slower over a whole DPT deployment (docs/performance.md).
         """
         q, k, v = self._project(x, pos)
         # the chunk as stored in the cache, so that it attends to itself as
