@@ -11,10 +11,13 @@ slots (slot = position + offset mod ``S``) that remembers the position held
 by each slot, so the two compute the same function whenever ``window <= S``.
 
 Decoding appends a chunk of ``C`` tokens (1 for the "step" and "transition"
-layouts, 3 for "sar"). Scores against the cache and against the chunk are
-computed separately and joined before the softmax, so the cache is read once
-and never copied, and the chunk (one in-place ``dynamic_update_slice``) may
-overwrite the slots it evicts.
+layouts, 3 for "sar"). Scores against the cache, the chunk and the sink are
+computed separately and share one softmax whose max and normaliser are
+reduced part by part (never concatenated), so the cache is read once and
+never copied, and the chunk (one in-place ``dynamic_update_slice``) may
+overwrite the slots it evicts. Keys are stored transposed, ``[B, H, Dh,
+S]``; values too for heads narrower than :data:`VALUES_TRANSPOSED_BELOW`
+(:func:`value_slot_axis`).
 
 Prefill (:meth:`CausalSelfAttention.prefill`) encodes a piece of ``P``
 tokens at slots ``[lo, lo + P)`` of a cache whose slots are the positions
@@ -46,6 +49,11 @@ from agentrl.models.precision import mixed_linear
 
 NEG_INF = -1e30  # finite: a fully masked row gives uniform weights, never NaN
 F32 = jnp.float32
+#: values are cached transposed, ``[B, H, Dh, S]``, for heads narrower than
+#: this, else ``[B, H, S, Dh]``: XLA:CPU runs ``p V`` ~1.7x faster over the
+#: transposed layout with 8-wide heads (T2MIR's shape) and ~1.4x slower with
+#: 32-wide ones (DPT's bandit model, 200 tasks); measured at those two widths
+VALUES_TRANSPOSED_BELOW = 32
 
 
 class KVCache(NamedTuple):
@@ -54,7 +62,9 @@ class KVCache(NamedTuple):
     Attributes:
       keys: per layer ``[B, H, Dh, S]``, RoPE-rotated and stored transposed
         so that the score ``q K`` is a plain matmul (no per-step transpose).
-      values: per layer ``[B, H, S, Dh]`` (head-major, ``p V`` reads it as is).
+      values: per layer ``[B, H, Dh, S]`` (transposed too) for heads
+        narrower than :data:`VALUES_TRANSPOSED_BELOW`, else ``[B, H, S,
+        Dh]``; :func:`value_slot_axis` says which axis holds the slots.
       router_inputs: per layer ``[B, S, d]`` MoE input kept for sequence-mean
         task routing, ``None`` for layers that do not need it.
       slot_pos: ``[S]`` int32 token position held by each slot (< 0: empty).
@@ -245,41 +255,45 @@ class CausalSelfAttention(nnx.Module):
     ) -> tuple[jax.Array, jax.Array, jax.Array]:
         """Attend a chunk ``x [B, C, d]`` at ``pos [C]`` to the cache.
 
-        ``k_cache [B, H, Dh, S]`` (keys stored transposed, so ``q K`` is a
-        plain matmul and no step transposes the cache), ``v_cache [B, H, S,
-        Dh]``. Returns ``(y [B, C, d], k_cache, v_cache)`` with the chunk
-        written at slots ``(pos + offset) mod S`` (see :func:`cache_slots`);
-        the caller updates ``slot_pos``.
+        ``k_cache [B, H, Dh, S]`` (stored transposed, so ``q K`` is a plain
+        matmul and no step transposes the cache), ``v_cache`` in the layout
+        of :func:`value_slot_axis`. Returns ``(y
+        [B, C, d], k_cache, v_cache)`` with the chunk written at slots
+        ``(pos + offset) mod S`` (see :func:`cache_slots`); the caller
+        updates ``slot_pos``.
+
+        One softmax over three parts, never concatenated (a concatenation
+        is one more pass over the ``[B, H, C, S]`` scores): the cache slots,
+        the chunk itself and the sink (:func:`_decode_one_pass`). The whole
+        buffer is read, filled or not: on XLA:CPU reading only the filled
+        key blocks (a ``lax`` loop over ``dynamic_slice`` s) copies every
+        block it reads: slower over a whole DPT deployment (docs/performance.md).
         """
         q, k, v = self._project(x, pos)
         # the chunk as stored in the cache, so that it attends to itself as
         # the full pass does (equal when the cache has the compute dtype)
         k, v = k.astype(k_cache.dtype), v.astype(v_cache.dtype)
-        q = q.astype(k_cache.dtype)
-        qh = q.swapaxes(1, 2)  # [B, H, C, Dh]: tiny
-        s_cache = jnp.matmul(qh, k_cache, preferred_element_type=F32)
-        s_new = jnp.einsum("bqhd,bkhd->bhqk", q, k, preferred_element_type=F32)
-        s_cache = jnp.where(window_mask(pos, slot_pos, window), s_cache, NEG_INF)
+        qh = q.astype(k_cache.dtype).swapaxes(1, 2)  # [B, H, C, Dh]: tiny
+        vh = v.swapaxes(1, 2)  # [B, H, C, Dh]
+        kt = k.transpose(0, 2, 3, 1)  # [B, H, Dh, C], as stored
+        vt, v_axis = _as_stored(v, self.head_dim)
+        s_new = jnp.matmul(qh, kt, preferred_element_type=F32)
         s_new = jnp.where(window_mask(pos, pos, window), s_new, NEG_INF)
-        parts = [s_cache, s_new]
         sink = self._sink()
+        # the parts beside the cache: (scores [B, H, C, n], weights -> y)
+        small = [(s_new, lambda w: _weigh(w, vh))]
         if sink is not None:
-            parts.append(_sink_scores(q, sink[0]))
-        p = jax.nn.softmax(jnp.concatenate(parts, axis=-1), axis=-1)
-        size, c = k_cache.shape[3], x.shape[1]
-        pc = p[..., :size].astype(v_cache.dtype)
-        y = jnp.matmul(pc, v_cache, preferred_element_type=F32)  # [B,H,C,Dh]
-        y = y.swapaxes(1, 2)
-        pn = p[..., size : size + c].astype(v.dtype)
-        y = y + jnp.einsum("bhqk,bkhd->bqhd", pn, v, preferred_element_type=F32)
-        if sink is not None:
-            y = y + _sink_values(p[..., size + c :], sink[1])
+            s_sink = _sink_scores(qh.swapaxes(1, 2), sink[0])
+            small.append((s_sink, lambda w: _weigh_sink(w, sink[1])))
+        size = k_cache.shape[3]
+        y = _decode_one_pass(qh, k_cache, v_cache, v_axis, pos, slot_pos, window, small)
+        y = y.swapaxes(1, 2)  # [B, C, H, Dh]
         # order the in-place writes after every read of the old cache: without
         # it XLA cannot prove the reads come first and copies the whole cache
         y, k_cache, v_cache = jax.lax.optimization_barrier((y, k_cache, v_cache))
         slot = cache_slots(pos, size, offset)
-        k_cache = write_slots(k_cache, k.transpose(0, 2, 3, 1), slot, axis=3)
-        v_cache = write_slots(v_cache, v.swapaxes(1, 2), slot, axis=2)
+        k_cache = write_slots(k_cache, kt, slot, axis=3)
+        v_cache = write_slots(v_cache, vt, slot, axis=v_axis)
         return self._merge(y), k_cache, v_cache
 
     def prefill(
@@ -311,7 +325,7 @@ class CausalSelfAttention(nnx.Module):
         k, v = k.astype(k_cache.dtype), v.astype(v_cache.dtype)
         qh = q.astype(k_cache.dtype).swapaxes(1, 2)  # [B, H, P, Dh]
         kt = k.transpose(0, 2, 3, 1)  # [B, H, Dh, P], as stored
-        vh = v.swapaxes(1, 2)  # [B, H, P, Dh]
+        vt, v_axis = _as_stored(v, self.head_dim)
 
         def scores(keys, k_pos):
             s = jnp.matmul(qh, keys, preferred_element_type=F32)
@@ -320,7 +334,7 @@ class CausalSelfAttention(nnx.Module):
         def read(j):  # the scores and values of earlier key block j
             k0 = j * p
             keys = jax.lax.dynamic_slice_in_dim(k_cache, k0, p, 3)
-            vals = jax.lax.dynamic_slice_in_dim(v_cache, k0, p, 2)
+            vals = jax.lax.dynamic_slice_in_dim(v_cache, k0, p, v_axis)
             return scores(keys, k0 + jnp.arange(p, dtype=jnp.int32)), vals
 
         def join(s, m, norm):  # scores s into the running max and normaliser
@@ -330,7 +344,7 @@ class CausalSelfAttention(nnx.Module):
             )
 
         def pv(e, vals):
-            return jnp.matmul(e.astype(vals.dtype), vals, preferred_element_type=F32)
+            return _weigh_cache(e, vals, v_axis)
 
         # the piece itself (every query sees at least its own key) and the
         # sink open the softmax; the earlier blocks join it one at a time
@@ -352,7 +366,7 @@ class CausalSelfAttention(nnx.Module):
                 acc = acc * jnp.exp(m - new_m) + pv(jnp.exp(s - new_m), vals)
                 return new_m, norm, acc
 
-            acc = pv(jnp.exp(s_own - m), vh)
+            acc = pv(jnp.exp(s_own - m), vt)
             if sink is not None:
                 acc = acc + jnp.exp(s_sink - m) * sink_v
             _, norm, acc = jax.lax.fori_loop(first, last, block, (m, norm, acc))
@@ -369,7 +383,7 @@ class CausalSelfAttention(nnx.Module):
                 s, vals = read(j)
                 return acc + pv(jnp.exp(s - m) / norm, vals)
 
-            acc = pv(jnp.exp(s_own - m) / norm, vh)
+            acc = pv(jnp.exp(s_own - m) / norm, vt)
             if sink is not None:
                 acc = acc + (jnp.exp(s_sink - m) / norm) * sink_v
             acc = jax.lax.fori_loop(first, last, block, acc)
@@ -378,8 +392,77 @@ class CausalSelfAttention(nnx.Module):
         # the in-place writes after every read of the old cache (see decode)
         y, k_cache, v_cache = jax.lax.optimization_barrier((y, k_cache, v_cache))
         k_cache = jax.lax.dynamic_update_slice_in_dim(k_cache, kt, lo, 3)
-        v_cache = jax.lax.dynamic_update_slice_in_dim(v_cache, vh, lo, 2)
+        v_cache = jax.lax.dynamic_update_slice_in_dim(v_cache, vt, lo, v_axis)
         return self._merge(y), k_cache, v_cache
+
+
+def _max_scores(parts) -> jax.Array:
+    """Row maximum ``[B, H, C, 1]`` over score arrays ``[B, H, C, n]``."""
+    m = parts[0].max(-1, keepdims=True)
+    for s in parts[1:]:
+        m = jnp.maximum(m, s.max(-1, keepdims=True))
+    return m
+
+
+def _weigh(w: jax.Array, vals: jax.Array) -> jax.Array:
+    """Weights ``[B, H, C, n]`` times values ``[B, H, n, Dh]`` -> float32.
+
+    The weights are rounded to the values' dtype first (as the full pass).
+    """
+    return jnp.matmul(w.astype(vals.dtype), vals, preferred_element_type=F32)
+
+
+def value_slot_axis(head_dim: int) -> int:
+    """The slot axis of a cached values array: 3 (``[B, H, Dh, S]``) for heads
+    narrower than :data:`VALUES_TRANSPOSED_BELOW`, else 2 (``[B, H, S, Dh]``)."""
+    return 3 if head_dim < VALUES_TRANSPOSED_BELOW else 2
+
+
+def _as_stored(v: jax.Array, head_dim: int) -> tuple[jax.Array, int]:
+    """Values ``[B, T, H, Dh]`` in the cache's layout, and its slot axis."""
+    axis = value_slot_axis(head_dim)
+    return (v.transpose(0, 2, 3, 1) if axis == 3 else v.swapaxes(1, 2)), axis
+
+
+def _weigh_cache(w: jax.Array, vals: jax.Array, axis: int) -> jax.Array:
+    """Weights ``[B, H, C, n]`` times cached values -> ``[B, H, C, Dh]`` f32.
+
+    ``vals``: ``[B, H, Dh, n]`` (slot ``axis`` 3) or ``[B, H, n, Dh]`` (2).
+    """
+    w = w.astype(vals.dtype)
+    if axis == 3:
+        return jnp.einsum("bhcs,bhds->bhcd", w, vals, preferred_element_type=F32)
+    return jnp.matmul(w, vals, preferred_element_type=F32)
+
+
+def _weigh_sink(w: jax.Array, sink_v: jax.Array) -> jax.Array:
+    """Sink weights ``[B, H, C, 1]`` times its value ``[H, Dh]`` (float32)."""
+    return w * sink_v.astype(F32)[None, :, None, :]
+
+
+def _decode_one_pass(qh, k_cache, v_cache, v_axis, pos, slot_pos, window, small):
+    """Attention of ``qh [B, H, C, Dh]`` over the whole cache and ``small``.
+
+    ``v_cache``'s slots lie along ``v_axis`` (:func:`value_slot_axis`).
+
+    ``small``: ``(scores [B, H, C, n], weights -> [B, H, C, Dh])`` parts
+    beside the cache (the chunk, the sink). One softmax over all of them,
+    never concatenated: the max and the normaliser are reduced part by part,
+    and the cache's weights are normalised before the values' dtype rounds
+    them (as the full pass does). Returns ``[B, H, C, Dh]`` float32.
+    """
+    s = jnp.matmul(qh, k_cache, preferred_element_type=F32)
+    s = jnp.where(window_mask(pos, slot_pos, window), s, NEG_INF)
+    m = _max_scores([s] + [sc for sc, _ in small])
+    e = jnp.exp(s - m)
+    es = [jnp.exp(sc - m) for sc, _ in small]
+    norm = e.sum(-1, keepdims=True)
+    for x in es:
+        norm = norm + x.sum(-1, keepdims=True)
+    y = _weigh_cache(e / norm, v_cache, v_axis)
+    for x, (_, weigh) in zip(es, small, strict=True):
+        y = y + weigh(x / norm)
+    return y
 
 
 def cache_slots(pos: jax.Array, size: int, offset: int = 0) -> jax.Array:

@@ -25,6 +25,7 @@ from agentrl.models.attention import (
     CausalSelfAttention,
     KVCache,
     cache_slots,
+    value_slot_axis,
     window_mean,
     window_mean_cumsum,
     window_mean_decode,
@@ -281,7 +282,10 @@ class DecisionModel(nnx.Module):
         steps = c.max_steps if max_steps is None else max_steps
         size = steps * c.tokens_per_step
         k_shape = (batch, c.num_heads, c.head_dim, size)
-        v_shape = (batch, c.num_heads, size, c.head_dim)
+        if value_slot_axis(c.head_dim) == 3:  # transposed (see KVCache)
+            v_shape = k_shape
+        else:
+            v_shape = (batch, c.num_heads, size, c.head_dim)
         keys = tuple(jnp.zeros(k_shape, kv_dtype) for _ in range(c.num_layers))
         values = tuple(jnp.zeros(v_shape, kv_dtype) for _ in range(c.num_layers))
         routed = [b.sequence_routing for b in self.blocks]
