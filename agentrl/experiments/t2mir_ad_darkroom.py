@@ -17,7 +17,7 @@ changes (8 experts, sequence-mean routing, both segments from one history)
 are to be re-run.
 
 - ``smoke``: seconds; ``cpu``: as ``ad_darkroom`` cpu (compare with it,
-  3 training seeds each); ``gpu``: ``ad_darkroom``'s gpu preset with the
+  5 training seeds each); ``gpu``: ``ad_darkroom``'s gpu preset with the
   MoE (about 1.4x its step time, ``benchmarks/results/model_throughput.md``);
   ``t2mir_setup`` / ``t2mir_setup_gpu``: T2MIR's own setup (10x10, corner start, H=100,
   100 goals 80/20), at cpu and gpu budgets, against ``ad_darkroom``'s
@@ -38,6 +38,13 @@ same goals 75.5 (0.83), random 0.84, oracle 90.7
 [0.51, 0.90]), AD 14.0 -> 47.4 [25.0, 69.3] (0.51), difference +18.2
 [4.8, 32.5]; T2MIR-AD ahead in every seed (+25.5, +17.9, +29.8, +8.9,
 +8.7).
+
+On ``ad_darkroom``'s cpu preset (``--compare ad_darkroom --preset cpu
+--seeds 5``; 9x9, H=20, 260 histories, 2,000 updates; 5 seeds x 8 test
+goals): T2MIR-AD 1.08 -> 9.60 [6.92, 12.5] (score 0.58 [0.41, 0.75]), AD
+1.28 -> 10.76 [8.13, 13.3] (0.63); difference -1.17 [-5.17, 3.05], per
+seed -0.98, -4.74, -4.49, +0.39, +3.96: no difference at this budget
+(``repro_t2mir_ad_darkroom_vs_ad_darkroom_cpu``).
 """
 
 import dataclasses
