@@ -52,7 +52,7 @@ roll-in as an ablation):
   do, and at this budget it does not carry over (the paper trains far
   longer). That is why the preset kept the trajectory roll-in until it was
   matched to the reference; it now uses the reference's uniform roll-in
-  and corner start, and this comparison is to be re-run with them.
+  and corner start; this roll-in comparison was not re-run with them.
 - ``gpu``: the paper's model (embedding 32, 4 layers, one head as the
   reference code, batch 64, lr 1e-3) on its 100,000 roll-ins, 30,000
   updates, 40 evaluation episodes; sized for under 8 minutes on one H100

@@ -12,9 +12,9 @@ loss, and the two segments of a task come from two different histories of
 it (``agentrl.data.samplers.pair_rows``), so a batch of B shows B histories
 as AD's does (where the data hold one history per task, as ``smoke``, the
 two segments are cut from the same history). The contrastive loss averages
-the router's logits over all tokens. Measurements taken before these
-changes (8 experts, sequence-mean routing, both segments from one history)
-are to be re-run.
+the router's logits over all tokens. The measurements below were taken
+with these changes (before them: 8 experts, sequence-mean routing, both
+segments from one history).
 
 - ``smoke``: seconds; ``cpu``: as ``ad_darkroom`` cpu (compare with it,
   5 training seeds each); ``gpu``: ``ad_darkroom``'s gpu preset with the

@@ -13,10 +13,6 @@ as DPT's. ``smoke``/``cpu``/``gpu``/``full`` as in ``dpt_darkroom``;
 ``t2mir_setup`` / ``t2mir_setup_gpu``: T2MIR's own DPT setup (9x9, H=20, 81 goals
 65/16) against ``dpt_darkroom``'s presets of the same name.
 
-The measurements below were taken before these changes (sequence-mean
-routing, identical positives, and ``dpt_darkroom``'s earlier centre start
-and trajectory roll-in) and are to be re-run.
-
 On T2MIR's own DPT setup, with these changes (``agentrl bench reproduce
 t2mir_dpt_darkroom --compare dpt_darkroom --preset t2mir_setup --seeds 5``,
 the reference's corner start and uniform roll-in, 6,000 updates of batch
@@ -48,13 +44,18 @@ so T2MIR's context holds a goal visit whenever its source's episode did,
 ours only by chance, which is one reason both models stay at chance here.
 
 ``agentrl bench reproduce t2mir_dpt_darkroom --compare dpt_darkroom
---preset cpu`` trains both on the same data, updates and seeds (T2MIR about
-15 minutes of training a seed alone, DPT about 9). Measured (3 seeds x 16
-held-out goals, 6,000 updates): T2MIR-DPT 2.2 -> 48.3 [39.4, 56.5] over the
-last 10 of 40 episodes, DPT 1.9 -> 56.5 [47.0, 65.2]; paired difference
--8.1 [-15.8, -0.7]: T2MIR-DPT is behind at this budget. At 1,200 updates,
-where neither had left chance level: 2.34 vs 4.57, -2.23 [-3.68, -0.89]
-(``_steps1200``).
+--preset cpu --seeds 3`` trains both on the same data, updates and seeds
+(DPT's runs and results shared with its own reproduction). With the
+changes above, ``dpt_darkroom``'s corner start and uniform roll-in and the
+validation protocol (3 seeds x 10 test goals, 6,000 updates; validation
+chose sampling, and ``sample_then_greedy`` for T2MIR-DPT in seed 1):
+T2MIR-DPT 2.10 -> 38.2 [8.6, 63.4] over the last 10 of 40 episodes (score
+0.41 [0.09, 0.69]), DPT 1.13 -> 20.3 [10.2, 34.1] (0.21); paired
+difference +18.0 [-5.0, 40.2], per seed -5.3, +25.0, +34.2: ahead in two
+of three seeds, the CI includes 0. Before these changes (3 seeds x 16
+goals, centre start, trajectory roll-in, sequence-mean routing, identical
+positives): T2MIR-DPT 48.3 vs DPT 56.5, -8.1 [-15.8, -0.7]; at 1,200
+updates -2.23 [-3.68, -0.89] (``_steps1200``).
 """
 
 import dataclasses
