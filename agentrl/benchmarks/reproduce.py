@@ -425,7 +425,8 @@ def report(
     targets = targets_for(names[0], summary, combined, dirs[names[0]])
     label = next(iter(summary))
     verdict = None
-    applicable = controls_for(load_experiment(names[0], preset))
+    config = load_experiment(names[0], preset)
+    applicable = controls_for(config)
     done = {
         c: combined[f"{label}/{c}"] for c in applicable if f"{label}/{c}" in combined
     }
@@ -497,7 +498,6 @@ def report(
     if not done:
         notes.append(f"Controls not run ({', '.join(applicable)}).")
     if "expert_distillation" not in applicable:
-        config = load_experiment(names[0], preset)
         why = (
             "is trained online by RL, not distilled from a dataset"
             if config.algo.trains_online

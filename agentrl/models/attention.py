@@ -281,7 +281,7 @@ class CausalSelfAttention(nnx.Module):
         s_new = jnp.where(window_mask(pos, pos, window), s_new, NEG_INF)
         sink = self._sink()
         # the parts beside the cache: (scores [B, H, C, n], weights -> y)
-        small = [(s_new, lambda w: _weigh(w, vh))]
+        small = [(s_new, lambda w: _weigh_cache(w, vh, 2))]
         if sink is not None:
             s_sink = _sink_scores(qh.swapaxes(1, 2), sink[0])
             small.append((s_sink, lambda w: _weigh_sink(w, sink[1])))
@@ -404,14 +404,6 @@ def _max_scores(parts) -> jax.Array:
     return m
 
 
-def _weigh(w: jax.Array, vals: jax.Array) -> jax.Array:
-    """Weights ``[B, H, C, n]`` times values ``[B, H, n, Dh]`` -> float32.
-
-    The weights are rounded to the values' dtype first (as the full pass).
-    """
-    return jnp.matmul(w.astype(vals.dtype), vals, preferred_element_type=F32)
-
-
 def value_slot_axis(head_dim: int) -> int:
     """The slot axis of a cached values array: 3 (``[B, H, Dh, S]``) for heads
     narrower than :data:`VALUES_TRANSPOSED_BELOW`, else 2 (``[B, H, S, Dh]``)."""
@@ -425,7 +417,8 @@ def _as_stored(v: jax.Array, head_dim: int) -> tuple[jax.Array, int]:
 
 
 def _weigh_cache(w: jax.Array, vals: jax.Array, axis: int) -> jax.Array:
-    """Weights ``[B, H, C, n]`` times cached values -> ``[B, H, C, Dh]`` f32.
+    """Weights ``[B, H, C, n]`` times values -> ``[B, H, C, Dh]`` float32,
+    the weights rounded to the values' dtype first (as the full pass).
 
     ``vals``: ``[B, H, Dh, n]`` (slot ``axis`` 3) or ``[B, H, n, Dh]`` (2).
     """
