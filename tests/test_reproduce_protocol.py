@@ -71,6 +71,40 @@ def test_ad_darkroom_targets_name_value_ci_and_verdict():
     assert auc["met"] and auc["value"] > 0.4 and auc["ci"].startswith("[")
 
 
+@pytest.mark.parametrize("experiment", ["rl2_darkroom", "transformer_ppo_darkroom"])
+def test_online_darkroom_targets_score_and_gain_from_episode_one(experiment):
+    # 8-episode trials: "last 10" is the whole trial; episode 1 scores ~0.1,
+    # later ones ~0.5, so the gain is positive and the 0.8 score is not met
+    rng = np.random.default_rng(2)
+    curve = np.concatenate([np.full((6, 1), 0.1), np.full((6, 7), 0.5)], 1)
+    runs = [EvalResult("m", np.zeros((6, 8)), curve + rng.normal(0, 0.01, (6, 8)))
+            for _ in range(3)]  # fmt: skip
+    combined = {"m": runs}
+    summary = reproduce.summarize(combined, resample="both")
+    score, gain = reproduce.targets_for(experiment, summary, combined, [])
+    assert "last 8 episodes" in score["name"] and score["target"] == 0.8
+    assert score["value"] == pytest.approx(0.45, abs=0.01) and not score["met"]
+    assert gain["value"] == pytest.approx(0.35, abs=0.01) and gain["met"]
+    assert gain["ci"].startswith("[")
+
+
+@pytest.mark.parametrize("experiment", ["rl2_bandit", "transformer_ppo_bandit"])
+def test_online_bandit_target_is_the_paired_regret_ratio_to_thompson(experiment):
+    rng = np.random.default_rng(3)
+
+    def runs(scale):
+        return [EvalResult("m", np.zeros((40, 1)),
+                           regret=np.outer(rng.uniform(5, 15, 40) * scale,
+                                           np.linspace(0, 1, 50)))
+                for _ in range(2)]  # fmt: skip
+
+    combined = {"m": runs(2.0), "thompson": runs(1.0)}
+    summary = reproduce.summarize(combined, resample="both")
+    (ratio,) = reproduce.targets_for(experiment, summary, combined, [])
+    assert ratio["target"] == 1.5 and not ratio["met"] and ratio["ci"].startswith("[")
+    assert 1.5 < ratio["value"] < 2.6
+
+
 def test_a_cache_without_controls_is_completed_not_reused(tmp_path, monkeypatch):
     """A --compare run shares a seed's cache but evaluates no controls; a
     later --controls run must add them (it once reused the cache as is)."""
