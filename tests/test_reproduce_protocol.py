@@ -155,14 +155,24 @@ def test_checkpoint_scan_becomes_a_report_line_only_when_every_seed_has_one():
     assert "value: mean r;" in reproduce._scan_note("x", recs)
 
 
-@pytest.mark.parametrize("experiment", ["rl2_darkroom", "dpt_bandit"])
+@pytest.mark.parametrize(
+    "experiment, sets",
+    [
+        ("rl2_darkroom", []),
+        ("dpt_bandit", []),
+        # the preset distills Q-learning's histories; --set swaps them for
+        # random play, and the report must judge by the run's config too
+        ("ad_darkroom", ["--set", "data.source=random"]),
+    ],
+)
 def test_without_learning_histories_the_context_controls_and_no_expert_run(
-    tmp_path, monkeypatch, experiment
+    tmp_path, monkeypatch, experiment, sets
 ):
-    """RL² (trained online by RL, no dataset) and DPT (distilled from random
-    roll-ins, which do not learn): --controls evaluates the three context
-    controls, trains no expert-distillation control (there are no converged
-    episodes to keep) and the verdict judges the method against those three."""
+    """RL² (trained online by RL, no dataset), DPT (distilled from random
+    roll-ins, which do not learn) and AD told to distill random play:
+    --controls evaluates the three context controls, trains no
+    expert-distillation control (there are no converged episodes to keep)
+    and the verdict judges the method against those three."""
     import json
 
     rng = np.random.default_rng(0)
@@ -194,9 +204,10 @@ def test_without_learning_histories_the_context_controls_and_no_expert_run(
     monkeypatch.setattr(reproduce, "_expert", no_expert)
     monkeypatch.setenv("AGENTRL_BENCH_RESULTS", str(tmp_path / "results"))
     reproduce.main([experiment, "--preset", "smoke", "--seeds", "1",
-                    "--controls", "--runs", str(tmp_path / "runs")])  # fmt: skip
+                    "--controls", "--runs", str(tmp_path / "runs"), *sets])  # fmt: skip
     assert calls == [True]
-    tag = f"repro_{experiment}_smoke"
+    suffix = reproduce.ablation_suffix(reproduce.parse_sets(sets[1::2]))
+    tag = f"repro_{experiment}_smoke{suffix}"
     saved = json.loads((tmp_path / "results" / tag / "results.json").read_text())
     label = reproduce.load_experiment(experiment, "smoke").algo.label
     controls = {f"{label}/{c}" for c in CONTEXT_CONTROLS}

@@ -400,10 +400,10 @@ def load_written(tag: str) -> tuple[dict, dict, dict]:
     return combined, dirs, meta["results"].get("protocol", {})
 
 
-def _env_of(name: str, preset: str) -> Any:
+def _env_of(config: Any) -> Any:
     from agentrl.envs import make as make_env
 
-    data = load_experiment(name, preset).data
+    data = config.data
     return make_env(data.env, **dict(data.env_args))
 
 
@@ -412,11 +412,17 @@ def report(
     preset: str,
     combined: dict,
     dirs: dict,
-    suffix: str = "",
+    overrides: dict[str, str] | None = None,
     protocol: dict | None = None,
 ) -> None:
+    """Tables, plots and targets of a reproduction, under ``results/<tag>``.
+
+    ``overrides`` (``--set``) apply here as in training: they name the
+    result and decide its environment and which controls apply."""
     from agentrl.evaluate.controls import controls_for, icl_verdict
 
+    suffix = ablation_suffix(overrides)
+    configs = {n: load_experiment(n, preset, overrides) for n in names}
     tag = f"repro_{'_vs_'.join(names)}_{preset}{suffix}"
     out_dir = bench.results_dir() / tag
     runs = len(next(iter(combined.values())))
@@ -425,14 +431,14 @@ def report(
         combined,
         out_dir,
         title=f"{' vs '.join(names)} ({preset}{suffix}), test tasks",
-        env=_env_of(names[0], preset),
+        env=_env_of(configs[names[0]]),
         resample=resample,
     )
     summary = summarize(combined, resample=resample)
     targets = targets_for(names[0], summary, combined, dirs[names[0]])
     label = next(iter(summary))
     verdict = None
-    config = load_experiment(names[0], preset)
+    config = configs[names[0]]
     applicable = controls_for(config)
     done = {
         c: combined[f"{label}/{c}"] for c in applicable if f"{label}/{c}" in combined
@@ -458,7 +464,7 @@ def report(
             )
         )
     if len(names) > 1:
-        a, b = (load_experiment(n, preset).algo.label for n in names)
+        a, b = (configs[n].algo.label for n in names)
         diff, low, high = paired_difference(
             combined[a], combined[b], summary[a]["last_k"]
         )
@@ -628,7 +634,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.rescore:
         tag = f"repro_{'_vs_'.join(names)}_{args.preset}{suffix}"
         combined, dirs, protocol = load_written(tag)
-        return report(names, args.preset, combined, dirs, suffix, protocol)
+        return report(names, args.preset, combined, dirs, overrides, protocol)
     combined: dict[str, list] = {}
     dirs: dict[str, list[Path]] = {}
     protocol: dict[str, list] = {}
@@ -648,7 +654,7 @@ def main(argv: list[str] | None = None) -> None:
             combined.setdefault(method, results)
         dirs[name] = run_dirs
         protocol[name] = records
-    report(names, args.preset, combined, dirs, suffix, protocol)
+    report(names, args.preset, combined, dirs, overrides, protocol)
 
 
 if __name__ == "__main__":
