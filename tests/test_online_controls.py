@@ -195,6 +195,43 @@ def test_expert_distillation_needs_learning_histories():
     assert controls_for(config(AD(), "random")) == online
 
 
+def test_a_dataset_read_from_disk_decides_by_the_source_it_records(
+    tmp_path, darkroom_dataset
+):
+    """With ``data.path`` the run distills an existing dataset: its recorded
+    source, not ``data.source`` (then only a default), decides whether the
+    histories learn; a source outside the registry (a published dataset)
+    counts as learning histories."""
+    from agentrl import envs
+    from agentrl.algos import AD
+    from agentrl.data import write_dataset
+    from agentrl.sources import source_histories
+    from agentrl.train.config import DataConfig
+
+    env = envs.make("darkroom")
+    rollin = write_dataset(
+        tmp_path / "random", env, source_histories("random", env),
+        num_tasks=2, num_episodes=2, env_name="darkroom",
+    )  # fmt: skip
+    published = write_dataset(
+        tmp_path / "published", env, source_histories("q_learning", env),
+        num_tasks=2, num_episodes=2, env_name="darkroom",
+        source={"name": "someones-ppo-histories", "settings": {}},
+    )  # fmt: skip
+
+    def config(path, source="q_learning"):
+        data = DataConfig(source=source, path=str(path))
+        return types.SimpleNamespace(algo=AD(), data=data)
+
+    assert "expert_distillation" not in controls_for(config(rollin))
+    assert "expert_distillation" in controls_for(config(darkroom_dataset, "random"))
+    assert "expert_distillation" in controls_for(config(published, "random"))
+    # a path that is gone: the config's own name
+    assert "expert_distillation" not in controls_for(
+        config(tmp_path / "gone", "random")
+    )
+
+
 def test_a_control_goes_inside_the_acting_rule():
     """Under ``sample_then_greedy`` the rule must still see the paid rewards
     (and turn greedy after the first), while the model reads the controlled

@@ -75,13 +75,33 @@ def controls_for(config: Any) -> tuple[str, ...]:
     (``config.algo.trains_online``), or one distilled from a source that
     does not learn (``Source.learns``: DPT's independent roll-ins, random
     play), where the "last episodes" are no more expert than the rest.
+    The source is the one its data record (:func:`data_source`); one outside
+    the registry (a published dataset, e.g. XLand-100B's PPO histories) is
+    taken to be learning histories, the premise of distilling from it.
     """
     from agentrl.sources import SOURCES
 
     if config.algo.trains_online:
         return CONTEXT_CONTROLS
-    source = SOURCES.get(config.data.source)
-    return CONTROLS if source is not None and source.learns else CONTEXT_CONTROLS
+    source = SOURCES.get(data_source(config.data))
+    return CONTROLS if source is None or source.learns else CONTEXT_CONTROLS
+
+
+def data_source(data: Any) -> str:
+    """The name of the source that wrote a run's histories (``data``: its
+    ``DataConfig``): the dataset's own record where the run reads an
+    existing one (``data.path``; ``data.source`` is then only a default),
+    else ``data.source``, which generates them."""
+    if data.path:
+        from agentrl.data import open_dataset
+
+        try:
+            return str(
+                open_dataset(data.path, verify="none").metadata["source"]["name"]
+            )
+        except (OSError, ValueError, KeyError, TypeError):
+            pass  # moved or unreadable: fall back to the config's name
+    return data.source
 
 
 def check_control(name: str) -> str:
