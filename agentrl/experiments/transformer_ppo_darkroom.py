@@ -14,10 +14,17 @@ normalisation; a partial update trains against the fixed cache of the
 earlier steps (see :mod:`agentrl.online.transformer`).
 
 - ``smoke``: 5x5 room, trials of 2 episodes of 6 steps, 2 trials; plumbing.
-- ``cpu``: 64 envs, 150 trials (1.54M env steps). Measured (1 seed, 63 min
-  on the shared 2-core CPU, 16 held-out goals, one 8-episode trial):
-  normalized score 0.074 in episode 1 rising to 0.449 in episode 8 (mean
-  of the 8: 0.351); target 0.8 not met at this budget.
+- ``cpu``: 64 envs, 150 trials (1.54M env steps; ~3.5 min of training a
+  seed on the quiet 2-core CPU, ~6.5 min beside another run; an earlier
+  session's run took 63 min, before the re-encoding rework and on a
+  machine shared with several jobs: not an A/B). Measured
+  (``agentrl bench reproduce transformer_ppo_darkroom --preset cpu --seeds
+  5 --controls``; 5 seeds x 8 test goals, acting rule chosen on 8
+  validation goals per seed): normalized score over the 8-episode trial
+  0.27 [0.15, 0.42] (per seed 0.24, 0.17, 0.18, 0.40, 0.37), 0.03 in
+  episode 1: gain +0.24 [0.12, 0.37]; it beats rewards zeroed / shuffled
+  and an empty context by +4.2 / +4.3 / +4.5 return (CIs above 0), each
+  at random level. Target 0.8: not met at this budget.
   ``benchmarks/results/repro_transformer_ppo_darkroom_cpu.md``.
 - ``cpu_long``: the long trial: 50 episodes (1,000 steps, the whole trial
   in context), partial updates every 100 steps, Sink-KV, 16 envs x 60
