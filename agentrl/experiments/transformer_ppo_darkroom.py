@@ -24,8 +24,12 @@ earlier steps (see :mod:`agentrl.online.transformer`).
   0.27 [0.15, 0.42] (per seed 0.24, 0.17, 0.18, 0.40, 0.37), 0.03 in
   episode 1: gain +0.24 [0.12, 0.37]; it beats rewards zeroed / shuffled
   and an empty context by +4.2 / +4.3 / +4.5 return (CIs above 0), each
-  at random level. Target 0.8: not met at this budget.
-  ``benchmarks/results/repro_transformer_ppo_darkroom_cpu.md``.
+  at random level. Target 0.8: not met at this budget. With 4x the
+  trials (``--set train.steps=600 --set train.checkpoint_every=150
+  --scan-checkpoints``, seeds 0-2): test 0.27 [0.14, 0.42] (0.20 for the
+  same seeds at 150); validation 0.30 / 0.40 / 0.56 at 300 / 450 / 600
+  trials, still rising.
+  ``benchmarks/results/repro_transformer_ppo_darkroom_cpu*.md``.
 - ``cpu_long``: the long trial: 50 episodes (1,000 steps, the whole trial
   in context), partial updates every 100 steps, Sink-KV, 16 envs x 60
   trials (960k env steps; ~12 s a trial beside another run, ~13 min a
