@@ -75,7 +75,7 @@ def controls_for(config: Any) -> tuple[str, ...]:
     (``config.algo.trains_online``), or one distilled from a source that
     does not learn (``Source.learns``: DPT's independent roll-ins, random
     play), where the "last episodes" are no more expert than the rest.
-    The source is the one its data record (:func:`data_source`); one outside
+    The source is the one its data records (:func:`data_source`); one outside
     the registry (a published dataset, e.g. XLand-100B's PPO histories) is
     taken to be learning histories, the premise of distilling from it.
     """
