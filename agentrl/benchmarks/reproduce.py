@@ -285,6 +285,11 @@ def _curves(runs: list) -> np.ndarray:
     return np.stack([np.asarray(getattr(r, field), np.float64) for r in runs])
 
 
+def _final_regret(combined: dict):
+    """``method -> [seed, task]`` cumulative regret at the horizon."""
+    return lambda m: np.stack([np.asarray(r.regret)[:, -1] for r in combined[m]])
+
+
 def _with_ci(name: str, value: float, low: float, high: float, goal: float,
              met: bool, higher: bool = True) -> dict:  # fmt: skip
     t = bench.target(name, value, goal, higher)
@@ -316,9 +321,7 @@ def targets_for(
                 float(diff.mean()), low, high, 0.0, low >= 0.0,
             ))  # fmt: skip
     elif name == "dpt_bandit":
-        regret = lambda m: np.stack(  # noqa: E731
-            [np.asarray(r.regret)[:, -1] for r in combined[m]]
-        )
+        regret = _final_regret(combined)
         ratio, lo, hi = paired_ratio(regret(algo), regret("thompson"))
         out.append(_with_ci("DPT / Thompson regret at H", ratio, lo, hi, 1.2,
                             ratio <= 1.2, False))  # fmt: skip
@@ -327,9 +330,7 @@ def targets_for(
                             ratio <= 0.5, False))  # fmt: skip
     elif name in ("rl2_bandit", "transformer_ppo_bandit"):
         # issue 18's bandit target, for both online learners
-        regret = lambda m: np.stack(  # noqa: E731
-            [np.asarray(r.regret)[:, -1] for r in combined[m]]
-        )
+        regret = _final_regret(combined)
         ratio, lo, hi = paired_ratio(regret(algo), regret("thompson"))
         out.append(_with_ci(f"{algo} / Thompson regret at H", ratio, lo, hi, 1.5,
                             ratio <= 1.5, False))  # fmt: skip
