@@ -18,7 +18,7 @@ from model_factory import make_model
 from test_models_transformer import forward, inputs, run_decode, small
 
 from agentrl.benchmarks._hlo import cache_shapes, count_copies
-from agentrl.models import DecisionModel
+from agentrl.models import DecisionModel, attention
 from agentrl.models.attention import (
     NEG_INF,
     CausalSelfAttention,
@@ -72,26 +72,79 @@ def test_blockwise_equals_reference_outputs_and_gradients(layout, moe, routing, 
         np.testing.assert_allclose(a, b, atol=5e-5, rtol=1e-4)
 
 
-def test_blockwise_skips_masked_blocks_and_never_builds_t_by_t():
-    """The jaxpr of a 64-token pass with 8-token blocks has no [64, 64] array."""
-    b, t, h, d, block = 1, 64, 2, 4, 8
+def _all_shapes(jaxpr) -> list[tuple[int, ...]]:
+    """Output shapes of every equation, nested jaxprs (map, custom_vjp) included."""
+    shapes = []
+    for eqn in jaxpr.eqns:
+        shapes += [tuple(v.aval.shape) for v in eqn.outvars]
+        for param in eqn.params.values():
+            for sub in param if isinstance(param, tuple | list) else (param,):
+                inner = getattr(sub, "jaxpr", sub)
+                if hasattr(inner, "eqns"):
+                    shapes += _all_shapes(inner)
+    return shapes
+
+
+def test_blockwise_skips_masked_blocks_and_never_builds_t_by_t(monkeypatch):
+    """A 64-token pass in 8-token blocks: no [64, 64] array, forward or backward."""
+    b, t, h, d, block = 2, 64, 2, 4, 8
     q, k, v = (jax.random.normal(jax.random.key(i), (b, t, h, d)) for i in range(3))
     pos = jnp.arange(t)
     for window in (t, 12):
+        keys = min(t, window + block - 1)  # met by one query block
+        # tiles of 2 (batch, head) groups at a time, not all 4
+        monkeypatch.setattr(attention, "TILE_ELEMENTS", 2 * block * keys)
         fast = blockwise_attention(q, k, v, window, block)
         ref = masked_attention(q, k, v, pos, pos, window)
         np.testing.assert_allclose(fast, ref, atol=1e-5)
-        remat = blockwise_attention(q, k, v, window, block, remat=True)
-        np.testing.assert_allclose(remat, fast, atol=1e-6)
-        jaxpr = jax.make_jaxpr(
-            lambda q, k, v, w=window: blockwise_attention(q, k, v, w, block)
-        )(q, k, v)
-        shapes = [tuple(v.aval.shape) for e in jaxpr.eqns for v in e.outvars]
-        # score blocks [B, H, block, keys]
-        widest = max(s[-1] for s in shapes if len(s) == 4 and s[1:3] == (h, block))
+
+        def loss(q, k, v, w=window):
+            return jnp.sum(blockwise_attention(q, k, v, w, block) ** 2)
+
+        jaxpr = jax.make_jaxpr(jax.grad(loss, argnums=(0, 1, 2)))(q, k, v)
+        shapes = _all_shapes(jaxpr.jaxpr)
         assert all(s[-2:] != (t, t) for s in shapes)
-        # keys met by one query block: window + block - 1, capped at T
-        assert widest == min(t, window + block - 1)
+        # score tiles [chunk, block, keys], forward and backward
+        tiles = [s for s in shapes if len(s) == 3 and s[:2] == (2, block)]
+        assert max(s[-1] for s in tiles) == keys
+
+
+@pytest.mark.parametrize("sink", [False, True])
+@pytest.mark.parametrize(
+    "window, block, tile", [(40, 8, 1 << 18), (12, 8, 96), (9, 16, 1)]
+)
+def test_blockwise_gradients_equal_the_reference(
+    monkeypatch, sink, window, block, tile
+):
+    """Flash attention's hand-written backward pass vs autodiff of the reference.
+
+    Gradients of queries, keys, values and the sink's key and value, with the
+    (batch, head) groups in one chunk, in chunks of 2 and one at a time, a
+    sliding window shorter than the sequence, and a last block cut short.
+    """
+    monkeypatch.setattr(attention, "TILE_ELEMENTS", tile)
+    b, t, h, d = 2, 37, 2, 4
+    keys = jax.random.split(jax.random.key(7), 6)
+    q, k, v, g = (jax.random.normal(x, (b, t, h, d)) for x in keys[:4])
+    sink_kv = tuple(jax.random.normal(x, (h, d)) for x in keys[4:]) if sink else None
+    pos = jnp.arange(t)
+
+    def loss(fn, q, k, v, s):
+        return jnp.sum(fn(q, k, v, s) * g)
+
+    def fast(q, k, v, s):
+        return blockwise_attention(q, k, v, window, block, s)
+
+    def ref(q, k, v, s):
+        return masked_attention(q, k, v, pos, pos, window, s)
+
+    args = (q, k, v, sink_kv)
+    y_fast, y_ref = fast(*args), ref(*args)
+    np.testing.assert_allclose(y_fast, y_ref, atol=1e-5)
+    g_fast = jax.grad(lambda *a: loss(fast, *a), argnums=(0, 1, 2, 3))(*args)
+    g_ref = jax.grad(lambda *a: loss(ref, *a), argnums=(0, 1, 2, 3))(*args)
+    for a, r in zip(jax.tree.leaves(g_fast), jax.tree.leaves(g_ref), strict=True):
+        np.testing.assert_allclose(a, r, atol=2e-5, rtol=1e-5)
 
 
 def test_window_mean_running_sum_equals_the_mask_matmul():

@@ -38,6 +38,7 @@ weight on "nothing"; it joins the softmax as one more column.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import NamedTuple
 
@@ -136,39 +137,202 @@ def masked_attention(q, k, v, q_pos, k_pos, window: int, sink=None) -> jax.Array
     return y
 
 
-def blockwise_attention(
-    q, k, v, window: int, block: int, sink=None, remat: bool = False
-) -> jax.Array:
-    """:func:`masked_attention` at positions ``arange(T)``, one query block at a time.
+#: rows x keys of one score tile per group chunk: 2^18 float32 = 1 MiB, what
+#: one core's L2 holds here; the tile's whole chain (scores, weights, their
+#: gradients) then stays in cache instead of streaming through DRAM
+TILE_ELEMENTS = 1 << 18
+
+
+def _query_spans(t: int, window: int, block: int) -> list[tuple[int, int, int]]:
+    """``(q0, q1, k0)`` per query block: rows ``[q0, q1)`` see keys ``[k0, q1)``."""
+    return [
+        (q0, min(q0 + block, t), max(0, q0 - window + 1)) for q0 in range(0, t, block)
+    ]
+
+
+def _group_chunk(groups: int, rows: int, keys: int) -> int:
+    """Largest divisor ``c`` of ``groups`` with ``c * rows * keys <= TILE_ELEMENTS``."""
+    fits = max(1, TILE_ELEMENTS // max(1, rows * keys))
+    return max(c for c in range(1, groups + 1) if groups % c == 0 and c <= fits)
+
+
+def _tile_scores(qb, k_t, q0: int, k0: int, window: int) -> jax.Array:
+    """Masked scores ``[c, Q, K]`` of ``qb [c, Q, Dh]`` on ``k_t [c, Dh, K]``."""
+    s = jnp.matmul(qb, k_t, preferred_element_type=F32)
+    q_pos = q0 + jnp.arange(qb.shape[1], dtype=jnp.int32)
+    k_pos = k0 + jnp.arange(k_t.shape[2], dtype=jnp.int32)
+    return jnp.where(window_mask(q_pos, k_pos, window), s, NEG_INF)
+
+
+def _sink_tile(qb, sink_k) -> jax.Array:
+    """Scores ``[c, Q, 1]`` of ``qb [c, Q, Dh]`` on the sink keys ``[c, Dh]``."""
+    s = jnp.einsum(
+        "cqd,cd->cq", qb, sink_k.astype(qb.dtype), preferred_element_type=F32
+    )
+    return s[..., None]
+
+
+def _flash_forward(q, k_t, v, sink_k, sink_v, window, block, sink):
+    """Outputs ``[c, T, Dh]`` and row log-normalisers ``[c, T, 1]`` of one chunk."""
+    ys, lse = [], []
+    for q0, q1, k0 in _query_spans(q.shape[1], window, block):
+        qb = q[:, q0:q1]
+        s = _tile_scores(qb, k_t[..., k0:q1], q0, k0, window)
+        m = jnp.max(s, axis=-1, keepdims=True)
+        if sink:
+            s_sink = _sink_tile(qb, sink_k)
+            m = jnp.maximum(m, s_sink)
+        e = jnp.exp(s - m)
+        norm = jnp.sum(e, axis=-1, keepdims=True)
+        y = jnp.matmul(e.astype(v.dtype), v[:, k0:q1], preferred_element_type=F32)
+        if sink:
+            e_sink = jnp.exp(s_sink - m)
+            norm = norm + e_sink
+            y = y + e_sink * sink_v.astype(F32)[:, None, :]
+        ys.append(y / norm)  # normalised on [Q, Dh], not on [Q, K]
+        lse.append(m + jnp.log(norm))
+    return jnp.concatenate(ys, axis=1), jnp.concatenate(lse, axis=1)
+
+
+def _flash_backward(q, k_t, v, sink_k, sink_v, y, lse, dy, window, block, sink):
+    """Gradients of one chunk's :func:`_flash_forward` outputs ``y`` for ``dy``.
+
+    Flash attention's backward pass: each tile's weights are recomputed from
+    the scores and the saved log-normaliser, ``p = exp(s - lse)``; then
+    ``ds = p (dy V^T - rowsum(dy y))``. Every matmul reads its operands in
+    their stored layout (keys transposed, gradients of ``K^T`` and ``V^T``
+    accumulated as ``[Dh, K]``), so XLA:CPU runs no transposed contraction.
+    """
+    dt = q.dtype
+    k, q_t = jnp.swapaxes(k_t, 1, 2), jnp.swapaxes(q, 1, 2)
+    v_t, dy_t = jnp.swapaxes(v, 1, 2), jnp.swapaxes(dy, 1, 2).astype(dt)
+    delta = jnp.sum(dy * y, axis=-1, keepdims=True)  # [c, T, 1]
+    dq, dk_t, dv_t = [], jnp.zeros(k_t.shape, F32), jnp.zeros(v_t.shape, F32)
+    d_sink_k = jnp.zeros(sink_k.shape, F32)
+    d_sink_v = jnp.zeros(sink_v.shape, F32)
+    for q0, q1, k0 in _query_spans(q.shape[1], window, block):
+        qb, dyb, lse_b, delta_b = (
+            q[:, q0:q1],
+            dy[:, q0:q1],
+            lse[:, q0:q1],
+            delta[:, q0:q1],
+        )
+        p = jnp.exp(_tile_scores(qb, k_t[..., k0:q1], q0, k0, window) - lse_b)
+        dp = jnp.matmul(dyb.astype(dt), v_t[..., k0:q1], preferred_element_type=F32)
+        ds = (p * (dp - delta_b)).astype(dt)
+        dq_b = jnp.matmul(ds, k[:, k0:q1], preferred_element_type=F32)
+        dk_t = dk_t.at[..., k0:q1].add(
+            jnp.matmul(q_t[..., q0:q1], ds, preferred_element_type=F32)
+        )
+        dv_t = dv_t.at[..., k0:q1].add(
+            jnp.matmul(dy_t[..., q0:q1], p.astype(dt), preferred_element_type=F32)
+        )
+        if sink:
+            p_sink = jnp.exp(_sink_tile(qb, sink_k) - lse_b)  # [c, Q, 1]
+            dp_sink = jnp.sum(dyb * sink_v.astype(F32)[:, None, :], -1, keepdims=True)
+            ds_sink = p_sink * (dp_sink - delta_b)
+            dq_b = dq_b + ds_sink * sink_k.astype(F32)[:, None, :]
+            d_sink_k = d_sink_k + jnp.sum(ds_sink * qb.astype(F32), axis=1)
+            d_sink_v = d_sink_v + jnp.sum(p_sink * dyb, axis=1)
+        dq.append(dq_b)
+    return (
+        jnp.concatenate(dq, axis=1).astype(q.dtype),
+        dk_t.astype(k_t.dtype),
+        jnp.swapaxes(dv_t, 1, 2).astype(v.dtype),
+        d_sink_k.astype(sink_k.dtype),
+        d_sink_v.astype(sink_v.dtype),
+    )
+
+
+def _chunked(fn, chunk: int, *arrays):
+    """``fn`` over ``chunk`` groups at a time (``lax.map``) of ``[G, ...]`` arrays.
+
+    One loop body, compiled once, whose buffers are reused by every chunk:
+    the score tiles of ``chunk`` groups fit in cache, where a pass over all
+    ``G`` groups at once would write every tile to memory and read it back.
+    """
+    groups = arrays[0].shape[0]
+    split = [a.reshape(groups // chunk, chunk, *a.shape[1:]) for a in arrays]
+    out = jax.lax.map(lambda xs: fn(*xs), split)
+    return jax.tree.map(lambda o: o.reshape(groups, *o.shape[2:]), out)
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(5, 6, 7, 8))
+def _flash(q, k_t, v, sink_k, sink_v, window, block, chunk, sink):
+    def fwd(*xs):
+        return _flash_forward(*xs, window, block, sink)
+
+    return _chunked(fwd, chunk, q, k_t, v, sink_k, sink_v)[0]
+
+
+def _flash_fwd(q, k_t, v, sink_k, sink_v, window, block, chunk, sink):
+    def fwd(*xs):
+        return _flash_forward(*xs, window, block, sink)
+
+    y, lse = _chunked(fwd, chunk, q, k_t, v, sink_k, sink_v)
+    return y, (q, k_t, v, sink_k, sink_v, y, lse)
+
+
+def _flash_bwd(window, block, chunk, sink, residuals, dy):
+    def bwd(*xs):
+        return _flash_backward(*xs, window, block, sink)
+
+    return _chunked(bwd, chunk, *residuals, dy)
+
+
+_flash.defvjp(_flash_fwd, _flash_bwd)
+
+
+def blockwise_attention(q, k, v, window: int, block: int, sink=None) -> jax.Array:
+    """:func:`masked_attention` at positions ``arange(T)``: flash attention in pure JAX.
+
+    ``q, k, v [B, T, H, Dh]``; ``sink = (key [H, Dh], value [H, Dh])`` or
+    ``None``. Returns ``[B, T, H, Dh]`` float32.
 
     Query block ``[i, i + block)`` only meets keys in ``[i - window + 1,
     i + block)``: blocks of the ``[T, T]`` score matrix that the causal mask
     or the sliding window remove entirely are never computed, and no
-    ``[T, T]`` array exists (the largest is ``[B, H, block, window + block]``).
-    Inside the kept span the softmax is the reference's (masked entries get
-    exactly zero weight there too), so outputs and gradients equal the
-    reference to float rounding. ``remat`` recomputes each block's scores in
-    the backward pass instead of storing them (flash attention's trade).
-    Static Python loop: the block structure is known at trace time.
+    ``[T, T]`` array exists (the largest is ``[chunk, block, window + block
+    - 1]``). Inside the kept span the softmax is the reference's (masked
+    entries get exactly zero weight), so outputs and gradients equal the
+    reference to float rounding.
+
+    What makes it fast on a CPU, as in the flash-attention kernels: (batch,
+    head) pairs run a few at a time (:func:`_chunked`, chunks sized so a
+    score tile fits in L2, :data:`TILE_ELEMENTS`), weights are normalised
+    after the value matmul, and the backward pass is written by hand
+    (:func:`_flash_backward`): it recomputes each tile's weights from a saved
+    ``[T]`` log-normaliser (nothing ``[T, T]``-sized is stored for it, so
+    rematerialisation has nothing left to save here) and runs every matmul
+    on operands in their stored layout.
     """
-    t = q.shape[1]
-    if t <= block:
-        pos = jnp.arange(t, dtype=jnp.int32)
-        return masked_attention(q, k, v, pos, pos, window, sink)
+    b, t, h, d = q.shape
+    groups = b * h
 
-    def one(qb, kb, vb, q0: int, k0: int, sink):
-        q_pos = q0 + jnp.arange(qb.shape[1], dtype=jnp.int32)
-        k_pos = k0 + jnp.arange(kb.shape[1], dtype=jnp.int32)
-        return masked_attention(qb, kb, vb, q_pos, k_pos, window, sink)
+    def heads_major(x):  # [B, T, H, Dh] -> [B H, T, Dh]
+        return jnp.swapaxes(x, 1, 2).reshape(groups, t, d)
 
-    if remat:
-        one = jax.checkpoint(one, static_argnums=(3, 4))
-    outs = []
-    for q0 in range(0, t, block):
-        q1 = min(q0 + block, t)
-        k0 = max(0, q0 - window + 1)
-        outs.append(one(q[:, q0:q1], k[:, k0:q1], v[:, k0:q1], q0, k0, sink))
-    return jnp.concatenate(outs, axis=1)
+    k_t = jnp.transpose(k, (0, 2, 3, 1)).reshape(groups, d, t)
+    if sink is None:
+        sink_k = sink_v = jnp.zeros((groups, d), q.dtype)
+    else:
+        sink_k, sink_v = (
+            jnp.broadcast_to(x, (b, h, d)).reshape(groups, d) for x in sink
+        )
+    rows = min(block, t)
+    chunk = _group_chunk(groups, rows, min(t, window + rows - 1))
+    y = _flash(
+        heads_major(q),
+        k_t,
+        heads_major(v),
+        sink_k,
+        sink_v,
+        window,
+        block,
+        chunk,
+        sink is not None,
+    )
+    return jnp.swapaxes(y.reshape(b, h, t, d), 1, 2)
 
 
 class CausalSelfAttention(nnx.Module):
@@ -191,7 +355,6 @@ class CausalSelfAttention(nnx.Module):
         impl: str = "blockwise",
         block: int = 128,
         sink: bool = False,
-        remat: bool = False,
         dtype=jnp.float32,
     ):
         self.num_heads = num_heads
@@ -200,7 +363,6 @@ class CausalSelfAttention(nnx.Module):
         self.rope_base = rope_base
         self.impl = impl
         self.block = block
-        self.remat = remat
         self.qkv = mixed_linear(d_model, 3 * d_model, dtype, rngs=rngs)
         self.out = mixed_linear(d_model, d_model, dtype, rngs=rngs)
         self.has_sink = sink
@@ -238,9 +400,7 @@ class CausalSelfAttention(nnx.Module):
         if self.impl == "reference":
             y = masked_attention(q, k, v, pos, pos, window, self._sink())
         else:
-            y = blockwise_attention(
-                q, k, v, window, self.block, self._sink(), self.remat
-            )
+            y = blockwise_attention(q, k, v, window, self.block, self._sink())
         return self._merge(y)
 
     def decode(
@@ -371,9 +531,9 @@ class CausalSelfAttention(nnx.Module):
                 acc = acc + jnp.exp(s_sink - m) * sink_v
             _, norm, acc = jax.lax.fori_loop(first, last, block, (m, norm, acc))
         else:
-            # low precision: normalise the weights before rounding them to the
-            # values' dtype, as the full pass and decode do (a second pass
-            # over the blocks once the max and normaliser are known)
+            # low precision: round exp(s - final max) to the values' dtype,
+            # as the full pass and decode do, not a running-max rescaling of
+            # rounded sums (a second pass once the max is known)
             def stats(j, carry):
                 return join(read(j)[0], *carry)
 
@@ -381,13 +541,12 @@ class CausalSelfAttention(nnx.Module):
 
             def block(j, acc):
                 s, vals = read(j)
-                return acc + pv(jnp.exp(s - m) / norm, vals)
+                return acc + pv(jnp.exp(s - m), vals)
 
-            acc = pv(jnp.exp(s_own - m) / norm, vt)
+            acc = pv(jnp.exp(s_own - m), vt)
             if sink is not None:
-                acc = acc + (jnp.exp(s_sink - m) / norm) * sink_v
+                acc = acc + jnp.exp(s_sink - m) * sink_v
             acc = jax.lax.fori_loop(first, last, block, acc)
-            norm = 1.0
         y = (acc / norm).swapaxes(1, 2)  # [B, P, H, Dh]
         # the in-place writes after every read of the old cache (see decode)
         y, k_cache, v_cache = jax.lax.optimization_barrier((y, k_cache, v_cache))
@@ -418,7 +577,7 @@ def _as_stored(v: jax.Array, head_dim: int) -> tuple[jax.Array, int]:
 
 def _weigh_cache(w: jax.Array, vals: jax.Array, axis: int) -> jax.Array:
     """Weights ``[B, H, C, n]`` times values -> ``[B, H, C, Dh]`` float32,
-    the weights rounded to the values' dtype first (as the full pass).
+    the weights rounded to the values' dtype first (as the full pass does).
 
     ``vals``: ``[B, H, Dh, n]`` (slot ``axis`` 3) or ``[B, H, n, Dh]`` (2).
     """
@@ -440,9 +599,11 @@ def _decode_one_pass(qh, k_cache, v_cache, v_axis, pos, slot_pos, window, small)
 
     ``small``: ``(scores [B, H, C, n], weights -> [B, H, C, Dh])`` parts
     beside the cache (the chunk, the sink). One softmax over all of them,
-    never concatenated: the max and the normaliser are reduced part by part,
-    and the cache's weights are normalised before the values' dtype rounds
-    them (as the full pass does). Returns ``[B, H, C, Dh]`` float32.
+    never concatenated: the max and the normaliser are reduced part by part.
+    The unnormalised weights ``exp(s - max)`` meet the values (rounded to the
+    values' dtype, as the full pass rounds them) and the ``[B, H, C, Dh]``
+    sum is normalised after, not the ``[B, H, C, S]`` weights. Returns
+    ``[B, H, C, Dh]`` float32.
     """
     s = jnp.matmul(qh, k_cache, preferred_element_type=F32)
     s = jnp.where(window_mask(pos, slot_pos, window), s, NEG_INF)
@@ -452,10 +613,10 @@ def _decode_one_pass(qh, k_cache, v_cache, v_axis, pos, slot_pos, window, small)
     norm = e.sum(-1, keepdims=True)
     for x in es:
         norm = norm + x.sum(-1, keepdims=True)
-    y = _weigh_cache(e / norm, v_cache, v_axis)
+    y = _weigh_cache(e, v_cache, v_axis)
     for x, (_, weigh) in zip(es, small, strict=True):
-        y = y + weigh(x / norm)
-    return y
+        y = y + weigh(x)
+    return y / norm
 
 
 def cache_slots(pos: jax.Array, size: int, offset: int = 0) -> jax.Array:

@@ -103,8 +103,9 @@ class ModelConfig:
         value every query can attend to, so a head may attend to nothing.
         Off by default (no parameters then: existing checkpoints load).
       remat: rematerialise each block's activations in the backward pass
-        (``nnx.remat``), and inside it each attention query block's scores
-        (flash attention's trade): less memory for more compute; same values.
+        (``nnx.remat``): less memory for more compute; same values. (Blockwise
+        attention never stores its score tiles: its backward pass recomputes
+        them, as flash attention does, with or without ``remat``.)
       compute_dtype: ``"float32"`` or ``"bfloat16"`` (mixed precision): the
         transformer's matmuls (QKV, attention scores and values, output
         projection, FFN, MoE experts) take bfloat16 operands and accumulate

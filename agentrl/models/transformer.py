@@ -67,7 +67,6 @@ class Block(nnx.Module):
             impl=c.attention,
             block=c.attention_block,
             sink=c.attention_sink,
-            remat=c.remat,
             dtype=dtype_of(c.compute_dtype),
         )
         self.ln2 = nnx.LayerNorm(c.d_model, rngs=rngs)
