@@ -2,9 +2,11 @@
 
 Token positions are absolute integers. A query at position ``p`` attends to
 keys at positions ``q`` with ``p - window < q <= p`` (and ``q >= 0``; negative
-positions mark empty or placeholder slots). The full pass runs one query
-block at a time over only the keys its window can see
-(:func:`blockwise_attention`; never a ``[T, T]`` array); the reference
+positions mark empty or placeholder slots). The full pass is flash attention
+in pure JAX (:func:`blockwise_attention`): one query block at a time over
+only the keys its window can see, a few (batch, head) pairs at a time so
+each score tile stays in cache, with a hand-written backward pass that
+recomputes the tiles (never a ``[T, T]`` array); the reference
 (:func:`masked_attention`) masks the whole ``[T, T]`` score matrix and is
 kept, selectable, for tests. The cached pass keeps a ring buffer of ``S``
 slots (slot = position + offset mod ``S``) that remembers the position held
@@ -151,7 +153,13 @@ def _query_spans(t: int, window: int, block: int) -> list[tuple[int, int, int]]:
 
 
 def _group_chunk(groups: int, rows: int, keys: int) -> int:
-    """Largest divisor ``c`` of ``groups`` with ``c * rows * keys <= TILE_ELEMENTS``."""
+    """Largest divisor ``c`` of ``groups`` with ``c * rows * keys <= TILE_ELEMENTS``.
+
+    On a CPU. An accelerator takes every group at once (``groups``): its
+    parallelism is across groups, and a sequential loop would idle it.
+    """
+    if jax.default_backend() != "cpu":
+        return groups
     fits = max(1, TILE_ELEMENTS // max(1, rows * keys))
     return max(c for c in range(1, groups + 1) if groups % c == 0 and c <= fits)
 
@@ -306,6 +314,8 @@ def blockwise_attention(q, k, v, window: int, block: int, sink=None) -> jax.Arra
     rematerialisation has nothing left to save here) and runs every matmul
     on operands in their stored layout.
     """
+    if window < 1:
+        raise ValueError(f"attention window must be >= 1 token, got {window}")
     b, t, h, d = q.shape
     groups = b * h
 
