@@ -54,6 +54,17 @@ def machine_info() -> dict[str, Any]:
     }
 
 
+def load_note(start: float) -> str:
+    """What the machine was doing: the 1-minute load average at a run's start
+    (``start``, read before it) and now, and the core count, stated as
+    measured rather than as "quiet" or "shared"."""
+    now = os.getloadavg()[0]
+    return (
+        f"Load average {start:.1f} at the start and {now:.1f} at the end on "
+        f"{os.cpu_count()} cores (the run itself keeps them busy)"
+    )
+
+
 def timeit(fn, *args, repeats: int = 3) -> float:
     """Best wall time in seconds of ``fn(*args)`` (already compiled), blocking."""
     best = float("inf")

@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 from typing import Any
 
 import jax
@@ -372,6 +373,7 @@ def main(argv: list[str] | None = None) -> None:
             f"--update-every {args.update_every} must divide the trial's "
             f"{args.trial_episodes * 20} steps (Dark Room H=20)"
         )
+    start_load = os.getloadavg()[0]
     hp = trial_hparams()  # XLand-MiniGrid's RL² settings
     results, rows, targets = {}, [], []
     notes = []
@@ -386,6 +388,7 @@ def main(argv: list[str] | None = None) -> None:
         notes.append(RL2_NOTES.format(args=args))
     if args.only in ("all", "transformer"):
         notes.append(TRANSFORMER_NOTES)
+    notes.append(bench.load_note(start_load) + ".")
     columns = list(dict.fromkeys(k for row in rows for k in row))
     rows = [{k: row.get(k, "") for k in columns} for row in rows]
     name = "online_throughput" + ("" if args.only == "all" else f"_{args.only}")
@@ -421,8 +424,8 @@ TRANSFORMER_NOTES = (
     "re-encoding, chunk forward+backward) over measured time, as fractions "
     "of a 2048x2048 float32 matmul's rate measured in the same run; the "
     "forward+backward reference is jax.grad through the same model over the "
-    "same [envs, L] tokens. The machine was shared: compare the same-run "
-    "ratio, not the absolute rates."
+    "same [envs, L] tokens. Compare the same-run ratio, not the absolute "
+    "rates."
 )
 
 

@@ -208,8 +208,7 @@ def _write(bench, torch, args, rows, kind_targets, kinds) -> None:
         f"torch {torch.__version__} ({torch.get_num_threads()} threads) vs JAX, "
         f"float32, best of {args.repeats} after warm-up; the torch side was timed "
         "before and after agentrl's and the faster kept. Synthetic batches. "
-        "Shared 2-core machine (other jobs running): load average at the end "
-        f"{os.getloadavg()[0]:.1f}; compare the ratios, not the seconds."
+        f"{bench.load_note(args.start_load)}; compare the ratios, not the seconds."
     )
     done = [r["shape"] for r in rows]
     if len(done) < len(kinds):  # written after every shape: a partial run
@@ -226,6 +225,7 @@ def _write(bench, torch, args, rows, kind_targets, kinds) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    args.start_load = os.getloadavg()[0]
     torch = _peers.load_torch()
     if torch is None:
         print(
