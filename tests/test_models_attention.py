@@ -94,6 +94,7 @@ def test_blockwise_skips_masked_blocks_and_never_builds_t_by_t(monkeypatch):
         keys = min(t, window + block - 1)  # met by one query block
         # tiles of 2 (batch, head) groups at a time, not all 4
         monkeypatch.setattr(attention, "TILE_ELEMENTS", 2 * block * keys)
+        monkeypatch.setattr(attention, "ONE_PASS_ELEMENTS", 0)
         fast = blockwise_attention(q, k, v, window, block)
         ref = masked_attention(q, k, v, pos, pos, window)
         np.testing.assert_allclose(fast, ref, atol=1e-5)
@@ -111,18 +112,21 @@ def test_blockwise_skips_masked_blocks_and_never_builds_t_by_t(monkeypatch):
 
 @pytest.mark.parametrize("sink", [False, True])
 @pytest.mark.parametrize(
-    "window, block, tile", [(40, 8, 1 << 18), (12, 8, 96), (9, 16, 1)]
+    "window, block, tile, one_pass",
+    [(40, 8, 1 << 18, 1 << 20), (40, 8, 1 << 18, 0), (12, 8, 96, 0), (9, 16, 1, 0)],
 )
 def test_blockwise_gradients_equal_the_reference(
-    monkeypatch, sink, window, block, tile
+    monkeypatch, sink, window, block, tile, one_pass
 ):
-    """Flash attention's hand-written backward pass vs autodiff of the reference.
+    """Flash attention's backward pass vs autodiff of the reference.
 
-    Gradients of queries, keys, values and the sink's key and value, with the
-    (batch, head) groups in one chunk, in chunks of 2 and one at a time, a
-    sliding window shorter than the sequence, and a last block cut short.
+    Gradients of queries, keys, values and the sink's key and value: in one
+    pass (autodiff through the blocks), and by the hand-written backward pass
+    with the (batch, head) groups in one chunk, in chunks of 2 and one at a
+    time; a sliding window shorter than the sequence; a last block cut short.
     """
     monkeypatch.setattr(attention, "TILE_ELEMENTS", tile)
+    monkeypatch.setattr(attention, "ONE_PASS_ELEMENTS", one_pass)
     b, t, h, d = 2, 37, 2, 4
     keys = jax.random.split(jax.random.key(7), 6)
     q, k, v, g = (jax.random.normal(x, (b, t, h, d)) for x in keys[:4])

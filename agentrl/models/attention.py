@@ -139,10 +139,15 @@ def masked_attention(q, k, v, q_pos, k_pos, window: int, sink=None) -> jax.Array
     return y
 
 
-#: rows x keys of one score tile per group chunk: 2^18 float32 = 1 MiB, what
-#: one core's L2 holds here; the tile's whole chain (scores, weights, their
-#: gradients) then stays in cache instead of streaming through DRAM
+#: score elements of one (batch, head) chunk's tile: 2^18 float32 = 1 MiB,
+#: what one core's L2 holds here; the tile's whole chain (scores, weights,
+#: their gradients) then stays in cache instead of streaming through DRAM
 TILE_ELEMENTS = 1 << 18
+#: at most this many score elements in all (4 MiB), every group runs at once
+#: and autodiff keeps the weights for the backward pass: where they fit in
+#: cache anyway, recomputing them (and a loop over chunks) costs more than
+#: it saves (the T = 80 AD Dark Room shape: ~1.2x slower chunked)
+ONE_PASS_ELEMENTS = 1 << 20
 
 
 def _query_spans(t: int, window: int, block: int) -> list[tuple[int, int, int]]:
@@ -152,14 +157,17 @@ def _query_spans(t: int, window: int, block: int) -> list[tuple[int, int, int]]:
     ]
 
 
-def _group_chunk(groups: int, rows: int, keys: int) -> int:
-    """Largest divisor ``c`` of ``groups`` with ``c * rows * keys <= TILE_ELEMENTS``.
+def _group_chunk(groups: int, rows: int, keys: int) -> int | None:
+    """(Batch, head) groups per chunk of the flash pass, or ``None`` for one pass.
 
-    On a CPU. An accelerator takes every group at once (``groups``): its
-    parallelism is across groups, and a sequential loop would idle it.
+    On a CPU, past :data:`ONE_PASS_ELEMENTS` score elements in all: the
+    largest divisor ``c`` of ``groups`` with ``c * rows * keys <=``
+    :data:`TILE_ELEMENTS`. Else ``None``: every group at once, autodiff
+    keeping the weights. An accelerator always takes one pass: its
+    parallelism is across groups, and a loop over them would idle it.
     """
-    if jax.default_backend() != "cpu":
-        return groups
+    if jax.default_backend() != "cpu" or groups * rows * keys <= ONE_PASS_ELEMENTS:
+        return None
     fits = max(1, TILE_ELEMENTS // max(1, rows * keys))
     return max(c for c in range(1, groups + 1) if groups % c == 0 and c <= fits)
 
@@ -190,6 +198,7 @@ def _flash_forward(q, k_t, v, sink_k, sink_v, window, block, sink):
         if sink:
             s_sink = _sink_tile(qb, sink_k)
             m = jnp.maximum(m, s_sink)
+        m = jax.lax.stop_gradient(m)  # softmax does not depend on it
         e = jnp.exp(s - m)
         norm = jnp.sum(e, axis=-1, keepdims=True)
         y = jnp.matmul(e.astype(v.dtype), v[:, k0:q1], preferred_element_type=F32)
@@ -312,7 +321,9 @@ def blockwise_attention(q, k, v, window: int, block: int, sink=None) -> jax.Arra
     (:func:`_flash_backward`): it recomputes each tile's weights from a saved
     ``[T]`` log-normaliser (nothing ``[T, T]``-sized is stored for it, so
     rematerialisation has nothing left to save here) and runs every matmul
-    on operands in their stored layout.
+    on operands in their stored layout. Small passes (at most
+    :data:`ONE_PASS_ELEMENTS` score elements) run every group at once and
+    let autodiff keep the weights instead: they fit in cache anyway.
     """
     if window < 1:
         raise ValueError(f"attention window must be >= 1 token, got {window}")
@@ -331,17 +342,11 @@ def blockwise_attention(q, k, v, window: int, block: int, sink=None) -> jax.Arra
         )
     rows = min(block, t)
     chunk = _group_chunk(groups, rows, min(t, window + rows - 1))
-    y = _flash(
-        heads_major(q),
-        k_t,
-        heads_major(v),
-        sink_k,
-        sink_v,
-        window,
-        block,
-        chunk,
-        sink is not None,
-    )
+    args = (heads_major(q), k_t, heads_major(v), sink_k, sink_v, window, block)
+    if chunk is None:
+        y = _flash_forward(*args, sink is not None)[0]
+    else:
+        y = _flash(*args, chunk, sink is not None)
     return jnp.swapaxes(y.reshape(b, h, t, d), 1, 2)
 
 
