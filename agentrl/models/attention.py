@@ -274,20 +274,18 @@ def _chunked(fn, chunk: int, *arrays):
     return jax.tree.map(lambda o: o.reshape(groups, *o.shape[2:]), out)
 
 
-@functools.partial(jax.custom_vjp, nondiff_argnums=(5, 6, 7, 8))
-def _flash(q, k_t, v, sink_k, sink_v, window, block, chunk, sink):
-    def fwd(*xs):
-        return _flash_forward(*xs, window, block, sink)
-
-    return _chunked(fwd, chunk, q, k_t, v, sink_k, sink_v)[0]
-
-
 def _flash_fwd(q, k_t, v, sink_k, sink_v, window, block, chunk, sink):
     def fwd(*xs):
         return _flash_forward(*xs, window, block, sink)
 
     y, lse = _chunked(fwd, chunk, q, k_t, v, sink_k, sink_v)
     return y, (q, k_t, v, sink_k, sink_v, y, lse)
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(5, 6, 7, 8))
+def _flash(q, k_t, v, sink_k, sink_v, window, block, chunk, sink):
+    """``[G, T, Dh]`` attention, ``chunk`` groups at a time (blockwise_attention)."""
+    return _flash_fwd(q, k_t, v, sink_k, sink_v, window, block, chunk, sink)[0]
 
 
 def _flash_bwd(window, block, chunk, sink, residuals, dy):
