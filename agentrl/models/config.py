@@ -103,9 +103,10 @@ class ModelConfig:
         value every query can attend to, so a head may attend to nothing.
         Off by default (no parameters then: existing checkpoints load).
       remat: rematerialise each block's activations in the backward pass
-        (``nnx.remat``): less memory for more compute; same values. (Blockwise
-        attention never stores its score tiles: its backward pass recomputes
-        them, as flash attention does, with or without ``remat``.)
+        (``nnx.remat``): less memory for more compute; same values. (Chunked
+        blockwise attention recomputes its score tiles in the backward pass
+        with or without ``remat``; its one-pass form for small inputs keeps
+        them unless ``remat`` recomputes the block.)
       compute_dtype: ``"float32"`` or ``"bfloat16"`` (mixed precision): the
         transformer's matmuls (QKV, attention scores and values, output
         projection, FFN, MoE experts) take bfloat16 operands and accumulate
