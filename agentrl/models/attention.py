@@ -172,12 +172,19 @@ def _group_chunk(groups: int, rows: int, keys: int) -> int | None:
     return max(c for c in range(1, groups + 1) if groups % c == 0 and c <= fits)
 
 
+def masked_scores(q, k_t, q_pos, k_pos, window: int) -> jax.Array:
+    """Float32 scores ``q k_t`` of queries ``[..., Q, Dh]`` on keys stored
+    transposed ``[..., Dh, K]``, masked (:data:`NEG_INF`) where
+    :func:`window_mask` hides key ``k_pos [K]`` from query ``q_pos [Q]``."""
+    s = jnp.matmul(q, k_t, preferred_element_type=F32)
+    return jnp.where(window_mask(q_pos, k_pos, window), s, NEG_INF)
+
+
 def _tile_scores(qb, k_t, q0: int, k0: int, window: int) -> jax.Array:
     """Masked scores ``[c, Q, K]`` of ``qb [c, Q, Dh]`` on ``k_t [c, Dh, K]``."""
-    s = jnp.matmul(qb, k_t, preferred_element_type=F32)
     q_pos = q0 + jnp.arange(qb.shape[1], dtype=jnp.int32)
     k_pos = k0 + jnp.arange(k_t.shape[2], dtype=jnp.int32)
-    return jnp.where(window_mask(q_pos, k_pos, window), s, NEG_INF)
+    return masked_scores(qb, k_t, q_pos, k_pos, window)
 
 
 def _sink_tile(qb, sink_k) -> jax.Array:
@@ -450,8 +457,7 @@ class CausalSelfAttention(nnx.Module):
         vh = v.swapaxes(1, 2)  # [B, H, C, Dh]
         kt = k.transpose(0, 2, 3, 1)  # [B, H, Dh, C], as stored
         vt, v_axis = _as_stored(v, self.head_dim)
-        s_new = jnp.matmul(qh, kt, preferred_element_type=F32)
-        s_new = jnp.where(window_mask(pos, pos, window), s_new, NEG_INF)
+        s_new = masked_scores(qh, kt, pos, pos, window)
         sink = self._sink()
         # the parts beside the cache: (scores [B, H, C, n], weights -> y)
         small = [(s_new, lambda w: _weigh_cache(w, vh, 2))]
@@ -501,8 +507,7 @@ class CausalSelfAttention(nnx.Module):
         vt, v_axis = _as_stored(v, self.head_dim)
 
         def scores(keys, k_pos):
-            s = jnp.matmul(qh, keys, preferred_element_type=F32)
-            return jnp.where(window_mask(pos, k_pos, window), s, NEG_INF)
+            return masked_scores(qh, keys, pos, k_pos, window)
 
         def read(j):  # the scores and values of earlier key block j
             k0 = j * p
@@ -618,8 +623,7 @@ def _decode_one_pass(qh, k_cache, v_cache, v_axis, pos, slot_pos, window, small)
     sum is normalised after, not the ``[B, H, C, S]`` weights. Returns
     ``[B, H, C, Dh]`` float32.
     """
-    s = jnp.matmul(qh, k_cache, preferred_element_type=F32)
-    s = jnp.where(window_mask(pos, slot_pos, window), s, NEG_INF)
+    s = masked_scores(qh, k_cache, pos, slot_pos, window)
     m = _max_scores([s] + [sc for sc, _ in small])
     e = jnp.exp(s - m)
     es = [jnp.exp(sc - m) for sc, _ in small]
