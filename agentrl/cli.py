@@ -126,6 +126,10 @@ def main(argv: list[str] | None = None) -> int:
         rest = [a for a in rest if a != "--debug"]
     prog = f"agentrl {command}"
     try:
+        # before any JAX computation starts XLA's threads (host_memory says why)
+        from agentrl.host_memory import configure_malloc
+
+        configure_malloc()
         module = importlib.import_module(COMMANDS[command][0])
         if command in PASS_THROUGH:
             args = _parse_bench(module, rest)

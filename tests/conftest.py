@@ -16,6 +16,12 @@ os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.5")
 
 import pytest  # noqa: E402
 
+# XLA:CPU's temporary buffers reused across calls (no page faults per call),
+# as the agentrl command does: before any test starts XLA's threads
+from agentrl.host_memory import configure_malloc  # noqa: E402
+
+configure_malloc()
+
 
 @pytest.fixture(scope="session")
 def darkroom_dataset(tmp_path_factory):

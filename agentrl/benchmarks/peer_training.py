@@ -43,10 +43,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import time
 
 from agentrl.benchmarks import _peers
 from agentrl.cliargs import positive_int
+from agentrl.host_memory import configure_malloc
 
 KINDS = ("t2mir_dense", "t2mir_moe", "dpt_bandit")
 MOE_TARGET = 1.3  # agentrl MoE step / dense step
@@ -159,6 +161,31 @@ def agentrl_step(kind: str, attention: str = "blockwise", seed: int = 0):
     return step, model
 
 
+def step_flops(model, batch: int) -> float:
+    """Useful FLOPs of one training step at a peer shape (both sides do them).
+
+    Three times the forward pass (forward, and the backward's two matmuls per
+    forward matmul): ``2 x`` the active matmul weights per token, plus causal
+    attention's two matmuls over the ``T (T + 1) / 2`` kept query-key pairs
+    of each sequence, layer and head (``2 x 2 x Dh`` FLOPs a pair). Nothing
+    recomputed (flash attention's backward recomputes its scores) or masked
+    is counted: this is the work a step cannot avoid.
+    """
+    from agentrl.benchmarks.train_throughput import active_matmul_params
+
+    c = model.config
+    t = c.max_steps * c.tokens_per_step
+    matmuls = 2 * active_matmul_params(model) * batch * t
+    attention = c.num_layers * batch * 2 * c.d_model * t * (t + 1)
+    return 3.0 * (matmuls + attention)
+
+
+def torch_matmul_peak(torch, n: int = 2048) -> float:
+    """FLOP/s of torch's float32 ``n x n`` matmul (its threads, same run)."""
+    a = torch.ones(n, n)
+    return 2 * n**3 / _peers.time_call(lambda: a @ a, 5)
+
+
 def parse_args(argv):
     parser = argparse.ArgumentParser(
         prog="agentrl bench peer_training", description=__doc__.splitlines()[0]
@@ -208,13 +235,23 @@ def _write(bench, torch, args, rows, kind_targets, kinds) -> None:
         f"torch {torch.__version__} ({torch.get_num_threads()} threads) vs JAX, "
         f"float32, best of {args.repeats} after warm-up; the torch side was timed "
         "before and after agentrl's and the faster kept. Synthetic batches. "
-        f"{bench.load_note(args.start_load)}; compare the ratios, not the seconds."
+        f"{bench.load_note(args.start_load)}; compare the ratios, not the seconds. "
+        f"Host malloc: {args.malloc} (agentrl.host_memory; both sides share "
+        "the process); agentrl_page_faults = minor page faults per step call. "
+        "Roofline: gflop = the step's useful FLOPs (peer_training.step_flops: 3x "
+        "the forward's matmuls and causal attention pairs, nothing recomputed or "
+        "masked); *_peak_fraction = gflop / step seconds / the same-run 2048^3 "
+        f"float32 JAX matmul ({args.peak / 1e9:.0f} GFLOP/s; torch's own: "
+        f"{args.torch_peak / 1e9:.0f}); target_needs_peak_fraction = the "
+        f"fraction a step {TARGET:g}x faster than torch's would run at."
     )
     done = [r["shape"] for r in rows]
     if len(done) < len(kinds):  # written after every shape: a partial run
         notes += f" Partial run: shapes done so far {done} of {list(kinds)}."
     results = {
         "rows": rows,
+        "matmul_peak_flops": args.peak,
+        "torch_matmul_peak_flops": args.torch_peak,
         "repeats": args.repeats,
         "complete": len(done) == len(kinds),
         "notes": notes,
@@ -226,6 +263,8 @@ def _write(bench, torch, args, rows, kind_targets, kinds) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     args.start_load = os.getloadavg()[0]
+    # as the agentrl command does, before JAX starts (when run as a module)
+    args.malloc = "tuned" if configure_malloc() else "system"
     torch = _peers.load_torch()
     if torch is None:
         print(
@@ -235,6 +274,14 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     from agentrl.benchmarks import common as bench
 
+    # the same-run matmul peaks: what "fast" can mean on this machine today
+    args.peak = bench.matmul_peak_flops(2048)
+    args.torch_peak = torch_matmul_peak(torch)
+    print(
+        f"2048^3 float32 matmul: JAX {args.peak / 1e9:.0f} GFLOP/s, torch "
+        f"{args.torch_peak / 1e9:.0f} GFLOP/s",
+        flush=True,
+    )
     rows, targets = [], []
     for kind in args.only:
         t_step, _ = _peers.build(torch, kind, BATCH[kind])
@@ -243,7 +290,9 @@ def main(argv: list[str] | None = None) -> int:
         j_step, model = agentrl_step(kind)
         j_step()
         compile_s = time.perf_counter() - start
+        faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
         jax_s = _peers.time_call(j_step, args.repeats)
+        faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
         ref_s = None
         if not args.no_reference:
             r_step, _ = agentrl_step(kind, "reference")
@@ -269,7 +318,18 @@ def main(argv: list[str] | None = None) -> int:
             "torch_over_agentrl": torch_s / jax_s,
             "blockwise_speedup_vs_reference": (ref_s / jax_s) if ref_s else None,
             "agentrl_compile_s": compile_s,
+            # per call of the step (host_memory: XLA's temporaries reused)
+            "agentrl_page_faults": faults / (args.repeats + 1),
         }
+        # the roofline: the step's useful FLOPs against the same-run JAX
+        # matmul peak, and the fraction the 3x target would need
+        flops = step_flops(model, BATCH[kind])
+        row.update(
+            gflop=flops / 1e9,
+            agentrl_peak_fraction=flops / jax_s / args.peak,
+            torch_peak_fraction=flops / torch_s / args.peak,
+            target_needs_peak_fraction=flops * TARGET / torch_s / args.peak,
+        )
         for attention, sec in real.items():
             row[f"t2mir_real_{attention}_s"] = sec
             row[f"t2mir_real_{attention}_over_standin"] = sec / torch_s
