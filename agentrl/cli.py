@@ -1,6 +1,7 @@
 """The ``agentrl`` command line: a thin layer over the library.
 
-``agentrl [--debug] <command> [args]``; each command lives in its own module
+``agentrl [--debug] [--import MODULE ...] <command> [args]``; each command
+lives in its own module
 and is imported only when it runs, so ``agentrl --help`` and ``agentrl
 --version`` are instant. A command module defines
 
@@ -11,6 +12,13 @@ and is imported only when it runs, so ``agentrl --help`` and ``agentrl
 
 A pass-through command (``bench``, whose benchmarks parse their own
 arguments) defines ``add_arguments(parser)`` for argparse instead.
+
+Plug-ins (:mod:`agentrl.plugins`): before any command runs, the modules of
+the ``agentrl.plugins`` entry-point group and every ``--import MODULE``
+(repeatable; before the command, or after it for a command that is not
+pass-through) are imported, with the current directory importable, so a
+task family, source, algorithm or baseline registered there works in every
+command. A run records the plug-ins it used and reading it imports them.
 
 Errors: bad input (a :class:`~agentrl.configtools.ConfigError`, or a
 ``ValueError`` that agentrl raised to refuse a value, a file or a directory,
@@ -31,6 +39,7 @@ import sys
 from pathlib import Path
 
 from agentrl import __version__
+from agentrl.plugins import load_plugins
 
 #: command -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -58,6 +67,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"agentrl {__version__}")
     parser.add_argument(
         "--debug", action="store_true", help="show the traceback of every error"
+    )
+    parser.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        metavar="MODULE",
+        help="import MODULE (a dotted module name; the current directory is "
+        "importable) before the command: a plug-in that registers task "
+        "families, sources, algorithms or baselines; repeatable. Plug-ins "
+        "installed under the entry-point group 'agentrl.plugins' are "
+        "imported too",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (_, help_text) in COMMANDS.items():
@@ -103,11 +123,38 @@ def _parse_bench(module, rest: list[str]) -> argparse.Namespace:
     return parser.parse_args(rest)
 
 
+def _take_imports(args: list[str]) -> tuple[list[str], list[str]]:
+    """``(args without their --import options, the modules those name)``."""
+    rest, modules = [], []
+    i = 0
+    while i < len(args):
+        if args[i] == "--import":
+            if i + 1 == len(args):
+                build_parser().error("argument --import: expected one MODULE")
+            modules.append(args[i + 1])
+            i += 2
+            continue
+        if args[i].startswith("--import="):
+            modules.append(args[i].partition("=")[2])
+        else:
+            rest.append(args[i])
+        i += 1
+    return rest, modules
+
+
+def _first_positional(argv: list[str]) -> int | None:
+    """Index of the command: the first argument that is no option (or its value)."""
+    i = 0
+    while i < len(argv) and argv[i].startswith("-"):
+        i += 2 if argv[i] == "--import" else 1
+    return i if i < len(argv) else None
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = os.environ.get("AGENTRL_DEBUG", "") not in ("", "0")
-    first = next((i for i, a in enumerate(argv) if not a.startswith("-")), None)
-    head = argv if first is None else argv[:first]
+    first = _first_positional(argv)
+    head, imports = _take_imports(argv if first is None else argv[:first])
     if "--debug" in head:
         debug = True
         head = [a for a in head if a != "--debug"]
@@ -124,12 +171,16 @@ def main(argv: list[str] | None = None) -> int:
     if command not in PASS_THROUGH and "--debug" in rest:
         debug = True
         rest = [a for a in rest if a != "--debug"]
+    if command not in PASS_THROUGH:
+        rest, more = _take_imports(rest)
+        imports += more
     prog = f"agentrl {command}"
     try:
         # before any JAX computation starts XLA's threads (host_memory says why)
         from agentrl.host_memory import configure_malloc
 
         configure_malloc()
+        load_plugins(imports)  # entry points, then --import MODULE
         module = importlib.import_module(COMMANDS[command][0])
         if command in PASS_THROUGH:
             args = _parse_bench(module, rest)

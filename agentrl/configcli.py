@@ -211,7 +211,7 @@ def _extra_help(config: Any, path: str) -> str:
         if path.endswith("source_args"):
             from agentrl.sources import SOURCES
 
-            source = SOURCES.get(getattr(config, "source", ""))
+            source = SOURCES.get(getattr(config, "source", ""), None)
             if source is not None and source.defaults:
                 items = ", ".join(f"{k}={v!r}" for k, v in source.defaults.items())
                 return f" Settings of source {source.name!r} (defaults): {items}."

@@ -177,15 +177,14 @@ def test_a_new_algorithm_is_one_class():
         name = "test_weighted_ad"
         late_weight: float = configtools.traced(2.0)
 
-    algos.register(Weighted)
+    algos.register_algorithm(Weighted)
     try:
         config = load_experiment("ad_darkroom", "smoke", {"algo": "test_weighted_ad"})
         assert isinstance(config.algo, Weighted)
         assert configtools.traced_values(config)["algo.late_weight"] == 2.0
         with pytest.raises(ValueError, match="already registered"):
-            algos.register_variant("test_weighted_ad", Weighted)
+            algos.register_algorithm("test_weighted_ad", algos.AD)
     finally:
         from agentrl.algos import base
 
-        base._REGISTRY.pop("test_weighted_ad")
-        base._CLASSES.pop("test_weighted_ad")
+        base.ALGORITHMS.unregister("test_weighted_ad")

@@ -140,7 +140,7 @@ def test_from_gymnax_steps_exactly_as_gymnax_and_samples_tasks():
 def test_histories_from_a_gymnax_task_family(tmp_path):
     # registered, so the dataset can rebuild its environment by name
     if "pendulum_mass" not in envs.registered():
-        envs.register("pendulum_mass", lambda: _pendulum_family()[2])
+        envs.register_env("pendulum_mass", lambda: _pendulum_family()[2])
     family = envs.make("pendulum_mass")
     histories = source_histories("random", family)
     out = write_dataset(

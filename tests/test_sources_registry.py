@@ -1,6 +1,5 @@
 """The uniform source API: validation before compiling, shapes, determinism."""
 
-import dataclasses
 import sys
 import types
 
@@ -39,7 +38,7 @@ def test_all_issue_sources_are_registered():
 @pytest.mark.parametrize(
     "source, settings, match",
     [
-        ("nope", {}, "unknown source 'nope'; choose from ucb"),
+        ("nope", {}, "unknown source 'nope'; registered: .*q_learning, random"),
         ("ucb", {}, "does not apply to DarkRoom: it needs a bandit"),
         ("q_learning", {"lr": 0.1}, r"unknown setting\(s\) \['lr'\].*learning_rate"),
         ("q_learning", {"learning_rate": 2.0}, "`learning_rate` must be a number in"),
@@ -126,17 +125,32 @@ def test_a_source_that_makes_its_own_histories(room, monkeypatch):
         history = generate("random", env, params, key, num_episodes, task_id)
         return history.replace(reward=history.reward * scale)
 
-    spec = registry.Source(
-        "scaled", "random, rewards scaled", {"scale": 2.0}, {}, lambda e: None, None
+    registry.register_source(
+        "scaled",
+        description="random, rewards scaled",
+        defaults={"scale": 2.0},
+        histories=histories,
     )
-    spec = dataclasses.replace(spec, histories=histories)
-    monkeypatch.setitem(registry.SOURCES, "scaled", spec)
-    h = generate("scaled", env, params, jax.random.key(1), 2, ids, scale=3.0)
-    plain = generate("random", env, params, jax.random.key(1), 2, ids)
-    assert calls == [3.0]
-    np.testing.assert_array_equal(h.reward, 3.0 * plain.reward)
-    with pytest.raises(ValueError, match="is not an Agent"):
-        registry.make_agent("scaled", env, 2)
+    try:
+        h = generate("scaled", env, params, jax.random.key(1), 2, ids, scale=3.0)
+        plain = generate("random", env, params, jax.random.key(1), 2, ids)
+        assert calls == [3.0]
+        np.testing.assert_array_equal(h.reward, 3.0 * plain.reward)
+        with pytest.raises(ValueError, match="is not an Agent"):
+            registry.make_agent("scaled", env, 2)
+        assert registry.SOURCES.module_of("scaled") == __name__
+    finally:
+        registry.SOURCES.unregister("scaled")
+
+
+def test_register_source_checks_and_refuses_a_taken_name():
+    with pytest.raises(ValueError, match="needs `build` or `histories`"):
+        registry.register_source("nothing", description="no way to run")
+    assert "nothing" not in registry.SOURCES
+    # this module is not the one that registered "ucb": an error naming both
+    with pytest.raises(ValueError, match="'ucb' is already registered to "):
+        registry.register_source("ucb", description="mine", build=lambda e, n: None)
+    assert registry.SOURCES["ucb"].description.startswith("UCB1")
 
 
 def test_thompson_posterior_follows_the_reward_distribution():

@@ -22,11 +22,12 @@ learner trained online by RL plugs in). Registered names:
 
 Training, sweeps and evaluation only ask the object; nothing outside this
 package compares algorithm names. A new learner is a subclass in one module
-decorated with :func:`register` (``notebooks/04_custom_algorithm.ipynb``).
+decorated with :func:`register_algorithm`
+(``notebooks/04_custom_algorithm.ipynb``).
 """
 
 from agentrl.algos.ad import AD, ADEps, ad_loss
-from agentrl.algos.base import Algorithm, get, names, register, register_variant
+from agentrl.algos.base import Algorithm, get, names, register_algorithm
 from agentrl.algos.dpt import DPT, dpt_loss
 from agentrl.algos.dt import DT, DTModelAgent, dt_loss, returns_to_go
 from agentrl.algos.rl2 import RL2
@@ -48,7 +49,6 @@ __all__ = [
     "dt_loss",
     "get",
     "names",
-    "register",
-    "register_variant",
+    "register_algorithm",
     "returns_to_go",
 ]

@@ -22,7 +22,7 @@ from typing import Any
 
 import jax
 
-from agentrl.algos.base import Algorithm, check, register
+from agentrl.algos.base import Algorithm, check, register_algorithm
 from agentrl.algos.losses import action_loss
 
 #: where a training window may start (``agentrl.data.samplers.WINDOW_STARTS``)
@@ -75,7 +75,7 @@ def env_horizon(env: Any) -> int:
     return horizon(env)
 
 
-@register
+@register_algorithm
 @dataclasses.dataclass(frozen=True)
 class AD(Algorithm):
     """Algorithm Distillation.
@@ -144,7 +144,7 @@ class AD(Algorithm):
         return rolling_cache_agent(model, env, config)
 
 
-@register
+@register_algorithm
 @dataclasses.dataclass(frozen=True)
 class ADEps(AD):
     """AD-ε: AD on noise-curriculum histories (``noisy_oracle`` source)."""

@@ -31,8 +31,8 @@ over seeds and traced hyperparameters, whose state holds the same
 ``params``/``rest`` model leaves, so checkpoints, :meth:`make_agent` and
 therefore evaluation and sweeps treat both kinds alike.
 
-Registering: decorate the class with :func:`register`; ``get(name)`` builds
-it with its defaults. A new algorithm is one module (see
+Registering: decorate the class with :func:`register_algorithm`;
+``get(name)`` builds it with its defaults. A new algorithm is one module (see
 ``notebooks/04_custom_algorithm.ipynb``).
 """
 
@@ -45,8 +45,18 @@ from typing import Any, ClassVar
 import jax
 
 from agentrl.configtools import traced, traced_values
+from agentrl.registry import Registry, caller_module
 
-__all__ = ["Algorithm", "check", "get", "names", "register", "traced", "traced_values"]
+__all__ = [
+    "ALGORITHMS",
+    "Algorithm",
+    "check",
+    "get",
+    "names",
+    "register_algorithm",
+    "traced",
+    "traced_values",
+]
 
 
 def sub_hparams(hparams: dict[str, Any], prefix: str) -> dict[str, Any]:
@@ -210,49 +220,60 @@ def _to_tuple(x: Any) -> Any:
     return tuple(_to_tuple(v) for v in x) if isinstance(x, list) else x
 
 
-_REGISTRY: dict[str, Callable[[], Algorithm]] = {}
-_CLASSES: dict[str, type[Algorithm]] = {}
+#: algorithms by name: a class (built with its defaults) or a variant's factory
+ALGORITHMS = Registry("algorithm")
 
 
-def register(cls: type[Algorithm]) -> type[Algorithm]:
-    """Class decorator: make ``cls`` (with its defaults) available by ``cls.name``."""
-    check(bool(cls.name), f"{cls.__name__} needs a non-empty `name`")
-    old = _CLASSES.get(cls.name)
-    # A class redefined under the same qualified name (a re-run notebook
-    # cell) replaces itself; another class may not take a registered name.
+def register_algorithm(
+    cls_or_name: type[Algorithm] | str, factory: Callable[[], Algorithm] | None = None
+) -> Any:
+    """Make an algorithm available by name; returns what it registers.
+
+    ``@register_algorithm`` on a class registers it under ``cls.name`` (built
+    with its defaults); ``register_algorithm(name, factory)`` registers a
+    named preset of a registered class (``t2mir_ad``: T2MIR over AD). The
+    same object again is harmless, a class defined again (a notebook cell
+    re-run) replaces itself, another under a taken name is a ``ValueError``
+    naming both (:mod:`agentrl.registry`).
+    """
+    module = caller_module()
+    if isinstance(cls_or_name, str):
+        check(callable(factory), f"algorithm {cls_or_name!r} needs a factory")
+        return ALGORITHMS.register(cls_or_name, factory, module=module)
+    cls = cls_or_name
     check(
-        old is None
-        or (old.__module__, old.__qualname__) == (cls.__module__, cls.__qualname__),
-        f"algorithm {cls.name!r} is already registered (by {old!r})",
+        isinstance(cls, type) and issubclass(cls, Algorithm),
+        f"register_algorithm takes an Algorithm subclass, got {cls!r}",
     )
-    _CLASSES[cls.name] = cls
-    _REGISTRY[cls.name] = cls
-    return cls
-
-
-def register_variant(name: str, factory: Callable[[], Algorithm]) -> None:
-    """Register a named preset of a registered class (``t2mir_ad`` = T2MIR over AD)."""
-    check(name not in _REGISTRY, f"algorithm {name!r} is already registered")
-    _REGISTRY[name] = factory
+    check(bool(cls.name), f"{cls.__name__} needs a non-empty `name`")
+    return ALGORITHMS.register(cls.name, cls, module=module)
 
 
 def names() -> list[str]:
     """Every registered name (classes and variants)."""
-    return sorted(_REGISTRY)
+    return ALGORITHMS.names()
 
 
 def get(name: str) -> Algorithm:
     """The registered algorithm ``name`` with its default settings."""
     check(
-        name in _REGISTRY,
-        f"algo must be one of {tuple(names())}, got {name!r}",
+        name in ALGORITHMS,
+        f"algo must be one of {tuple(names())}, got {name!r}{ALGORITHMS.hint(name)}",
     )
-    return _REGISTRY[name]()
+    return ALGORITHMS.get(name)()
+
+
+def _is_class(obj: Any) -> bool:
+    return isinstance(obj, type) and issubclass(obj, Algorithm)
 
 
 def get_class(name: str | None) -> type[Algorithm]:
+    """The registered class ``name`` (what a saved config names)."""
+    classes = tuple(n for n, obj in ALGORITHMS.items() if _is_class(obj))
     check(
-        name in _CLASSES,
-        f"algo must be one of {tuple(sorted(_CLASSES))}, got {name!r}",
+        name in classes,
+        f"algo must be one of {tuple(sorted(classes))}, got {name!r}"
+        f"{ALGORITHMS.hint(name)}",
     )
-    return _CLASSES[name]
+    return ALGORITHMS.get(name)
+

@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 
 from agentrl.algos.ad import check_positive
-from agentrl.algos.base import Algorithm, check, register
+from agentrl.algos.base import Algorithm, check, register_algorithm
 from agentrl.algos.losses import action_loss
 
 CONTEXT_UPDATES = ("auto", "step", "episode")
@@ -60,7 +60,7 @@ def dpt_loss(model: Any, batch: dict[str, jax.Array], *, deterministic: bool = F
     return loss, metrics, out
 
 
-@register
+@register_algorithm
 @dataclasses.dataclass(frozen=True)
 class DPT(Algorithm):
     """Decision-Pretrained Transformer.

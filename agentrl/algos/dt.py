@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from agentrl.algos.ad import check_episodes_fit, check_positive, env_horizon
-from agentrl.algos.base import Algorithm, check, register
+from agentrl.algos.base import Algorithm, check, register_algorithm
 from agentrl.algos.losses import action_loss
 
 
@@ -98,7 +98,7 @@ def best_episode_return(dataset: Any, split: str = "train", chunk: int = 256) ->
     return best
 
 
-@register
+@register_algorithm
 @dataclasses.dataclass(frozen=True)
 class DT(Algorithm):
     """Decision Transformer with a target return at evaluation.

@@ -34,7 +34,7 @@ import math
 from typing import Any
 
 from agentrl.algos.ad import check_positive
-from agentrl.algos.base import Algorithm, check, register, traced
+from agentrl.algos.base import Algorithm, check, register_algorithm, traced
 
 
 def _finite(value: Any) -> bool:
@@ -89,7 +89,7 @@ def check_ppo_trials(algo: Any, **sizes: int) -> None:
     check_ppo_coefficients(algo)
 
 
-@register
+@register_algorithm
 @dataclasses.dataclass(frozen=True)
 class RL2(Algorithm):
     """RL² with a GRU core trained by PPO over trials (see the module docstring).

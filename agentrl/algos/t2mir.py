@@ -35,8 +35,7 @@ from agentrl.algos.ad import AD
 from agentrl.algos.base import (
     Algorithm,
     check,
-    register,
-    register_variant,
+    register_algorithm,
     sub_hparams,
     traced,
 )
@@ -74,7 +73,7 @@ def t2mir_terms(
     return out.aux["balance_loss"], contrast
 
 
-@register
+@register_algorithm
 @dataclasses.dataclass(frozen=True)
 class T2MIR(Algorithm):
     """T2MIR over a base algorithm (AD or DPT).
@@ -180,5 +179,5 @@ class T2MIR(Algorithm):
         return self.base.make_agent(model, env, num_steps, config)
 
 
-register_variant("t2mir_ad", lambda: T2MIR(base=AD()))
-register_variant("t2mir_dpt", lambda: T2MIR(base=DPT()))
+register_algorithm("t2mir_ad", lambda: T2MIR(base=AD()))
+register_algorithm("t2mir_dpt", lambda: T2MIR(base=DPT()))

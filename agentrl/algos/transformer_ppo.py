@@ -30,11 +30,11 @@ import dataclasses
 from typing import Any
 
 from agentrl.algos.ad import env_horizon
-from agentrl.algos.base import Algorithm, check, register, traced
+from agentrl.algos.base import Algorithm, check, register_algorithm, traced
 from agentrl.algos.rl2 import check_ppo_trials
 
 
-@register
+@register_algorithm
 @dataclasses.dataclass(frozen=True)
 class TransformerPPO(Algorithm):
     """A transformer policy trained by PPO over trials (see the module docstring).

@@ -102,7 +102,7 @@ def env_identity(
     from agentrl.envs import registry
 
     if name is None:
-        table = getattr(registry, "_REGISTRY", {})
+        table = dict(registry.ENVS.items())
         matches = [n for n, f in table.items() if f is type(env)]
         if not matches:
             raise ValueError(

@@ -11,7 +11,7 @@ from agentrl.envs.base import Environment, EnvParams, EnvState
 from agentrl.envs.darkroom import DarkRoom, DarkRoomHard
 from agentrl.envs.gymnax_adapter import from_gymnax, to_gymnax
 from agentrl.envs.key_to_door import DarkKeyToDoor
-from agentrl.envs.registry import make, overrides_of, register, registered
+from agentrl.envs.registry import make, overrides_of, register_env, registered
 from agentrl.envs.rollout import (
     Transitions,
     episode_returns,
@@ -41,7 +41,7 @@ __all__ = [
     "oracle_policy",
     "overrides_of",
     "random_policy",
-    "register",
+    "register_env",
     "registered",
     "rollout",
     "split_task_ids",

@@ -15,7 +15,7 @@ this module bridges them:
           return params.replace(m=jax.random.uniform(key, minval=0.5, maxval=2))
       family = from_gymnax(env, sample_params=sample, horizon=200)
       # registered, a dataset written from it can rebuild it by name
-      agentrl.envs.register("pendulum_mass", lambda: from_gymnax(env, sample, 200))
+      agentrl.envs.register_env("pendulum_mass", lambda: from_gymnax(env, sample, 200))
 
 - **spaces**: gymnax's wrappers check ``isinstance(space, gymnax...Box)``;
   :func:`to_gymnax` presents an agentrl environment as a

@@ -1,4 +1,6 @@
-"""Name -> environment registry: ``make(name, **overrides)`` and ``registered()``.
+"""Name -> environment registry: ``make(name, **overrides)``, ``registered()``,
+``register_env(name, factory)`` (a task family of your own; see
+:mod:`agentrl.plugins` for using it from the command line).
 
 Overrides are constructor arguments; unknown names, unknown overrides and bad
 values raise ``ValueError`` naming what is valid, before anything compiles.
@@ -25,34 +27,44 @@ from agentrl.envs.darkroom import DarkRoom, DarkRoomHard
 from agentrl.envs.key_to_door import DarkKeyToDoor
 from agentrl.envs.point_robot import PointRobot
 from agentrl.envs.xland import XLandMiniGrid
-
-_REGISTRY: dict[str, Callable[..., Any]] = {
-    "bernoulli_bandit": BernoulliBandit,
-    "gaussian_bandit": GaussianBandit,
-    "darkroom": DarkRoom,
-    "darkroom_hard": DarkRoomHard,
-    "dark_key_to_door": DarkKeyToDoor,
-    "point_robot": PointRobot,
-    "cartpole_contextual": CartPoleContextual,
-    "pendulum_contextual": PendulumContextual,
-    "mountaincar_contextual": MountainCarContextual,
-    "acrobot_contextual": AcrobotContextual,
-    "xland": XLandMiniGrid,
-}
+from agentrl.registry import Registry, caller_module
 
 GYMNAX_PREFIX = "gymnax:"
 
+#: registered task families: name -> ``factory(**overrides) -> environment``
+ENVS = Registry("environment", note=f"or '{GYMNAX_PREFIX}<gymnax id>'")
 
-def register(name: str, factory: Callable[..., Any]) -> None:
-    """Add a task family; ``factory(**overrides)`` builds the environment."""
-    if name in _REGISTRY:
-        raise ValueError(f"environment {name!r} is already registered")
-    _REGISTRY[name] = factory
+
+def register_env(name: str, factory: Callable[..., Any] | None = None) -> Any:
+    """Add a task family; ``factory(**overrides)`` builds the environment.
+
+    Returns ``factory``; without it, a decorator (``@register_env("name")``).
+    Registering the same factory again is harmless, and a class defined
+    again (a notebook cell re-run) replaces itself; another factory under a
+    taken name is a ``ValueError`` naming both (:mod:`agentrl.registry`).
+    """
+    module = caller_module()
+    if factory is None:
+        return lambda target: ENVS.register(name, target, module=module)
+    return ENVS.register(name, factory, module=module)
+
+
+register_env("bernoulli_bandit", BernoulliBandit)
+register_env("gaussian_bandit", GaussianBandit)
+register_env("darkroom", DarkRoom)
+register_env("darkroom_hard", DarkRoomHard)
+register_env("dark_key_to_door", DarkKeyToDoor)
+register_env("point_robot", PointRobot)
+register_env("cartpole_contextual", CartPoleContextual)
+register_env("pendulum_contextual", PendulumContextual)
+register_env("mountaincar_contextual", MountainCarContextual)
+register_env("acrobot_contextual", AcrobotContextual)
+register_env("xland", XLandMiniGrid)
 
 
 def registered() -> list[str]:
     """Names accepted by :func:`make` (plus ``gymnax:<id>`` for gymnax envs)."""
-    return sorted(_REGISTRY)
+    return ENVS.names()
 
 
 def overrides_of(name: str) -> dict[str, Any]:
@@ -66,12 +78,7 @@ def overrides_of(name: str) -> dict[str, Any]:
 
 
 def _lookup(name: str) -> Callable[..., Any]:
-    if name not in _REGISTRY:
-        raise ValueError(
-            f"unknown environment {name!r}; registered: {', '.join(registered())} "
-            f"(or '{GYMNAX_PREFIX}<gymnax id>')"
-        )
-    return _REGISTRY[name]
+    return ENVS.get(name)
 
 
 def make(name: str, **overrides: Any) -> Any:

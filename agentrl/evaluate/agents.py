@@ -22,6 +22,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from agentrl.registry import Registry, caller_module
 from agentrl.sources.agent import (  # noqa: F401 (is_agent: re-export)
     Agent,
     RandomAgent,
@@ -87,7 +88,28 @@ class per_task:  # noqa: N801 (used like a function)
         return self.agent.update(state, _expand(step))
 
 
-BASELINES: dict[str, Any] = {"random": RandomAgent, "oracle": OracleAgent}
+#: baselines by name: ``factory(env) -> Agent``
+BASELINES = Registry(
+    "baseline", note="register more with agentrl.evaluate.register_baseline"
+)
+
+
+def register_baseline(name: str, factory: Any = None) -> Any:
+    """Add a baseline: ``factory(env) -> Agent``; returns ``factory``.
+
+    Without ``factory``, a decorator (``@register_baseline("name")``). The
+    same factory again is harmless, a class defined again (a notebook cell
+    re-run) replaces itself, another under a taken name is a ``ValueError``
+    naming both (:mod:`agentrl.registry`).
+    """
+    module = caller_module()
+    if factory is None:
+        return lambda target: BASELINES.register(name, target, module=module)
+    return BASELINES.register(name, factory, module=module)
+
+
+register_baseline("random", RandomAgent)
+register_baseline("oracle", OracleAgent)
 
 
 def make_baseline(name: str, env: Any) -> Any:
@@ -96,16 +118,4 @@ def make_baseline(name: str, env: Any) -> Any:
     Other agents (UCB, Thompson sampling, the data's source algorithm) are
     registered with :func:`register_baseline` or passed as agent objects.
     """
-    if name not in BASELINES:
-        raise ValueError(
-            f"unknown baseline {name!r}; registered: {', '.join(sorted(BASELINES))} "
-            "(register more with agentrl.evaluate.register_baseline)"
-        )
-    return BASELINES[name](env)
-
-
-def register_baseline(name: str, factory: Any) -> None:
-    """Add a baseline: ``factory(env) -> Agent``."""
-    if name in BASELINES:
-        raise ValueError(f"baseline {name!r} is already registered")
-    BASELINES[name] = factory
+    return BASELINES.get(name)(env)

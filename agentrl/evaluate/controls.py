@@ -83,7 +83,7 @@ def controls_for(config: Any) -> tuple[str, ...]:
 
     if config.algo.trains_online:
         return CONTEXT_CONTROLS
-    source = SOURCES.get(data_source(config.data))
+    source = SOURCES.get(data_source(config.data), None)
     return CONTROLS if source is None or source.learns else CONTEXT_CONTROLS
 
 

@@ -35,6 +35,7 @@ from agentrl.sources.registry import (
     check_settings,
     generate,
     make_agent,
+    register_source,
     source_histories,
     source_names,
 )
@@ -64,6 +65,7 @@ __all__ = [
     "is_batched",
     "linear_epsilon",
     "make_agent",
+    "register_source",
     "run_agent",
     "run_agent_on_tasks",
     "run_batched_agent",

@@ -13,7 +13,8 @@ A :class:`Source` either builds an :class:`~agentrl.sources.agent.Agent`
 (``build``), which the shared driver runs, or makes its histories itself
 (``histories``: DPT's uniform roll-in, PPO's own training loop).
 
-Sources (settings and defaults in :data:`SOURCES`):
+Sources (settings and defaults in :data:`SOURCES`; add one with
+:func:`register_source`):
 
 - ``ucb``, ``ucb_dpt``, ``thompson``, ``epsilon_greedy``: bandits only;
 - ``random``: any environment;
@@ -39,6 +40,7 @@ import jax
 import jax.numpy as jnp
 
 from agentrl.history import History
+from agentrl.registry import Registry, caller_module
 from agentrl.sources import bandits, tabular
 from agentrl.sources.agent import RandomAgent, run_agent_on_tasks
 from agentrl.sources.rollin import supports_uniform_rollin, uniform_rollin
@@ -111,16 +113,62 @@ class Source:
 
     name: str
     description: str
-    defaults: dict[str, Any] | None
-    bounds: dict[str, tuple[float, float]]
-    applies: Callable[[Any], str | None]
-    build: Callable[..., Any] | None
+    defaults: dict[str, Any] | None = dataclasses.field(default_factory=dict)
+    bounds: dict[str, tuple[float, float]] = dataclasses.field(default_factory=dict)
+    applies: Callable[[Any], str | None] = _always
+    build: Callable[..., Any] | None = None
     histories: Callable[..., History] | None = None
     check: Callable[[Any, dict], str | None] | None = None
     choices: dict[str, tuple] = dataclasses.field(default_factory=dict)
     baseline: bool = False
     text: tuple[str, ...] = ()
     learns: bool = False
+
+
+#: the registered sources, in registration order (see :class:`Source`)
+SOURCES = Registry("source")
+
+
+def register_source(name: str, **fields: Any) -> Source:
+    """Register the source ``name``; ``fields`` are :class:`Source`'s (keywords).
+
+    >>> register_source("greedy", description="...", applies=_need_bandit,
+    ...                 build=lambda env, n: MyGreedy(env.num_arms), baseline=True)
+
+    It needs ``build`` (an agent the shared driver runs) or ``histories``.
+    Registering again from the same module (a notebook cell re-run) replaces
+    the source; another module's source under a taken name is a
+    ``ValueError`` naming both (:mod:`agentrl.registry`).
+    """
+    source = Source(name=name, **fields)
+    if source.build is None and source.histories is None:
+        raise ValueError(f"source {name!r} needs `build` or `histories`")
+    return SOURCES.register(name, source, module=caller_module())
+
+
+_UNIT = (0.0, 1.0)
+_NONNEGATIVE = (0.0, float("inf"))
+
+register_source(
+    "ucb",
+    description="UCB1: mean + c * sqrt(2 ln t / n)",
+    defaults={"c": 1.0},
+    bounds={"c": _NONNEGATIVE},
+    applies=_need_bandit,
+    build=lambda env, n, c: bandits.UCB(env.num_arms, float(c)),
+    baseline=True,
+    learns=True,
+)
+register_source(
+    "ucb_dpt",
+    description="DPT reference's UCB1.0: mean + c / max(1, sqrt(n)), no log t",
+    defaults={"c": 1.0},
+    bounds={"c": _NONNEGATIVE},
+    applies=_need_bandit,
+    build=lambda env, n, c: bandits.UCBDPT(env.num_arms, float(c)),
+    baseline=True,
+    learns=True,
+)
 
 
 def _thompson(env, num_episodes, posterior, noise_variance, prior_mean, prior_var):
@@ -136,6 +184,40 @@ def _thompson(env, num_episodes, posterior, noise_variance, prior_mean, prior_va
     )
 
 
+register_source(
+    "thompson",
+    description="Thompson sampling, Beta (bernoulli) or normal (gauss) posteriors",
+    defaults={
+        "posterior": "auto",
+        "noise_variance": None,
+        # matched to arm means uniform in [0, 1] (DPT's reference)
+        "prior_mean": 0.5,
+        "prior_var": 1.0 / 12.0,
+    },
+    bounds={"noise_variance": (1e-9, float("inf")), "prior_var": (1e-9, 1e9)},
+    applies=_need_bandit,
+    build=_thompson,
+    choices={"posterior": ("auto", "bernoulli", "gauss")},
+    baseline=True,
+    learns=True,
+)
+register_source(
+    "epsilon_greedy",
+    description="empirical best arm, a uniform arm with probability epsilon",
+    defaults={"epsilon": 0.1},
+    bounds={"epsilon": _UNIT},
+    applies=_need_bandit,
+    build=lambda env, n, epsilon: bandits.EpsilonGreedy(env.num_arms, epsilon),
+    baseline=True,
+    learns=True,
+)
+register_source(
+    "random",
+    description="uniform random actions",
+    build=lambda env, n: RandomAgent(env),
+)
+
+
 def _q_learning(env, num_episodes, explore_fraction, **kw):
     decay = max(1, round(explore_fraction * num_episodes))
     kw = {k: float(v) for k, v in kw.items()}
@@ -147,11 +229,51 @@ def _q_learning(env, num_episodes, explore_fraction, **kw):
     )
 
 
+register_source(
+    "q_learning",
+    description="tabular epsilon-greedy Q-learning across episodes",
+    defaults={
+        "learning_rate": 0.8,
+        "discount": 0.9,
+        "epsilon_start": 1.0,
+        "epsilon_end": 0.01,
+        "explore_fraction": 0.5,
+        "initial_q": 1.0,
+    },
+    bounds={
+        "learning_rate": (1e-9, 1.0),
+        "discount": _UNIT,
+        "epsilon_start": _UNIT,
+        "epsilon_end": _UNIT,
+        "explore_fraction": _UNIT,
+        "initial_q": (-1e9, 1e9),
+    },
+    applies=_need_table,
+    build=_q_learning,
+    baseline=True,
+    learns=True,
+)
+
+
 def _noisy_oracle(env, num_episodes, epsilon_end, decay_fraction, schedule):
     decay = max(1, round(decay_fraction * num_episodes))
     return tabular.NoisyOracle(
         env, decay, epsilon_end=float(epsilon_end), per_step=schedule == "step"
     )
+
+
+register_source(
+    "noisy_oracle",
+    description="AD-eps: oracle with epsilon annealed 1 -> epsilon_end per episode "
+    "or per step",
+    defaults={"epsilon_end": 0.0, "decay_fraction": 0.9, "schedule": "episode"},
+    bounds={"epsilon_end": _UNIT, "decay_fraction": _UNIT},
+    applies=_need_oracle,
+    build=_noisy_oracle,
+    choices={"schedule": ("episode", "step")},
+    baseline=True,
+    learns=True,
+)
 
 
 def _dpt(env, num_episodes, concentration, rollin):
@@ -185,6 +307,19 @@ def _check_dpt(env, settings) -> str | None:
         )
     return None
 
+
+register_source(
+    "dpt_rollin",
+    description="DPT: random roll-in (Dirichlet-mixed for bandits; 'trajectory' "
+    "of random actions or 'uniform' independent transitions), oracle labels",
+    defaults={"concentration": 1.0, "rollin": "trajectory"},
+    bounds={"concentration": (1e-6, float("inf"))},
+    applies=_need_oracle,
+    build=_dpt,
+    histories=_dpt_histories,
+    check=_check_dpt,
+    choices={"rollin": ("trajectory", "uniform")},
+)
 
 #: Tasks run side by side inside the jit; larger task sets loop over blocks
 #: of this many (``lax.map``), which keeps per-task state (Q tables) in cache.
@@ -221,6 +356,22 @@ def _check_learned(env, settings) -> str | None:
     return check_learned(env, settings)
 
 
+register_source(
+    "learned_learner",
+    description="a trained online learner (rl2, transformer_ppo run_dir=...) "
+    "acting in context with frozen weights, one trial per history",
+    defaults={"run_dir": "", "step": None, "acting": "sample", "temperature": 1.0},
+    bounds={"step": (0, float("inf")), "temperature": (1e-6, float("inf"))},
+    build=_learned_agent,
+    histories=_learned_histories,
+    check=_check_learned,
+    choices={"acting": ("sample", "greedy")},
+    baseline=True,
+    learns=True,
+    text=("run_dir",),
+)
+
+
 def _load_ppo() -> Callable[..., History]:
     try:
         module = importlib.import_module("agentrl.sources.ppo")
@@ -246,140 +397,13 @@ def _ppo_histories(env, params, key, num_episodes, task_id, **settings) -> Histo
     return history.replace(task_id=task_id)
 
 
-_UNIT = (0.0, 1.0)
-SOURCES: dict[str, Source] = {
-    s.name: s
-    for s in [
-        Source(
-            "ucb",
-            "UCB1: mean + c * sqrt(2 ln t / n)",
-            {"c": 1.0},
-            {"c": (0.0, float("inf"))},
-            _need_bandit,
-            lambda env, n, c: bandits.UCB(env.num_arms, float(c)),
-            baseline=True,
-            learns=True,
-        ),
-        Source(
-            "ucb_dpt",
-            "DPT reference's UCB1.0: mean + c / max(1, sqrt(n)), no log t",
-            {"c": 1.0},
-            {"c": (0.0, float("inf"))},
-            _need_bandit,
-            lambda env, n, c: bandits.UCBDPT(env.num_arms, float(c)),
-            baseline=True,
-            learns=True,
-        ),
-        Source(
-            "thompson",
-            "Thompson sampling, Beta (bernoulli) or normal (gauss) posteriors",
-            {
-                "posterior": "auto",
-                "noise_variance": None,
-                # matched to arm means uniform in [0, 1] (DPT's reference)
-                "prior_mean": 0.5,
-                "prior_var": 1.0 / 12.0,
-            },
-            {"noise_variance": (1e-9, float("inf")), "prior_var": (1e-9, 1e9)},
-            _need_bandit,
-            _thompson,
-            choices={"posterior": ("auto", "bernoulli", "gauss")},
-            baseline=True,
-            learns=True,
-        ),
-        Source(
-            "epsilon_greedy",
-            "empirical best arm, a uniform arm with probability epsilon",
-            {"epsilon": 0.1},
-            {"epsilon": _UNIT},
-            _need_bandit,
-            lambda env, n, epsilon: bandits.EpsilonGreedy(env.num_arms, epsilon),
-            baseline=True,
-            learns=True,
-        ),
-        Source(
-            "random",
-            "uniform random actions",
-            {},
-            {},
-            _always,
-            lambda env, n: RandomAgent(env),
-        ),
-        Source(
-            "q_learning",
-            "tabular epsilon-greedy Q-learning across episodes",
-            {
-                "learning_rate": 0.8,
-                "discount": 0.9,
-                "epsilon_start": 1.0,
-                "epsilon_end": 0.01,
-                "explore_fraction": 0.5,
-                "initial_q": 1.0,
-            },
-            {
-                "learning_rate": (1e-9, 1.0),
-                "discount": _UNIT,
-                "epsilon_start": _UNIT,
-                "epsilon_end": _UNIT,
-                "explore_fraction": _UNIT,
-                "initial_q": (-1e9, 1e9),
-            },
-            _need_table,
-            _q_learning,
-            baseline=True,
-            learns=True,
-        ),
-        Source(
-            "noisy_oracle",
-            "AD-eps: oracle with epsilon annealed 1 -> epsilon_end per episode "
-            "or per step",
-            {"epsilon_end": 0.0, "decay_fraction": 0.9, "schedule": "episode"},
-            {"epsilon_end": _UNIT, "decay_fraction": _UNIT},
-            _need_oracle,
-            _noisy_oracle,
-            choices={"schedule": ("episode", "step")},
-            baseline=True,
-            learns=True,
-        ),
-        Source(
-            "dpt_rollin",
-            "DPT: random roll-in (Dirichlet-mixed for bandits; 'trajectory' of "
-            "random actions or 'uniform' independent transitions), oracle labels",
-            {"concentration": 1.0, "rollin": "trajectory"},
-            {"concentration": (1e-6, float("inf"))},
-            _need_oracle,
-            _dpt,
-            _dpt_histories,
-            _check_dpt,
-            choices={"rollin": ("trajectory", "uniform")},
-        ),
-        Source(
-            "learned_learner",
-            "a trained online learner (rl2, transformer_ppo run_dir=...) acting "
-            "in context with frozen weights, one trial per history",
-            {"run_dir": "", "step": None, "acting": "sample", "temperature": 1.0},
-            {"step": (0, float("inf")), "temperature": (1e-6, float("inf"))},
-            _always,
-            _learned_agent,
-            _learned_histories,
-            _check_learned,
-            choices={"acting": ("sample", "greedy")},
-            baseline=True,
-            learns=True,
-            text=("run_dir",),
-        ),
-        Source(
-            "ppo",
-            "PPO over the multi-episode trial",
-            None,
-            {},
-            _always,
-            None,
-            _ppo_histories,
-            learns=True,
-        ),
-    ]
-}
+register_source(
+    "ppo",
+    description="PPO over the multi-episode trial",
+    defaults=None,
+    histories=_ppo_histories,
+    learns=True,
+)
 
 
 def source_names() -> list[str]:
@@ -393,11 +417,7 @@ def check_settings(source_name: str, env: Any, settings: dict[str, Any]) -> dict
     compiled). A source with ``defaults=None`` (``ppo``) gets its settings
     passed through to its own checks.
     """
-    if source_name not in SOURCES:
-        raise ValueError(
-            f"unknown source {source_name!r}; choose from {', '.join(SOURCES)}"
-        )
-    spec = SOURCES[source_name]
+    spec = SOURCES.get(source_name)
     env_name = getattr(env, "name", type(env).__name__)
     reason = spec.applies(env)
     if reason is not None:

@@ -28,6 +28,7 @@ import jax.numpy as jnp
 
 import agentrl
 from agentrl import configtools
+from agentrl.plugins import import_run_plugins, required_plugins
 from agentrl.tables import write_text
 from agentrl.train.config import ExperimentConfig, upgrade_legacy_dict
 
@@ -77,6 +78,7 @@ def load_config(run_dir: str | Path) -> ExperimentConfig:
     path = Path(run_dir) / "config.json"
     if not path.is_file():
         raise FileNotFoundError(f"{path} does not exist: not a training run directory")
+    import_run_plugins(run_dir)  # modules that registered its env, algorithm, ...
     try:
         data = upgrade_legacy_dict(_read_json(path))
         return configtools.from_dict(ExperimentConfig, data)
@@ -182,6 +184,7 @@ def write_run_record(
         "env": config.data.env,
         "env_args": dict(config.data.env_args),
         "split": split,
+        "plugins": required_plugins(config),
         **training_data,
         "num_devices": jax.device_count(),
         "num_processes": jax.process_count(),
