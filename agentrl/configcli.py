@@ -20,8 +20,7 @@ Beyond tyro's own flags, kept from the earlier hand-written parser:
   --algo.target_return 5`` works;
 - ``(key, value)`` pair fields (``data.env_args``, ``data.source_args``)
   take ``KEY=VALUE`` items (``--data.source_args explore_fraction=0.3
-  learning_rate=0.5``); a list literal (``'[["size", 9]]'``) still works, as
-  does one for a tuple field (``--model.moe_layers '[0, 1]'``).
+  learning_rate=0.5``).
 
 Adding a field to a config dataclass adds its flag; nothing here changes.
 """
@@ -142,14 +141,8 @@ def _literal(text: str) -> Any:
 def parse_pairs(tokens: list[str]) -> tuple[tuple[str, Any], ...]:
     """``["size=9", "start=corner"]`` -> ``(("size", 9), ("start", "corner"))``.
 
-    Values are Python literals where they parse as one, else strings. One
-    token that is a list literal (``'[["size", 9]]'``) is the earlier form.
+    Values are Python literals where they parse as one, else strings.
     """
-    if len(tokens) == 1 and tokens[0].lstrip().startswith(("[", "(")):
-        value = _literal(tokens[0])
-        if isinstance(value, list | tuple):
-            return configtools._to_tuple(list(value))
-        return (value,)  # refused by the dataclass, naming the field
     pairs = []
     for token in tokens:
         if "=" not in token:
@@ -392,15 +385,6 @@ def parse(config: Any, tokens: list[str], prog: str = "agentrl") -> Any:
     argv: list[str] = []
     for path, values in given.items():
         hint = hints.get(path)
-        if (
-            typing.get_origin(hint) is tuple
-            and len(values) == 1
-            and values[0].lstrip().startswith(("[", "("))
-            and not _is_pairs(hint)
-        ):
-            literal = _literal(values[0])  # the earlier list syntax, '[0, 1]'
-            if isinstance(literal, list | tuple):
-                values = [str(v) for v in literal]
         if (
             len(values) == 1
             and values[0].strip().lower() in ("none", "null")

@@ -1,8 +1,7 @@
 """The learning-history schema: what sources write and datasets store.
 
 It lives outside :mod:`agentrl.sources` so that :mod:`agentrl.data`, which
-writes and reads histories, need not import the source algorithms;
-``agentrl.sources.history`` re-exports it.
+writes and reads histories, need not import the source algorithms.
 
 A :class:`History` records how an agent acted on a batch of tasks, step by
 step, across episodes. Axes are ``[task, step, ...]``; ``obs[:, t]`` is the

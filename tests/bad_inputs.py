@@ -107,11 +107,8 @@ CLI_ROWS: list[tuple[str, str]] = [
     ("train t2mir_ad_darkroom --train.batch_size 3", "train.batch_size"),
     ("train ad_darkroom --data.env nope --run-dir {tmp}/r", "unknown environment"),
     ("train ad_darkroom --data.env_args abc", "data.env_args"),
-    ('train ad_darkroom --data.env_args \'[["size",9],["size",8]]\'', "twice"),
-    (
-        "train ad_darkroom --data.env_args '[[\"size\",-1]]' --run-dir {tmp}/r",
-        "size",
-    ),
+    ("train ad_darkroom --data.env_args size=9 size=8", "twice"),
+    ("train ad_darkroom --data.env_args size=-1 --run-dir {tmp}/r", "size"),
     ("train ad_darkroom --data.path {tmp}/nonexistent --run-dir {tmp}/r", "no such"),
     ("train dpt_bandit --data.path {data} --run-dir {tmp}/r", "holds 'darkroom'"),
     ("train ad_darkroom --eval.temperature 0", "eval.temperature"),

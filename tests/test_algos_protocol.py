@@ -1,5 +1,5 @@
 """The Algorithm protocol: names stay inside agentrl/algos, configs round-trip,
-derived fields re-derive, and old run directories still load."""
+and derived fields re-derive."""
 
 import ast
 import dataclasses
@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from agentrl import algos, configtools
-from agentrl.train.config import ExperimentConfig, upgrade_legacy_dict
 from agentrl.train.experiments import load_experiment
 
 PACKAGE = Path(__file__).resolve().parents[1] / "agentrl"
@@ -133,42 +132,6 @@ def test_overrides_apply_together_whatever_their_order():
     ):
         changed = configtools.override(config, order)
         assert changed.model.moe_layers == (3,) and changed.model.num_layers == 4
-
-
-def test_legacy_config_json_upgrades_to_the_algorithm_object():
-    legacy = {
-        "name": "old",
-        "algo": "t2mir_ad",
-        "data": {"env": "darkroom"},
-        "model": {
-            "moe_layers": [1],
-            "num_layers": 2,
-            "balance_weight": 0.2,
-            "contrastive_weight": 0.05,
-        },
-        "train": {
-            "steps": 10,
-            "batch_size": 4,
-            "warmup_steps": 3,
-            "context_episodes": 2,
-            "episode_stride": 1,
-            "context_size": 20,
-            "ema_tau": 0.01,
-        },
-        "eval": {},
-    }
-    config = configtools.from_dict(ExperimentConfig, upgrade_legacy_dict(legacy))
-    assert config.algo == algos.T2MIR(
-        # runs saved before window_start existed trained on episode windows
-        base=algos.AD(context_episodes=2, window_start="episode"),
-        balance_weight=0.2,
-        contrastive_weight=0.05,
-        ema_tau=0.01,
-    )
-    assert config.train.warmup == 3
-    # today's form passes through unchanged
-    today = configtools.to_dict(config)
-    assert upgrade_legacy_dict(today) == today
 
 
 def test_a_new_algorithm_is_one_class():

@@ -122,12 +122,6 @@ def test_typed_flags_for_tuples_pairs_bools_and_none_defaults():
     for none in ("None", "none", "null"):
         again = configcli.parse(new, ["--model.expert_ff", none])
         assert again.model.expert_ff is None
-    # the earlier list-literal forms are still accepted
-    legacy = configcli.parse(
-        config,
-        ["--model.moe_layers", "[0, 1]", "--data.env_args", '[["size", 7]]'],
-    )
-    assert legacy.model.moe_layers == (0, 1) and legacy.data.env_args == (("size", 7),)
 
 
 def test_algo_swap_comes_before_the_swapped_algorithms_fields():

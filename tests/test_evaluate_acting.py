@@ -9,7 +9,7 @@ import pytest
 
 from agentrl.evaluate.acting import SampleThenGreedy, acting_agent
 from agentrl.sources.agent import Step
-from agentrl.train.config import EvalConfig, upgrade_legacy_dict
+from agentrl.train.config import EvalConfig
 
 
 class _Fake:
@@ -62,16 +62,10 @@ def test_sample_then_greedy_switches_per_task_on_first_positive_reward():
         acting_agent(_Fake, "argmax")
 
 
-def test_eval_config_acting_field_and_legacy_greedy():
-    assert EvalConfig(acting="greedy").greedy
-    assert not EvalConfig(acting="sample_then_greedy").greedy
+def test_eval_config_acting_field():
+    assert EvalConfig(acting="sample_then_greedy").acting == "sample_then_greedy"
     with pytest.raises(ValueError, match="eval.acting must be one of"):
         EvalConfig(acting="argmax")
-    old = {"name": "x", "eval": {"num_tasks": 4, "greedy": True}}
-    assert upgrade_legacy_dict(old)["eval"] == {"num_tasks": 4, "acting": "greedy"}
-    old["eval"]["greedy"] = False
-    assert upgrade_legacy_dict(old)["eval"]["acting"] == "sample"
-    assert old["eval"]["greedy"] is False  # the input is not modified
 
 
 def _algo(name):

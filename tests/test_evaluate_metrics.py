@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from agentrl.evaluate import metrics
-from agentrl.sources.history import History, episode_index
+from agentrl.history import History, episode_index
 
 
 def test_iqm_of_known_arrays():

@@ -45,17 +45,16 @@ def test_three_way_split_keeps_the_two_way_training_ids():
     assert env.task_split(0.8, 3, 0.5).to_json() == three.to_json()
 
 
-def test_a_two_way_split_loads_with_no_validation_tasks():
-    old = {"train": [0, 1, 2], "test": [3, 4], "seed": 0, "train_fraction": 0.6}
-    split = TaskSplit.from_json(old)
-    assert len(split.validation) == 0 and list(split.test) == [3, 4]
+def test_a_two_way_split_has_no_validation_tasks():
+    two = split_task_ids(5, 0.6, seed=0).to_json()
+    assert two["validation"] == [] and len(two["test"]) == 2
     env = envs.make("darkroom")
-    _, ids = held_out_params(env, old, None, 0, "test")
-    assert ids == [3, 4]
+    _, ids = held_out_params(env, two, None, 0, "test")
+    assert ids == two["test"]
     with pytest.raises(ValueError, match="no validation tasks"):
-        held_out_params(env, old, None, 0, "validation")
+        held_out_params(env, two, None, 0, "validation")
     with pytest.raises(ValueError, match="'validation' or 'test'"):
-        held_out_params(env, old, None, 0, "train")
+        held_out_params(env, two, None, 0, "train")
 
 
 def test_continuous_validation_and_test_tasks_are_different_draws():

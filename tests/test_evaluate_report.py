@@ -9,7 +9,8 @@ import pytest
 
 from agentrl import envs
 from agentrl.evaluate import EvalResult, summarize, write_results
-from agentrl.evaluate.run import evaluate_run, held_out_params
+from agentrl.evaluate.run import evaluate_run
+from agentrl.train.rundir import held_out_params
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

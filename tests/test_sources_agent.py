@@ -4,7 +4,6 @@ import jax
 import numpy as np
 
 from agentrl import envs, evaluate, sources
-from agentrl.sources import bandits
 from agentrl.sources.agent import (
     RandomAgent,
     as_batched,
@@ -50,7 +49,6 @@ def test_blocks_and_batching_do_not_change_histories():
 
 def test_one_random_agent():
     assert evaluate.RandomAgent is sources.RandomAgent is RandomAgent
-    assert bandits.RandomAgent is RandomAgent
     assert make_agent("random", ROOM, 1) == RandomAgent(ROOM)
 
 

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from agentrl import envs
+from agentrl.history import History
 from agentrl.sources import bandits, registry, source_histories
-from agentrl.sources.history import History
 from agentrl.sources.registry import applicable_sources, generate, source_names
 
 

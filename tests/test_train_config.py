@@ -112,18 +112,3 @@ def test_cli_override_parsing_and_roundtrip():
 def test_unknown_experiment_lists_known():
     with pytest.raises(ValueError, match="known: .*ad_darkroom"):
         load_experiment("nope")
-
-
-def test_saved_configs_without_new_algo_fields_keep_how_they_trained():
-    """A run saved before AD's window_start existed resumes on episode windows."""
-    from agentrl.train.config import upgrade_legacy_dict
-
-    old_ad = {"algo": {"name": "ad", "context_episodes": 2, "episode_stride": 1}}
-    assert upgrade_legacy_dict(old_ad)["algo"]["window_start"] == "episode"
-    new_ad = {"algo": {"name": "ad", "context_episodes": 2, "window_start": "any"}}
-    assert upgrade_legacy_dict(new_ad)["algo"]["window_start"] == "any"
-    old_t2mir = {"algo": {"name": "t2mir_ad", "base": {"name": "ad"}}}
-    assert upgrade_legacy_dict(old_t2mir)["algo"]["base"]["window_start"] == "episode"
-    oldest = {"algo": "ad", "train": {"context_episodes": 3}, "model": {}}
-    upgraded = upgrade_legacy_dict(oldest)["algo"]
-    assert upgraded["window_start"] == "episode" and upgraded["context_episodes"] == 3

@@ -95,8 +95,6 @@ class AD(Algorithm):
 
     name = "ad"
     description = "Algorithm Distillation: imitate a learner across episodes"
-    #: runs saved before window_start existed trained on episode-aligned windows
-    legacy_defaults = {"window_start": "episode"}
 
     context_episodes: int = 4
     episode_stride: int = 1

@@ -44,7 +44,6 @@ from typing import Any, ClassVar
 
 import jax
 
-from agentrl.configtools import traced, traced_values
 from agentrl.registry import Registry, caller_module
 
 __all__ = [
@@ -54,8 +53,6 @@ __all__ = [
     "get",
     "names",
     "register_algorithm",
-    "traced",
-    "traced_values",
 ]
 
 
@@ -89,11 +86,6 @@ class Algorithm:
     #: False: trained by the shared supervised program from a dataset; True:
     #: brings its own online RL program (:meth:`make_online_train`)
     trains_online: ClassVar[bool] = False
-    #: fields added after runs were saved without them, with the value that
-    #: reproduces how those runs trained (a saved config lacking the field
-    #: is read with this value, not today's default; see
-    #: :func:`agentrl.train.config.upgrade_legacy_dict`)
-    legacy_defaults: ClassVar[dict[str, Any]] = {}
 
     @property
     def label(self) -> str:

@@ -34,7 +34,8 @@ import math
 from typing import Any
 
 from agentrl.algos.ad import check_positive
-from agentrl.algos.base import Algorithm, check, register_algorithm, traced
+from agentrl.algos.base import Algorithm, check, register_algorithm
+from agentrl.configtools import traced
 
 
 def _finite(value: Any) -> bool:

@@ -37,9 +37,9 @@ from agentrl.algos.base import (
     check,
     register_algorithm,
     sub_hparams,
-    traced,
 )
 from agentrl.algos.dpt import DPT
+from agentrl.configtools import traced
 from agentrl.models import contrastive_loss, ema_update, task_router_logits
 from agentrl.models.moe import router_logits
 

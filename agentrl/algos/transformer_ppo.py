@@ -30,8 +30,9 @@ import dataclasses
 from typing import Any
 
 from agentrl.algos.ad import env_horizon
-from agentrl.algos.base import Algorithm, check, register_algorithm, traced
+from agentrl.algos.base import Algorithm, check, register_algorithm
 from agentrl.algos.rl2 import check_ppo_trials
+from agentrl.configtools import traced
 
 
 @register_algorithm

@@ -121,12 +121,12 @@ def check_metadata(meta_file: Path, m: Any) -> None:
         isinstance(split, dict)
         and all(
             isinstance(split.get(k), list) and all(_is_int(i) for i in split[k])
-            for k in ("train", "test")
+            for k in ("train", "validation", "test")
         )
         and _is_int(split.get("seed"))
         and isinstance(split.get("train_fraction"), int | float),
-        "'split' must be {'train': [id, ...], 'test': [id, ...], 'seed', "
-        "'train_fraction'}",
+        "'split' must be {'train': [id, ...], 'validation': [id, ...], "
+        "'test': [id, ...], 'seed', 'train_fraction', ...}",
     )
     task_ids = m.get("task_ids")
     need(

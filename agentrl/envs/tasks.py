@@ -12,10 +12,6 @@ protocol choices such as the acting rule or the checkpoint are made) and the
 remainder are *test* tasks (touched once, for the reported number). The
 training ids therefore do not depend on ``validation_share``: a three-way
 split trains on exactly the tasks of the two-way split with the same seed.
-
-Splits written by agentrl <= 0.2 have no ``validation`` key; they load with
-an empty validation set and their ``test`` ids unchanged
-(:meth:`TaskSplit.from_json`).
 """
 
 from __future__ import annotations
@@ -36,7 +32,7 @@ class TaskSplit:
     """Task ids for training, validation and held-out testing (disjoint, sorted).
 
     ``validation`` is empty for a two-way split (``validation_share == 0``,
-    or a split recorded before validation sets existed).
+    or too few held-out tasks).
     """
 
     train: np.ndarray
@@ -68,14 +64,14 @@ class TaskSplit:
 
     @classmethod
     def from_json(cls, d: dict) -> TaskSplit:
-        """Read :meth:`to_json`'s form; a two-way split gets no validation ids."""
+        """Read :meth:`to_json`'s form."""
         return cls(
             train=np.asarray(d["train"], dtype=np.int32),
             test=np.asarray(d["test"], dtype=np.int32),
             seed=int(d["seed"]),
             train_fraction=float(d["train_fraction"]),
-            validation=np.asarray(d.get("validation", []), dtype=np.int32),
-            validation_share=float(d.get("validation_share", 0.0)),
+            validation=np.asarray(d["validation"], dtype=np.int32),
+            validation_share=float(d["validation_share"]),
         )
 
 

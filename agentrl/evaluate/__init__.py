@@ -13,7 +13,6 @@ contract), so nothing here imports ``agentrl.models`` or ``agentrl.train``.
 from agentrl.evaluate.agents import (
     BASELINES,
     OracleAgent,
-    RandomAgent,
     make_baseline,
     per_task,
     register_baseline,
@@ -46,6 +45,7 @@ from agentrl.evaluate.metrics import (
 )
 from agentrl.evaluate.model_agents import ADModelAgent, Context, DPTModelAgent
 from agentrl.evaluate.report import summarize, write_results
+from agentrl.sources.agent import RandomAgent
 
 __all__ = [
     "ADModelAgent",

@@ -3,8 +3,8 @@
 Baselines follow the one :class:`agentrl.sources.agent.Agent` protocol and run
 through its one driver (:func:`agentrl.sources.agent.run_agent_on_tasks`):
 
-- :class:`RandomAgent`: uniform over the action space (the source ``random``'s
-  agent, re-exported from :mod:`agentrl.sources.agent`);
+- :class:`~agentrl.sources.agent.RandomAgent`: uniform over the action space
+  (the source ``random``'s agent, registered here as the ``random`` baseline);
 - :class:`OracleAgent`: ``env.optimal_action`` (reads the env state/params, as
   oracles may).
 
@@ -23,11 +23,10 @@ import jax
 import jax.numpy as jnp
 
 from agentrl.registry import Registry, caller_module
-from agentrl.sources.agent import (  # noqa: F401 (is_agent: re-export)
+from agentrl.sources.agent import (
     Agent,
     RandomAgent,
     Step,
-    is_agent,
     is_batched,
     start_agent,
 )

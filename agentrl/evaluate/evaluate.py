@@ -27,7 +27,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from agentrl.evaluate import metrics
-from agentrl.evaluate.agents import RandomAgent, is_agent, is_batched
 from agentrl.evaluate.driver import (
     ModelPolicy,
     infer_protocol,
@@ -36,8 +35,13 @@ from agentrl.evaluate.driver import (
     run_policy,
 )
 from agentrl.evaluate.model_agents import Context, env_horizon
-from agentrl.sources.agent import run_agent_on_tasks
-from agentrl.tables import json_safe  # re-exported: the one JSON cleaner
+from agentrl.sources.agent import (
+    RandomAgent,
+    is_agent,
+    is_batched,
+    run_agent_on_tasks,
+)
+from agentrl.tables import json_safe
 
 
 @dataclasses.dataclass

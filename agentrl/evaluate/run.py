@@ -22,8 +22,6 @@ from typing import Any
 
 import jax
 
-from agentrl.train.rundir import held_out_params  # noqa: F401  (re-exported)
-
 
 def default_baselines(env: Any, source: str | None) -> list[str]:
     """random + oracle, UCB1, UCB1.0 (DPT's) and Thompson on bandits, the source."""

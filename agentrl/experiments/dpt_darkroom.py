@@ -9,7 +9,7 @@ label; the context is all 100 transitions (every one has its successor
 stored). Online, the model fills its context with its own transitions from
 earlier episodes. Cells are embedded by row, column and coordinates
 (``obs_encoding="grid"``) so that held-out goal cells share parts with
-trained ones. ``--data.source_args '[["rollin", "trajectory"]]'`` gives the
+trained ones. ``--data.source_args rollin=trajectory`` gives the
 earlier default: one-episode random-walk roll-ins from the start cell, the
 query from the same walk.
 

@@ -22,7 +22,7 @@ rewards, never ``env_state`` or ``params``.
   variance 1/12).
 - :class:`EpsilonGreedy`: the empirical best arm, a uniform arm w.p. ``epsilon``.
 - :class:`~agentrl.sources.agent.RandomAgent` (any environment) lives with the
-  agent protocol; it is re-exported here.
+  agent protocol.
 - :class:`FixedPolicyBandit`: DPT's Dirichlet-mixed random roll-in policy.
 """
 
@@ -35,7 +35,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from agentrl.sources.agent import RandomAgent, Step  # noqa: F401 (re-export)
+from agentrl.sources.agent import Step
 
 
 @struct.dataclass

@@ -232,9 +232,7 @@ class EvalConfig:
     ``acting`` is the acting rule (:mod:`agentrl.evaluate.acting`):
     ``"sample"`` at ``temperature``, ``"greedy"`` (argmax), or
     ``"sample_then_greedy"`` (sample until a task's first positive reward,
-    then argmax); discrete actions only. Configs of agentrl <= 0.2 had
-    ``greedy: bool`` instead (read back as ``acting``; :attr:`greedy` is
-    kept, read-only).
+    then argmax); discrete actions only.
 
     Attributes:
       num_tasks: held-out tasks evaluated.
@@ -249,11 +247,6 @@ class EvalConfig:
     acting: str = "sample"
     temperature: float = 1.0
     seed: int = 1234
-
-    @property
-    def greedy(self) -> bool:
-        """Whether the acting rule is plain argmax."""
-        return self.acting == "greedy"
 
     def __post_init__(self):
         for name in ("num_tasks", "num_episodes"):
@@ -381,70 +374,3 @@ def complete_config(
     algo = config.algo.resolve(env, dataset)
     model = complete_model_config(config.model, env, algo)
     return dataclasses.replace(config, algo=algo, model=model)
-
-
-def _with_legacy_defaults(
-    node: dict[str, Any], *, force: bool = False
-) -> dict[str, Any]:
-    """A saved algorithm node with its class's ``legacy_defaults`` filled in.
-
-    Nested algorithms (T2MIR's ``base``) are filled too; an unknown name is
-    left for :meth:`Algorithm.from_config_dict` to refuse. ``force``: the
-    legacy values replace those present (a node built from today's defaults).
-    """
-    node = {
-        k: (
-            _with_legacy_defaults(v, force=force)
-            if isinstance(v, dict) and "name" in v
-            else v
-        )
-        for k, v in node.items()
-    }
-    if node.get("name") not in algos.names():
-        return node
-    legacy = algos.get(node["name"]).legacy_defaults
-    return {**node, **legacy} if force else {**legacy, **node}
-
-
-def upgrade_legacy_dict(data: dict[str, Any]) -> dict[str, Any]:
-    """A saved config of an older agentrl in today's form.
-
-    ``eval.greedy`` (a bool) became ``eval.acting``; an algorithm's fields
-    added since are read with the value that reproduces the saved run
-    (:attr:`Algorithm.legacy_defaults`, e.g. AD's ``window_start``).
-    Configs of agentrl <= 0.1.0 (``"algo": NAME``) kept the algorithm's
-    fields in ``train`` (context_episodes, episode_stride, context_size,
-    ema_tau) and ``model`` (balance_weight, contrastive_weight); they move
-    onto the algorithm object.
-    """
-    if isinstance(data.get("algo"), dict):
-        data = {**data, "algo": _with_legacy_defaults(data["algo"])}
-    ev = data.get("eval")
-    if isinstance(ev, dict) and "greedy" in ev and "acting" not in ev:
-        ev = {k: v for k, v in ev.items() if k != "greedy"}
-        ev["acting"] = "greedy" if data["eval"]["greedy"] is True else "sample"
-        data = {**data, "eval": ev}
-    if not isinstance(data.get("algo"), str):
-        return data
-    data = {k: (dict(v) if isinstance(v, dict) else v) for k, v in data.items()}
-    # today's defaults, but the fields added since as those runs trained
-    algo = _with_legacy_defaults(algos.get(data["algo"]).to_config_dict(), force=True)
-    old = {**data.get("model", {}), **data.get("train", {})}
-
-    def fill(node: dict) -> dict:
-        for key, value in node.items():
-            if isinstance(value, dict):
-                fill(value)
-            elif key in old and key != "name":
-                node[key] = old[key]
-        return node
-
-    data["algo"] = fill(algo)
-    legacy = {"context_episodes", "episode_stride", "context_size", "ema_tau"}
-    data["train"] = {k: v for k, v in data.get("train", {}).items() if k not in legacy}
-    data["model"] = {
-        k: v
-        for k, v in data.get("model", {}).items()
-        if k not in ("balance_weight", "contrastive_weight")
-    }
-    return data

@@ -11,9 +11,7 @@
 :func:`load_run` is the one public way to open a trained run (notebooks,
 ``agentrl eval``, benchmarks): it restores the model's parameters only (no
 optimizer state is built or read) and returns them with the config, the
-environment and the held-out tasks of the run's split. Configs saved by
-agentrl <= 0.1.0 (algorithm as a name, its fields in ``train``/``model``)
-are upgraded when read.
+environment and the held-out tasks of the run's split.
 """
 
 from __future__ import annotations
@@ -30,7 +28,7 @@ import agentrl
 from agentrl import configtools
 from agentrl.plugins import import_run_plugins, required_plugins
 from agentrl.tables import write_text
-from agentrl.train.config import ExperimentConfig, upgrade_legacy_dict
+from agentrl.train.config import ExperimentConfig
 
 # What a resumed run may change: how long it trains, how it logs and
 # checkpoints, where its dataset lives, the evaluation settings, and how the
@@ -80,8 +78,7 @@ def load_config(run_dir: str | Path) -> ExperimentConfig:
         raise FileNotFoundError(f"{path} does not exist: not a training run directory")
     import_run_plugins(run_dir)  # modules that registered its env, algorithm, ...
     try:
-        data = upgrade_legacy_dict(_read_json(path))
-        return configtools.from_dict(ExperimentConfig, data)
+        return configtools.from_dict(ExperimentConfig, _read_json(path))
     except (TypeError, AttributeError, KeyError, ValueError) as err:
         text = str(err)
         if text.startswith(str(path)):
@@ -135,7 +132,7 @@ def check_resumable(run_dir: Path, config: ExperimentConfig) -> None:
     saved_file = Path(run_dir) / "config.json"
     if not saved_file.is_file():
         return
-    saved = _flatten(upgrade_legacy_dict(_read_json(saved_file)))
+    saved = _flatten(_read_json(saved_file))
     now = _flatten(json.loads(json.dumps(configtools.to_dict(config))))
     # Configs of agentrl <= 0.1.0 saved the warm-up a preset derived; today it
     # is derived when unset: the same warm-up is the same run.
