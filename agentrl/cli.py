@@ -49,7 +49,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "train": ("agentrl.train.cli", "train an in-context learner from an experiment"),
     "eval": ("agentrl.evaluate.cli", "evaluate a run in context on held-out tasks"),
     "sweep": ("agentrl.sweep.cli", "vectorized sweeps over seeds and settings"),
-    "bench": ("agentrl.benchmarks.cli", "run a benchmark; without a name, list them"),
+    "reproduce": (
+        "agentrl.evaluate.reproduce",
+        "reproduce a paper's result: seeds, validation choice, test once",
+    ),
+    "bench": ("agentrl.bench", "run a benchmark; without a name, list them"),
 }
 
 #: commands whose remaining arguments belong to someone else (a benchmark)

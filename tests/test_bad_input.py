@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from bad_inputs import CLI_ROWS, DATASET_DAMAGE, RUN_DAMAGE, count
+from checkout import link_checkout
 from flax import nnx
 
 import agentrl
@@ -65,6 +66,7 @@ def guard(monkeypatch, tmp_path):
     monkeypatch.setattr(agentrl.evaluate.evaluate, "evaluate_methods", refuse)
     monkeypatch.setattr(agentrl.sweep.run, "run_sweep", refuse)
     monkeypatch.chdir(tmp_path)  # default run and result folders land here
+    link_checkout(tmp_path)  # experiments and benchmarks found by name
 
 
 def run_cli(argv: list[str], capsys) -> tuple[int, str]:

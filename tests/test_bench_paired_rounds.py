@@ -7,11 +7,10 @@ with spread, be reproducible from its seed, and the rounds must alternate
 the order of the candidates.
 """
 
+import common as bench
 import numpy as np
 import pytest
-
-from agentrl.benchmarks import common as bench
-from agentrl.benchmarks.peer_eval import TARGETS, overhead_verdict
+from peer_eval import TARGETS, overhead_verdict
 
 
 def test_median_ci_covers_the_median_and_is_reproducible():

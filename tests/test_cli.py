@@ -47,7 +47,7 @@ def test_unrecognized_flag_for_a_command_without_overrides(capsys):
 def test_bench_lists_benchmarks_and_refuses_unknown_names(capsys):
     assert main(["bench"]) == 2
     out = capsys.readouterr().out
-    assert "env_throughput" in out and "reproduce" in out and "common" not in out
+    assert "env_throughput" in out and "hlo_tools" not in out and "common" not in out
     assert "Random-policy environment throughput" in out  # one-line docstrings
     assert main(["bench", "nope"]) == 2
     err = capsys.readouterr().err

@@ -72,12 +72,12 @@ def test_cache_is_chosen_only_where_it_equals_the_uncached_agent():
 def test_cached_dpt_agent_in_the_driver_copies_no_cache():
     """Zero whole-cache copies per pull in the compiled evaluation loop."""
     from flax import nnx
-
-    from agentrl.benchmarks._hlo import (
+    from hlo_tools import (
         cache_shapes,
         count_copies,
         count_copies_per_iteration,
     )
+
     from agentrl.evaluate.driver import run_batched_agent, run_batched_in_blocks
     from agentrl.evaluate.model_agents import ModelHandle
 

@@ -19,11 +19,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from flax import nnx
+from hlo_tools import cache_shapes, count_conditionals, count_copies
 from model_factory import make_model
 from test_models_transformer import small
 
 from agentrl import envs
-from agentrl.benchmarks._hlo import cache_shapes, count_conditionals, count_copies
 from agentrl.evaluate.acting import SampleThenGreedy, acting_agent
 from agentrl.evaluate.agents import per_task
 from agentrl.evaluate.controls import CONTEXT_CONTROLS, ControlledAgent

@@ -14,10 +14,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from flax import nnx
+from hlo_tools import cache_shapes, count_copies
 from model_factory import make_model
 from test_models_transformer import forward, inputs, run_decode, small
 
-from agentrl.benchmarks._hlo import cache_shapes, count_copies
 from agentrl.models import DecisionModel, attention
 from agentrl.models.attention import (
     NEG_INF,

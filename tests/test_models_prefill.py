@@ -17,8 +17,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from flax import nnx
+from hlo_tools import cache_shapes, count_copies
 
-from agentrl.benchmarks._hlo import cache_shapes, count_copies
 from agentrl.models import DecisionModel, ModelConfig
 from agentrl.models.attention import value_slot_axis
 

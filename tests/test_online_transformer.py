@@ -190,7 +190,7 @@ def test_trial_update_copies_no_whole_cache_inside_its_loops(update_every):
     program has are once-per-call layout copies of the critic's whole-trial
     attention keys (XLA inlines the one-chunk loop into ENTRY), not in a
     loop."""
-    from agentrl.benchmarks._hlo import cache_shapes, count_copies
+    from hlo_tools import cache_shapes, count_copies
 
     trainer = make_trainer(update_every=update_every, trial=12)
     state = trainer.init(jax.random.key(0), hp())
@@ -202,7 +202,7 @@ def test_trial_update_copies_no_whole_cache_inside_its_loops(update_every):
 def test_the_copy_counter_sees_a_cache_copied_in_a_loop():
     """A chunk loop that keeps the cache from before its acting scan (as the
     training prefix once did) copies it once per chunk: counted."""
-    from agentrl.benchmarks._hlo import cache_shapes, count_copies
+    from hlo_tools import cache_shapes, count_copies
 
     trainer = make_trainer(update_every=4, trial=12)
     state = trainer.init(jax.random.key(0), hp())
@@ -267,7 +267,7 @@ def test_copy_counter_counts_copies_inside_loops_only():
     """Copies that run once per call (in ENTRY, or in a fusion ENTRY calls:
     XLA inlines a one-trip loop there) are not loop copies; one in a fusion
     a loop body calls is."""
-    from agentrl.benchmarks._hlo import count_copies
+    from hlo_tools import count_copies
 
     assert count_copies(_TWO_COPIES, [(2, 3)]) == 1
     assert count_copies(_TWO_COPIES, [(2, 3)], loops_only=False) == 2

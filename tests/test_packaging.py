@@ -1,11 +1,14 @@
 """Packaging: declared dependencies match the imports, the lock, LICENSE, CITATION.
 
-Every third-party module imported by the package, the tests or the notebooks
-comes from a declared distribution, and every declared distribution is
-imported somewhere or is listed in ``RUN_TIME_ONLY`` with the reason it is
-needed. ``constraints.txt`` pins each declared distribution at a version
-inside its declared range. (``.ci/wheel_check`` proves a built wheel
-installs and runs; this file checks what can be checked without one.)
+Every third-party module imported by the package, the tests, the notebooks,
+the experiments or the benchmarks comes from a declared distribution (the
+benchmarks' PyTorch peers excepted: ``INSTALLED_BESIDE``), and every
+declared distribution is imported somewhere or is listed in
+``RUN_TIME_ONLY`` with the reason it is needed. The wheel holds the library
+only, not ``experiments/`` or ``benchmarks/``. ``constraints.txt`` pins
+each declared distribution at a version inside its declared range.
+(``.ci/wheel_check`` proves a built wheel installs and runs; this file
+checks what can be checked without one.)
 """
 
 import ast
@@ -30,8 +33,17 @@ RUN_TIME_ONLY = {
     "ruff": "make test and make lint run ruff check",
     "wandb": "agentrl.tracking imports it by name, only for --tracker wandb "
     "(the tracking extra)",
-    "torch": "the optional peers extra; benchmarks/_peers.py imports it lazily",
 }
+
+#: Imported by benchmarks/ but not declared: installed beside agentrl by
+#: whoever runs those benchmarks (benchmarks/_peers.py says how).
+INSTALLED_BESIDE = {
+    "torch": "the peers' PyTorch steps (peer_training, peer_eval)",
+    "yaml": "T2MIR's own config, read by peer_training --t2mir",
+}
+
+#: The checkout's folders of scripts; their modules import each other by name.
+SCRIPT_FOLDERS = ("experiments", "benchmarks")
 
 
 def _name(requirement: str) -> str:
@@ -57,10 +69,11 @@ def _requirements() -> dict[str, str]:
 
 
 def _sources() -> list[tuple[str, str]]:
-    """``(where, python source)`` of the package, the tests and the notebooks."""
+    """``(where, python source)`` of the package, the tests, the script
+    folders and the notebooks."""
     out = [
         (str(p.relative_to(ROOT)), p.read_text())
-        for folder in ("agentrl", "tests")
+        for folder in ("agentrl", "tests", *SCRIPT_FOLDERS)
         for p in sorted((ROOT / folder).rglob("*.py"))
     ]
     for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
@@ -89,11 +102,15 @@ def _imported_modules() -> dict[str, str]:
 
 
 def _third_party(modules: dict[str, str]) -> dict[str, str]:
-    local = {p.stem for p in (ROOT / "tests").glob("*.py")} | {"agentrl"}
+    local = {
+        p.stem
+        for folder in ("tests", *SCRIPT_FOLDERS)
+        for p in (ROOT / folder).glob("*.py")
+    } | {"agentrl"}
     return {
         m: where
         for m, where in modules.items()
-        if m not in sys.stdlib_module_names and m not in local
+        if m not in sys.stdlib_module_names and m not in local | set(INSTALLED_BESIDE)
     }
 
 
@@ -154,3 +171,14 @@ def test_license_and_citation_match_the_package():
     assert PYPROJECT["tool"]["setuptools"]["dynamic"]["version"] == {
         "attr": "agentrl.__version__"
     }
+
+
+def test_the_wheel_holds_the_library_only():
+    """Experiments and benchmarks live in the checkout, beside the package."""
+    assert PYPROJECT["tool"]["setuptools"]["packages"]["find"]["include"] == [
+        "agentrl*"
+    ]
+    for folder in SCRIPT_FOLDERS:
+        assert not (ROOT / folder / "__init__.py").exists(), folder
+        assert not (ROOT / "agentrl" / folder).exists(), folder
+    assert "peers" not in PYPROJECT["project"]["optional-dependencies"]

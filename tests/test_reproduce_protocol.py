@@ -1,17 +1,20 @@
-"""agentrl bench reproduce: per-seed data and splits, paired ratios, seed cache."""
+"""agentrl reproduce: per-seed data and splits, paired ratios, seed cache."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from agentrl.benchmarks import reproduce
-from agentrl.evaluate import EvalResult
+import agentrl.evaluate.reproduce as reproduce
+import agentrl.evaluate.reproduce_report as reproduce_report
 from agentrl.evaluate.controls import CONTEXT_CONTROLS
+from agentrl.evaluate.evaluate import EvalResult
+from agentrl.evaluate.report import summarize
+from agentrl.train.experiments import load_experiment
 
 
 def test_each_training_seed_gets_its_own_data_seed_split_and_eval_key():
-    base = reproduce.load_experiment("ad_darkroom", "cpu")
+    base = load_experiment("ad_darkroom", "cpu")
     configs = [reproduce.seed_config("ad_darkroom", "cpu", s, None) for s in range(3)]
     assert [c.train.seed for c in configs] == [0, 1, 2]
     assert [c.data.seed for c in configs] == [base.data.seed + s for s in range(3)]
@@ -25,9 +28,9 @@ def test_each_training_seed_gets_its_own_data_seed_split_and_eval_key():
 
 
 def test_expert_episodes_default_to_the_last_fifth_but_cover_the_context():
-    config = reproduce.load_experiment("ad_darkroom", "cpu")  # 60 episodes, ctx 4
+    config = load_experiment("ad_darkroom", "cpu")  # 60 episodes, ctx 4
     assert reproduce.default_expert_episodes(config) == 12
-    smoke = reproduce.load_experiment("ad_darkroom", "smoke")  # 40 episodes, ctx 2
+    smoke = load_experiment("ad_darkroom", "smoke")  # 40 episodes, ctx 2
     assert reproduce.default_expert_episodes(smoke) == 8
 
 
@@ -35,10 +38,10 @@ def test_paired_ratio_and_its_ci():
     rng = np.random.default_rng(0)
     b = rng.uniform(10, 20, (3, 50))
     a = 1.5 * b + rng.normal(0, 0.5, b.shape)
-    ratio, low, high = reproduce.paired_ratio(a, b)
+    ratio, low, high = reproduce_report.paired_ratio(a, b)
     assert ratio == pytest.approx(a.mean() / b.mean())
     assert low < ratio < high and 1.4 < low and high < 1.6
-    one = reproduce.paired_ratio(a[:1], b[:1])  # one seed: tasks resampled only
+    one = reproduce_report.paired_ratio(a[:1], b[:1])  # one seed: tasks resampled only
     assert one[1] < one[0] < one[2]
 
 
@@ -64,8 +67,8 @@ def test_ad_darkroom_targets_name_value_ci_and_verdict():
     q = [EvalResult("q", np.zeros((8, 12)), rng.uniform(0.0, 0.3, (8, 12)))
          for _ in range(2)]  # fmt: skip
     combined = {"ad": ad, "q_learning": q}
-    summary = reproduce.summarize(combined, resample="both")
-    targets = reproduce.targets_for("ad_darkroom", summary, combined, [])
+    summary = summarize(combined, resample="both")
+    targets = reproduce_report.targets_for("ad_darkroom", summary, combined, [])
     score, auc = targets
     assert score["target"] == 0.75 and score["met"] == (score["value"] >= 0.75)
     assert auc["met"] and auc["value"] > 0.4 and auc["ci"].startswith("[")
@@ -80,8 +83,8 @@ def test_online_darkroom_targets_score_and_gain_from_episode_one(experiment):
     runs = [EvalResult("m", np.zeros((6, 8)), curve + rng.normal(0, 0.01, (6, 8)))
             for _ in range(3)]  # fmt: skip
     combined = {"m": runs}
-    summary = reproduce.summarize(combined, resample="both")
-    score, gain = reproduce.targets_for(experiment, summary, combined, [])
+    summary = summarize(combined, resample="both")
+    score, gain = reproduce_report.targets_for(experiment, summary, combined, [])
     assert "last 8 episodes" in score["name"] and score["target"] == 0.8
     assert score["value"] == pytest.approx(0.45, abs=0.01) and not score["met"]
     assert gain["value"] == pytest.approx(0.35, abs=0.01) and gain["met"]
@@ -99,8 +102,8 @@ def test_online_bandit_target_is_the_paired_regret_ratio_to_thompson(experiment)
                 for _ in range(2)]  # fmt: skip
 
     combined = {"m": runs(2.0), "thompson": runs(1.0)}
-    summary = reproduce.summarize(combined, resample="both")
-    (ratio,) = reproduce.targets_for(experiment, summary, combined, [])
+    summary = summarize(combined, resample="both")
+    (ratio,) = reproduce_report.targets_for(experiment, summary, combined, [])
     assert ratio["target"] == 1.5 and not ratio["met"] and ratio["ci"].startswith("[")
     assert 1.5 < ratio["value"] < 2.6
 
@@ -144,15 +147,15 @@ def test_checkpoint_scan_becomes_a_report_line_only_when_every_seed_has_one():
         }
 
     recs = [{"checkpoint_scan": scan(0.8, 0.85)}, {"checkpoint_scan": scan(0.6, 0.75)}]
-    line = reproduce._scan_note("dpt_bandit", recs)
+    line = reproduce_report._scan_note("dpt_bandit", recs)
     assert "step 4000 0.700 (0.800, 0.600)" in line
     assert "step 8000 0.800 (0.850, 0.750)" in line
-    assert reproduce._scan_note("dpt_bandit", [recs[0], {}]) is None
+    assert reproduce_report._scan_note("dpt_bandit", [recs[0], {}]) is None
     # the value scanned is the selection's field (older records: its rule)
     recs[0]["selection"] = {"field": "normalized_last", "rule": "ignored"}
-    assert "value: mean normalized_last;" in reproduce._scan_note("x", recs)
+    assert "value: mean normalized_last;" in reproduce_report._scan_note("x", recs)
     recs[0]["selection"] = {"rule": "max over candidates of mean r on validation"}
-    assert "value: mean r;" in reproduce._scan_note("x", recs)
+    assert "value: mean r;" in reproduce_report._scan_note("x", recs)
 
 
 @pytest.mark.parametrize(
@@ -206,10 +209,10 @@ def test_without_learning_histories_the_context_controls_and_no_expert_run(
     reproduce.main([experiment, "--preset", "smoke", "--seeds", "1",
                     "--controls", "--runs", str(tmp_path / "runs"), *sets])  # fmt: skip
     assert calls == [True]
-    suffix = reproduce.ablation_suffix(reproduce.parse_sets(sets[1::2]))
+    suffix = reproduce_report.ablation_suffix(reproduce.parse_sets(sets[1::2]))
     tag = f"repro_{experiment}_smoke{suffix}"
     saved = json.loads((tmp_path / "results" / tag / "results.json").read_text())
-    label = reproduce.load_experiment(experiment, "smoke").algo.label
+    label = load_experiment(experiment, "smoke").algo.label
     controls = {f"{label}/{c}" for c in CONTEXT_CONTROLS}
     assert controls <= set(saved["runs"])
     assert f"{label}/expert_distillation" not in saved["runs"]
@@ -240,7 +243,7 @@ def test_every_online_preset_has_validation_and_test_tasks_for_each_seed():
     checked = 0
     for name in known_experiments():
         for preset in load_module(name).PRESETS:
-            config = reproduce.load_experiment(name, preset)
+            config = load_experiment(name, preset)
             if not config.algo.trains_online:
                 continue
             env = make_env(config.data.env, **dict(config.data.env_args))

@@ -1,4 +1,4 @@
-"""RL² on XLand-MiniGrid (agentrl/experiments/rl2_xland.py).
+"""RL² on XLand-MiniGrid (experiments/rl2_xland.py).
 
 - the one-hot observation is xminigrid's view (tile and colour ids) one-hot
   per cell plus the agent's direction, in xminigrid's vocabularies;

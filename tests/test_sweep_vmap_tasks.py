@@ -5,8 +5,7 @@ import os
 import jax
 import jax.numpy as jnp
 import numpy as np
-
-from agentrl.benchmarks.sweep_vmap import compile_without_parallel_tasks, parallel_tasks
+from sweep_vmap import compile_without_parallel_tasks, parallel_tasks
 
 
 def _fn(x):

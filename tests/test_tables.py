@@ -51,12 +51,13 @@ def test_write_json_is_atomic_and_leaves_no_temporary(tmp_path):
 
 
 def test_benchmark_results_go_to_the_chosen_folder(tmp_path, monkeypatch):
-    from agentrl.benchmarks import RESULTS_ENV, common
+    from agentrl.evaluate.reproduce_record import target, write_record
+    from agentrl.project import RESULTS_ENV
 
     monkeypatch.setenv(RESULTS_ENV, str(tmp_path))
-    goal = common.target("ratio", 2.0, 1.0)
-    reported = common.target("difference (no target)", 0.5, float("-inf"))
-    path = common.write_results("demo", {"x": float("nan")}, [goal, reported], [])
+    goal = target("ratio", 2.0, 1.0)
+    reported = target("difference (no target)", 0.5, float("-inf"))
+    path = write_record("demo", {"x": float("nan")}, [goal, reported], [])
     assert path == tmp_path / "demo.json"
     payload = json.loads(path.read_text())
     assert payload["results"] == {"x": None} and payload["targets"][1]["target"] is None

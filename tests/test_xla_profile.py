@@ -2,8 +2,7 @@
 
 import jax
 import jax.numpy as jnp
-
-from agentrl.benchmarks import _xla_profile as xp
+import xla_profile as xp
 
 
 def _loss(w, x):

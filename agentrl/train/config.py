@@ -1,6 +1,6 @@
 """Experiment configuration: frozen dataclasses, validated before compiling.
 
-An experiment (``agentrl/experiments/<name>.py``) defines presets ``smoke``,
+An experiment (``experiments/<name>.py``) defines presets ``smoke``,
 ``cpu`` and ``full`` returning an :class:`ExperimentConfig`. The algorithm is
 an object (:mod:`agentrl.algos`) whose fields are its own hyperparameters
 (``algo.context_episodes``, ``algo.context_size``, T2MIR's weights ...).

@@ -13,28 +13,28 @@ window from the algorithm's context) are left unset in presets and derived
 once, in :func:`agentrl.train.config.complete_config`, so a changed preset
 or command-line override re-derives them.
 
-Experiments ship in the package (:mod:`agentrl.experiments`), so they are
-found from any directory of an installed agentrl. An experiment is named by
-path (``my_exps/foo.py``) or by name (``ad_darkroom``), looked up in
-``./experiments/<name>.py`` (a user's own) and then in the package.
+Experiments are files of the project, not of the package: an experiment is
+named by path (``my_exps/foo.py``) or by name (``ad_darkroom``), found as
+``experiments/<name>.py`` in the working directory or the nearest directory
+above it that has an ``experiments/`` folder (:mod:`agentrl.project`). An
+experiment imports the modules beside it by name (``from _dpt import
+dpt_base``).
 """
 
 from __future__ import annotations
 
 import functools
-import importlib
-import importlib.util
-import pkgutil
 from collections.abc import Callable
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from agentrl import configtools
+import agentrl.configtools as configtools
+import agentrl.project as project
 from agentrl.train.config import ExperimentConfig, TrainConfig
 
-PACKAGE = "agentrl.experiments"
-#: the presets every shipped experiment defines
+#: the folder experiments are looked up in, by name
+FOLDER = "experiments"
+#: the presets every experiment of the checkout defines
 PRESET_NAMES = ("smoke", "cpu", "gpu", "full")
 
 
@@ -53,29 +53,15 @@ def make_presets(
 
 
 def known_experiments() -> list[str]:
-    """Names of the experiments shipped in :mod:`agentrl.experiments`."""
-    package = importlib.import_module(PACKAGE)
-    return sorted(
-        m.name for m in pkgutil.iter_modules(package.__path__) if m.name[0] != "_"
-    )
+    """Names of the experiments in the nearest ``experiments/`` folder
+    (none outside a project that has one)."""
+    return project.module_names(project.find_folder(FOLDER))
 
 
 def load_module(name: str) -> ModuleType:
-    """The experiment module ``name`` (a path, ``./experiments/``, or the package)."""
-    for path in (Path(name), Path("experiments") / f"{name}.py"):
-        if path.is_file() and path.suffix == ".py":
-            spec = importlib.util.spec_from_file_location(
-                f"agentrl_exp_{path.stem}", path
-            )
-            module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
-            return _checked(module, str(path))
-    if name.isidentifier() and name in known_experiments():
-        return _checked(importlib.import_module(f"{PACKAGE}.{name}"), name)
-    raise ValueError(
-        f"unknown experiment {name!r}; known: {', '.join(known_experiments())} "
-        "(or a path to an experiment .py file)"
-    )
+    """The experiment module ``name``: a path, or ``experiments/<name>.py``."""
+    path = project.locate(name, FOLDER, "experiment")
+    return _checked(project.load(path), str(path))
 
 
 def _checked(module: ModuleType, where: str) -> ModuleType:

@@ -1,0 +1,329 @@
+"""Paper reproductions: train a preset over seeds, choose on validation, test once.
+
+    agentrl reproduce ad_darkroom --preset cpu --seeds 5 --controls
+    agentrl reproduce t2mir_ad_darkroom --compare ad_darkroom
+    agentrl reproduce ad_darkroom --set algo.episode_stride=3
+
+or from Python, ``agentrl.evaluate.reproduce.main(["ad_darkroom", ...])``,
+or step by step: :func:`train_and_evaluate` per experiment, then
+:func:`agentrl.evaluate.reproduce_report.report`.
+
+The protocol (docs/protocol.md):
+
+- Each training seed ``s`` gets its own data seed (``data.seed + s``: its
+  own histories *and* its own train / validation / test task split) and
+  its own evaluation key (``eval.seed + s``), so the CIs carry the
+  variance of the data and the split, not only of the initialisation.
+  Reported CIs resample seeds, then tasks within them (``resample="both"``).
+- The acting rule is chosen per seed on that seed's *validation* tasks
+  (:mod:`agentrl.evaluate.selection`, candidates
+  :data:`~agentrl.evaluate.selection.ACTING_RULES`, criterion ``auto``);
+  the choice and its validation numbers are recorded. The *test* tasks are
+  evaluated once, with the chosen rule, for every reported number.
+  ``--scan-checkpoints`` also evaluates every kept checkpoint on validation
+  tasks (a learning curve over training steps, recorded, not used to pick).
+- ``--controls`` evaluates the in-context-learning controls on the same
+  test tasks and keys (zeroed / shuffled rewards in context, empty
+  context) and trains the expert-distillation control (same config, only
+  the last ``--expert-episodes`` episodes of each history), and reports
+  the verdict of :func:`agentrl.evaluate.controls.icl_verdict`. A learner
+  trained online by RL (RL², transformer PPO) has no dataset to distil,
+  and one distilled from a source that does not learn (DPT's roll-ins)
+  has no converged episodes to keep: each gets the three context controls
+  only, acting on what it reads (its previous-reward input, its KV cache,
+  its context set), and the verdict judges it against those
+  (:func:`agentrl.evaluate.controls.controls_for`).
+- A ``--compare`` experiment uses the same data seeds and evaluation keys,
+  so the difference is paired per (seed, task).
+
+Writes, into the results folder (``--out``, else ``$AGENTRL_BENCH_RESULTS``,
+else ``benchmarks/results/`` under the current directory):
+``repro_<experiment>_<preset>.json`` / ``.md`` (the record form of
+:mod:`agentrl.evaluate.reproduce_record`, with the issue's targets,
+selections, verdict) and a folder of the same name with ``results.json``,
+``results.md``, the improvement / regret plots and, for Dark Room, the
+per-goal heatmap (:mod:`agentrl.evaluate.reproduce_report`).
+``--set FIELD=VALUE`` (repeatable) changes the preset for an ablation; its
+results get the suffix ``_<field><value>...`` (e.g. ``_episode_stride3``)
+and never overwrite the preset's own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import agentrl.configtools as configtools
+import agentrl.evaluate.controls as ctl
+from agentrl.cliargs import check_output_path, positive_int
+from agentrl.evaluate.reproduce_report import (
+    ablation_suffix,
+    eval_result,
+    load_written,
+    report,
+    result_tag,
+)
+from agentrl.evaluate.selection import (
+    acting_candidates,
+    checkpoint_candidates,
+    evaluate_choice,
+    select,
+)
+from agentrl.project import RESULTS_ENV
+from agentrl.tables import write_json
+from agentrl.train.experiments import load_experiment
+from agentrl.train.loop import fit
+
+
+def seed_config(name: str, preset: str, seed: int, overrides: dict | None):
+    """The preset's config for training seed ``seed``: own data, split, key."""
+    config = load_experiment(name, preset, overrides)
+    return dataclasses.replace(
+        config,
+        data=dataclasses.replace(config.data, path="", seed=config.data.seed + seed),
+        train=dataclasses.replace(config.train, seed=seed),
+        eval=dataclasses.replace(config.eval, seed=config.eval.seed + seed),
+    )
+
+
+def default_expert_episodes(config: Any) -> int:
+    """The last 20% of each history (at least the model's context + 1)."""
+    context = int(getattr(config.algo, "context_episodes", 1) or 1)
+    n = config.data.num_episodes
+    return min(n, max(-(-n // 5), context + 1))
+
+
+def train_and_evaluate(
+    name: str,
+    preset: str,
+    seeds: int,
+    runs_root: Path,
+    overrides: dict[str, str] | None = None,
+    controls: bool = False,
+    expert_episodes: int | None = None,
+    scan_checkpoints: bool = False,
+    rules: dict[str, dict] | None = None,
+    first_seed: int = 0,
+):
+    """``({method: [EvalResult per seed]}, run_dirs, protocol)``.
+
+    Seeds ``first_seed ..`` ``first_seed + seeds - 1``. Each seed's results
+    are saved beside its run (``<run>-results.json``) and reused when
+    present, so seeds can run in parallel processes (``--first-seed``) and
+    a last invocation over all of them only reports.
+
+    ``protocol`` holds per seed the selection (validation numbers and the
+    chosen rule), the checkpoint scan and the expert-distillation run.
+    """
+    per_method: dict[str, list] = {}
+    run_dirs, protocol = [], []
+    suffix = ablation_suffix(overrides)
+    for seed in range(first_seed, first_seed + seeds):
+        config = seed_config(name, preset, seed, overrides)
+        root = runs_root / f"{name}-{preset}{suffix}-seed{seed}"
+        cache = root.with_name(root.name + "-results.json")
+        results, record = _load_seed(cache) if cache.is_file() else ({}, {})
+        # done by an earlier (or a parallel) invocation; redone where it
+        # lacks what this one asks for: a --compare run, which shares the
+        # run (and its cache) but evaluates no controls, must not leave a
+        # --controls run without its context controls (fit resumes the
+        # finished run, so only selection and test evaluation are repeated)
+        stale = (controls and _missing_controls(results, config)) or (
+            scan_checkpoints and "checkpoint_scan" not in record
+        )
+        if not results or stale:
+            fresh, fresh_record = _seed(
+                config, root, seed, controls, scan_checkpoints, rules
+            )
+            results, record = {**results, **fresh}, {**record, **fresh_record}
+            _save_seed(cache, results, record)  # kept if the control run dies
+        ed = f"{config.algo.label}/expert_distillation"
+        if controls and ed not in results and _has_expert_control(config):
+            n = expert_episodes or default_expert_episodes(config)
+            results[ed], record["expert_distillation"] = _expert(config, root, n, rules)
+            _save_seed(cache, results, record)
+        for method, result in results.items():
+            per_method.setdefault(method, []).append(result)
+        run_dirs.append(root)
+        protocol.append(record)
+    # a method some seeds lack (controls run for later seeds only) would
+    # pool unequal seeds: report only the methods every seed has
+    partial = sorted(m for m, r in per_method.items() if len(r) != seeds)
+    if partial:
+        print(f"left out (not run for every seed): {', '.join(partial)}")
+    return {m: r for m, r in per_method.items() if m not in partial}, run_dirs, protocol
+
+
+def _has_expert_control(config: Any) -> bool:
+    """Whether the expert-distillation control applies (a learner distilled
+    from learning histories)."""
+    return "expert_distillation" in ctl.controls_for(config)
+
+
+def _missing_controls(results: dict, config: Any) -> list[str]:
+    """The context controls a seed's cached results lack."""
+    label = config.algo.label
+    return [c for c in ctl.CONTEXT_CONTROLS if f"{label}/{c}" not in results]
+
+
+def _save_seed(path: Path, results: dict, record: dict) -> None:
+    runs = {m: r.to_json() for m, r in results.items()}
+    write_json(path, {"runs": runs, "protocol": record}, indent=None)
+
+
+def _load_seed(path: Path) -> tuple[dict, dict]:
+    saved = json.loads(path.read_text())
+    results = {m: eval_result(run) for m, run in saved["runs"].items()}
+    return results, saved["protocol"]
+
+
+def _seed(config, root, seed, controls, scan_checkpoints, rules):
+    """Train, select on validation and test one seed: ``(results, record)``."""
+    run_dir = fit(config, root)
+    sel = select(acting_candidates(run_dir, rules))
+    record: dict[str, Any] = {"seed": seed, "selection": sel.to_json()}
+    if scan_checkpoints:
+        scan = select(checkpoint_candidates(run_dir, sel.choice.eval))
+        record["checkpoint_scan"] = scan.validation
+    used = list(ctl.CONTEXT_CONTROLS) if controls else None
+    results, _ = evaluate_choice(sel, control=used)
+    return results, record
+
+
+def _expert(config, root, episodes, rules):
+    """The expert-distillation control of one seed: ``(result, record)``."""
+    data = ctl.expert_dataset(
+        root / "dataset", root.with_name(root.name + "-expert-data"), episodes,
+        overwrite=True,
+    )  # fmt: skip
+    ed_dir = fit(ctl.expert_config(config, data), root.with_name(root.name + "-expert"))
+    ed_sel = select(acting_candidates(ed_dir, rules))
+    ed, _ = evaluate_choice(ed_sel, baselines=[])
+    record = {
+        "episodes": episodes,
+        "run_dir": str(ed_dir),
+        "selection": ed_sel.to_json(),
+    }
+    return next(iter(ed.values())), record
+
+
+def parse_sets(pairs: list[str]) -> dict[str, str]:
+    """``["train.lr=1e-3", ...]`` -> ``{"train.lr": "1e-3", ...}``."""
+    for pair in pairs:
+        if "=" not in pair.strip("="):
+            raise ValueError(f"--set expects FIELD=VALUE, got {pair!r}")
+    return configtools.parse_cli_overrides([f"--{pair}" for pair in pairs])
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    """The options of ``agentrl reproduce`` (``--help`` lists them)."""
+    parser = argparse.ArgumentParser(
+        prog="agentrl reproduce", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("experiment", help="an experiment's name or .py path")
+    parser.add_argument("--preset", default="cpu")
+    parser.add_argument("--seeds", type=positive_int, default=5)
+    parser.add_argument(
+        "--first-seed",
+        type=int,
+        default=0,
+        help="run seeds FIRST.. (for parallel processes; a seed already done "
+        "under --runs is reused, so a last call over all seeds only reports)",
+    )
+    parser.add_argument(
+        "--compare", default=None, help="a second experiment trained on the same budget"
+    )
+    parser.add_argument("--runs", default="runs/repro")
+    parser.add_argument(
+        "--out",
+        default=None,
+        metavar="DIR",
+        help=f"results folder (default ${RESULTS_ENV} or ./benchmarks/results)",
+    )
+    parser.add_argument(
+        "--controls",
+        action="store_true",
+        help="also evaluate the in-context-learning controls and train the "
+        "expert-distillation control (one more training run per seed; learners "
+        "distilled from a dataset only, not those trained online by RL)",
+    )
+    parser.add_argument(
+        "--expert-episodes",
+        type=positive_int,
+        default=None,
+        help="episodes per history the expert-distillation control keeps "
+        "(default: the last 20%%)",
+    )
+    parser.add_argument(
+        "--scan-checkpoints",
+        action="store_true",
+        help="evaluate every kept checkpoint on validation tasks (a learning "
+        "curve over training steps, recorded)",
+    )
+    parser.add_argument(
+        "--rescore",
+        action="store_true",
+        help="recompute the tables and targets from results already written "
+        "(no training; bandit regret curves are not stored, so not for bandits)",
+    )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="override a preset field (repeatable), e.g. algo.episode_stride=3",
+    )
+    return parser.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Train, select, test and report the reproduction ``args`` describe."""
+    check_output_path(args.runs, "--runs")
+    if args.out is not None:
+        check_output_path(args.out, "--out")
+        # the environment, as for agentrl bench: agentrl.project.results_dir()
+        os.environ[RESULTS_ENV] = args.out
+    names = [args.experiment] + ([args.compare] if args.compare else [])
+    overrides = parse_sets(args.set)
+    for name in names:  # bad fields fail here, before any training
+        load_experiment(name, args.preset, overrides)
+    if args.rescore:
+        combined, dirs, protocol = load_written(
+            result_tag(names, args.preset, overrides)
+        )
+        report(names, args.preset, combined, dirs, overrides, protocol)
+        return 0
+    combined: dict[str, list] = {}
+    dirs: dict[str, list[Path]] = {}
+    protocol: dict[str, list] = {}
+    for i, name in enumerate(names):
+        per_method, run_dirs, records = train_and_evaluate(
+            name,
+            args.preset,
+            args.seeds,
+            Path(args.runs),
+            overrides,
+            controls=args.controls and i == 0,
+            expert_episodes=args.expert_episodes,
+            scan_checkpoints=args.scan_checkpoints,
+            first_seed=args.first_seed,
+        )
+        for method, results in per_method.items():
+            combined.setdefault(method, results)
+        dirs[name] = run_dirs
+        protocol[name] = records
+    report(names, args.preset, combined, dirs, overrides, protocol)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``agentrl reproduce ARGV`` without the command line's error handling."""
+    return run(parse(argv))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,407 @@
+"""Tables, targets and verdicts of a paper reproduction.
+
+:func:`report` writes what :mod:`agentrl.evaluate.reproduce` measured:
+``repro_<experiment>_<preset>[_<ablation>].json`` / ``.md`` in the record
+form of :mod:`agentrl.evaluate.reproduce_record` (the issue's targets with
+their CIs, the selections, the verdict of the in-context-learning
+controls) and a folder of the same name with ``results.json``,
+``results.md``, the improvement / regret plots and, for Dark Room, the
+per-goal heatmap. Every CI resamples seeds, then tasks within them, where
+there are several seeds (tasks only with one).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import agentrl.evaluate.metrics as metrics
+from agentrl.data.reader import open_dataset
+from agentrl.envs.registry import make as make_env
+from agentrl.evaluate.controls import controls_for, icl_verdict
+from agentrl.evaluate.controls import paired_difference as paired_control_difference
+from agentrl.evaluate.evaluate import EvalResult
+from agentrl.evaluate.report import summarize, write_results
+from agentrl.evaluate.reproduce_record import target, write_record
+from agentrl.project import results_dir
+from agentrl.tables import markdown_table
+from agentrl.train.experiments import load_experiment
+
+
+def result_tag(names: list[str], preset: str, overrides: dict | None) -> str:
+    """``repro_<name>[_vs_<name>]_<preset><ablation suffix>``: the result's name."""
+    return f"repro_{'_vs_'.join(names)}_{preset}{ablation_suffix(overrides)}"
+
+
+def ablation_suffix(overrides: dict[str, str] | None) -> str:
+    """``{"algo.episode_stride": "3"}`` -> ``"_episode_stride3"``.
+
+    ``{"data.source_args": '[["epsilon_end", 0.5]]'}`` ->
+    ``"_source_args-epsilon_end-0.5"``.
+    """
+    parts = [
+        f"{field.rsplit('.', 1)[-1]}{value}"
+        for field, value in (overrides or {}).items()
+    ]
+    slug = "_".join(parts)
+    # JSON values (e.g. source_args) become dash-separated words
+    slug = re.sub(r"[^A-Za-z0-9_.]+", "-", slug).strip("-")
+    return f"_{slug}" if slug else ""
+
+
+def eval_result(saved: dict) -> EvalResult:
+    """An :class:`EvalResult` back from its JSON (lists become float64 arrays)."""
+    return EvalResult(
+        **{
+            k: (np.asarray(v, np.float64) if isinstance(v, list) else v)
+            for k, v in saved.items()
+            if k in EvalResult.__dataclass_fields__
+        }
+    )
+
+
+def data_best_return(dataset: Path, last_fraction: float = 0.1) -> float:
+    """Mean return of the data's best (last, least noisy) episodes."""
+    ds = open_dataset(dataset)
+    history = ds.load_history("train")
+    episodes = ds.metadata["num_episodes"]
+    returns = np.asarray(history.episode_returns(episodes))
+    k = max(1, int(last_fraction * episodes))
+    return float(returns[:, -k:].mean())
+
+
+def _resample(runs: int) -> str:
+    """Seeds then tasks where there are several seeds; tasks otherwise."""
+    return "both" if runs > 1 else "tasks"
+
+
+def paired_ratio(
+    a: np.ndarray, b: np.ndarray, num_samples: int = 2000, seed: int = 0
+) -> tuple[float, float, float]:
+    """``mean(a) / mean(b)`` over ``[seed, task]`` with a paired bootstrap CI.
+
+    Seeds, then tasks within them, are resampled jointly for ``a`` and ``b``
+    (or tasks only with one seed).
+    """
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    runs, tasks = a.shape
+    rng = np.random.default_rng(seed)
+    ri, ti = metrics._resample_index(rng, runs, tasks, num_samples, _resample(runs))
+    ratios = a[ri, ti].mean(axis=(1, 2)) / b[ri, ti].mean(axis=(1, 2))
+    low, high = np.quantile(ratios, [0.025, 0.975])
+    return float(a.mean() / b.mean()), float(low), float(high)
+
+
+def _curves(runs: list) -> np.ndarray:
+    """``[seed, task, episode]`` normalized score (else return)."""
+    field = "normalized" if all(r.normalized is not None for r in runs) else "returns"
+    return np.stack([np.asarray(getattr(r, field), np.float64) for r in runs])
+
+
+def _final_regret(combined: dict):
+    """``method -> [seed, task]`` cumulative regret at the horizon."""
+    return lambda m: np.stack([np.asarray(r.regret)[:, -1] for r in combined[m]])
+
+
+def _with_ci(name: str, value: float, low: float, high: float, goal: float,
+             met: bool, higher: bool = True) -> dict:  # fmt: skip
+    t = target(name, value, goal, higher)
+    t["ci"] = f"[{low:.3g}, {high:.3g}]"
+    t["met"] = bool(met)
+    return t
+
+
+def targets_for(
+    name: str, summary: dict, combined: dict, run_dirs: list[Path]
+) -> list[dict]:
+    """The issue's targets for ``name``, each with its value, CI and verdict."""
+    algo = next(iter(summary))
+    s = summary[algo]
+    out = []
+    if name == "ad_darkroom":
+        m = s["score_last"]
+        lo, hi = m["mean_ci"]
+        out.append(_with_ci("AD normalized score, last 10 episodes (test goals)",
+                            m["mean"], lo, hi, 0.75, m["mean"] >= 0.75))  # fmt: skip
+        source = next((k for k in ("q_learning",) if k in combined), None)
+        if source is not None:
+            diff = metrics.curve_auc(_curves(combined[algo])) - metrics.curve_auc(
+                _curves(combined[source])
+            )  # [seed, task]
+            low, high = metrics.bootstrap_ci(diff, resample=_resample(len(diff)))
+            out.append(_with_ci(
+                f"AD minus {source} (online, same goals): area under the curve",
+                float(diff.mean()), low, high, 0.0, low >= 0.0,
+            ))  # fmt: skip
+    elif name == "dpt_bandit":
+        regret = _final_regret(combined)
+        ratio, lo, hi = paired_ratio(regret(algo), regret("thompson"))
+        out.append(_with_ci("DPT / Thompson regret at H", ratio, lo, hi, 1.2,
+                            ratio <= 1.2, False))  # fmt: skip
+        ratio, lo, hi = paired_ratio(regret(algo), regret("random"))
+        out.append(_with_ci("DPT / random regret at H", ratio, lo, hi, 0.5,
+                            ratio <= 0.5, False))  # fmt: skip
+    elif name in ("rl2_bandit", "transformer_ppo_bandit"):
+        # issue 18's bandit target, for both online learners
+        regret = _final_regret(combined)
+        ratio, lo, hi = paired_ratio(regret(algo), regret("thompson"))
+        out.append(_with_ci(f"{algo} / Thompson regret at H", ratio, lo, hi, 1.5,
+                            ratio <= 1.5, False))  # fmt: skip
+    elif name in ("rl2_darkroom", "transformer_ppo_darkroom"):
+        # issue 18's Dark Room target, for both online learners: the score
+        # over the trial's last (up to 10) episodes, and its rise from the first
+        k = s["last_k"]
+        m = s["score_last"]
+        lo, hi = m["mean_ci"]
+        out.append(_with_ci(f"{algo} normalized score, last {k} episodes",
+                            m["mean"], lo, hi, 0.8, m["mean"] >= 0.8))  # fmt: skip
+        curves = _curves(combined[algo])  # [seed, task, episode]
+        gain = curves[..., -k:].mean(-1) - curves[..., 0]
+        lo, hi = metrics.bootstrap_ci(gain, resample=_resample(len(gain)))
+        out.append(_with_ci(
+            f"{algo} score gain, last {k} episodes minus episode 1",
+            float(gain.mean()), lo, hi, 0.0, lo > 0.0,
+        ))  # fmt: skip
+    elif name == "ad_eps_darkroom":
+        best = np.array([data_best_return(d / "dataset") for d in run_dirs])
+        k = s["last_k"]
+        last = np.stack([r.returns for r in combined[algo]])[..., -k:].mean(-1)
+        rel = last / np.maximum(best, 1e-9)[:, None]  # [seed, task]
+        low, high = metrics.bootstrap_ci(rel, resample=_resample(len(rel)))
+        out.append(_with_ci(
+            "AD-eps last-episodes return / best return in its data",
+            float(rel.mean()), low, high, 1.0, low > 1.0,
+        ))  # fmt: skip
+    else:
+        m = s.get("score_last", s["return_last"])
+        lo, hi = m["mean_ci"]
+        out.append(_with_ci(f"{algo} normalized score, last episodes",
+                            m["mean"], lo, hi, 0.0, lo > 0.0))  # fmt: skip
+    return out
+
+
+def paired_difference(a_runs: list, b_runs: list, last_k: int) -> tuple:
+    """Mean last-``last_k``-episodes return of A minus B, with a 95% CI.
+
+    Both methods were evaluated on the same held-out tasks with the same keys
+    for each training seed, so the difference is taken per ``[seed, task]``
+    and bootstrapped over seeds, then tasks within them.
+    """
+    d = paired_control_difference(
+        a_runs, b_runs, last_k, resample=_resample(len(a_runs))
+    )
+    return d["mean"], d["low"], d["high"]
+
+
+def load_written(tag: str) -> tuple[dict, dict, dict]:
+    """``(combined results, run_dirs, protocol)`` back from a reproduction."""
+    saved = json.loads((results_dir() / tag / "results.json").read_text())
+    combined = {
+        method: [eval_result(run) for run in runs]
+        for method, runs in saved["runs"].items()
+    }
+    meta = json.loads((results_dir() / f"{tag}.json").read_text())
+    dirs = {k: [Path(p) for p in v] for k, v in meta["results"]["run_dirs"].items()}
+    return combined, dirs, meta["results"].get("protocol", {})
+
+
+def _env_of(config: Any) -> Any:
+    data = config.data
+    return make_env(data.env, **dict(data.env_args))
+
+
+def report(
+    names: list[str],
+    preset: str,
+    combined: dict,
+    dirs: dict,
+    overrides: dict[str, str] | None = None,
+    protocol: dict | None = None,
+) -> None:
+    """Tables, plots and targets of a reproduction, under ``results/<tag>``.
+
+    ``overrides`` (``--set``) apply here as in training: they name the
+    result and decide its environment and which controls apply."""
+    suffix = ablation_suffix(overrides)
+    configs = {n: load_experiment(n, preset, overrides) for n in names}
+    tag = result_tag(names, preset, overrides)
+    runs = len(next(iter(combined.values())))
+    resample = _resample(runs)
+    write_results(
+        combined,
+        results_dir() / tag,
+        title=f"{' vs '.join(names)} ({preset}{suffix}), test tasks",
+        env=_env_of(configs[names[0]]),
+        resample=resample,
+    )
+    summary = summarize(combined, resample=resample)
+    targets = targets_for(names[0], summary, combined, dirs[names[0]])
+    config = configs[names[0]]
+    verdict, done = _verdict(config, summary, combined, resample, targets)
+    if len(names) > 1:
+        a, b = (configs[n].algo.label for n in names)
+        diff, low, high = paired_difference(
+            combined[a], combined[b], summary[a]["last_k"]
+        )
+        targets.append(_with_ci(
+            f"{a} minus {b}, last-episodes return (reported, no target)",
+            diff, low, high, float("-inf"), True,
+        ))  # fmt: skip
+    rows = _summary_rows(summary)
+    label = next(iter(summary))
+    notes = _notes(tag, label, config, resample, protocol, verdict, done)
+    path = write_record(
+        tag,
+        {
+            "summary": json.loads(json.dumps(summary, default=float)),
+            "run_dirs": {k: [str(p) for p in v] for k, v in dirs.items()},
+            "protocol": protocol or {},
+            "verdict": verdict,
+        },
+        targets,
+        rows,
+        notes="\n\n".join(notes),
+    )
+    print(markdown_table(rows))
+    print(markdown_table(targets))
+    print(f"wrote {path}")
+
+
+def _verdict(
+    config: Any, summary: dict, combined: dict, resample: str, targets: list[dict]
+) -> tuple[dict | None, dict]:
+    """``(verdict, controls done)``: the in-context-learning verdict of the
+    controls that ran (``None`` if none did); appends their targets."""
+    label = next(iter(summary))
+    applicable = controls_for(config)
+    done = {
+        c: combined[f"{label}/{c}"] for c in applicable if f"{label}/{c}" in combined
+    }
+    if not done:
+        return None, done
+    verdict = icl_verdict(
+        combined[label],
+        done,
+        summary[label]["last_k"],
+        resample=resample,
+        applicable=applicable,
+    )
+    for c, v in verdict["controls"].items():
+        targets.append(_with_ci(
+            f"{label} minus control {c}, last-episodes return",
+            v["mean"], v["low"], v["high"], 0.0, v["beaten"],
+        ))  # fmt: skip
+    targets.append(
+        target(
+            f"{label} learns in context (beats all {len(applicable)} controls)",
+            float(verdict["learns_in_context"]),
+            1.0,
+        )
+    )
+    return verdict, done
+
+
+def _summary_rows(summary: dict) -> list[dict]:
+    """One table row per method: returns, score, AUC (and regret at H)."""
+    rows = []
+    for m, s in summary.items():
+        row = {
+            "method": m,
+            "seeds": s["runs"],
+            "tasks": s["tasks"],
+            "return ep1": s["return_first"]["mean"],
+            "return last": s["return_last"]["mean"],
+            "return last CI": "[{:.3g}, {:.3g}]".format(*s["return_last"]["mean_ci"]),
+            "score last": s.get("score_last", {}).get("mean", float("nan")),
+            "AUC": s["auc"]["mean"],
+        }
+        if "regret_final" in s:
+            row["regret at H"] = s["regret_final"]["mean"]
+        rows.append(row)
+    return rows
+
+
+def _notes(
+    tag: str,
+    label: str,
+    config: Any,
+    resample: str,
+    protocol: dict | None,
+    verdict: dict | None,
+    done: dict,
+) -> list[str]:
+    """The record's notes: the protocol, the choices, what was not run."""
+    applicable = controls_for(config)
+    chosen = {
+        name: [p["selection"]["choice"]["name"] for p in recs]
+        for name, recs in (protocol or {}).items()
+    }
+    how = "seeds, then tasks" if resample == "both" else "tasks"
+    notes = [
+        f"Plots, per-goal results and per-seed results: `{tag}/`.",
+        f"Test tasks only; each seed has its own data seed, task split and "
+        f"evaluation key; CIs resample {how}.",
+        f"Acting rule chosen per seed on validation tasks: {chosen}.",
+    ]
+    notes += [
+        line
+        for name, recs in (protocol or {}).items()
+        if (line := _scan_note(name, recs))
+    ]
+    if verdict is not None and verdict["missing"]:
+        notes.append(
+            f"Controls not run: {', '.join(verdict['missing'])}; without them "
+            "the verdict cannot be 'learns in context'."
+        )
+    if not done:
+        notes.append(f"Controls not run ({', '.join(applicable)}).")
+    if "expert_distillation" not in applicable:
+        why = (
+            "is trained online by RL, not distilled from a dataset"
+            if config.algo.by_training(from_data=False, online=True)
+            else f"is distilled from {config.data.source!r} data, which do not "
+            "learn over their episodes"
+        )
+        notes.append(
+            f"{label} {why}: the expert-distillation control does not apply "
+            "(there are no converged episodes to cut the histories to), so the "
+            "verdict judges it against the context controls only."
+        )
+    return notes
+
+
+def _scan_note(name: str, records: list[dict]) -> str | None:
+    """The validation learning curve of ``--scan-checkpoints``, as a line.
+
+    ``"name: step 4000 0.815 (0.793, 0.807, 0.844); ..."``: the mean over
+    seeds of the selection criterion (chosen acting rule, validation
+    tasks) at each kept checkpoint, with the per-seed values; ``None``
+    unless every seed has a scan.
+    """
+    scans = [r.get("checkpoint_scan") for r in records]
+    if not scans or not all(scans):
+        return None
+    steps = sorted({v["step"] for scan in scans for v in scan.values()})
+    parts = []
+    for step in steps:
+        values = [
+            v["mean"] for scan in scans for v in scan.values() if v["step"] == step
+        ]
+        if len(values) == len(scans):
+            each = ", ".join(f"{x:.3f}" for x in values)
+            parts.append(f"step {step} {np.mean(values):.3f} ({each})")
+    selection = records[0].get("selection", {})
+    field = selection.get("field")
+    if field is None:  # recorded before selections named their field
+        rule = selection.get("rule", "the selection criterion")
+        field = rule.split(" on ")[0].removeprefix("max over candidates of ")
+    else:
+        field = f"mean {field}"
+    return (
+        f"Checkpoint scan of {name} (validation tasks, the chosen acting rule; "
+        f"value: {field}; mean over seeds, then per seed): " + "; ".join(parts) + "."
+    )

@@ -1,0 +1,109 @@
+"""Shared plumbing of the benchmarks: timing, load, peaks, result files.
+
+The benchmarks import it by name (``import common as bench``): ``agentrl
+bench NAME`` and ``python benchmarks/NAME.py`` both put this folder on
+``sys.path``. Every benchmark writes ``<name>.json`` and ``<name>.md`` with
+:func:`write_record` (the library's record form, shared with ``agentrl
+reproduce``: ``machine``, ``date``, ``agentrl_version``, ``results`` (free
+form) and ``targets`` made by :func:`target`) into
+:func:`results_dir` (``benchmarks/results`` under the current directory, or
+``$AGENTRL_BENCH_RESULTS``, which ``agentrl bench --out DIR`` sets).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from agentrl.evaluate.reproduce_record import machine_info, target, write_record
+from agentrl.project import results_dir
+from agentrl.tables import markdown_table
+
+__all__ = [
+    "load_note",
+    "machine_info",
+    "markdown_table",
+    "matmul_peak_flops",
+    "median_ci",
+    "paired_rounds",
+    "results_dir",
+    "target",
+    "timeit",
+    "write_record",
+]
+
+
+def load_note(start: float) -> str:
+    """What the machine was doing: the 1-minute load average at a run's start
+    (``start``, read before it) and now, and the core count, stated as
+    measured rather than as "quiet" or "shared"."""
+    now = os.getloadavg()[0]
+    return (
+        f"Load average {start:.1f} at the start and {now:.1f} at the end on "
+        f"{os.cpu_count()} cores (the run itself keeps them busy)"
+    )
+
+
+def timeit(fn, *args, repeats: int = 3) -> float:
+    """Best wall time in seconds of ``fn(*args)`` (already compiled), blocking."""
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        jax.block_until_ready(fn(*args))
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def paired_rounds(fns: dict, rounds: int) -> dict[str, list[float]]:
+    """Seconds of each ``name: (fn, args)`` (compiled) per round, timed in turn.
+
+    Each round times every candidate once, in an order that reverses from
+    round to round, so a candidate is not always the one after (or before) a
+    given other one. A ratio of two candidates *within* a round compares them
+    under the same load, which drifts on a shared machine from one round to
+    the next; :func:`median_ci` then summarises the per-round ratios.
+    Returns ``{name: [seconds per round]}``.
+    """
+    for fn, args in fns.values():
+        jax.block_until_ready(fn(*args))
+    names = list(fns)
+    seconds: dict[str, list[float]] = {name: [] for name in names}
+    for r in range(rounds):
+        for name in names if r % 2 == 0 else names[::-1]:
+            fn, args = fns[name]
+            start = time.perf_counter()
+            jax.block_until_ready(fn(*args))
+            seconds[name].append(time.perf_counter() - start)
+    return seconds
+
+
+def median_ci(
+    values, level: float = 0.95, resamples: int = 10_000, seed: int = 0
+) -> tuple[float, float, float]:
+    """``(median, low, high)``: the median and its percentile-bootstrap CI.
+
+    ``values`` (e.g. per-round time ratios) are resampled with replacement
+    ``resamples`` times (a fixed ``seed``: the interval is reproducible from
+    the recorded values); ``low``/``high`` are the ``(1 -+ level) / 2``
+    quantiles of the resampled medians.
+    """
+    x = np.asarray(values, np.float64)
+    if x.size == 0:
+        raise ValueError("median_ci needs at least one value")
+    rng = np.random.default_rng(seed)
+    medians = np.median(x[rng.integers(0, x.size, (resamples, x.size))], axis=1)
+    tail = (1.0 - level) / 2
+    low, high = np.quantile(medians, [tail, 1.0 - tail])
+    return float(np.median(x)), float(low), float(high)
+
+
+def matmul_peak_flops(n: int = 2048, dtype=jnp.float32) -> float:
+    """Achieved FLOP/s of a large jitted square matmul: the machine's peak here."""
+    a = jnp.ones((n, n), dtype)
+    f = jax.jit(lambda x: x @ x)
+    jax.block_until_ready(f(a))
+    return 2 * n**3 / timeit(f, a, repeats=5)

@@ -1,0 +1,192 @@
+"""Generation throughput of the history sources, and peak RSS of chunked writes.
+
+    agentrl bench data_generation [--quick]
+
+Measures (issue 3):
+
+- transitions/s of ``generate("ucb", ...)`` on the DPT bandit (Gaussian,
+  5 arms, H = 500) and of ``generate("q_learning", ...)`` on Dark Room 9x9
+  (100 episodes of 20 steps), at 1,000 and 10,000 tasks (compiled; best of
+  2), against a reference in the same process: the same Q-learning as a
+  NumPy loop vectorised over tasks;
+- peak RSS of ``agentrl data generate`` writing 10,000 Dark Room histories of
+  100 episodes in chunks of 1,000, next to the same command for one chunk
+  (1,000 tasks) and to the size of all histories together.
+
+Writes ``benchmarks/results/data_generation.{json,md}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from common import target, write_record
+
+from agentrl import envs
+from agentrl.sources.registry import generate
+
+
+def _throughput(source, env, params, num_episodes, ids) -> float:
+    steps = num_episodes * env.horizon
+    run = lambda k: generate(source, env, params, k, num_episodes, ids)  # noqa: E731
+    jax.block_until_ready(run(jax.random.key(0)).action)  # compile
+    best = float("inf")
+    for seed in (1, 2):
+        start = time.perf_counter()
+        jax.block_until_ready(run(jax.random.key(seed)).action)
+        best = min(best, time.perf_counter() - start)
+    return ids.shape[0] * steps / best
+
+
+def _numpy_q_learning(num_tasks: int, num_episodes: int) -> float:
+    """Transitions/s of a NumPy Q-learning loop on Dark Room (reference)."""
+    rng = np.random.default_rng(0)
+    size, horizon = 9, 20
+    goal = rng.integers(0, size, (num_tasks, 2))
+    q = np.ones((num_tasks, size * size, 5))
+    moves = np.array([[0, -1], [0, 1], [-1, 0], [1, 0], [0, 0]])
+    rows = np.arange(num_tasks)
+    start = time.perf_counter()
+    for ep in range(num_episodes):
+        pos = np.full((num_tasks, 2), size // 2)
+        eps = max(0.01, 1 - ep / (num_episodes / 2))
+        for _ in range(horizon):
+            s = pos[:, 1] * size + pos[:, 0]
+            greedy = q[rows, s].argmax(1)
+            a = np.where(
+                rng.random(num_tasks) < eps, rng.integers(0, 5, num_tasks), greedy
+            )
+            pos = np.clip(pos + moves[a], 0, size - 1)
+            r = (pos == goal).all(1).astype(float)
+            s2 = pos[:, 1] * size + pos[:, 0]
+            target_q = r + 0.9 * q[rows, s2].max(1)
+            q[rows, s, a] += 0.8 * (target_q - q[rows, s, a])
+    return num_tasks * num_episodes * horizon / (time.perf_counter() - start)
+
+
+def _peak_rss_mib(tasks: int, episodes: int, chunk: int) -> tuple[float, float, int]:
+    """(peak RSS MiB, seconds, dataset bytes) of one ``agentrl data generate``."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "ds"
+        code = (
+            "import resource, sys\n"
+            "from agentrl.cli import main\n"
+            f"rc = main(['data', 'generate', '--env', 'darkroom', '--source',"
+            f" 'q_learning', '--tasks', '{tasks}', '--episodes', '{episodes}',"
+            f" '--seed', '0', '--out', {str(out)!r}, '--chunk-size', '{chunk}'])\n"
+            "print('RSS', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+        )
+        start = time.perf_counter()
+        proc = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        )
+        seconds = time.perf_counter() - start
+        rss_kib = int(proc.stdout.strip().splitlines()[-1].split()[1])
+        size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
+    return rss_kib / 1024, seconds, size
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="agentrl bench data_generation", description=__doc__
+    )
+    parser.add_argument("--quick", action="store_true", help="small sizes (smoke)")
+    args = parser.parse_args(argv)
+    sizes = [100, 300] if args.quick else [1_000, 10_000]
+    episodes = 10 if args.quick else 100
+    rss_tasks = 1_000 if args.quick else 10_000
+    rss_chunk = 100 if args.quick else 1_000
+
+    bandit = envs.make("gaussian_bandit")
+    room = envs.make("darkroom")
+    rows, results = [], {"generation": [], "peak_rss": {}}
+    for n in sizes:
+        ids = jnp.arange(n, dtype=jnp.int32)
+        keys = jax.random.split(jax.random.key(0), n)
+        b_params = jax.vmap(bandit.sample_params)(keys)
+        r_params = jax.vmap(room.params_for_task)(ids % room.num_tasks)
+        for name, tps in [
+            (
+                "ucb / gaussian_bandit (DPT)",
+                _throughput("ucb", bandit, b_params, 1, ids),
+            ),
+            (
+                "q_learning / darkroom 9x9",
+                _throughput("q_learning", room, r_params, episodes, ids),
+            ),
+        ]:
+            row = {"source / env": name, "tasks": n, "transitions/s": tps}
+            rows.append(row)
+            results["generation"].append(row)
+            print(row, flush=True)
+    ref = _numpy_q_learning(1_000, 5 if not args.quick else 2)
+    q_big = max(r["transitions/s"] for r in rows if r["source / env"].startswith("q_"))
+    rows.append(
+        {
+            "source / env": "numpy Q-learning loop (reference)",
+            "tasks": 1000,
+            "transitions/s": ref,
+        }
+    )
+    results["numpy_q_learning_reference"] = ref
+    results["q_learning_speedup_vs_numpy"] = q_big / ref
+    print(f"numpy reference {ref:.3g} transitions/s; agentrl x{q_big / ref:.1f}")
+
+    one, one_s, one_bytes = _peak_rss_mib(rss_chunk, episodes, rss_chunk)
+    many, many_s, many_bytes = _peak_rss_mib(rss_tasks, episodes, rss_chunk)
+    history_bytes = (
+        rss_tasks * episodes * 20 * (4 * 4 + 2)
+    )  # obs/act/opt/ep/rew + bools
+    results["peak_rss"] = {
+        "tasks": rss_tasks,
+        "episodes": episodes,
+        "chunk_size": rss_chunk,
+        "peak_rss_mib": many,
+        "peak_rss_one_chunk_mib": one,
+        "growth_mib": many - one,
+        "all_histories_mib": history_bytes / 2**20,
+        "one_chunk_histories_mib": history_bytes / 2**20 * rss_chunk / rss_tasks,
+        "dataset_mib": many_bytes / 2**20,
+        "seconds": many_s,
+        "seconds_one_chunk": one_s,
+    }
+    print(results["peak_rss"])
+    q_10k = [
+        r
+        for r in rows
+        if r["source / env"].startswith("q_") and r["tasks"] == sizes[-1]
+    ]
+    targets = [
+        target(
+            f"q_learning darkroom generation, transitions/s ({sizes[-1]} tasks)",
+            q_10k[0]["transitions/s"],
+            1_000_000,
+        ),
+        target(
+            "peak RSS growth from 1 to 10 chunks (MiB) <= one chunk of histories",
+            many - one,
+            history_bytes / 2**20 * rss_chunk / rss_tasks,
+            higher_is_better=False,
+        ),
+    ]
+    notes = (
+        f"Peak RSS writing {rss_tasks:,} histories x {episodes} episodes in chunks of "
+        f"{rss_chunk:,}: {many:.0f} MiB (one chunk alone: {one:.0f} MiB; all "
+        f"histories together would be {history_bytes / 2**20:.0f} MiB raw)."
+    )
+    out_dir = Path(tempfile.mkdtemp()) if args.quick else None
+    print(write_record("data_generation", results, targets, rows, notes, out_dir))
+
+
+if __name__ == "__main__":
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    main()

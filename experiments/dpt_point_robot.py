@@ -1,0 +1,92 @@
+"""DPT on Point-Robot (50 goals, 45/5 split, H=20), held-out goals online.
+
+The Decision-Pretrained Transformer predicts the oracle's action (the
+clipped step straight to the goal) for a query state, given a set of
+transitions of the same task. Point-Robot's actions are continuous, and the
+registry's ``dpt`` source (uniform random roll-in with oracle labels) needs
+discrete actions (``agentrl/sources/registry.py``: ``_need_oracle``), so the
+contexts come from PPO learning histories instead (``source="ppo"``), which
+record ``optimal_action`` because the env has an oracle. Contexts are
+``context_size`` consecutive transitions of one history, so they mix early
+(exploratory) and late (near-goal) PPO behaviour. The head is Gaussian (from
+``complete_model_config``; ``--model.head mse`` also works). Online, the model
+fills its context with its own transitions of earlier episodes. Tasks as
+T2MIR's: 50 goals uniform in ``[-1, 1]^2`` from a seed, random starts in
+``[-0.1, 0.1]^2`` (see ``ad_point_robot``).
+
+- ``smoke``: ``agentrl train dpt_point_robot --preset smoke`` — 8 PPO
+  histories of 20 episodes, 2 layers width 16, context 20, 40 steps;
+  seconds after compiling. Plumbing only.
+- ``cpu``: ``agentrl train dpt_point_robot --preset cpu`` then
+  ``agentrl eval runs/dpt_point_robot-cpu`` — 450 histories (10 per training
+  goal) of 50 PPO episodes, 4 layers width 32, context 40, 6,000 steps of
+  batch 64 (estimated 15-25 min on 2 cores; not yet run end to end).
+  Expected: on the 5 held-out goals the return rises within a few episodes
+  towards the oracle's.
+- ``gpu``: DPT's model (embedding 32, 4 layers, batch 64, lr 1e-3) on 900
+  PPO histories (20 per training goal) of 100 episodes, 20,000 updates, 40
+  evaluation episodes; sized for under 8 minutes on one H100 (estimated,
+  not measured; launch-bound steps of a few ms, PPO data the unknown).
+- ``full``: DPT's settings (embedding 32, 4 layers, batch 64, AdamW lr 1e-3,
+  wd 1e-4) at 100k updates on 4,500 histories; 40 evaluation episodes; for
+  a GPU.
+"""
+
+from _dpt import dpt_base, width_fields
+
+from agentrl.train.config import DataConfig
+from agentrl.train.experiments import make_presets, steps_fields
+
+# T2MIR's Point-Robot tasks: 50 goals uniform in [-1, 1]^2 (drawn with a
+# seed), starts uniform in [-0.1, 0.1]^2; finite goals, task_split(0.9): 45/5
+T2MIR_TASKS = (
+    ("num_goals", 50),
+    ("goals", "uniform"),
+    ("start_range", 0.1),
+)
+
+BASE = dpt_base(
+    "dpt_point_robot",
+    DataConfig(
+        env="point_robot",
+        env_args=T2MIR_TASKS,
+        source="ppo",
+        num_tasks=450,
+        num_episodes=50,
+        split_fraction=0.9,
+    ),
+    layers=4,
+    width=32,
+    heads=2,
+    context=40,
+    steps=6000,
+    batch=64,
+    lr=1e-3,
+    eval_tasks=5,
+    eval_episodes=40,
+)
+CHANGES = dict(
+    smoke={
+        "data.num_tasks": 8,
+        "data.num_episodes": 20,
+        "model.num_layers": 2,
+        **width_fields(16),
+        "context_size": 20,
+        **steps_fields(40),
+        "train.batch_size": 16,
+        "eval.num_episodes": 4,
+    },
+    cpu={},
+    gpu={
+        "data.num_tasks": 900,
+        "data.num_episodes": 100,
+        **steps_fields(20_000),
+        "model.compute_dtype": "bfloat16",
+    },
+    full={
+        "data.num_tasks": 4500,
+        "data.num_episodes": 100,
+        **steps_fields(100_000),
+    },
+)
+PRESETS = make_presets(BASE, **CHANGES)

@@ -1,0 +1,82 @@
+"""T2MIR-AD vs AD on Dark Room at equal training budget.
+
+Same data, optimiser and number of updates as ``ad_darkroom``; the model's
+last layer FFN becomes T2MIR's token-wise MoE (6 experts, top-2, noisy
+gating, balance weight 0.1) in parallel with the task-wise MoE (12 experts
+as in T2MIR's Dark Room AD config, top-2, routed per token as there,
+contrastive weight 0.01, EMA router tau 0.005), each half the width.
+
+Equal budget means the same updates *and* the same number of distinct
+histories seen: a batch holds B/2 tasks x 2 segments for the contrastive
+loss, and the two segments of a task come from two different histories of
+it (``agentrl.data.samplers.pair_rows``), so a batch of B shows B histories
+as AD's does (where the data hold one history per task, as ``smoke``, the
+two segments are cut from the same history). The contrastive loss averages
+the router's logits over all tokens. The measurements below were taken
+with these changes (before them: 8 experts, sequence-mean routing, both
+segments from one history).
+
+- ``smoke``: seconds; ``cpu``: as ``ad_darkroom`` cpu (compare with it,
+  5 training seeds each); ``gpu``: ``ad_darkroom``'s gpu preset with the
+  MoE (about 1.4x its step time, ``benchmarks/results/model_throughput.md``);
+  ``t2mir_setup`` / ``t2mir_setup_gpu``: T2MIR's own setup (10x10, corner start, H=100,
+  100 goals 80/20), at cpu and gpu budgets, against ``ad_darkroom``'s
+  presets of the same name: ``agentrl reproduce t2mir_ad_darkroom
+  --compare ad_darkroom --preset t2mir_setup``; ``full``: the paper's AD settings
+  for Dark Room (300k updates on a GPU).
+
+Measured on T2MIR's setup (``--preset t2mir_setup --seeds 3``, run as one
+process a seed; 3 seeds x 10 test goals, each seed its own data and
+split, acting rule chosen on validation goals; ~1 h a seed for both
+models on the shared 2-core CPU): T2MIR-AD return 20.0 in episode 1 ->
+59.9 [39.7, 78.8] over the last episodes (score 0.65 [0.43, 0.87]), AD
+16.8 -> 35.5 [14.9, 58.0] (score 0.38); paired difference +24.4 [6.8,
+41.1]: T2MIR-AD ahead, as the paper reports. Q-learning online on the
+same goals 75.5 (0.83), random 0.84, oracle 90.7
+(``repro_t2mir_ad_darkroom_vs_ad_darkroom_t2mir_setup``). Over 5 seeds
+(seeds 3 and 4 added): T2MIR-AD 15.2 -> 65.6 [47.3, 83.2] (score 0.71
+[0.51, 0.90]), AD 14.0 -> 47.4 [25.0, 69.3] (0.51), difference +18.2
+[4.8, 32.5]; T2MIR-AD ahead in every seed (+25.5, +17.9, +29.8, +8.9,
++8.7).
+
+On ``ad_darkroom``'s cpu preset (``--compare ad_darkroom --preset cpu
+--seeds 5``; 9x9, H=20, 260 histories, 2,000 updates; 5 seeds x 8 test
+goals): T2MIR-AD 1.08 -> 9.60 [6.92, 12.5] (score 0.58 [0.41, 0.75]), AD
+1.28 -> 10.76 [8.13, 13.3] (0.63); difference -1.17 [-5.17, 3.05], per
+seed -0.98, -4.74, -4.49, +0.39, +3.96: no difference at this budget
+(``repro_t2mir_ad_darkroom_vs_ad_darkroom_cpu``).
+"""
+
+import dataclasses
+
+import ad_darkroom
+from _t2mir import moe_last
+
+from agentrl.algos import T2MIR
+from agentrl.train.experiments import make_presets
+
+BASE = dataclasses.replace(
+    ad_darkroom.BASE,
+    name="t2mir_ad_darkroom",
+    algo=T2MIR(
+        base=ad_darkroom.BASE.algo,
+        balance_weight=0.1,
+        contrastive_weight=0.01,
+        ema_tau=0.005,
+    ),
+    model=dataclasses.replace(
+        ad_darkroom.BASE.model,
+        moe_layers=(ad_darkroom.BASE.model.num_layers - 1,),
+        token_experts=6,
+        token_top_k=2,
+        task_experts=12,  # T2MIR's Dark Room AD config
+        task_top_k=2,
+        task_routing="token",
+    ),
+)
+
+LAYERS = BASE.model.num_layers
+CHANGES = {
+    p: moe_last(c, LAYERS) for p, c in ad_darkroom.CHANGES.items() if p != "demo"
+}
+PRESETS = make_presets(BASE, **CHANGES)
