@@ -8,7 +8,7 @@ Submodules are imported on demand so that ``import agentrl`` stays cheap.
 
 from typing import Any
 
-__version__ = "0.1.0"
+from agentrl.version import __version__
 
 __all__ = ["__version__", "load_run"]
 

@@ -38,8 +38,8 @@ import os
 import sys
 from pathlib import Path
 
-from agentrl import __version__
 from agentrl.plugins import load_plugins
+from agentrl.version import __version__
 
 #: command -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -191,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
         elif hasattr(module, "parse"):
             args = module.parse(rest)
         else:
-            from agentrl import cliargs
+            import agentrl.cliargs as cliargs
 
             args = cliargs.parse(module.Args, rest, prog)
         return int(module.run(args) or 0)

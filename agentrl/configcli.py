@@ -38,7 +38,7 @@ import textwrap
 import typing
 from typing import Annotated, Any
 
-from agentrl import configtools
+import agentrl.configtools as configtools
 from agentrl.configtools import ConfigError
 
 # ----------------------------------------------------------- field docs
@@ -202,7 +202,7 @@ def _extra_help(config: Any, path: str) -> str:
     """What a pair field accepts: the registered env's or source's settings."""
     try:
         if path.endswith("source_args"):
-            from agentrl.sources import SOURCES
+            from agentrl.sources.registry import SOURCES
 
             source = SOURCES.get(getattr(config, "source", ""), None)
             if source is not None and source.defaults:
@@ -222,7 +222,7 @@ def _extra_help(config: Any, path: str) -> str:
 
 def _algorithm_names(path: str) -> str:
     try:
-        from agentrl import algos
+        import agentrl.algos as algos
 
         return f" --{path} NAME, NAME one of: {', '.join(algos.names())}."
     except Exception:  # help is best effort

@@ -414,3 +414,10 @@ def from_dict(cls: type, data: dict[str, Any], prefix: str = "") -> Any:
 
 def _to_tuple(x: Any) -> Any:
     return tuple(_to_tuple(v) for v in x) if isinstance(x, list) else x
+
+
+def default_hparams(config: Any) -> dict[str, Any]:
+    """The traced hyperparameters of ``config``: ``{path: float32 scalar}``."""
+    import jax.numpy as jnp  # slow to import; the CLI reads this module for --help
+
+    return {path: jnp.float32(value) for path, value in traced_values(config).items()}

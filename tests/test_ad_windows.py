@@ -17,13 +17,13 @@ from flax import nnx
 from model_factory import make_model
 
 from agentrl import envs
+from agentrl.agents.agent import Step
+from agentrl.agents.model_agents import ADModelAgent
 from agentrl.algos import AD
 from agentrl.algos.ad import ad_loss
 from agentrl.data import open_dataset, write_dataset
-from agentrl.evaluate.model_agents import ADModelAgent
 from agentrl.models import ModelConfig
 from agentrl.sources import source_histories
-from agentrl.sources.agent import Step
 from agentrl.train.config import TrainConfig
 
 ENV = envs.make("darkroom", size=5, horizon=5)

@@ -9,7 +9,8 @@ from agentrl.algos import dpt_loss
 from agentrl.data import DPTSampler, open_dataset
 from agentrl.train.experiments import load_experiment
 from agentrl.train.logger import read_metrics
-from agentrl.train.loop import fit, load_model
+from agentrl.train.loop import fit
+from agentrl.train.rundir import load_model
 
 
 def _replace(config, data=None, model=None, train=None, algo=None):

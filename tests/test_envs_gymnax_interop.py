@@ -82,10 +82,10 @@ def test_agentrl_step_info_matches_gymnax_keys():
 
 def test_spaces_convert_both_ways():
     box = spaces.Box(-1.0, 2.0, (3,))
-    g = box.to_gymnax()
+    g = space_to_gymnax(box)
     assert isinstance(g, gspaces.Box) and g.shape == (3,) and g.low == -1.0
-    assert isinstance(spaces.Discrete(4).to_gymnax(), gspaces.Discrete)
-    assert spaces.Discrete(4).to_gymnax().n == 4
+    assert isinstance(space_to_gymnax(spaces.Discrete(4)), gspaces.Discrete)
+    assert space_to_gymnax(spaces.Discrete(4)).n == 4
     d = space_to_gymnax(spaces.Dict({"a": spaces.Discrete(2), "b": box}))
     assert isinstance(d, gspaces.Dict) and isinstance(d.spaces["b"], gspaces.Box)
     back = space_from_gymnax(d)

@@ -7,8 +7,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from agentrl.evaluate.acting import SampleThenGreedy, acting_agent
-from agentrl.sources.agent import Step
+from agentrl.agents.acting import SampleThenGreedy, acting_agent
+from agentrl.agents.agent import Step
 from agentrl.train.config import EvalConfig
 
 
@@ -87,7 +87,7 @@ def test_agent_samples_until_rewarded_then_repeats_the_argmax(algo):
     from test_evaluate_fakes import RepeatRewardedAD
 
     from agentrl import envs
-    from agentrl.sources.agent import run_batched_agent
+    from agentrl.agents.agent import run_batched_agent
 
     env = envs.make("bernoulli_bandit", num_arms=5, horizon=40)
     params = jax.vmap(env.sample_params)(jax.random.split(jax.random.key(1), 64))
@@ -153,8 +153,8 @@ def test_every_acting_rule_calls_the_model_once_per_step(rule):
     import types
 
     from agentrl import envs
+    from agentrl.agents.agent import run_batched_agent
     from agentrl.algos import DPT
-    from agentrl.sources.agent import run_batched_agent
 
     env = envs.make("bernoulli_bandit", num_arms=3, horizon=6)
     params = jax.vmap(env.sample_params)(jax.random.split(jax.random.key(1), 2))
@@ -174,9 +174,9 @@ def test_rl2_agent_honours_each_acting_rule():
     """RL²'s GRU agent has scores/select: each rule runs on one core step."""
     from test_online_rl2 import FlipBandit, small_shape
 
+    from agentrl.agents.agent import run_batched_agent
     from agentrl.online.agent import RL2Agent
     from agentrl.online.ppo import TrialPPO
-    from agentrl.sources.agent import run_batched_agent
 
     env = FlipBandit(num_arms=2, horizon=3)
     trainer = TrialPPO(env, small_shape(trial_episodes=2), env.sample_params)

@@ -10,6 +10,7 @@ import pytest
 from test_evaluate_fakes import EmpiricalMeanDPT
 
 from agentrl import envs
+from agentrl.agents.model_agents import commit
 from agentrl.evaluate import (
     Context,
     RandomAgent,
@@ -19,7 +20,6 @@ from agentrl.evaluate import (
     reference_returns,
     run_model_online,
 )
-from agentrl.evaluate.model_agents import commit
 
 
 def _ctx(values, count, size):

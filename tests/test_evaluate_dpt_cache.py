@@ -11,12 +11,12 @@ from model_factory import make_model
 from test_evaluate_fakes import EmpiricalMeanDPT
 
 from agentrl import envs
+from agentrl.agents.driver import dpt_cache_applies, make_model_agent
+from agentrl.agents.model_agents import DPTCachedModelAgent, DPTModelAgent
 from agentrl.algos import DPT
 from agentrl.evaluate import run_model_online
-from agentrl.evaluate.driver import dpt_cache_applies, make_model_agent
-from agentrl.evaluate.model_agents import DPTCachedModelAgent, DPTModelAgent
 from agentrl.models import ModelConfig
-from agentrl.train.config import complete_model_config
+from agentrl.models.config import complete_model_config
 
 HORIZON = 24
 
@@ -78,8 +78,8 @@ def test_cached_dpt_agent_in_the_driver_copies_no_cache():
         count_copies_per_iteration,
     )
 
-    from agentrl.evaluate.driver import run_batched_agent, run_batched_in_blocks
-    from agentrl.evaluate.model_agents import ModelHandle
+    from agentrl.agents.driver import run_batched_agent, run_batched_in_blocks
+    from agentrl.agents.model_agents import ModelHandle
 
     env, model = _bandit_and_model()
     graphdef, weights = nnx.split(model)
@@ -110,7 +110,7 @@ def test_cached_dpt_agent_in_the_driver_copies_no_cache():
 
 
 def test_task_blocks_give_the_same_history():
-    from agentrl.evaluate.driver import ModelPolicy, run_policy
+    from agentrl.agents.driver import ModelPolicy, run_policy
 
     env, model = _bandit_and_model()
     key = jax.random.key(5)

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from agentrl import envs
+from agentrl.agents.agent import run_batched_agent
 from agentrl.envs.tasks import TaskSplit, split_task_ids
 from agentrl.evaluate import EvalResult, metrics
 from agentrl.evaluate.controls import (
@@ -20,7 +21,6 @@ from agentrl.evaluate.controls import (
     icl_verdict,
 )
 from agentrl.evaluate.goals import by_distance, goal_grid, goal_layout, per_goal
-from agentrl.sources.agent import run_batched_agent
 from agentrl.train.rundir import held_out_params
 
 # ------------------------------------------------------------------ splits

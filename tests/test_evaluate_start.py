@@ -24,18 +24,18 @@ from model_factory import make_model
 from test_models_transformer import small
 
 from agentrl import envs
-from agentrl.evaluate.acting import SampleThenGreedy, acting_agent
-from agentrl.evaluate.agents import per_task
-from agentrl.evaluate.controls import CONTEXT_CONTROLS, ControlledAgent
-from agentrl.evaluate.driver import _Recorder, run_batched_agent
-from agentrl.evaluate.model_agents import (
+from agentrl.agents.acting import SampleThenGreedy, acting_agent
+from agentrl.agents.agent import as_batched, run_agent_on_tasks
+from agentrl.agents.driver import _Recorder, run_batched_agent
+from agentrl.agents.model_agents import (
     ADModelAgent,
     DPTCachedModelAgent,
     ModelHandle,
     rolling_cache_agent,
 )
+from agentrl.evaluate.agents import per_task
+from agentrl.evaluate.controls import CONTEXT_CONTROLS, ControlledAgent
 from agentrl.online.agent import RL2Agent
-from agentrl.sources.agent import as_batched, run_agent_on_tasks
 from agentrl.train.config import EvalConfig
 
 ENV = envs.make("darkroom", size=3, horizon=5)

@@ -103,7 +103,7 @@ def params_of(run_dir: Path) -> list[np.ndarray]:
     import jax
     from flax import nnx
 
-    from agentrl.train.loop import load_model
+    from agentrl.train.rundir import load_model
 
     model, _ = load_model(run_dir)
     return [np.asarray(x) for x in jax.tree.leaves(nnx.state(model, nnx.Param))]

@@ -288,8 +288,8 @@ def test_sink_parameters_exist_per_layer_and_head_and_train():
 def test_ad_agent_in_the_driver_copies_no_cache(layout):
     """The evaluation loop (agent + environment) keeps the cache in place."""
     from agentrl import envs
-    from agentrl.evaluate.driver import run_batched_agent
-    from agentrl.evaluate.model_agents import ADModelAgent, ModelHandle
+    from agentrl.agents.driver import run_batched_agent
+    from agentrl.agents.model_agents import ADModelAgent, ModelHandle
 
     env = envs.make("darkroom", size=3, horizon=5)
     cfg = small(token_layout=layout, obs_size=9, action_size=5, max_steps=4)

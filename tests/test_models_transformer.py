@@ -221,7 +221,7 @@ def test_grid_encoding_factorises_cells_into_rows_columns_and_layers():
 def test_grid_encoding_takes_grid_size_from_the_environment():
     from agentrl.algos import AD
     from agentrl.envs import make
-    from agentrl.train.config import complete_model_config
+    from agentrl.models.config import complete_model_config
 
     cfg = complete_model_config(
         ModelConfig(obs_encoding="grid"), make("darkroom"), AD()

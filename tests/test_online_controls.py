@@ -31,12 +31,12 @@ import pytest
 from test_online_rl2 import FlipBandit, small_shape
 from test_online_transformer import make_trainer
 
+from agentrl.agents.agent import Step, run_batched_agent
 from agentrl.algos import RL2, TransformerPPO
 from agentrl.envs.bandits import BernoulliBandit
 from agentrl.evaluate.controls import ControlledAgent, controls_for
 from agentrl.online.agent import RL2Agent
 from agentrl.online.ppo import TrialPPO
-from agentrl.sources.agent import Step, run_batched_agent
 
 TASKS, STEPS = 3, 8
 
@@ -236,7 +236,7 @@ def test_a_control_goes_inside_the_acting_rule():
     """Under ``sample_then_greedy`` the rule must still see the paid rewards
     (and turn greedy after the first), while the model reads the controlled
     ones: the control changes the context only, not the acting rule."""
-    from agentrl.evaluate.acting import RuleState, SampleThenGreedy
+    from agentrl.agents.acting import RuleState, SampleThenGreedy
     from agentrl.evaluate.controls import controlled_agent
 
     online = Online("transformer_ppo")

@@ -19,6 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from agentrl.agents.agent import run_batched_agent
 from agentrl.algos import RL2
 from agentrl.envs.bandits import BernoulliBandit
 from agentrl.online.agent import RL2Agent
@@ -28,7 +29,6 @@ from agentrl.online.ppo import (
     gae_across_episodes,
     trial_hparams,
 )
-from agentrl.sources.agent import run_batched_agent
 from agentrl.train import fit
 from agentrl.train.config import DataConfig, EvalConfig, ExperimentConfig
 from agentrl.train.experiments import online_train_config
@@ -265,9 +265,9 @@ def test_fit_resume_is_exact(tmp_path):
 
 def test_fit_equals_the_one_jit_program(tmp_path):
     """fit's update-by-update loop computes what program(key, hparams) does."""
+    from agentrl.configtools import default_hparams
     from agentrl.envs import make as make_env
     from agentrl.train.config import complete_config
-    from agentrl.train.step import default_hparams
 
     config = tiny_config()
     fit(config, tmp_path / "a", progress=False)
@@ -286,7 +286,7 @@ def test_fit_equals_the_one_jit_program(tmp_path):
 def test_train_members_equal_fit_runs(tmp_path):
     """Seeds x a traced setting in one program = fit with that seed/setting."""
     from agentrl.envs import make as make_env
-    from agentrl.online.program import train_members
+    from agentrl.sweep.online import train_members
 
     config = tiny_config()
     env = make_env("bernoulli_bandit", num_arms=2, horizon=6)

@@ -31,15 +31,11 @@ from test_online_rl2 import FlipBandit, hp
 
 from agentrl.algos import RL2, TransformerPPO
 from agentrl.models import ModelConfig
+from agentrl.models.config import complete_model_config
 from agentrl.online.transformer import TransformerPPO as Trainer
 from agentrl.online.transformer import TransformerShape
 from agentrl.train import fit
-from agentrl.train.config import (
-    DataConfig,
-    EvalConfig,
-    ExperimentConfig,
-    complete_model_config,
-)
+from agentrl.train.config import DataConfig, EvalConfig, ExperimentConfig
 from agentrl.train.experiments import online_train_config
 from agentrl.train.rundir import load_run
 

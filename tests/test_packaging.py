@@ -169,7 +169,7 @@ def test_license_and_citation_match_the_package():
     assert re.search(rf'^version: "{re.escape(agentrl.__version__)}"$', cff, re.M)
     assert re.search(r"^license: Apache-2\.0$", cff, re.M)
     assert PYPROJECT["tool"]["setuptools"]["dynamic"]["version"] == {
-        "attr": "agentrl.__version__"
+        "attr": "agentrl.version.__version__"
     }
 
 

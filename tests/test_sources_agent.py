@@ -4,7 +4,7 @@ import jax
 import numpy as np
 
 from agentrl import envs, evaluate, sources
-from agentrl.sources.agent import (
+from agentrl.agents.agent import (
     RandomAgent,
     as_batched,
     run_agent,

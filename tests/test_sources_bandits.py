@@ -152,8 +152,8 @@ def test_epsilon_greedy_random_and_dpt_rollin():
 
 
 def test_bandit_agents_are_plain_agents():
+    from agentrl.agents.agent import run_agent
     from agentrl.sources import bandits
-    from agentrl.sources.agent import run_agent
 
     env = envs.make("bernoulli_bandit", num_arms=3, horizon=50)
     params = env.default_params  # means 0.1, 0.5, 0.9

@@ -58,7 +58,7 @@ def env():
 
 
 def test_histories_are_the_learners_in_context_behaviour(rl2_run):
-    from agentrl.evaluate.driver import run_policy
+    from agentrl.agents.driver import run_policy
 
     e = env()
     run = load_run(rl2_run)

@@ -17,11 +17,12 @@ from agentrl.train.experiments import load_experiment
 
 
 def test_vmapped_members_match_single_runs(tiny_ad_config, darkroom_dataset):
+    from agentrl.configtools import default_hparams
     from agentrl.data import open_dataset
     from agentrl.train.config import complete_config
     from agentrl.train.data import make_sampler
     from agentrl.train.loop import build_model
-    from agentrl.train.step import default_hparams, init_train_state, make_train_step
+    from agentrl.train.step import init_train_state, make_train_step
 
     config = tiny_ad_config(steps=4)
     env = envs.make("darkroom")

@@ -25,8 +25,8 @@ def test_vmapped_evaluation_matches_run_policy(tiny_ad_config, darkroom_dataset)
     from flax import nnx
 
     from agentrl import envs
+    from agentrl.agents.driver import ModelPolicy, run_policy
     from agentrl.data import open_dataset
-    from agentrl.evaluate.driver import ModelPolicy, run_policy
     from agentrl.sweep import evaluate_members, held_out_tasks, train_sweep
 
     config = tiny_ad_config(steps=2)

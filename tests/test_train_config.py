@@ -31,7 +31,7 @@ def test_presets_of_every_experiment_load():
 def test_dark_room_presets_fit_their_environment(name, preset):
     """Model completion and DPT's context length, checked without compiling."""
     from agentrl.envs import make
-    from agentrl.train.config import complete_model_config
+    from agentrl.models.config import complete_model_config
 
     config = load_experiment(name, preset)
     env = make(config.data.env, **dict(config.data.env_args))

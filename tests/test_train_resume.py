@@ -13,7 +13,9 @@ from flax import nnx
 
 from agentrl import configtools
 from agentrl.train.experiments import load_experiment
-from agentrl.train.loop import NonFiniteLossError, fit, load_model
+from agentrl.train.loop import fit
+from agentrl.train.rundir import load_model
+from agentrl.train.runner import NonFiniteLossError
 
 
 def _config(dataset, **train):
@@ -39,10 +41,11 @@ KILL_SCRIPT = textwrap.dedent(
     from agentrl import configtools
     from agentrl.train import loop
     from agentrl.train.config import ExperimentConfig
+    from agentrl.train.logger import RunLogger
 
     config = configtools.from_dict(ExperimentConfig, json.loads(sys.argv[1]))
     calls = {"n": 0}
-    original = loop.RunLogger.advance
+    original = RunLogger.advance
 
     def advance(self, n=1):
         original(self, n)
@@ -50,7 +53,7 @@ KILL_SCRIPT = textwrap.dedent(
         if calls["n"] == 23:  # mid-way, right after checkpoint 20 was started
             os.kill(os.getpid(), signal.SIGKILL)
 
-    loop.RunLogger.advance = advance
+    RunLogger.advance = advance
     loop.fit(config, sys.argv[2], progress=False)
     """
 )

@@ -18,7 +18,7 @@ import numpy as np
 from flax import nnx
 
 from agentrl import configtools
-from agentrl.train.loop import load_model
+from agentrl.train.rundir import load_model
 
 SCRIPT = textwrap.dedent(
     """

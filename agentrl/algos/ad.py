@@ -24,6 +24,7 @@ import jax
 
 from agentrl.algos.base import Algorithm, check, register_algorithm
 from agentrl.algos.losses import action_loss
+from agentrl.envs.base import env_horizon
 
 #: where a training window may start (``agentrl.data.samplers.WINDOW_STARTS``)
 WINDOW_STARTS = ("any", "episode")
@@ -67,12 +68,6 @@ def check_episodes_fit(config: Any, prefix: str, episodes: int, stride: int) -> 
         f"{stride}) spans {span} episodes of a history, more than "
         f"data.num_episodes={config.data.num_episodes}",
     )
-
-
-def env_horizon(env: Any) -> int:
-    from agentrl.evaluate.model_agents import env_horizon as horizon
-
-    return horizon(env)
 
 
 @register_algorithm
@@ -121,7 +116,7 @@ class AD(Algorithm):
         return self.context_episodes * env_horizon(env)
 
     def make_sampler(self, dataset: Any, train: Any, *, paired: bool = False) -> Any:
-        from agentrl.data import ADSampler
+        from agentrl.data.samplers import ADSampler
 
         return ADSampler(
             dataset,
@@ -137,7 +132,7 @@ class AD(Algorithm):
         return ad_loss(model, batch, deterministic=deterministic)
 
     def make_agent(self, model: Any, env: Any, num_steps: int, config: Any) -> Any:
-        from agentrl.evaluate.model_agents import rolling_cache_agent
+        from agentrl.agents.model_agents import rolling_cache_agent
 
         return rolling_cache_agent(model, env, config)
 

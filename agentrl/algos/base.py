@@ -39,11 +39,16 @@ Registering: decorate the class with :func:`register_algorithm`;
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 from typing import Any, ClassVar
 
 import jax
+import numpy as np
+from flax import nnx
 
+from agentrl.configtools import default_hparams
+from agentrl.models.transformer import DecisionModel
 from agentrl.registry import Registry, caller_module
 
 __all__ = [
@@ -157,6 +162,33 @@ class Algorithm:
         """``train(key, hparams) -> (state, metrics)`` for online learners."""
         raise NotImplementedError(f"algo {self.name!r} trains from a dataset")
 
+    # ----- how the runner trains and restores it -------------------------------
+    def by_training(self, *, from_data: Any, online: Any) -> Any:
+        """``from_data`` for a learner distilled from a dataset, ``online`` for
+        one trained by RL (:meth:`make_online_train`).
+
+        The one question outside this package about how a learner is
+        trained: the runner picks its learner with it, the sweep its member
+        trainer, evaluation the controls that apply.
+        """
+        return online if self.trains_online else from_data
+
+    def load_policy(self, config: Any, env: Any, read: Callable[..., Any]):
+        """``(policy, checkpoint meta)`` from a run's checkpoint.
+
+        ``read(like, partial) -> (state, meta)`` restores ``like``'s arrays
+        (``partial``: only its top-level parts). A distilled learner reads the
+        decision model's ``params``/``rest`` (no optimizer is built); an online
+        learner its whole trainer state, whose policy is
+        ``program.weights(state)``.
+        """
+        if self.trains_online:
+            return _load_online_policy(config, env, read)
+        model = DecisionModel(config.model, rngs=nnx.Rngs(config.train.seed))
+        graphdef, params, rest = nnx.split(model, nnx.Param, ...)
+        part, meta = read({"params": params, "rest": rest}, True)
+        return nnx.merge(graphdef, part["params"], part["rest"]), meta
+
     # ----- acting in context ------------------------------------------------
     def make_agent(self, model: Any, env: Any, num_steps: int, config: Any) -> Any:
         """A batched agent (``agentrl.evaluate.agents.BatchedAgent``) for ``model``.
@@ -269,3 +301,22 @@ def get_class(name: str | None) -> type[Algorithm]:
     )
     return ALGORITHMS.get(name)
 
+
+def _load_online_policy(config: Any, env: Any, read: Callable[..., Any]):
+    """An online learner's policy weights and checkpoint meta (see ``load_policy``)."""
+    program = config.algo.make_online_train(config, env)
+    like = jax.eval_shape(
+        program.init, jax.random.key(config.train.seed), default_hparams(config)
+    )
+    like = jax.tree.map(_placeholder, like)
+    state, meta = read(like, False)
+    return program.weights(state), meta
+
+
+def _placeholder(x: Any) -> Any:
+    """A concrete array shaped like ``x`` to restore into (keys stay keys)."""
+    if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
+        # key arrays of any shape (an env state may hold one per env)
+        keys = jax.random.split(jax.random.key(0), math.prod(x.shape))
+        return keys.reshape(x.shape)
+    return np.zeros(x.shape, x.dtype)

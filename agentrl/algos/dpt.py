@@ -10,7 +10,7 @@ In context it acts on a set of its own past transitions (the last
 ``context_size``): after every step on bandits (the paper's bandit
 protocol, decoded with a KV cache), after every episode elsewhere (its Dark
 Room protocol: the current episode is not in context); see
-:class:`agentrl.evaluate.model_agents.DPTModelAgent`.
+:class:`agentrl.agents.model_agents.DPTModelAgent`.
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ class DPT(Algorithm):
         return self.context_size + 1
 
     def make_sampler(self, dataset: Any, train: Any, *, paired: bool = False) -> Any:
-        from agentrl.data import DPTSampler
+        from agentrl.data.samplers import DPTSampler
 
         return DPTSampler(
             dataset,
@@ -109,9 +109,9 @@ class DPT(Algorithm):
         return dpt_loss(model, batch, deterministic=deterministic)
 
     def make_agent(self, model: Any, env: Any, num_steps: int, config: Any) -> Any:
-        from agentrl.evaluate.acting import acting_agent
-        from agentrl.evaluate.driver import make_model_agent
-        from agentrl.evaluate.model_agents import split_model
+        from agentrl.agents.acting import acting_agent
+        from agentrl.agents.driver import make_model_agent
+        from agentrl.agents.model_agents import split_model
 
         model = split_model(model)  # one handle for the acting rule's agents
         return acting_agent(

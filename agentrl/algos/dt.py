@@ -24,9 +24,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from agentrl.algos.ad import check_episodes_fit, check_positive, env_horizon
+from agentrl.algos.ad import check_episodes_fit, check_positive
 from agentrl.algos.base import Algorithm, check, register_algorithm
 from agentrl.algos.losses import action_loss
+from agentrl.envs.base import env_horizon
 
 
 def returns_to_go(reward: jax.Array, done: jax.Array) -> jax.Array:
@@ -162,7 +163,7 @@ class DT(Algorithm):
         return dataclasses.replace(self, rtg_scale=scale, target_return=target)
 
     def make_sampler(self, dataset: Any, train: Any, *, paired: bool = False) -> Any:
-        from agentrl.data import ADSampler
+        from agentrl.data.samplers import ADSampler
 
         return ADSampler(
             dataset,
@@ -190,7 +191,7 @@ class DT(Algorithm):
             "algo.target_return is unset: evaluate a trained run (fit fills it "
             "from the data's best episode return) or set it",
         )
-        from agentrl.evaluate.model_agents import rolling_cache_agent
+        from agentrl.agents.model_agents import rolling_cache_agent
 
         return rolling_cache_agent(
             model,
@@ -229,7 +230,7 @@ class DTModelAgent:
         greedy: bool = False,
         temperature: float = 1.0,
     ):
-        from agentrl.evaluate.model_agents import ADModelAgent
+        from agentrl.agents.model_agents import ADModelAgent
 
         self.inner = ADModelAgent(
             model, env, cache_steps, greedy=greedy, temperature=temperature
@@ -250,7 +251,7 @@ class DTModelAgent:
 
     def start(self, state: DTState, obs: Any) -> DTState:
         """The first token: ``obs`` at the target return."""
-        from agentrl.sources.agent import start_agent
+        from agentrl.agents.agent import start_agent
 
         inner = start_agent(self.inner, state.inner, self._obs(obs, state.rtg))
         return state._replace(inner=inner)

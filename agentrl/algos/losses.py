@@ -10,7 +10,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from agentrl.models import ModelOutput, greedy_action, log_prob
+from agentrl.models.heads import ModelOutput, greedy_action, log_prob
 
 
 def masked_mean(x: jax.Array, mask: jax.Array | None) -> jax.Array:

@@ -169,27 +169,26 @@ class RL2(Algorithm):
         return size
 
     def context_steps(self, env: Any) -> int:
-        from agentrl.algos.ad import env_horizon
+        from agentrl.envs.base import env_horizon
 
         return self.trial_episodes * env_horizon(env)
 
     # ----- training online ---------------------------------------------------
     def make_online_train(self, config: Any, env: Any):
-        from agentrl.online.program import make_program
+        from agentrl.online.program import gru_program
 
-        return make_program(config, env, "gru")
+        return gru_program(config, env)
 
     def build_core(self, env: Any):
         """The :class:`~agentrl.online.cores.GRUCore` of this config on ``env``."""
-        from agentrl.online.program import make_program
-        from agentrl.train.config import ExperimentConfig
+        from agentrl.online.program import gru_core
 
-        return make_program(ExperimentConfig(algo=self), env, "gru").trainer.core
+        return gru_core(self, env)
 
     # ----- acting in context ---------------------------------------------------
     def make_agent(self, model: Any, env: Any, num_steps: int, config: Any) -> Any:
-        from agentrl.evaluate.acting import acting_agent
-        from agentrl.evaluate.model_agents import split_model
+        from agentrl.agents.acting import acting_agent
+        from agentrl.agents.model_agents import split_model
         from agentrl.online.agent import RL2Agent
 
         weights = split_model(model).get()

@@ -32,15 +32,10 @@ import jax.numpy as jnp
 from flax import nnx
 
 from agentrl.algos.ad import AD
-from agentrl.algos.base import (
-    Algorithm,
-    check,
-    register_algorithm,
-    sub_hparams,
-)
+from agentrl.algos.base import Algorithm, check, register_algorithm, sub_hparams
 from agentrl.algos.dpt import DPT
 from agentrl.configtools import traced
-from agentrl.models import contrastive_loss, ema_update, task_router_logits
+from agentrl.models.contrastive import contrastive_loss, ema_update, task_router_logits
 from agentrl.models.moe import router_logits
 
 

@@ -29,10 +29,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from agentrl.algos.ad import env_horizon
 from agentrl.algos.base import Algorithm, check, register_algorithm
 from agentrl.algos.rl2 import check_ppo_trials
 from agentrl.configtools import traced
+from agentrl.envs.base import env_horizon
 
 
 @register_algorithm
@@ -88,7 +88,7 @@ class TransformerPPO(Algorithm):
         return self.trial_episodes * env_horizon(env)
 
     def make_online_train(self, config: Any, env: Any):
-        from agentrl.online.program import make_program
+        from agentrl.online.program import transformer_program
 
         steps = self.context_steps(env)
         check(
@@ -96,9 +96,9 @@ class TransformerPPO(Algorithm):
             f"algo.update_every={self.update_every} must divide the trial's "
             f"{steps} steps (algo.trial_episodes x the env's horizon)",
         )
-        return make_program(config, env, "transformer")
+        return transformer_program(config, env)
 
     def make_agent(self, model: Any, env: Any, num_steps: int, config: Any) -> Any:
-        from agentrl.evaluate.model_agents import rolling_cache_agent
+        from agentrl.agents.model_agents import rolling_cache_agent
 
         return rolling_cache_agent(model, env, config)

@@ -19,6 +19,7 @@ from typing import Annotated, Literal
 
 import tyro
 
+import agentrl.train.learned  # noqa: F401 (registers the learned_learner source)
 from agentrl.cliargs import (
     KeyValue,
     NonNegativeInt,
@@ -90,7 +91,7 @@ SUBCOMMANDS = ("generate", "info", "verify")
 
 def parse(argv: list[str]) -> Generate | Info | Verify:
     """The subcommand's arguments (an unknown subcommand is named as such)."""
-    from agentrl import cliargs
+    import agentrl.cliargs as cliargs
 
     if argv and not argv[0].startswith("-") and argv[0] not in SUBCOMMANDS:
         raise ConfigError(
@@ -103,9 +104,9 @@ def parse(argv: list[str]) -> Generate | Info | Verify:
 def _generate(args) -> int:
     from tqdm import tqdm
 
-    from agentrl import envs
+    import agentrl.envs as envs
     from agentrl.data.writer import write_dataset
-    from agentrl.sources import source_histories
+    from agentrl.sources.registry import source_histories
 
     out = check_output_path(args.out, "--out")
     if out.exists() and not args.overwrite:

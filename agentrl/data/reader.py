@@ -243,7 +243,7 @@ class HistoryDataset:
     @functools.cached_property
     def env(self) -> Any:
         """The environment, rebuilt from the recorded name and overrides."""
-        from agentrl import envs
+        import agentrl.envs as envs
 
         env = self.metadata["env"]
         try:

@@ -60,8 +60,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-import agentrl
-from agentrl.data import features
+import agentrl.data.features as features
+from agentrl.envs.base import is_bandit
 from agentrl.envs.tasks import DEFAULT_VALIDATION_SHARE, TaskSplit, split_task_ids
 from agentrl.history import History, check_history
 from agentrl.safeio import (
@@ -71,6 +71,7 @@ from agentrl.safeio import (
     storage_error,
     temp_sibling,
 )
+from agentrl.version import __version__
 
 #: ``histories(params [task, ...], key, num_episodes, task_id [task]) ->
 #: History [task, num_episodes * env.horizon, ...]``: one chunk of tasks.
@@ -99,7 +100,7 @@ def env_identity(
     ``type(env)``, and the constructor arguments whose attribute on ``env``
     differs from the default.
     """
-    from agentrl.envs import registry
+    import agentrl.envs.registry as registry
 
     if name is None:
         table = dict(registry.ENVS.items())
@@ -277,7 +278,7 @@ def write_dataset(
         "num_steps": num_episodes * env.horizon,
         "chunk_size": chunk_size,
         # a bandit's observation is a constant: contexts need no states
-        "stateless_obs": getattr(env, "kind", None) == "bandit",
+        "stateless_obs": is_bandit(env),
         "task_space": "finite" if plan.finite else "continuous",
         "task_ids": {k: [int(i) for i in v] for k, v in plan.task_ids.items()},
         "split": plan.split.to_json(),
@@ -376,7 +377,7 @@ def write_histories(
         _write_tfds_metadata(tmp, spec, lengths, description)
         full = {
             "format_version": FORMAT_VERSION,
-            "agentrl_version": agentrl.__version__,
+            "agentrl_version": __version__,
             "created": datetime.datetime.now(datetime.UTC).isoformat(
                 timespec="seconds"
             ),

@@ -304,7 +304,7 @@ def import_hdf5(
     env and the split. Raises ``ValueError`` naming the file, group and
     dataset that does not follow the schema, before anything is written.
     """
-    from agentrl import envs
+    import agentrl.envs as envs
 
     h5py = _h5py()
     file = Path(file)

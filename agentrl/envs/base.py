@@ -182,3 +182,24 @@ class Environment(Generic[S, P]):
     @property
     def has_oracle(self) -> bool:
         return type(self).optimal_action is not Environment.optimal_action
+
+
+def env_horizon(env: Any) -> int:
+    """``env.horizon`` or a clear error (needed to size per-episode buffers)."""
+    horizon = getattr(env, "horizon", None)
+    if not isinstance(horizon, int):
+        raise ValueError(
+            f"{getattr(env, 'name', env)} has no integer `horizon`; pass the "
+            "number of steps explicitly"
+        )
+    return horizon
+
+
+def is_bandit(env: Any) -> bool:
+    """Whether ``env`` follows the bandit contract (``kind = "bandit"``).
+
+    A bandit has one state, so its observation never changes (a context
+    needs no states, DPT's query is fixed), ``num_arms`` actions and, in
+    its params, the arms' ``means``. The one place the contract is read.
+    """
+    return getattr(env, "kind", None) == "bandit"

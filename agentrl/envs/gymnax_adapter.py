@@ -34,7 +34,7 @@ from typing import Any
 
 import jax
 
-from agentrl.envs import spaces
+import agentrl.envs.spaces as spaces
 from agentrl.envs.base import Environment
 
 

@@ -37,7 +37,8 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from agentrl.envs import grid, spaces
+import agentrl.envs.grid as grid
+import agentrl.envs.spaces as spaces
 from agentrl.envs.base import Environment, EnvParams, EnvState
 from agentrl.envs.validate import check_choice, check_int
 

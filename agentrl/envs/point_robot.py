@@ -49,7 +49,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from agentrl.envs import spaces
+import agentrl.envs.spaces as spaces
 from agentrl.envs.base import Environment, EnvParams, EnvState
 from agentrl.envs.validate import check_choice, check_float, check_int
 

@@ -4,7 +4,8 @@ These mirror ``gymnax.environments.spaces`` (same attribute names: ``n``,
 ``shape``, ``dtype``, ``low``, ``high``) so code written against either works
 with both, without importing gymnax (which costs seconds at import time).
 Where gymnax checks types (its wrappers assert ``isinstance(space,
-gymnax...Box)``), ``space.to_gymnax()`` gives the gymnax space, and
+gymnax...Box)``), :func:`agentrl.envs.gymnax_adapter.space_to_gymnax` gives the
+gymnax space, and
 :func:`agentrl.envs.gymnax_adapter.to_gymnax` a whole environment's view.
 """
 
@@ -27,12 +28,6 @@ class Space:
 
     def contains(self, x: Any) -> jax.Array:
         raise NotImplementedError
-
-    def to_gymnax(self) -> Any:
-        """The equal ``gymnax.environments.spaces`` space (for gymnax wrappers)."""
-        from agentrl.envs.gymnax_adapter import space_to_gymnax
-
-        return space_to_gymnax(self)
 
 
 class Discrete(Space):

@@ -50,7 +50,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from agentrl.envs import spaces
+import agentrl.envs.spaces as spaces
 from agentrl.envs.base import Environment, EnvParams, EnvState
 from agentrl.envs.validate import check_choice, check_int
 

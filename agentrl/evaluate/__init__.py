@@ -6,24 +6,26 @@
 ...                                 params, key, num_episodes=1)
 >>> evaluate.write_results(res, "out/")  # results.json, results.md, *.png
 
-Models are duck-typed (see :mod:`agentrl.evaluate.model_agents` for the
+Models are duck-typed (see :mod:`agentrl.agents.model_agents` for the
 contract), so nothing here imports ``agentrl.models`` or ``agentrl.train``.
 """
 
-from agentrl.evaluate.agents import (
-    BASELINES,
-    OracleAgent,
-    make_baseline,
-    per_task,
-    register_baseline,
-)
-from agentrl.evaluate.driver import (
+from agentrl.agents.agent import RandomAgent
+from agentrl.agents.driver import (
     ModelPolicy,
     collect_context,
     make_model_agent,
     run_batched_agent,
     run_model_online,
     run_policy,
+)
+from agentrl.agents.model_agents import ADModelAgent, Context, DPTModelAgent
+from agentrl.evaluate.agents import (
+    BASELINES,
+    OracleAgent,
+    make_baseline,
+    per_task,
+    register_baseline,
 )
 from agentrl.evaluate.evaluate import (
     EvalResult,
@@ -43,9 +45,7 @@ from agentrl.evaluate.metrics import (
     realized_regret,
     standard_error,
 )
-from agentrl.evaluate.model_agents import ADModelAgent, Context, DPTModelAgent
 from agentrl.evaluate.report import summarize, write_results
-from agentrl.sources.agent import RandomAgent
 
 __all__ = [
     "ADModelAgent",

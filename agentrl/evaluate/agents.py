@@ -1,9 +1,9 @@
 """Baseline agents, and per-task views of batched agents, for evaluation.
 
-Baselines follow the one :class:`agentrl.sources.agent.Agent` protocol and run
-through its one driver (:func:`agentrl.sources.agent.run_agent_on_tasks`):
+Baselines follow the one :class:`agentrl.agents.agent.Agent` protocol and run
+through its one driver (:func:`agentrl.agents.agent.run_agent_on_tasks`):
 
-- :class:`~agentrl.sources.agent.RandomAgent`: uniform over the action space
+- :class:`~agentrl.agents.agent.RandomAgent`: uniform over the action space
   (the source ``random``'s agent, registered here as the ``random`` baseline);
 - :class:`OracleAgent`: ``env.optimal_action`` (reads the env state/params, as
   oracles may).
@@ -22,14 +22,14 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from agentrl.registry import Registry, caller_module
-from agentrl.sources.agent import (
+from agentrl.agents.agent import (
     Agent,
     RandomAgent,
     Step,
     is_batched,
     start_agent,
 )
+from agentrl.registry import Registry, caller_module
 
 #: A batched agent is an :class:`Agent` with ``batched = True`` (one protocol).
 BatchedAgent = Agent

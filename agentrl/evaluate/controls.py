@@ -24,7 +24,7 @@ the method, so differences are paired per ``[seed, task]``:
   :func:`expert_config` the run's config). It distils the expert, not the
   learning, and is the AD paper's control. It applies only to a learner
   distilled from a dataset: one trained online by RL (RL², transformer
-  PPO; ``Algorithm.trains_online``) has no histories to cut, so its
+  PPO) has no histories to cut, so its
   controls are the three context ones (:func:`controls_for`).
 
 The context controls act on whatever the wrapped agent reads as context:
@@ -55,9 +55,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from agentrl.evaluate import metrics
-from agentrl.evaluate.driver import ModelPolicy
-from agentrl.sources.agent import start_agent
+import agentrl.evaluate.metrics as metrics
+from agentrl.agents.agent import start_agent
+from agentrl.agents.driver import ModelPolicy
 
 #: Controls that change how a trained model reads its context (no training).
 CONTEXT_CONTROLS = ("zero_rewards", "shuffle_rewards", "empty_context")
@@ -72,17 +72,17 @@ def controls_for(config: Any) -> tuple[str, ...]:
     All of :data:`CONTROLS` for a learner distilled from learning histories;
     the :data:`CONTEXT_CONTROLS` only when there are no such histories to cut
     to their converged episodes: a learner trained online by RL
-    (``config.algo.trains_online``), or one distilled from a source that
+    (RL², transformer PPO), or one distilled from a source that
     does not learn (``Source.learns``: DPT's independent roll-ins, random
     play), where the "last episodes" are no more expert than the rest.
     The source is the one its data records (:func:`data_source`); one outside
     the registry (a published dataset, e.g. XLand-100B's PPO histories) is
     taken to be learning histories, the premise of distilling from it.
     """
-    from agentrl.sources import SOURCES
+    from agentrl.sources.registry import SOURCES
 
-    if config.algo.trains_online:
-        return CONTEXT_CONTROLS
+    if not config.algo.by_training(from_data=True, online=False):
+        return CONTEXT_CONTROLS  # no histories to cut
     source = SOURCES.get(data_source(config.data), None)
     return CONTROLS if source is None or source.learns else CONTEXT_CONTROLS
 
@@ -93,7 +93,7 @@ def data_source(data: Any) -> str:
     existing one (``data.path``; ``data.source`` is then only a default),
     else ``data.source``, which generates them."""
     if data.path:
-        from agentrl.data import open_dataset
+        from agentrl.data.reader import open_dataset
 
         try:
             return str(
@@ -168,7 +168,7 @@ class ControlledAgent:
         return self.agent.act(key, inner, obs, env_state, params)
 
     # a scored model agent stays one (an acting rule wrapped around the
-    # control needs both: :class:`~agentrl.evaluate.acting.SampleThenGreedy`)
+    # control needs both: :class:`~agentrl.agents.acting.SampleThenGreedy`)
     def scores(self, state: ControlState, obs, env_state, params) -> jax.Array:
         inner = self._reading(state, obs)
         return self.agent.scores(inner, obs, env_state, params)
@@ -199,7 +199,7 @@ def controlled_agent(agent: Any, control: str, num_steps: int) -> Any:
 
     The control changes what the *model* reads, nothing else: where the
     agent is an acting rule around the model's agent (one with
-    ``around(wrap)``, :class:`~agentrl.evaluate.acting.SampleThenGreedy`),
+    ``around(wrap)``, :class:`~agentrl.agents.acting.SampleThenGreedy`),
     the control goes inside it, so the rule still sees the rewards the task pays (under
     ``zero_rewards`` it turns greedy after the first real reward, as the
     method's does) while the model's context holds the controlled ones.
@@ -239,7 +239,8 @@ def expert_dataset(
     with a two-way split (agentrl <= 0.2) gets a three-way one with the
     same training tasks; its test tasks are then a subset of the source's.
     """
-    from agentrl.data import open_dataset, write_dataset
+    from agentrl.data.reader import open_dataset
+    from agentrl.data.writer import write_dataset
 
     ds = open_dataset(source)
     m = ds.metadata

@@ -8,10 +8,10 @@
 
 Anything that acts is accepted: a per-task :class:`~agentrl.sources.Agent`
 (run with ``run_agent_on_tasks``), a batched agent, a
-:class:`~agentrl.evaluate.driver.ModelPolicy` (a trained model with its
+:class:`~agentrl.agents.driver.ModelPolicy` (a trained model with its
 algorithm's acting rule, e.g. from :meth:`agentrl.train.rundir.Run.policy`),
 or a bare model with ``decode`` (AD-style) or ``predict_query`` (DPT-style)
-run by :func:`~agentrl.evaluate.driver.run_model_online`. Every method evaluated
+run by :func:`~agentrl.agents.driver.run_model_online`. Every method evaluated
 together gets the same tasks, the same key (so the same environment noise)
 and the same random/oracle references for the normalized score.
 """
@@ -26,21 +26,22 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from agentrl.evaluate import metrics
-from agentrl.evaluate.driver import (
+import agentrl.evaluate.metrics as metrics
+from agentrl.agents.agent import (
+    RandomAgent,
+    is_agent,
+    is_batched,
+    run_agent_on_tasks,
+)
+from agentrl.agents.driver import (
     ModelPolicy,
     infer_protocol,
     run_batched_agent,
     run_model_online,
     run_policy,
 )
-from agentrl.evaluate.model_agents import Context, env_horizon
-from agentrl.sources.agent import (
-    RandomAgent,
-    is_agent,
-    is_batched,
-    run_agent_on_tasks,
-)
+from agentrl.agents.model_agents import Context
+from agentrl.envs.base import env_horizon, is_bandit
 from agentrl.tables import json_safe
 
 
@@ -106,7 +107,7 @@ def reference_returns(
       ``(random [task], oracle [task] | None)``.
     """
     means = getattr(params, "means", None)
-    if means is not None and getattr(env, "kind", None) == "bandit":
+    if means is not None and is_bandit(env):
         steps = jnp.asarray(params.max_steps_in_episode, jnp.float32)
         random = steps * jnp.mean(means, axis=-1)
     else:

@@ -27,7 +27,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from agentrl.evaluate import metrics
+import agentrl.evaluate.metrics as metrics
 from agentrl.tables import write_bytes
 
 
@@ -39,7 +39,7 @@ def goal_layout(env: Any) -> tuple[int, np.ndarray] | None:
     params = getattr(env, "default_params", None)
     if np.shape(getattr(params, "goal", None)) != (2,):
         return None
-    from agentrl.envs import grid
+    import agentrl.envs.grid as grid
 
     return size, np.asarray(grid.start_position(size, start))
 

@@ -23,12 +23,12 @@ from typing import Any
 
 import numpy as np
 
-import agentrl
-from agentrl import tracking
-from agentrl.evaluate import metrics
+import agentrl.evaluate.metrics as metrics
+import agentrl.tracking as tracking
 from agentrl.evaluate.evaluate import EvalResult
 from agentrl.tables import markdown_table as _table
 from agentrl.tables import write_bytes, write_json, write_text
+from agentrl.version import __version__
 
 MAX_CURVE_POINTS = 100
 
@@ -263,7 +263,7 @@ def write_results(
     payload = {
         "title": title,
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "agentrl_version": agentrl.__version__,
+        "agentrl_version": __version__,
         "summary": summary,
         "runs": runs_json,
     }
@@ -300,7 +300,7 @@ def per_task_section(
     paths: dict[str, Path],
 ) -> list[str]:
     """Goal-cell heatmap and by-distance table (goal-cell grid tasks only)."""
-    from agentrl.evaluate import goals
+    import agentrl.evaluate.goals as goals
 
     ids = _task_ids(results)
     if goals.goal_layout(env) is None or ids is None:

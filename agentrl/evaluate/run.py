@@ -22,6 +22,8 @@ from typing import Any
 
 import jax
 
+import agentrl.train.learned  # noqa: F401 (registers the learned_learner source)
+
 
 def default_baselines(env: Any, source: str | None) -> list[str]:
     """random + oracle, UCB1, UCB1.0 (DPT's) and Thompson on bandits, the source."""
@@ -126,7 +128,7 @@ def evaluate_run(
 
 
 def _env_of(results: dict[str, Any]) -> Any:
-    from agentrl.envs import make as make_env
+    from agentrl.envs.registry import make as make_env
 
     meta = next(iter(results.values())).metadata
     name, args = meta.get("env_name"), meta.get("env_args")

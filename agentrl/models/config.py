@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Any
 
 OBS_KINDS = ("discrete", "continuous")
 OBS_ENCODINGS = ("table", "grid")
@@ -70,7 +71,7 @@ class ModelConfig:
       dropout: residual and embedding dropout rate (training only).
       max_steps: attention window in *steps* (also the default cache size);
         ``None`` until filled from the algorithm's context by
-        ``agentrl.train.config.complete_model_config`` (a model needs it set).
+        ``agentrl.models.config.complete_model_config`` (a model needs it set).
       token_layout: ``"step"``: one token per step embedding ``obs_t``,
         ``a_{t-1}``, ``r_{t-1}``; ``"sar"``: three tokens per step ``obs_t``,
         ``a_t``, ``r_t`` (prediction read at the obs token); ``"transition"``:
@@ -293,3 +294,51 @@ class ModelConfig:
     @property
     def has_moe(self) -> bool:
         return bool(self.moe_layers)
+
+
+def complete_model_config(
+    config: ModelConfig, env: Any, algo: Any
+) -> ModelConfig:
+    """Fill obs/action kinds and sizes from ``env``'s spaces, and the window.
+
+    The algorithm adapts the result (DT appends the return-to-go to the
+    observation) and, when ``max_steps`` is unset, sets the attention window
+    its training windows need (:meth:`Algorithm.context_steps`).
+    """
+    params = env.default_params
+    obs_space, act_space = env.observation_space(params), env.action_space(params)
+    discrete_obs = hasattr(obs_space, "n")
+    if discrete_obs:
+        obs_kind, obs_size = "discrete", int(obs_space.n)
+    else:
+        # a multi-axis Box (XLand's grid view) is embedded flattened
+        obs_kind, obs_size = "continuous", int(math.prod(obs_space.shape))
+    if hasattr(act_space, "n"):
+        action = {
+            "action_kind": "discrete",
+            "action_size": int(act_space.n),
+            "head": "categorical",
+        }
+    else:
+        head = config.head if config.head != "categorical" else "gaussian"
+        action = {
+            "action_kind": "continuous",
+            "action_size": int(act_space.shape[-1]),
+            "head": head,
+        }
+    grid = {}
+    if config.obs_encoding == "grid":
+        size = getattr(env, "size", None)
+        if not discrete_obs or not isinstance(size, int):
+            raise ValueError(
+                "model.obs_encoding='grid' needs a grid environment with discrete "
+                f"cell observations and a 'size' (Dark Room, Key-to-Door), got {env!r}"
+            )
+        grid = {"grid_size": size}
+    window = {}
+    if config.max_steps is None:
+        window = {"max_steps": algo.context_steps(env)}
+    config = dataclasses.replace(
+        config, obs_kind=obs_kind, obs_size=obs_size, **action, **grid, **window
+    )
+    return algo.complete_model(config, env)

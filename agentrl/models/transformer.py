@@ -133,7 +133,7 @@ class DecisionModel(nnx.Module):
         if config.max_steps is None:
             raise ValueError(
                 "ModelConfig.max_steps is None: set it, or complete the config "
-                "with agentrl.train.config.complete_model_config"
+                "with agentrl.models.config.complete_model_config"
             )
         self.config = config
         c = config

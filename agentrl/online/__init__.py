@@ -6,43 +6,21 @@ of one task, on many tasks, so that its *activations* learn within a trial.
 
 - :mod:`agentrl.online.cores`: input features (obs, previous action and
   reward, new-episode flag), the GRU core, the action heads;
-- :mod:`agentrl.online.ppo`: :class:`TrialPPO`, PPO over trials with GAE
-  across episode boundaries, rollout and update in one jitted program;
-- :mod:`agentrl.online.transformer`: :class:`TransformerPPO`, the causal
-  transformer of :mod:`agentrl.models` trained on whole trials, acting with
-  its KV cache, with ReLIC's partial updates;
-- :mod:`agentrl.online.program`: a config mapped onto its trainer
-  (:meth:`agentrl.algos.Algorithm.make_online_train`), and
-  :func:`train_members`: seeds x traced settings in one jitted program;
-- :mod:`agentrl.online.fit`: training through :func:`agentrl.train.fit`
-  (run dir, checkpoints of the whole trainer state, exact resume);
-- :mod:`agentrl.online.agent`: the trained learner acting in context for
-  :mod:`agentrl.evaluate`.
+- :mod:`agentrl.online.ppo`: :class:`~agentrl.online.ppo.TrialPPO`, PPO over
+  trials with GAE across episode boundaries, rollout and update in one
+  jitted program;
+- :mod:`agentrl.online.transformer`: the causal transformer of
+  :mod:`agentrl.models` trained on whole trials, acting with its KV cache,
+  with ReLIC's partial updates;
+- :mod:`agentrl.online.program`: the two trainers as programs of a config
+  (:func:`~agentrl.online.program.gru_program`,
+  :func:`~agentrl.online.program.transformer_program`), which the
+  algorithms that own them return from ``make_online_train``;
+- :mod:`agentrl.online.agent`: the trained GRU learner acting in context.
 
-The algorithms are :class:`agentrl.algos.RL2` (``--algo rl2``) and
-:class:`agentrl.algos.TransformerPPO` (``--algo transformer_ppo``).
+The algorithms are :class:`agentrl.algos.rl2.RL2` (``--algo rl2``) and
+:class:`agentrl.algos.transformer_ppo.TransformerPPO` (``--algo
+transformer_ppo``); :func:`agentrl.sweep.online.train_members` trains seeds x
+traced settings of either in one jitted program. Import names from the
+modules.
 """
-
-from agentrl.online.agent import RL2Agent
-from agentrl.online.cores import ActionHead, GRUCore, step_features
-from agentrl.online.ppo import PPOShape, TrialPPO, gae_across_episodes
-from agentrl.online.program import (
-    OnlineProgram,
-    make_program,
-    train_members,
-    training_tasks,
-)
-
-__all__ = [
-    "ActionHead",
-    "GRUCore",
-    "OnlineProgram",
-    "PPOShape",
-    "RL2Agent",
-    "TrialPPO",
-    "gae_across_episodes",
-    "make_program",
-    "step_features",
-    "train_members",
-    "training_tasks",
-]

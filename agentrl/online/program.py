@@ -6,7 +6,7 @@ hparams)`` is the whole training run (pure, vmappable over seeds and the
 traced hyperparameters), and whose ``init``/``update`` pieces let
 :func:`agentrl.train.fit` run it update by update with checkpoints.
 ``hparams`` is the experiment's traced dict (``{"train.lr": ..,
-"algo.gamma": ..}``, :func:`agentrl.train.step.default_hparams`).
+"algo.gamma": ..}``, :func:`agentrl.configtools.default_hparams`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,10 @@ import jax
 import jax.numpy as jnp
 
 from agentrl.envs.tasks import DEFAULT_VALIDATION_SHARE
+from agentrl.models.config import complete_model_config
 from agentrl.online.ppo import HPARAMS, PPOShape, TrialPPO
+from agentrl.online.transformer import TransformerPPO, TransformerShape
+from agentrl.schedule import schedule_shape
 
 
 def training_tasks(env: Any, data: Any):
@@ -84,88 +87,69 @@ class OnlineProgram:
         return self.trainer.weights(state)
 
 
-def make_program(config: Any, env: Any, core: str = "gru") -> OnlineProgram:
-    """The :class:`OnlineProgram` of ``config`` (an ``ExperimentConfig``) on ``env``."""
-    from agentrl.train.step import schedule_shape
-
+def _common(config: Any, env: Any) -> dict[str, Any]:
+    """The shape fields both trainers take from the config."""
     algo, train = config.algo, config.train
-    sample_task = training_tasks(env, config.data)
-    if core == "transformer":
-        from agentrl.online.transformer import TransformerPPO, TransformerShape
-        from agentrl.train.config import complete_model_config
+    return {
+        "num_envs": algo.num_envs,
+        "num_epochs": algo.num_epochs,
+        "num_minibatches": algo.num_minibatches,
+        "num_updates": train.steps,
+        "grad_clip": train.grad_clip,
+        "lr_shape": schedule_shape(train),
+    }
 
-        trial_steps = algo.trial_episodes * env.horizon
-        shape = TransformerShape(
-            num_envs=algo.num_envs,
-            trial_steps=trial_steps,
-            update_every=algo.update_every or trial_steps,
-            num_epochs=algo.num_epochs,
-            num_minibatches=algo.num_minibatches,
-            num_updates=train.steps,
-            grad_clip=train.grad_clip,
-            lr_shape=schedule_shape(train),
-        )
-        model = complete_model_config(config.model, env, algo)
-        return OnlineProgram(TransformerPPO(env, shape, model, sample_task))
-    if core != "gru":
-        raise ValueError(f"online core must be 'gru' or 'transformer', got {core!r}")
+
+def gru_program(config: Any, env: Any) -> OnlineProgram:
+    """RL²'s program: :class:`TrialPPO` of ``config`` (an ``ExperimentConfig``)."""
+    algo = config.algo
     shape = PPOShape(
-        num_envs=algo.num_envs,
         trial_episodes=algo.trial_episodes,
         rollout_steps=algo.rollout_steps,
-        num_epochs=algo.num_epochs,
-        num_minibatches=algo.num_minibatches,
-        num_updates=train.steps,
         hidden=algo.hidden,
         embed=algo.embed,
-        grad_clip=train.grad_clip,
         init_log_std=algo.init_log_std,
-        lr_shape=schedule_shape(train),
+        grid_size=algo.grid_size(env),
+        **_common(config, env),
+    )
+    return OnlineProgram(TrialPPO(env, shape, training_tasks(env, config.data)))
+
+
+def transformer_program(config: Any, env: Any) -> OnlineProgram:
+    """Transformer PPO's program: the causal transformer trained over trials.
+
+    ``config.model`` must be complete (``complete_config`` fills it).
+    """
+    algo = config.algo
+    trial_steps = algo.trial_episodes * env.horizon
+    shape = TransformerShape(
+        trial_steps=trial_steps,
+        update_every=algo.update_every or trial_steps,
+        **_common(config, env),
+    )
+    model = complete_model_config(config.model, env, algo)
+    return OnlineProgram(
+        TransformerPPO(env, shape, model, training_tasks(env, config.data))
+    )
+
+
+def gru_core(algo: Any, env: Any) -> Any:
+    """The :class:`~agentrl.online.cores.GRUCore` of RL² ``algo`` on ``env``.
+
+    The core depends only on the algorithm's network fields and the env's
+    spaces; the trainer's loop lengths are placeholders here.
+    """
+    shape = PPOShape(
+        num_envs=1,
+        trial_episodes=algo.trial_episodes,
+        rollout_steps=algo.rollout_steps,
+        num_epochs=1,
+        num_minibatches=1,
+        num_updates=1,
+        hidden=algo.hidden,
+        embed=algo.embed,
+        grad_clip=0.0,
+        init_log_std=algo.init_log_std,
         grid_size=algo.grid_size(env),
     )
-    return OnlineProgram(TrialPPO(env, shape, sample_task))
-
-
-def train_members(
-    config: Any,
-    env: Any,
-    seeds: list[int],
-    settings: list[dict[str, float]] | None = None,
-):
-    """Train ``S`` seeds x ``H`` traced settings of an online learner in ONE jit.
-
-    Member ``m`` is seed ``seeds[m // H]`` with ``settings[m % H]`` (dicts of
-    traced fields by path, e.g. ``{"train.lr": 3e-4, "algo.ent_coef": 0.0}``)
-    and follows exactly the run :func:`agentrl.train.fit` makes with that
-    seed and setting (the same program, vmapped).
-
-    Returns:
-      ``(state, metrics)``: the final trainer state with leaves ``[S * H,
-      ...]`` (``program.weights`` of a member's slice is its policy) and
-      metrics ``{name: [S, H, train.steps]}``.
-    """
-    from agentrl.train.config import complete_config
-    from agentrl.train.step import default_hparams
-
-    full = complete_config(config, env)
-    program = full.algo.make_online_train(full, env)
-    settings = list(settings or [{}])
-    base = default_hparams(full)
-    for setting in settings:
-        unknown = sorted(set(setting) - set(base))
-        if unknown:
-            raise ValueError(
-                f"settings: {unknown} are not traced fields of this config; "
-                f"traced: {sorted(base)}"
-            )
-    num_s, num_h = len(seeds), len(settings)
-    hparams = {
-        name: jnp.asarray(
-            [float(s.get(name, value)) for _ in seeds for s in settings], jnp.float32
-        )
-        for name, value in base.items()
-    }
-    keys = jnp.stack([jax.random.key(int(s)) for s in seeds for _ in settings])
-    state, metrics = jax.jit(jax.vmap(program))(keys, hparams)
-    metrics = {k: v.reshape(num_s, num_h, *v.shape[1:]) for k, v in metrics.items()}
-    return state, metrics
+    return TrialPPO(env, shape, env.sample_params).core

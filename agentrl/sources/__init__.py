@@ -4,12 +4,11 @@
 >>> history = generate("q_learning", env, params, key, num_episodes=100)
 
 The :class:`Agent` protocol and its one driver (:func:`run_agent_on_tasks`)
-live in :mod:`agentrl.sources.agent`; evaluation runs its baselines and
+live in :mod:`agentrl.agents.agent`; evaluation runs its baselines and
 models through the same driver.
 """
 
-from agentrl.history import History, episode_index
-from agentrl.sources.agent import (
+from agentrl.agents.agent import (
     Agent,
     RandomAgent,
     Step,
@@ -20,6 +19,7 @@ from agentrl.sources.agent import (
     run_agent_on_tasks,
     run_batched_agent,
 )
+from agentrl.history import History, episode_index
 from agentrl.sources.bandits import (
     UCB,
     BernoulliThompson,

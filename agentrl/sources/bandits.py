@@ -1,7 +1,7 @@
 """Bandit source algorithms: UCB, Thompson sampling, epsilon-greedy, DPT roll-in.
 
-Each is an :class:`~agentrl.sources.agent.Agent` for ONE task (vmap outside,
-e.g. with :func:`~agentrl.sources.agent.run_agent_on_tasks`). They learn
+Each is an :class:`~agentrl.agents.agent.Agent` for ONE task (vmap outside,
+e.g. with :func:`~agentrl.agents.agent.run_agent_on_tasks`). They learn
 across episodes: the statistics are never reset inside a history, since the
 task (the arm means) stays fixed.
 
@@ -21,7 +21,7 @@ rewards, never ``env_state`` or ``params``.
   reference's prior matched to arm means uniform in ``[0, 1]`` (mean 0.5,
   variance 1/12).
 - :class:`EpsilonGreedy`: the empirical best arm, a uniform arm w.p. ``epsilon``.
-- :class:`~agentrl.sources.agent.RandomAgent` (any environment) lives with the
+- :class:`~agentrl.agents.agent.RandomAgent` (any environment) lives with the
   agent protocol.
 - :class:`FixedPolicyBandit`: DPT's Dirichlet-mixed random roll-in policy.
 """
@@ -35,7 +35,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from agentrl.sources.agent import Step
+from agentrl.agents.agent import Step
 
 
 @struct.dataclass

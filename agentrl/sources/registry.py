@@ -9,7 +9,7 @@ num_episodes * env.horizon, ...]``. Source names, settings and whether the
 source applies to the environment are checked before anything compiles, and
 a ``ValueError`` names the field and what is allowed.
 
-A :class:`Source` either builds an :class:`~agentrl.sources.agent.Agent`
+A :class:`Source` either builds an :class:`~agentrl.agents.agent.Agent`
 (``build``), which the shared driver runs, or makes its histories itself
 (``histories``: DPT's uniform roll-in, PPO's own training loop).
 
@@ -25,7 +25,7 @@ Sources (settings and defaults in :data:`SOURCES`; add one with
   (the DPT paper's Dark Room data; :mod:`agentrl.sources.rollin`);
 - ``ppo``: ``agentrl.sources.ppo.generate_ppo`` (imported on demand);
 - ``learned_learner``: a trained online learner's run (``run_dir=...``)
-  acting in context with frozen weights (:mod:`agentrl.sources.learned`).
+  acting in context with frozen weights (:mod:`agentrl.train.learned`).
 """
 
 from __future__ import annotations
@@ -39,20 +39,18 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+import agentrl.sources.bandits as bandits
+import agentrl.sources.tabular as tabular
+from agentrl.agents.agent import RandomAgent, run_agent_on_tasks
+from agentrl.envs.base import is_bandit
 from agentrl.history import History
-from agentrl.registry import Registry, caller_module
-from agentrl.sources import bandits, tabular
-from agentrl.sources.agent import RandomAgent, run_agent_on_tasks
+from agentrl.registry import Registry, caller_module, expect
 from agentrl.sources.rollin import supports_uniform_rollin, uniform_rollin
 
 
 def _space(env: Any, which: str) -> Any:
     params = getattr(env, "default_params", None)
     return getattr(env, which)(params)
-
-
-def is_bandit(env: Any) -> bool:
-    return getattr(env, "kind", None) == "bandit"
 
 
 def _discrete_actions(env: Any) -> bool:
@@ -335,41 +333,10 @@ def _run(env, agent, params, key, num_steps, task_id, block_size) -> History:
     return history
 
 
-def _learned_histories(env, params, key, num_episodes, task_id, **settings):
-    from agentrl.sources.learned import learned_histories
-
-    return learned_histories(env, params, key, num_episodes, task_id, **settings)
-
-
-def _learned_agent(env, num_episodes, **settings):
-    from agentrl.sources.learned import learned_agent
-
-    return learned_agent(env, num_episodes, **settings)
-
-
-def _check_learned(env, settings) -> str | None:
-    from agentrl.sources.learned import check_learned
-
-    step = settings["step"]
-    if step is not None and (isinstance(step, bool) or not isinstance(step, int)):
-        return f"`step` must be a checkpoint step (an integer) or None, got {step!r}"
-    return check_learned(env, settings)
-
-
-register_source(
-    "learned_learner",
-    description="a trained online learner (rl2, transformer_ppo run_dir=...) "
-    "acting in context with frozen weights, one trial per history",
-    defaults={"run_dir": "", "step": None, "acting": "sample", "temperature": 1.0},
-    bounds={"step": (0, float("inf")), "temperature": (1e-6, float("inf"))},
-    build=_learned_agent,
-    histories=_learned_histories,
-    check=_check_learned,
-    choices={"acting": ("sample", "greedy")},
-    baseline=True,
-    learns=True,
-    text=("run_dir",),
-)
+# A trained learner's run as a source needs run directories (a higher
+# floor): agentrl.train.learned registers it when imported (training,
+# evaluation and sweeps import it); a lookup before that names the module.
+expect("source", "learned_learner", "agentrl.train.learned")
 
 
 def _load_ppo() -> Callable[..., History]:
@@ -471,7 +438,7 @@ def applicable_sources(env: Any) -> list[str]:
 
 
 def make_agent(source_name: str, env: Any, num_episodes: int, **settings) -> Any:
-    """The :class:`~agentrl.sources.agent.Agent` behind ``source_name``."""
+    """The :class:`~agentrl.agents.agent.Agent` behind ``source_name``."""
     settings = check_settings(source_name, env, settings)
     if SOURCES[source_name].build is None:
         raise ValueError(f"source {source_name!r} is not an Agent")

@@ -16,7 +16,7 @@ over ~90% of a history's episodes), counted in episodes or, with
 ``per_step=True`` (the AD-ε reference code), in steps, so epsilon also
 falls inside an episode. It reads ``env_state`` (it is an oracle).
 
-Both are :class:`~agentrl.sources.agent.Agent` s for ONE task.
+Both are :class:`~agentrl.agents.agent.Agent` s for ONE task.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from agentrl.sources.agent import Step
+from agentrl.agents.agent import Step
 
 
 def linear_epsilon(

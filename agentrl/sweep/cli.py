@@ -91,8 +91,8 @@ def prepare(args: Args):
 
 
 def run(args: Args) -> int:
+    import agentrl.train.parallel as parallel
     from agentrl.sweep.run import run_sweep
-    from agentrl.train import parallel
 
     parallel.initialize_distributed()
     config, seeds, grid = prepare(args)

@@ -21,10 +21,10 @@ import dataclasses
 import itertools
 from typing import Any
 
-from agentrl import configtools
+import agentrl.configtools as configtools
 
 #: Fields that only shape the dataset a distilled learner trains on: an online
-#: learner (``algo.trains_online``) ignores them, so sweeping one is refused.
+#: learner (trained by RL: RL², transformer PPO) ignores them, so sweeping one is refused.
 DATASET_FIELDS = (
     "data.source",
     "data.source_args",
@@ -102,7 +102,7 @@ def make_grid(config: Any, grid: dict[str, Any]) -> SweepGrid:
     traced: dict[str, tuple[float, ...]] = {}
     static: dict[str, tuple[Any, ...]] = {}
     paths = configtools.field_paths(config)
-    online = getattr(config.algo, "trains_online", False)
+    online = config.algo.by_training(from_data=False, online=True)
     for key, values in grid.items():
         values = list(values) if isinstance(values, list | tuple) else [values]
         if not values:

@@ -1,6 +1,6 @@
 """Sweeps of online learners: ``S`` seeds x ``H`` traced settings, one program.
 
-An algorithm trained by RL (``algo.trains_online``: RL², transformer PPO)
+An algorithm trained by RL (RL², transformer PPO)
 has no dataset: its training run is its program
 (:meth:`~agentrl.algos.Algorithm.make_online_train`), ``init(key, hparams)``
 then ``train.steps`` calls of ``update(state, hparams)``. Here both are
@@ -8,7 +8,7 @@ vmapped over a leading *member* axis of size ``M = S * H`` (seed-major:
 member ``m`` is seed ``seeds[m // H]`` with traced setting ``m % H``), and
 the updates run in jitted ``lax.scan`` chunks of ``steps_per_call``, so
 member ``m`` follows exactly the run :func:`agentrl.train.fit` makes with
-that seed and setting (the same program; :func:`agentrl.online.train_members`
+that seed and setting (the same program; :func:`train_members`
 is the whole run in one call, this is the same run in resumable chunks).
 With several devices the members are spread over the mesh's ``sweep`` axis.
 
@@ -29,10 +29,13 @@ from pathlib import Path
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
+import agentrl.train.parallel as parallel
+from agentrl.configtools import default_hparams
 from agentrl.sweep.train import (
     SweepResult,
     check_members,
@@ -42,8 +45,7 @@ from agentrl.sweep.train import (
     run_member_chunks,
     sweep_mesh,
 )
-from agentrl.train import parallel
-from agentrl.train.config import ExperimentConfig
+from agentrl.train.config import ExperimentConfig, complete_config
 
 
 @dataclasses.dataclass
@@ -75,7 +77,7 @@ def _compiled(config: ExperimentConfig):
     Cached on the (hashable, completed) config, so a resumed sweep in the
     same process does not trace again.
     """
-    from agentrl.envs import make as make_env
+    from agentrl.envs.registry import make as make_env
 
     env = make_env(config.data.env, **dict(config.data.env_args))
     program = config.algo.make_online_train(config, env)
@@ -102,7 +104,7 @@ def online_sweep(
     """Train every (seed, traced setting) member of an online learner at once.
 
     Args:
-      config: the experiment (``config.algo.trains_online``); ``train.steps``
+      config: the experiment (an online learner); ``train.steps``
         updates are run.
       env: its environment.
       seeds: ``S`` distinct seeds (the trainer's key ``jax.random.key(seed)``,
@@ -117,11 +119,10 @@ def online_sweep(
       :class:`OnlineSweep` with ``metrics[name] [S, H, steps]``.
     """
 
-    from agentrl.train.config import complete_config
 
-    if not getattr(config.algo, "trains_online", False):
+    if not config.algo.by_training(from_data=False, online=True):
         raise ValueError(
-            f"online_sweep needs an online learner (algo.trains_online); "
+            f"online_sweep needs an online learner (RL², transformer PPO); "
             f"{config.algo.label} learns from data: use train_sweep"
         )
     seeds, settings = check_members(seeds, settings, steps_per_call)
@@ -181,3 +182,45 @@ def evaluate_online_members(
     return member_returns(
         sweep, env, params, key, num_episodes, sweep.state, sweep.program.weights
     )
+
+
+def train_members(
+    config: Any,
+    env: Any,
+    seeds: list[int],
+    settings: list[dict[str, float]] | None = None,
+):
+    """Train ``S`` seeds x ``H`` traced settings of an online learner in ONE jit.
+
+    Member ``m`` is seed ``seeds[m // H]`` with ``settings[m % H]`` (dicts of
+    traced fields by path, e.g. ``{"train.lr": 3e-4, "algo.ent_coef": 0.0}``)
+    and follows exactly the run :func:`agentrl.train.fit` makes with that
+    seed and setting (the same program, vmapped).
+
+    Returns:
+      ``(state, metrics)``: the final trainer state with leaves ``[S * H,
+      ...]`` (``program.weights`` of a member's slice is its policy) and
+      metrics ``{name: [S, H, train.steps]}``.
+    """
+    full = complete_config(config, env)
+    program = full.algo.make_online_train(full, env)
+    settings = list(settings or [{}])
+    base = default_hparams(full)
+    for setting in settings:
+        unknown = sorted(set(setting) - set(base))
+        if unknown:
+            raise ValueError(
+                f"settings: {unknown} are not traced fields of this config; "
+                f"traced: {sorted(base)}"
+            )
+    num_s, num_h = len(seeds), len(settings)
+    hparams = {
+        name: jnp.asarray(
+            [float(s.get(name, value)) for _ in seeds for s in settings], jnp.float32
+        )
+        for name, value in base.items()
+    }
+    keys = jnp.stack([jax.random.key(int(s)) for s in seeds for _ in settings])
+    state, metrics = jax.jit(jax.vmap(program))(keys, hparams)
+    metrics = {k: v.reshape(num_s, num_h, *v.shape[1:]) for k, v in metrics.items()}
+    return state, metrics

@@ -6,7 +6,7 @@ train all seeds x traced settings in one program
 (:func:`agentrl.sweep.train.train_sweep`), evaluate every member in context
 on held-out tasks (one program), then gather one row per setting into one
 table (:mod:`agentrl.sweep.report`). An online learner
-(``algo.trains_online``: RL², transformer PPO) has no dataset: its seeds x
+(RL², transformer PPO) has no dataset: its seeds x
 traced settings run as one vmapped training program
 (:func:`agentrl.sweep.online.online_sweep`), evaluated on the held-out tasks
 of the split ``fit`` would record, with the same files, resume and table.
@@ -36,8 +36,7 @@ from typing import Any
 import jax
 import numpy as np
 
-import agentrl
-from agentrl import configtools
+import agentrl.configtools as configtools
 from agentrl.safeio import DirectoryLock
 from agentrl.sweep.grid import (
     SweepGrid,
@@ -59,6 +58,7 @@ from agentrl.sweep.train import (
 )
 from agentrl.tables import json_safe, write_json
 from agentrl.train.config import ExperimentConfig
+from agentrl.version import __version__
 
 
 @dataclasses.dataclass
@@ -164,7 +164,7 @@ def _setting_key(
         "seeds": seeds,
         "evaluate": evaluate,
         "steps_per_call": steps_per_call,
-        "agentrl_version": agentrl.__version__,
+        "agentrl_version": __version__,
     }
     blob = json.dumps(json_safe(identity), sort_keys=True, default=str)
     label = re.sub(r"[^A-Za-z0-9_.=-]+", "_", setting_label(static)) or "base"
@@ -197,8 +197,7 @@ def _static_setting(
     resume: bool,
 ) -> dict[str, Any]:
     """Train (or resume) and evaluate one static setting; its JSON record."""
-    from agentrl.envs import make as make_env
-    from agentrl.train.data import prepare_dataset
+    from agentrl.envs.registry import make as make_env
 
     cfg = apply_static(config, static)
     key = _setting_key(cfg, static, settings, seeds, evaluate, steps_per_call)
@@ -217,26 +216,14 @@ def _static_setting(
         checkpoint_dir=ckpt_dir,
         checkpoint_every=max(cfg.train.checkpoint_every, 0),
     )
-    online = cfg.algo.trains_online
-    if online:  # trained by RL: no dataset, the program is the run
-        sweep = online_sweep(cfg, env, seeds, settings, **chunking)
-    else:
-        dataset = prepare_dataset(cfg, env, _data_dir(out, cfg), progress=progress)
-        sweep = train_sweep(cfg, env, dataset, seeds, settings, **chunking)
+    members = cfg.algo.by_training(from_data=_data_members, online=_online_members)
+    sweep, held_out, evaluate_fn = members(cfg, env, seeds, settings, out, chunking)
     scores, eval_seconds = None, 0.0
     if evaluate:
         start = time.perf_counter()
         eval_key = jax.random.key(cfg.eval.seed)
-        if online:
-            params = held_out_online(env, sweep.config)
-            returns = evaluate_online_members(
-                sweep, env, params, eval_key, cfg.eval.num_episodes
-            )
-        else:
-            params = held_out_tasks(env, dataset, sweep.config)
-            returns = evaluate_members(
-                sweep, env, params, eval_key, cfg.eval.num_episodes
-            )
+        params = held_out(sweep.config)
+        returns = evaluate_fn(sweep, env, params, eval_key, cfg.eval.num_episodes)
         scores = _scores(env, params, eval_key, returns)
         eval_seconds = time.perf_counter() - start
     rows, curves = [], {}
@@ -266,6 +253,23 @@ def _static_setting(
     if sweep.resumed_from:
         timing = {**timing, "resumed": f"from step {sweep.resumed_from}"}
     return {**part, "timing": timing}
+
+
+def _data_members(cfg, env, seeds, settings, out, chunking):
+    """A distilled learner's members: ``(sweep, held_out(config), evaluate)``."""
+    from agentrl.train.data import prepare_dataset
+
+    progress = chunking["progress"]
+    dataset = prepare_dataset(cfg, env, _data_dir(out, cfg), progress=progress)
+    sweep = train_sweep(cfg, env, dataset, seeds, settings, **chunking)
+    return sweep, lambda config: held_out_tasks(env, dataset, config), evaluate_members
+
+
+def _online_members(cfg, env, seeds, settings, out, chunking):
+    """An online learner's members: trained by RL, no dataset (the program is
+    the run); ``(sweep, held_out(config), evaluate)``."""
+    sweep = online_sweep(cfg, env, seeds, settings, **chunking)
+    return sweep, lambda config: held_out_online(env, config), evaluate_online_members
 
 
 def _scores(env: Any, params: Any, key: jax.Array, returns: np.ndarray) -> np.ndarray:

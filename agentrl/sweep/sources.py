@@ -28,7 +28,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from agentrl.sources.agent import run_agent_on_tasks
+import agentrl.train.learned  # noqa: F401 (registers the learned_learner source)
+from agentrl.agents.agent import run_agent_on_tasks
 from agentrl.sources.registry import check_settings, make_agent
 
 

@@ -39,8 +39,8 @@ from flax import nnx
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from agentrl.models import DecisionModel
-from agentrl.train import parallel
+import agentrl.train.parallel as parallel
+from agentrl.models.transformer import DecisionModel
 from agentrl.train.config import ExperimentConfig
 from agentrl.train.step import init_train_state, make_train_step
 
@@ -189,8 +189,8 @@ def member_hparams(
     (``{"train.lr": 1e-3}`` or ``{"lr": 1e-3}``); a field that is not traced
     raises ``ValueError`` naming it.
     """
-    from agentrl import configtools
-    from agentrl.train.step import default_hparams
+    import agentrl.configtools as configtools
+    from agentrl.configtools import default_hparams
 
     base = {k: float(v) for k, v in default_hparams(config).items()}
     per_setting = []
@@ -423,7 +423,7 @@ def evaluate_members(
     Returns:
       ``[S, H, task, episode]`` per-episode returns.
     """
-    from agentrl.evaluate.model_agents import ModelHandle
+    from agentrl.agents.model_agents import ModelHandle
 
     weights = nnx.merge_state(sweep.state["params"], sweep.state["rest"])
     return member_returns(
@@ -453,8 +453,8 @@ def member_returns(
     ``config.algo.make_agent`` takes it. Every member runs on tasks
     ``params [task, ...]`` with the same key.
     """
-    from agentrl.evaluate.driver import run_batched_agent
-    from agentrl.evaluate.model_agents import env_horizon
+    from agentrl.agents.driver import run_batched_agent
+    from agentrl.envs.base import env_horizon
 
     config = sweep.config
     num_steps = num_episodes * env_horizon(env)

@@ -27,19 +27,12 @@ shapes (read from their zarr metadata, not their data) match the structure
 being restored. Anything wrong raises :class:`CheckpointError` naming the
 checkpoint directory, the array and both shapes or counts; an array whose
 data is damaged is reported the same way when orbax reads it.
-
-Checkpoints of agentrl 0.1 stored the leaves flat (``00000``, ``00001``,
-...): they are recognised and refused with the command that converts them
-in place (:func:`convert_legacy_run`, ``python -m agentrl.train.checkpoint
-RUN_DIR``).
 """
 
 from __future__ import annotations
 
 import json
-import re
 import shutil
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -150,7 +143,6 @@ def from_named(named: dict[str, Any], like: Any) -> Any:
 
 
 #: A name of the flat layout of agentrl 0.1 (``00000``, ``00001``, ...).
-_LEGACY_NAME = re.compile(r"\d{5}")
 
 
 class Checkpointer:
@@ -242,13 +234,6 @@ class Checkpointer:
         where = self.directory / str(step)
         if saved is None:  # not an OCDBT checkpoint: orbax will check
             return
-        if saved and all(_LEGACY_NAME.fullmatch(n) for n in saved):
-            raise CheckpointError(
-                f"{where}: this checkpoint stores its arrays unnamed (the flat "
-                "layout of agentrl 0.1); convert the run directory once with "
-                "`python -m agentrl.train.checkpoint RUN_DIR` (agentrl.train."
-                "checkpoint.convert_legacy_run), then load or resume it"
-            )
         names = leaf_names(like)
         shapes = [tuple(_spec(x).shape) for x in jax.tree.leaves(like)]
         parts = {n[0] for n in names}
@@ -392,99 +377,6 @@ def _array_shapes(state_dir: Path, step: int) -> dict[str, tuple[int, ...]] | No
 
 
 # ------------------------------------------- the flat layout (agentrl 0.1)
-def _legacy_restore(ckpt: Checkpointer, step: int, like: Any) -> tuple[Any, dict]:
-    """Restore a flat-layout checkpoint (``{"00000": leaf, ...}``) into ``like``."""
-    leaves, treedef = jax.tree.flatten(like)
-    abstract = {f"{i:05d}": _spec(x) for i, x in enumerate(leaves)}
-    saved = ckpt.inspect(step)
-    if saved is not None and len(saved) != len(leaves):
-        raise CheckpointError(
-            f"{ckpt.directory / str(step)}: the checkpoint holds {len(saved)} "
-            f"arrays but the run's config builds a state of {len(leaves)}: "
-            "it cannot be converted with this config"
-        )
-    restored = ckpt._restore(
-        step,
-        ocp.args.Composite(
-            state=ocp.args.StandardRestore(abstract),
-            meta=ocp.args.JsonRestore(),
-        ),
-    )
-    flat = restored["state"]
-    out = [
-        _wrap_key(flat[f"{i:05d}"], ref) if _is_key(ref) else flat[f"{i:05d}"]
-        for i, ref in enumerate(leaves)
-    ]
-    return jax.tree.unflatten(treedef, out), dict(restored["meta"])
-
-
-def is_legacy(directory: str | Path, step: int | None = None) -> bool:
-    """Whether checkpoint ``step`` (default latest) of ``directory`` is flat."""
-    ckpt = Checkpointer(directory, every=0, create=False)
-    try:
-        saved = ckpt.inspect(ckpt._step(step))
-    finally:
-        ckpt.close()
-    return bool(saved) and all(_LEGACY_NAME.fullmatch(n) for n in saved)
-
-
-def convert_legacy(directory: str | Path, like: Any) -> list[int]:
-    """Rewrite every flat-layout checkpoint of ``directory`` in the named layout.
-
-    ``like``: the training state the checkpoints were saved from (the
-    structure to read them into). The converted checkpoints are written into
-    a sibling directory, checked, and swapped in; the originals are kept as
-    ``<directory>.flat`` until the swap succeeded, then removed. Returns the
-    converted steps.
-    """
-    directory = Path(directory).resolve()
-    new_dir = directory.with_name(directory.name + ".named")
-    shutil.rmtree(new_dir, ignore_errors=True)
-    old = Checkpointer(directory, every=0, create=False)
-    steps = old.all_steps()
-    new = Checkpointer(new_dir, every=1, keep=max(len(steps), 1))
-    try:
-        for step in steps:
-            state, meta = _legacy_restore(old, step, like)
-            new._save(step, named_state(state), meta)
-            new.wait()
-        for step in steps:  # read back: every array, by name
-            new.restore(like, step)
-    finally:
-        old.close()
-        new.close()
-    backup = directory.with_name(directory.name + ".flat")
-    directory.rename(backup)
-    new_dir.rename(directory)
-    shutil.rmtree(backup, ignore_errors=True)
-    return steps
-
-
-def convert_legacy_run(run_dir: str | Path) -> list[int]:
-    """Convert the flat-layout checkpoints of a training run directory.
-
-    Builds the run's training state from its ``config.json`` (abstractly:
-    nothing is initialised) and rewrites ``run_dir/checkpoints`` with
-    :func:`convert_legacy`. Returns the converted steps (none: already named).
-    """
-    from flax import nnx
-
-    from agentrl.models import DecisionModel
-    from agentrl.train.rundir import load_config
-    from agentrl.train.step import init_train_state
-
-    run_dir = Path(run_dir)
-    directory = run_dir / "checkpoints"
-    if not directory.is_dir() or complete_steps(directory) == []:
-        raise FileNotFoundError(f"no checkpoint in {directory}")
-    if not is_legacy(directory):
-        return []
-    config = load_config(run_dir)
-
-    model = DecisionModel(config.model, rngs=nnx.Rngs(config.train.seed))
-    return convert_legacy(directory, init_train_state(model, config)[1])
-
-
 # -- after a kill or a failed save (agentrl.train.loop, agentrl.sweep.train)
 
 #: Orbax names an unfinished checkpoint ``<step>.orbax-checkpoint-tmp[-...]``.
@@ -518,7 +410,7 @@ def remove_incomplete_checkpoints(directory: str | Path) -> list[Path]:
     directory = Path(directory)
     if not directory.is_dir():
         return []
-    # and what a killed agentrl.train.loop._check_writable left
+    # and what a killed agentrl.train.runner._check_writable left
     removed = remove_stale_siblings(directory / "probe")
     steps = sorted(int(p.name) for p in directory.iterdir() if p.name.isdigit())
     for path in directory.iterdir():
@@ -532,25 +424,3 @@ def remove_incomplete_checkpoints(directory: str | Path) -> list[Path]:
             shutil.rmtree(path, ignore_errors=True)
             removed.append(path)
     return removed
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m agentrl.train.checkpoint RUN_DIR ...``: convert flat runs."""
-    argv = sys.argv[1:] if argv is None else argv
-    if not argv or argv[0].startswith("-"):
-        print("usage: python -m agentrl.train.checkpoint RUN_DIR [RUN_DIR ...]")
-        return 2
-    for run_dir in argv:
-        try:
-            steps = convert_legacy_run(run_dir)
-        except (ValueError, FileNotFoundError) as err:
-            print(f"{run_dir}: error: {err}", file=sys.stderr)
-            return 2
-        print(
-            f"{run_dir}: " + (f"converted steps {steps}" if steps else "already named")
-        )
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -56,7 +56,8 @@ def parse_experiment_args(cls, argv: list[str], prog: str):
     the remaining ``--FIELD VALUE`` tokens applied (``config`` is ``None``
     without an experiment). ``--help`` prints the options and, given an
     experiment, every config field; then exits."""
-    from agentrl import cliargs, configcli
+    import agentrl.cliargs as cliargs
+    import agentrl.configcli as configcli
     from agentrl.configtools import ConfigError
     from agentrl.train.experiments import known_experiments, load_experiment
 
@@ -97,7 +98,7 @@ def parse(argv: list[str]):
 
 
 def run(args: Args) -> int:
-    from agentrl.train import parallel
+    import agentrl.train.parallel as parallel
     from agentrl.train.loop import fit
 
     parallel.initialize_distributed()
@@ -105,7 +106,7 @@ def run(args: Args) -> int:
     run_dir = args.run_dir or f"runs/{config.name}-{args.preset}"
     check_output_path(run_dir, "--run-dir")
     if args.tracker != "none":
-        from agentrl import tracking
+        import agentrl.tracking as tracking
 
         tracking.check_available(args.tracker)
         os.environ[tracking.TRACKER_ENV] = args.tracker

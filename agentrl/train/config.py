@@ -20,14 +20,13 @@ import math
 import re
 from typing import Any
 
-from agentrl import algos
+import agentrl.algos as algos
+from agentrl.agents.acting import ACTING_RULES
 from agentrl.algos.base import Algorithm
 from agentrl.configtools import traced
-from agentrl.models import ModelConfig
+from agentrl.models.config import ModelConfig, complete_model_config
 
 SCHEDULES = ("cosine", "constant")
-#: how a model acts at evaluation (:mod:`agentrl.evaluate.acting`)
-ACTING_RULES = ("sample", "greedy", "sample_then_greedy")
 
 
 def _check(cond: bool, message: str) -> None:
@@ -229,7 +228,7 @@ class TrainConfig:
 class EvalConfig:
     """Online in-context evaluation on held-out tasks.
 
-    ``acting`` is the acting rule (:mod:`agentrl.evaluate.acting`):
+    ``acting`` is the acting rule (:mod:`agentrl.agents.acting`):
     ``"sample"`` at ``temperature``, ``"greedy"`` (argmax), or
     ``"sample_then_greedy"`` (sample until a task's first positive reward,
     then argmax); discrete actions only.
@@ -313,54 +312,6 @@ class ExperimentConfig:
             f"got {self.algo!r}",
         )
         self.algo.check(self)
-
-
-def complete_model_config(
-    config: ModelConfig, env: Any, algo: Algorithm
-) -> ModelConfig:
-    """Fill obs/action kinds and sizes from ``env``'s spaces, and the window.
-
-    The algorithm adapts the result (DT appends the return-to-go to the
-    observation) and, when ``max_steps`` is unset, sets the attention window
-    its training windows need (:meth:`Algorithm.context_steps`).
-    """
-    params = env.default_params
-    obs_space, act_space = env.observation_space(params), env.action_space(params)
-    discrete_obs = hasattr(obs_space, "n")
-    if discrete_obs:
-        obs_kind, obs_size = "discrete", int(obs_space.n)
-    else:
-        # a multi-axis Box (XLand's grid view) is embedded flattened
-        obs_kind, obs_size = "continuous", int(math.prod(obs_space.shape))
-    if hasattr(act_space, "n"):
-        action = {
-            "action_kind": "discrete",
-            "action_size": int(act_space.n),
-            "head": "categorical",
-        }
-    else:
-        head = config.head if config.head != "categorical" else "gaussian"
-        action = {
-            "action_kind": "continuous",
-            "action_size": int(act_space.shape[-1]),
-            "head": head,
-        }
-    grid = {}
-    if config.obs_encoding == "grid":
-        size = getattr(env, "size", None)
-        if not discrete_obs or not isinstance(size, int):
-            raise ValueError(
-                "model.obs_encoding='grid' needs a grid environment with discrete "
-                f"cell observations and a 'size' (Dark Room, Key-to-Door), got {env!r}"
-            )
-        grid = {"grid_size": size}
-    window = {}
-    if config.max_steps is None:
-        window = {"max_steps": algo.context_steps(env)}
-    config = dataclasses.replace(
-        config, obs_kind=obs_kind, obs_size=obs_size, **action, **grid, **window
-    )
-    return algo.complete_model(config, env)
 
 
 def complete_config(

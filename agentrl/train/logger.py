@@ -14,7 +14,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from agentrl import tracking
+import agentrl.tracking as tracking
 
 
 class RunLogger:

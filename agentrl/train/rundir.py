@@ -24,11 +24,14 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-import agentrl
-from agentrl import configtools
+import agentrl.configtools as configtools
+from agentrl.agents.driver import ModelPolicy
+from agentrl.envs.registry import make as make_env
 from agentrl.plugins import import_run_plugins, required_plugins
 from agentrl.tables import write_text
+from agentrl.train.checkpoint import Checkpointer
 from agentrl.train.config import ExperimentConfig
+from agentrl.version import __version__
 
 # What a resumed run may change: how long it trains, how it logs and
 # checkpoints, where its dataset lives, the evaluation settings, and how the
@@ -90,9 +93,9 @@ def read_split(run_dir: str | Path, env: Any) -> dict | None:
     """The task split recorded in ``run.json`` (``None`` if absent), checked.
 
     Its test (and validation, where recorded) ids must be task ids of ``env``
-    (for a finite task space). A two-way split (agentrl <= 0.2) is returned
-    as recorded: it has no ``validation`` key, and asking
-    :func:`held_out_params` for its validation tasks is an error.
+    (for a finite task space). A split with no validation ids is returned as
+    recorded; asking :func:`held_out_params` for its validation tasks is an
+    error.
     """
     path = Path(run_dir) / "run.json"
     if not path.is_file():
@@ -126,18 +129,13 @@ def check_resumable(run_dir: Path, config: ExperimentConfig) -> None:
 
     Resuming restores the checkpoint's weights and reuses the run's dataset,
     so any other change (model, data, learning rate, seed, ...) would be
-    silently ignored or mixed in. Fields missing from an older saved config
-    are not compared.
+    silently ignored or mixed in.
     """
     saved_file = Path(run_dir) / "config.json"
     if not saved_file.is_file():
         return
     saved = _flatten(_read_json(saved_file))
     now = _flatten(json.loads(json.dumps(configtools.to_dict(config))))
-    # Configs of agentrl <= 0.1.0 saved the warm-up a preset derived; today it
-    # is derived when unset: the same warm-up is the same run.
-    if saved.get("train.warmup_steps") == config.train.warmup:
-        saved["train.warmup_steps"] = now.get("train.warmup_steps")
     changed = [
         f"{k}: {saved[k]!r} -> {now[k]!r}"
         for k in sorted(saved.keys() & now.keys())
@@ -176,7 +174,7 @@ def write_run_record(
         run_dir / "config.json", json.dumps(configtools.to_dict(config), indent=2)
     )
     info = {
-        "agentrl_version": agentrl.__version__,
+        "agentrl_version": __version__,
         "jax_version": jax.__version__,
         "env": config.data.env,
         "env_args": dict(config.data.env_args),
@@ -218,8 +216,8 @@ def held_out_params(
     (protocol choices). For a finite task space (Dark Room goals) the split's
     ids; for a continuous one (bandit means) fresh tasks from an
     evaluation-only key, independent between validation and test. A split
-    recorded without validation ids (two-way, agentrl <= 0.2) has no
-    validation tasks: asking for them raises ``ValueError``.
+    recorded without validation ids has no validation tasks: asking for
+    them raises ``ValueError``.
     """
     if which not in _HELD_OUT_SALT:
         raise ValueError(f"tasks must be 'validation' or 'test', got {which!r}")
@@ -227,10 +225,10 @@ def held_out_params(
         ids = [int(i) for i in split.get(which, [])][:num_tasks]
         if not ids:
             raise ValueError(
-                f"the recorded task split has no {which} tasks (a two-way "
-                "train/test split written before validation sets, or too few "
-                "held-out tasks): regenerate the dataset to choose protocol "
-                "settings on validation tasks"
+                f"the recorded task split has no {which} tasks (a train/test "
+                "split without validation ids, or too few held-out tasks): "
+                "regenerate the dataset to choose protocol settings on "
+                "validation tasks"
             )
         return jax.vmap(env.params_for_task)(jnp.asarray(ids, jnp.int32)), ids
     keys = jax.random.split(
@@ -282,13 +280,11 @@ class Run:
     def policy(self, config: ExperimentConfig | None = None):
         """The model with its algorithm's acting rule (``config.eval`` settings).
 
-        A :class:`~agentrl.evaluate.driver.ModelPolicy` for
+        A :class:`~agentrl.agents.driver.ModelPolicy` for
         :func:`agentrl.evaluate.evaluate_methods` or ``run_policy``; pass a
         ``config`` with other ``eval`` settings (greedy, temperature) to act
         differently.
         """
-        from agentrl.evaluate.driver import ModelPolicy
-
         config = config or self.config
         env = self.env
         return ModelPolicy(
@@ -304,41 +300,30 @@ def load_run(run_dir: str | Path, step: int | None = None) -> Run:
     checkpoint (``step``, default the latest); the optimizer state is
     neither built nor restored.
     """
-    from flax import nnx
-
-    from agentrl.envs import make as make_env
-    from agentrl.models import DecisionModel
-    from agentrl.train.checkpoint import Checkpointer
-
     run_dir = Path(run_dir)
     config = load_config(run_dir)
-    if config.algo.trains_online:  # the whole trainer state is checkpointed
-        from agentrl.online.fit import load_online_weights
-
-        env = make_env(config.data.env, **dict(config.data.env_args))
-        weights, meta = load_online_weights(run_dir, config, env, step)
-        return Run(
-            run_dir, config, weights, env, read_split(run_dir, env), meta["step"]
-        )
-    model = DecisionModel(config.model, rngs=nnx.Rngs(config.train.seed))
-    graphdef, params, rest = nnx.split(model, nnx.Param, ...)
     env = make_env(config.data.env, **dict(config.data.env_args))
     split = read_split(run_dir, env)
     ckpt = Checkpointer(
         run_dir / "checkpoints", config.train.checkpoint_every, create=False
     )
+
+    def read(like: Any, partial: bool):
+        # a distilled learner's state is named {"params", "rest", "opt",
+        # "aux"}: it reads only the model's two parts, onto their devices
+        if partial:
+            return ckpt.restore_part(like, step)
+        return ckpt.restore(like, step)
+
     try:
-        # The saved state is named {"params", "rest", "opt", "aux"}: only the
-        # model's two parts are read, straight onto the arrays' devices.
-        part, meta = ckpt.restore_part({"params": params, "rest": rest}, step)
+        policy, meta = config.algo.load_policy(config, env, read)
     finally:
         ckpt.close()
-    params, rest = part["params"], part["rest"]
     _check_same_model(run_dir, config, meta)
     return Run(
         run_dir=run_dir,
         config=config,
-        model=nnx.merge(graphdef, params, rest),
+        model=policy,
         env=env,
         split=split,
         step=int(meta["step"]),
@@ -347,9 +332,7 @@ def load_run(run_dir: str | Path, step: int | None = None) -> Run:
 
 def _check_same_model(run_dir: Path, config: ExperimentConfig, meta: dict) -> None:
     """The checkpoint's recorded model config must be the run's own."""
-    saved = (meta.get("config") or {}).get("model")
-    if not isinstance(saved, dict):
-        return  # older checkpoints: the shapes were compared
+    saved = meta["config"]["model"]
     now = json.loads(json.dumps(configtools.to_dict(config)["model"]))
     changed = sorted(k for k in saved.keys() & now.keys() if saved[k] != now[k])
     if changed:

@@ -22,39 +22,12 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import optax
 from flax import nnx
 
-from agentrl import configtools
 from agentrl.algos.base import sub_hparams
+from agentrl.schedule import schedule_shape
 from agentrl.train.config import ExperimentConfig, TrainConfig
-
-
-def default_hparams(config: ExperimentConfig) -> dict[str, jax.Array]:
-    """The traced hyperparameters of ``config``: ``{path: float32 scalar}``."""
-    return {
-        path: jnp.float32(value)
-        for path, value in configtools.traced_values(config).items()
-    }
-
-
-def schedule_shape(train: TrainConfig) -> optax.Schedule:
-    """Learning-rate multiplier in [0, 1]: linear warm-up, then cosine to 0.1
-    (``schedule="cosine"``) or flat (``"constant"``)."""
-    warmup = min(train.warmup, max(train.steps - 1, 0))
-    if train.schedule == "cosine":
-        return optax.warmup_cosine_decay_schedule(
-            0.0,
-            1.0,
-            warmup_steps=warmup,
-            decay_steps=max(train.steps, warmup + 1),
-            end_value=0.1,
-        )
-    return optax.join_schedules(
-        [optax.linear_schedule(0.0, 1.0, max(warmup, 1)), optax.constant_schedule(1.0)],
-        [max(warmup, 1)],
-    )
 
 
 def make_optimizer(

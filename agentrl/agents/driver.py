@@ -1,6 +1,6 @@
 """Trained models acting in context, on the one scan driver of the sources.
 
-Every agent runs on :func:`agentrl.sources.agent.run_batched_agent` (re-
+Every agent runs on :func:`agentrl.agents.agent.run_batched_agent` (re-
 exported here): the environment is stepped vmapped over tasks while a
 batched agent sees the whole ``[task, ...]`` batch, so a model does one
 forward pass for all tasks per step and its KV-cache position is shared by
@@ -25,7 +25,14 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from agentrl.evaluate.model_agents import (
+from agentrl.agents.agent import (  # the one driver's scan, on a block
+    _drive,
+    _record_optimal,
+    as_batched,
+    run_batched_agent,
+    start_agent,
+)
+from agentrl.agents.model_agents import (
     CONTEXT_UPDATES,
     ADModelAgent,
     Context,
@@ -37,14 +44,8 @@ from agentrl.evaluate.model_agents import (
     env_horizon,
     split_model,
 )
+from agentrl.envs.base import is_bandit
 from agentrl.history import History
-from agentrl.sources.agent import (  # the one driver's scan, on a block
-    _drive,
-    _record_optimal,
-    as_batched,
-    run_batched_agent,
-    start_agent,
-)
 
 #: How a model acts: ``"decode"`` its own history token by token (AD-style,
 #: ``model.decode``) or predict a ``"query"`` state's action from a context
@@ -75,7 +76,7 @@ def infer_protocol(model: Any, protocol: str = "auto") -> str:
 
 def default_context_update(env: Any) -> str:
     """``"step"`` for bandits (DPT's bandit protocol), else ``"episode"``."""
-    return "step" if getattr(env, "kind", None) == "bandit" else "episode"
+    return "step" if is_bandit(env) else "episode"
 
 
 def dpt_cache_applies(
@@ -96,7 +97,7 @@ def dpt_cache_applies(
     return (
         has_decode
         and context_update == "step"
-        and getattr(env, "kind", None) == "bandit"
+        and is_bandit(env)
         and num_steps <= context_size
     )
 
@@ -114,7 +115,7 @@ def make_model_agent(
     context: Context | None = None,
     dpt_cache: bool | None = None,
 ) -> ADModelAgent | DPTModelAgent | DPTCachedModelAgent:
-    """The batched agent for ``model`` (see :mod:`agentrl.evaluate.model_agents`).
+    """The batched agent for ``model`` (see :mod:`agentrl.agents.model_agents`).
 
     ``cache_steps`` (``"decode"``) defaults to ``num_steps`` (the whole
     evaluation fits); ``context_size`` (``"query"``) to ``env.horizon``;

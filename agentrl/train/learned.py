@@ -2,8 +2,8 @@
 
 ``--data.source learned_learner --data.source_args run_dir=runs/rl2_darkroom-cpu``
 (or ``agentrl data generate ... --source learned_learner --source-arg
-run_dir=...``): the run's policy (RL², transformer PPO: any algorithm with
-``trains_online``) acts with **frozen weights** on each task for the
+run_dir=...``): the run's policy (RL², transformer PPO: any algorithm trained online)
+acts with **frozen weights** on each task for the
 dataset's ``num_episodes`` episodes as ONE trial (its memory, the GRU's
 hidden state or the transformer's context, is kept across all of them), by
 the algorithm's own acting rule (``algo.make_agent``, as ``agentrl eval``
@@ -40,7 +40,13 @@ from typing import Any
 import jax
 import numpy as np
 
+from agentrl.agents.driver import run_batched_agent
+from agentrl.agents.model_agents import split_model
+from agentrl.envs.registry import make as make_env
 from agentrl.history import History
+from agentrl.sources.registry import register_source
+from agentrl.train.checkpoint import Checkpointer
+from agentrl.train.rundir import load_config, load_run
 
 
 def _run_env(run_dir: Path) -> tuple[str, dict[str, Any]]:
@@ -50,8 +56,7 @@ def _run_env(run_dir: Path) -> tuple[str, dict[str, Any]]:
 
 def _same_env(env: Any, name: str, args: dict[str, Any]) -> str | None:
     """``None`` if ``env`` is the family ``name`` built with ``args``, else why not."""
-    from agentrl.envs import make as make_env
-    from agentrl.envs import registry
+    import agentrl.envs.registry as registry
 
     other = make_env(name, **args)
     if type(other) is not type(env):
@@ -77,8 +82,6 @@ def check_learned(env: Any, settings: dict[str, Any]) -> str | None:
     Reads only JSON files and the checkpoint directory's listing: nothing is
     restored or compiled.
     """
-    from agentrl.train.checkpoint import Checkpointer
-    from agentrl.train.rundir import load_config
 
     text = settings["run_dir"]
     if not isinstance(text, str) or not text.strip():
@@ -97,11 +100,11 @@ def check_learned(env: Any, settings: dict[str, Any]) -> str | None:
         env_name, env_args = _run_env(run_dir)
     except (ValueError, KeyError, TypeError) as err:
         return f"run_dir {text!r}: {err}"
-    if not config.algo.trains_online:
+    if not config.algo.by_training(from_data=False, online=True):
         return (
             f"run_dir {text!r} is a run of {config.algo.label}, which learns "
             "from data; a learned learner is an online learner "
-            "(algo.trains_online: rl2, transformer_ppo)"
+            "(trained by RL: rl2, transformer_ppo)"
         )
     try:
         problem = _same_env(env, env_name, env_args)
@@ -128,7 +131,6 @@ def check_learned(env: Any, settings: dict[str, Any]) -> str | None:
 @functools.lru_cache(maxsize=4)
 def _load(run_dir: str, step: int | None, acting: str, temperature: float):
     """``(run, config)``: the run, its config acting by ``acting``/``temperature``."""
-    from agentrl.train.rundir import load_run
 
     run = load_run(run_dir, step)
     config = dataclasses.replace(
@@ -164,8 +166,6 @@ def _rollout(
     Cached so the chunks of one dataset reuse one compiled program; the
     weights are a traced argument (not constants baked into it).
     """
-    from agentrl.evaluate.driver import run_batched_agent
-    from agentrl.evaluate.model_agents import split_model
 
     run, config = _load(run_dir, step, acting, temperature)
     handle = split_model(run.model)
@@ -222,3 +222,34 @@ def learned_histories(
                 "data.seed, so the dataset's held-out tasks are the learner's"
             )
     return go(params, key).replace(task_id=task_id)
+
+
+def _learned_histories(env, params, key, num_episodes, task_id, **settings):
+    return learned_histories(env, params, key, num_episodes, task_id, **settings)
+
+
+def _learned_agent(env, num_episodes, **settings):
+    return learned_agent(env, num_episodes, **settings)
+
+
+def _check_learned(env, settings) -> str | None:
+    step = settings["step"]
+    if step is not None and (isinstance(step, bool) or not isinstance(step, int)):
+        return f"`step` must be a checkpoint step (an integer) or None, got {step!r}"
+    return check_learned(env, settings)
+
+
+register_source(
+    "learned_learner",
+    description="a trained online learner (rl2, transformer_ppo run_dir=...) "
+    "acting in context with frozen weights, one trial per history",
+    defaults={"run_dir": "", "step": None, "acting": "sample", "temperature": 1.0},
+    bounds={"step": (0, float("inf")), "temperature": (1e-6, float("inf"))},
+    build=_learned_agent,
+    histories=_learned_histories,
+    check=_check_learned,
+    choices={"acting": ("sample", "greedy")},
+    baseline=True,
+    learns=True,
+    text=("run_dir",),
+)

@@ -42,7 +42,8 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from agentrl.sources.agent import Step
+from agentrl.agents.agent import Step
+from agentrl.envs.base import env_horizon
 
 CONTEXT_UPDATES = ("step", "episode", "none")
 
@@ -91,7 +92,7 @@ class ScoredAgent:
     ``scores(state, obs, env_state, params) -> [B, A]`` (logits; means for
     continuous actions) and ``select(key, scores, greedy) -> [B, ...]`` split
     ``act``, so an acting rule that needs both the sampled and the greedy
-    action (:mod:`agentrl.evaluate.acting`) computes the scores once.
+    action (:mod:`agentrl.agents.acting`) computes the scores once.
     Subclasses set ``space``, ``greedy`` and ``temperature``.
     """
 
@@ -318,17 +319,6 @@ class DPTModelAgent(ScoredAgent):
         )
 
 
-def env_horizon(env: Any) -> int:
-    """``env.horizon`` or a clear error (needed to size per-episode buffers)."""
-    horizon = getattr(env, "horizon", None)
-    if not isinstance(horizon, int):
-        raise ValueError(
-            f"{getattr(env, 'name', env)} has no integer `horizon`; pass the "
-            "number of steps explicitly"
-        )
-    return horizon
-
-
 class DPTCachedState(NamedTuple):
     """KV cache and the logits ``[B, A]`` of the next pull."""
 
@@ -401,7 +391,7 @@ def rolling_cache_agent(
     cache of ``config.model.max_steps`` (AD's, transformer PPO's; DT's with
     ``agent=DTModelAgent`` and its ``settings``), by the acting rule
     ``config.eval.acting`` at ``config.eval.temperature``."""
-    from agentrl.evaluate.acting import acting_agent
+    from agentrl.agents.acting import acting_agent
 
     agent = ADModelAgent if agent is None else agent
     model = split_model(model)  # one handle for the acting rule's agents

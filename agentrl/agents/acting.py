@@ -18,7 +18,7 @@ Continuous actions are the model's mean under every rule.
 :func:`acting_agent` builds the batched agent of a rule from a factory of
 the model's agent, ``make(greedy: bool)``. ``sample_then_greedy`` wraps the
 sampling agent and takes both actions from one set of scores (the model
-agents' ``scores``/``select``, :class:`~agentrl.evaluate.model_agents.ScoredAgent`),
+agents' ``scores``/``select``, :class:`~agentrl.agents.model_agents.ScoredAgent`),
 so the rule costs one model call per step, like the others, plus a per-task
 flag.
 """
@@ -31,8 +31,10 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from agentrl.sources.agent import Step, start_agent
-from agentrl.train.config import ACTING_RULES
+from agentrl.agents.agent import Step, start_agent
+
+#: the acting rules, by name (``EvalConfig.acting``)
+ACTING_RULES = ("sample", "greedy", "sample_then_greedy")
 
 
 class RuleState(NamedTuple):

@@ -1,0 +1,17 @@
+"""Acting: the floor every learner, source and baseline acts through.
+
+- :mod:`agentrl.agents.agent`: the :class:`~agentrl.agents.agent.Agent`
+  protocol (``init``/``start``/``act``/``update``), :class:`Step`, and the
+  one scan driver that runs an agent on many tasks
+  (:func:`~agentrl.agents.agent.run_agent_on_tasks`);
+- :mod:`agentrl.agents.acting`: the acting rules (sample, greedy,
+  sample-then-greedy) a trained model acts by;
+- :mod:`agentrl.agents.model_agents`: model handles and the decision model
+  acting in context (AD's rolling KV cache, DPT's context set);
+- :mod:`agentrl.agents.driver`: a model run online or on a fixed policy,
+  in blocks of tasks.
+
+This floor sits below :mod:`agentrl.sources` and :mod:`agentrl.algos`, so
+both build their agents from it; it imports only :mod:`agentrl.envs`,
+:mod:`agentrl.history` and utilities. Import names from the modules.
+"""

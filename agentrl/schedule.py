@@ -1,0 +1,25 @@
+"""The learning-rate shape every learner's optimizer follows (a pure optax schedule)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import optax
+
+
+def schedule_shape(train: Any) -> optax.Schedule:
+    """Learning-rate multiplier in [0, 1]: linear warm-up, then cosine to 0.1
+    (``schedule="cosine"``) or flat (``"constant"``)."""
+    warmup = min(train.warmup, max(train.steps - 1, 0))
+    if train.schedule == "cosine":
+        return optax.warmup_cosine_decay_schedule(
+            0.0,
+            1.0,
+            warmup_steps=warmup,
+            decay_steps=max(train.steps, warmup + 1),
+            end_value=0.1,
+        )
+    return optax.join_schedules(
+        [optax.linear_schedule(0.0, 1.0, max(warmup, 1)), optax.constant_schedule(1.0)],
+        [max(warmup, 1)],
+    )

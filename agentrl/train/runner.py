@@ -1,0 +1,201 @@
+"""The one training loop, for learners trained from data and learners trained online.
+
+:func:`run_updates` runs a :class:`Learner` update by update into a locked
+run directory: the checkpointer and its write probe, exact resume from the
+latest checkpoint, the logger and progress bar, the non-finite loss check,
+and the abandon path (close everything, remove incomplete checkpoints,
+report a full disk as a :class:`~agentrl.safeio.StorageError`). What differs
+between learners is only how the :class:`Learner` is built:
+:func:`agentrl.train.loop.data_learner` (a decision model distilled from a
+dataset) and :func:`agentrl.train.online.online_learner` (an RL program over
+trials); the algorithm picks one (:meth:`Algorithm.by_training`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import math
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import jax
+
+import agentrl.configtools as configtools
+from agentrl.safeio import storage_error, temp_sibling
+from agentrl.train.checkpoint import (
+    Checkpointer,
+    complete_steps,
+    remove_incomplete_checkpoints,
+)
+from agentrl.train.logger import RunLogger
+
+
+class NonFiniteLossError(RuntimeError):
+    """The loss became NaN/inf; the last good checkpoint is kept."""
+
+
+@dataclasses.dataclass
+class Learner:
+    """What :func:`run_updates` trains.
+
+    Attributes:
+      config: the completed config (saved with every checkpoint).
+      state: the initial training state; a resumed run restores into it.
+      begin: ``begin(start_step) -> update``, ``update(state) -> (state,
+        metrics)`` one update from step ``start_step`` on (a data learner
+        starts its batch stream there).
+      log_values: the metrics of the updates since the last log line ->
+        the values to log (``{"loss": ..., ...}``).
+      close: stops what ``begin`` started (a dataset's reader threads).
+      lead: whether this process writes logs (process 0 of a multi-host run).
+    """
+
+    config: Any
+    state: Any
+    begin: Callable[[int], Callable[[Any], tuple[Any, Any]]]
+    log_values: Callable[[list[Any]], dict[str, Any]]
+    close: Callable[[], None] = lambda: None
+    lead: bool = True
+
+
+def run_updates(
+    learner: Learner,
+    run_dir: Path,
+    *,
+    resume: bool,
+    progress: bool,
+    stop_at_step: int | None,
+) -> Path:
+    """Train ``learner`` to ``config.train.steps`` (or ``stop_at_step``)."""
+    train = learner.config.train
+    ckpt = Checkpointer(
+        run_dir / "checkpoints", train.checkpoint_every, train.keep_checkpoints
+    )
+    _check_writable(run_dir, ckpt.directory)  # before anything compiles
+    state, start = learner.state, 0
+    if resume and ckpt.latest_step() is not None:
+        state, meta = ckpt.restore(state)
+        start = int(meta["step"])
+    end = train.steps if stop_at_step is None else min(train.steps, stop_at_step)
+    lead = learner.lead
+    logger = RunLogger(
+        run_dir,
+        train.steps,
+        start_step=start,
+        progress=progress and lead,
+        tensorboard=lead,
+        enabled=lead,
+    )
+    threads = set(threading.enumerate())  # orbax starts its own per save
+    try:
+        _loop(learner, state, start, end, logger, ckpt, run_dir)
+        learner.close()
+        ckpt.close()  # waits for the last (async) save
+    except BaseException as err:
+        storage = _abandon_run(err, run_dir, logger, ckpt, threads, learner)
+        if storage is not None:
+            raise storage from err
+        raise
+    logger.close()
+    return run_dir
+
+
+def _loop(learner, state, start, end, logger, ckpt, run_dir) -> None:
+    """Updates ``start .. end``: log every ``log_every``, save when due."""
+    train = learner.config.train
+    meta = {"config": configtools.to_dict(learner.config), "sampler_position": None}
+    update = learner.begin(start)
+    since_log: list[Any] = []
+    for step in range(start, end):
+        state, metrics = update(state)
+        since_log.append(metrics)
+        done = step + 1
+        logger.advance()
+        if done % train.log_every == 0 or done == end:
+            values = learner.log_values(since_log)
+            since_log = []
+            _check_finite(float(values["loss"]), done, ckpt)
+            logger.log(done, values)
+        if ckpt.should_save(done) or done == end:
+            _check_finite(float(metrics["loss"]), done, ckpt)
+            meta["sampler_position"] = done
+            # orbax meets an unwritable directory with threads that wait
+            # minutes for each other: find out first
+            _check_writable(run_dir, ckpt.directory)
+            ckpt.save(done, state, meta)
+
+
+def _check_finite(loss: float, done: int, ckpt: Checkpointer) -> None:
+    if not math.isfinite(loss):
+        raise NonFiniteLossError(
+            f"non-finite loss {loss} at update {done} (not checkpointed); the "
+            f"last good checkpoint is step {ckpt.latest_step()} in {ckpt.directory}"
+        )
+
+
+def _abandon_run(err, run_dir, logger, ckpt, threads, learner):
+    """Clean up after a run failed with ``err``; the :func:`_save_error` to
+    raise in its place (``None``: re-raise ``err``).
+
+    Closes the logger, then the learner and the checkpointer quietly; the
+    lead process then removes incomplete checkpoints.
+    """
+    logger.close()
+    with contextlib.suppress(Exception):
+        learner.close()
+    # An async save that failed surfaces here (or at the next save): the
+    # error in flight is the one to report, so closing again is quiet.
+    with contextlib.suppress(Exception):
+        ckpt.close()
+    if learner.lead:
+        # A failed save's other writers may still be running: let them
+        # end before removing what they wrote.
+        _join_new_threads(threads, timeout=30)
+        remove_incomplete_checkpoints(ckpt.directory)
+    return _save_error(err, run_dir, ckpt.directory)
+
+
+def _check_writable(run_dir: Path, directory: Path) -> None:
+    """Raise the :func:`_save_error` of ``directory`` if nothing can be made there."""
+    probe = temp_sibling(directory / "probe")
+    try:
+        probe.mkdir()
+        probe.rmdir()
+    except OSError as err:
+        raise _save_error(err, run_dir, directory) or err from None
+
+
+def _join_new_threads(before: set, timeout: float) -> None:
+    """Wait (up to ``timeout`` s in all) for new non-daemon threads to end."""
+    deadline = time.monotonic() + timeout
+    for thread in set(threading.enumerate()) - before:
+        if thread is not threading.current_thread() and not thread.daemon:
+            thread.join(max(0.0, deadline - time.monotonic()))
+
+
+def _save_error(err: BaseException, run_dir: Path, directory: Path):
+    """A :class:`~agentrl.safeio.StorageError` for a failed write, else ``None``.
+
+    The message names the last complete checkpoint in ``directory``, which
+    orbax never touches while writing a new one.
+    """
+    if not isinstance(err, Exception):
+        return None
+    last = complete_steps(directory)
+    after = (
+        f"the last complete checkpoint, step {last[-1]}, is intact: free space "
+        "(or make the directory writable) and run again to resume from it"
+        if last
+        else "no checkpoint was written"
+    )
+    return storage_error(err, f"write the training run {run_dir}", after)
+
+
+def device_metrics(metrics: Any) -> dict[str, Any]:
+    """A data learner's log values: the last update's metrics, on the host."""
+    values = jax.device_get(metrics)
+    return {k: v for k, v in values.items() if k != "finite"}
