@@ -286,6 +286,133 @@ def read_group(group: Any, env: Any, steps: int, rows: slice | None = None) -> H
     )
 
 
+def _task_groups(file: Path, f: Any) -> list[str]:
+    """The file's task groups in numeric order, each checked against the schema."""
+    names = sorted(f.keys(), key=lambda k: (len(k), k))
+    if not names:
+        raise ValueError(f"{file}: no task groups (an empty file?)")
+    for name in names:
+        _check_group(file, name, f[name])
+    return names
+
+
+def _import_env(
+    f: Any, first: Any, env_overrides: dict[str, Any] | None
+) -> tuple[str, dict[str, Any], Any]:
+    """The env a file's histories ran on: its ``agentrl-env``, else its ids."""
+    import agentrl.envs as envs
+
+    recorded = _read_attr(f, "agentrl-env")
+    if recorded is not None:
+        env_name, overrides = recorded["name"], dict(recorded["overrides"])
+    else:
+        env_name = "xland"
+        bench = first.get("benchmark-id")
+        overrides = {"env_id": str(first["env-id"])}
+        if bench is not None:
+            overrides["rulesets"] = str(bench)
+    overrides.update(env_overrides or {})
+    env = envs.make(env_name, **overrides)
+    return env_name, overrides, env
+
+
+def _import_steps(
+    file: Path,
+    f: Any,
+    names: list[str],
+    env: Any,
+    env_name: str,
+    overrides: dict[str, Any],
+) -> tuple[int, int, dict[str, int]]:
+    """``(num_episodes, steps, ruleset of each group)``, checked against ``env``."""
+    total = f[names[0]]["actions"].shape[1]
+    num_episodes = total // env.horizon
+    if num_episodes < 1:
+        raise ValueError(
+            f"{file}: histories of {total} steps are shorter than one "
+            f"episode of the env's horizon {env.horizon}"
+        )
+    steps = num_episodes * env.horizon
+    rulesets = {n: int(f[n].attrs["ruleset-id"]) for n in names}
+    bad = [r for r in rulesets.values() if not 0 <= r < (env.num_tasks or 0)]
+    if bad:
+        raise ValueError(
+            f"{file}: ruleset ids {bad[:5]} are not tasks of {env_name} "
+            f"with {overrides} ({env.num_tasks} rulesets)"
+        )
+    lengths = {f[n]["actions"].shape[1] for n in names}
+    if len(lengths) != 1:
+        raise ValueError(f"{file}: groups hold histories of {sorted(lengths)} steps")
+    return num_episodes, steps, rulesets
+
+
+def _import_split(
+    f: Any, rulesets: dict[str, int], split_fraction: float, seed: int
+) -> TaskSplit:
+    """The file's ``agentrl-split``, else its ruleset ids split with ``seed``."""
+    split = _read_attr(f, "agentrl-split")
+    if split is not None:
+        return TaskSplit.from_json(split)
+    ids = np.asarray(sorted(set(rulesets.values())), np.int32)
+    local = split_task_ids(len(ids), split_fraction, seed)
+    return TaskSplit(
+        train=ids[local.train],
+        test=ids[local.test],
+        seed=seed,
+        train_fraction=split_fraction,
+    )
+
+
+def _group_chunks(
+    f: Any, keep: list[str], env: Any, steps: int, histories_per_chunk: int
+) -> Iterator[History]:
+    """The histories of groups ``keep``, ``histories_per_chunk`` at a time."""
+    for n in keep:
+        count = f[n]["actions"].shape[0]
+        for lo in range(0, count, histories_per_chunk):
+            rows = slice(lo, min(lo + histories_per_chunk, count))
+            yield read_group(f[n], env, steps, rows)
+
+
+def _import_metadata(
+    file: Path,
+    f: Any,
+    first: Any,
+    env_name: str,
+    overrides: dict[str, Any],
+    env: Any,
+    *,
+    seed: int,
+    task_ids: list[int],
+    num_episodes: int,
+    steps: int,
+    histories_per_chunk: int,
+    split: TaskSplit,
+) -> dict[str, Any]:
+    """The dataset metadata of an imported file."""
+    source = _read_attr(f, "agentrl-source") or {
+        "name": "xland-100b",
+        "settings": {
+            "file": file.name,
+            "benchmark": str(first.get("benchmark-id")),
+        },
+    }
+    return {
+        "env": {"name": env_name, "overrides": overrides},
+        "source": source,
+        "seed": int(_read_attr(f, "agentrl-seed") or seed),
+        "num_tasks": len(task_ids),
+        "num_episodes": num_episodes,
+        "horizon": env.horizon,
+        "num_steps": steps,
+        "chunk_size": histories_per_chunk,
+        "stateless_obs": False,
+        "task_space": "finite",
+        "task_ids": {"train": task_ids},
+        "split": split.to_json(),
+    }
+
+
 def import_hdf5(
     file: str | Path,
     out: str | Path,
@@ -304,97 +431,38 @@ def import_hdf5(
     env and the split. Raises ``ValueError`` naming the file, group and
     dataset that does not follow the schema, before anything is written.
     """
-    import agentrl.envs as envs
-
     h5py = _h5py()
     file = Path(file)
     if not file.is_file():
         raise FileNotFoundError(f"{file}: no such XLand-100B HDF5 file")
     with h5py.File(file, "r") as f:
-        names = sorted(f.keys(), key=lambda k: (len(k), k))
-        if not names:
-            raise ValueError(f"{file}: no task groups (an empty file?)")
-        for name in names:
-            _check_group(file, name, f[name])
+        names = _task_groups(file, f)
         first = f[names[0]].attrs
-        recorded = _read_attr(f, "agentrl-env")
-        if recorded is not None:
-            env_name, overrides = recorded["name"], dict(recorded["overrides"])
-        else:
-            env_name = "xland"
-            bench = first.get("benchmark-id")
-            overrides = {"env_id": str(first["env-id"])}
-            if bench is not None:
-                overrides["rulesets"] = str(bench)
-        overrides.update(env_overrides or {})
-        env = envs.make(env_name, **overrides)
-        total = f[names[0]]["actions"].shape[1]
-        num_episodes = total // env.horizon
-        if num_episodes < 1:
-            raise ValueError(
-                f"{file}: histories of {total} steps are shorter than one "
-                f"episode of the env's horizon {env.horizon}"
-            )
-        steps = num_episodes * env.horizon
-        rulesets = {n: int(f[n].attrs["ruleset-id"]) for n in names}
-        bad = [r for r in rulesets.values() if not 0 <= r < (env.num_tasks or 0)]
-        if bad:
-            raise ValueError(
-                f"{file}: ruleset ids {bad[:5]} are not tasks of {env_name} "
-                f"with {overrides} ({env.num_tasks} rulesets)"
-            )
-        lengths = {f[n]["actions"].shape[1] for n in names}
-        if len(lengths) != 1:
-            raise ValueError(
-                f"{file}: groups hold histories of {sorted(lengths)} steps"
-            )
-        split = _read_attr(f, "agentrl-split")
-        if split is not None:
-            split = TaskSplit.from_json(split)
-        else:
-            ids = np.asarray(sorted(set(rulesets.values())), np.int32)
-            local = split_task_ids(len(ids), split_fraction, seed)
-            split = TaskSplit(
-                train=ids[local.train],
-                test=ids[local.test],
-                seed=seed,
-                train_fraction=split_fraction,
-            )
+        env_name, overrides, env = _import_env(f, first, env_overrides)
+        num_episodes, steps, rulesets = _import_steps(
+            file, f, names, env, env_name, overrides
+        )
+        split = _import_split(f, rulesets, split_fraction, seed)
         train = set(split.train.tolist())
         keep = [n for n in names if rulesets[n] in train]
         task_ids = [rulesets[n] for n in keep for _ in range(f[n]["actions"].shape[0])]
-
-        def chunks() -> Iterator[History]:
-            for n in keep:
-                count = f[n]["actions"].shape[0]
-                for lo in range(0, count, histories_per_chunk):
-                    rows = slice(lo, min(lo + histories_per_chunk, count))
-                    yield read_group(f[n], env, steps, rows)
-
-        source = _read_attr(f, "agentrl-source") or {
-            "name": "xland-100b",
-            "settings": {
-                "file": file.name,
-                "benchmark": str(first.get("benchmark-id")),
-            },
-        }
-        metadata = {
-            "env": {"name": env_name, "overrides": overrides},
-            "source": source,
-            "seed": int(_read_attr(f, "agentrl-seed") or seed),
-            "num_tasks": len(task_ids),
-            "num_episodes": num_episodes,
-            "horizon": env.horizon,
-            "num_steps": steps,
-            "chunk_size": histories_per_chunk,
-            "stateless_obs": False,
-            "task_space": "finite",
-            "task_ids": {"train": task_ids},
-            "split": split.to_json(),
-        }
+        metadata = _import_metadata(
+            file,
+            f,
+            first,
+            env_name,
+            overrides,
+            env,
+            seed=seed,
+            task_ids=task_ids,
+            num_episodes=num_episodes,
+            steps=steps,
+            histories_per_chunk=histories_per_chunk,
+            split=split,
+        )
         return write_histories(
             out,
-            {"train": chunks()},
+            {"train": _group_chunks(f, keep, env, steps, histories_per_chunk)},
             metadata,
             overwrite=overwrite,
             progress=progress,
