@@ -150,6 +150,15 @@ class ModelConfig:
     compute_dtype: str = "float32"
 
     def __post_init__(self):
+        self._check_choices()
+        self._check_sizes()
+        if self.obs_encoding == "grid":
+            self._check_grid()
+        self._check_head()
+        self._check_moe()
+
+    def _check_choices(self) -> None:
+        """Each choice field one of its allowed values, flags booleans."""
         _choice("obs_kind", self.obs_kind, OBS_KINDS)
         _choice("obs_encoding", self.obs_encoding, OBS_ENCODINGS)
         _choice("action_kind", self.action_kind, ACTION_KINDS)
@@ -169,6 +178,9 @@ class ModelConfig:
                 "ModelConfig.attention_sink must be true or false, got "
                 f"{self.attention_sink!r}"
             )
+
+    def _check_sizes(self) -> None:
+        """Sizes positive (optional ones whenever set), RoPE's base and head size."""
         for name in ("obs_size", "action_size", "num_layers", "num_heads"):
             _positive(name, getattr(self, name))
         for name in ("d_model", "d_ff"):
@@ -203,8 +215,9 @@ class ModelConfig:
                 f"head size for RoPE), got d_model={self.d_model}, "
                 f"num_heads={self.num_heads}"
             )
-        if self.obs_encoding == "grid":
-            self._check_grid()
+
+    def _check_head(self) -> None:
+        """The action head fits the action kind; dropout in [0, 1)."""
         if self.action_kind == "discrete" and self.head != "categorical":
             raise ValueError(
                 "ModelConfig.head must be 'categorical' for discrete actions, "
@@ -219,6 +232,9 @@ class ModelConfig:
             raise ValueError(
                 f"ModelConfig.dropout must be in [0, 1), got {self.dropout}"
             )
+
+    def _check_moe(self) -> None:
+        """MoE layer indices and, with MoE layers, expert counts and sizes."""
         if not isinstance(self.moe_layers, tuple):
             raise ValueError(
                 "ModelConfig.moe_layers must be a tuple of ints, got "
