@@ -235,13 +235,7 @@ def write_dataset(
     (``AssertionError`` naming the field whose shape disagrees).
     """
     source = _source_metadata(histories, source)
-    for field, value in [("tasks", num_tasks), ("episodes", num_episodes)]:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"`{field}` must be an integer >= 1, got {value!r}")
-    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int):
-        raise ValueError(f"`chunk_size` must be an integer >= 1, got {chunk_size!r}")
-    if chunk_size < 1:
-        raise ValueError(f"`chunk_size` must be an integer >= 1, got {chunk_size!r}")
+    _check_dataset_sizes(num_tasks, num_episodes, chunk_size)
     env_name, env_overrides = env_identity(env, env_name, env_overrides)
     out = Path(out)
     _prepare_out(out, overwrite)
@@ -250,25 +244,45 @@ def write_dataset(
     chunk_size = min(chunk_size, num_tasks)
 
     def chunks(split: str) -> Iterator[Any]:
-        ids = plan.task_ids[split]
-        key_split = jax.random.fold_in(key_run, 0 if split == "train" else 1)
-        for c, start in enumerate(range(0, len(ids), chunk_size)):
-            chunk = ids[start : start + chunk_size]
-            padded = np.resize(chunk, chunk_size)  # same shape: no recompile
-            params = task_params(env, plan, padded, key_tasks)
-            key = jax.random.fold_in(key_split, c)
-            history = histories(params, key, num_episodes, jnp.asarray(padded))
-            check_history(history)
-            if history.num_steps != num_episodes * env.horizon:
-                raise ValueError(
-                    f"`histories` gave {history.num_steps} steps per task; a "
-                    f"dataset of {num_episodes} episodes of horizon {env.horizon} "
-                    f"needs {num_episodes * env.horizon}"
-                )
-            n = len(chunk)
-            yield start, jax.tree.map(lambda x: x[:n], jax.device_get(history))
+        return _split_chunks(
+            env, histories, plan, split, key_tasks, key_run, chunk_size, num_episodes
+        )
 
-    metadata = {
+    metadata = _dataset_metadata(
+        env,
+        plan,
+        source,
+        env_name,
+        env_overrides,
+        seed=seed,
+        num_tasks=num_tasks,
+        num_episodes=num_episodes,
+        chunk_size=chunk_size,
+    )
+    return write_histories(
+        out,
+        {split: (h for _, h in chunks(split)) for split in plan.task_ids},
+        metadata,
+        overwrite=overwrite,
+        progress=progress,
+        description=f"{source['name']} on {env_name}",
+    )
+
+
+def _dataset_metadata(
+    env: Any,
+    plan: TaskPlan,
+    source: dict[str, Any],
+    env_name: str,
+    env_overrides: dict[str, Any],
+    *,
+    seed: int,
+    num_tasks: int,
+    num_episodes: int,
+    chunk_size: int,
+) -> dict[str, Any]:
+    """The dataset-specific keys of ``agentrl.json`` for :func:`write_dataset`."""
+    return {
         "env": {"name": env_name, "overrides": env_overrides},
         "source": source,
         "seed": seed,
@@ -283,14 +297,47 @@ def write_dataset(
         "task_ids": {k: [int(i) for i in v] for k, v in plan.task_ids.items()},
         "split": plan.split.to_json(),
     }
-    return write_histories(
-        out,
-        {split: (h for _, h in chunks(split)) for split in plan.task_ids},
-        metadata,
-        overwrite=overwrite,
-        progress=progress,
-        description=f"{source['name']} on {env_name}",
-    )
+
+
+def _check_dataset_sizes(num_tasks: Any, num_episodes: Any, chunk_size: Any) -> None:
+    """``num_tasks``, ``num_episodes`` and ``chunk_size`` integers >= 1."""
+    for field, value in [("tasks", num_tasks), ("episodes", num_episodes)]:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"`{field}` must be an integer >= 1, got {value!r}")
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int):
+        raise ValueError(f"`chunk_size` must be an integer >= 1, got {chunk_size!r}")
+    if chunk_size < 1:
+        raise ValueError(f"`chunk_size` must be an integer >= 1, got {chunk_size!r}")
+
+
+def _split_chunks(
+    env: Any,
+    histories: HistoriesFn,
+    plan: TaskPlan,
+    split: str,
+    key_tasks: jax.Array,
+    key_run: jax.Array,
+    chunk_size: int,
+    num_episodes: int,
+) -> Iterator[Any]:
+    """``(start, host History)`` of ``split``'s tasks, ``chunk_size`` at a time."""
+    ids = plan.task_ids[split]
+    key_split = jax.random.fold_in(key_run, 0 if split == "train" else 1)
+    for c, start in enumerate(range(0, len(ids), chunk_size)):
+        chunk = ids[start : start + chunk_size]
+        padded = np.resize(chunk, chunk_size)  # same shape: no recompile
+        params = task_params(env, plan, padded, key_tasks)
+        key = jax.random.fold_in(key_split, c)
+        history = histories(params, key, num_episodes, jnp.asarray(padded))
+        check_history(history)
+        if history.num_steps != num_episodes * env.horizon:
+            raise ValueError(
+                f"`histories` gave {history.num_steps} steps per task; a "
+                f"dataset of {num_episodes} episodes of horizon {env.horizon} "
+                f"needs {num_episodes * env.horizon}"
+            )
+        n = len(chunk)
+        yield start, jax.tree.map(lambda x: x[:n], jax.device_get(history))
 
 
 def _prepare_out(out: Path, overwrite: bool) -> None:
@@ -337,43 +384,15 @@ def write_histories(
     Each split must yield as many records as ``metadata["task_ids"]`` lists
     for it (``ValueError`` otherwise; nothing is left behind).
     """
-    from array_record.python.array_record_module import ArrayRecordWriter
-
     out = Path(out)
     _prepare_out(out, overwrite)
     tmp = temp_sibling(out)
     existed = out.exists()
-    spec = None
-    first: dict[str, Any] = {}
-    param_names: list[str] = []
-    lengths: dict[str, int] = {}
     try:
         tmp.mkdir(parents=True)
-        for split, chunks in splits.items():
-            writer = ArrayRecordWriter(str(tmp / shard_name(split)), "group_size:1")
-            n = 0
-            try:
-                for history in chunks:
-                    for record in features.history_records(history):
-                        if spec is None:  # the first record fixes the spec
-                            spec, first = features.feature_spec(record), record
-                            params = jax.tree.map(lambda x: x[0], history.params)
-                            param_names = features.param_names(params)
-                        writer.write(spec.serialize_example(record))
-                        n += 1
-                    if progress is not None:
-                        progress(history.num_tasks)
-            finally:
-                writer.close()
-            want = len(metadata["task_ids"][split])
-            if n != want:
-                raise ValueError(
-                    f"split {split!r} of {out} got {n} histories, its task ids "
-                    f"list {want}"
-                )
-            lengths[split] = n
-        if spec is None:
-            raise ValueError(f"no histories to write into {out}")
+        spec, first, param_names, lengths = _write_shards(
+            tmp, out, splits, metadata, progress
+        )
         _write_tfds_metadata(tmp, spec, lengths, description)
         full = {
             "format_version": FORMAT_VERSION,
@@ -398,6 +417,51 @@ def write_histories(
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return out
+
+
+def _write_shards(
+    tmp: Path,
+    out: Path,
+    splits: dict[str, Iterable[History]],
+    metadata: dict[str, Any],
+    progress: Callable[[int], None] | None,
+) -> tuple[Any, dict[str, Any], list[str], dict[str, int]]:
+    """One ArrayRecord shard per split in ``tmp``, each checked for its length.
+
+    Returns ``(spec, first record, param names, {split: records})``; the
+    first record fixes the feature spec.
+    """
+    from array_record.python.array_record_module import ArrayRecordWriter
+
+    spec = None
+    first: dict[str, Any] = {}
+    param_names: list[str] = []
+    lengths: dict[str, int] = {}
+    for split, chunks in splits.items():
+        writer = ArrayRecordWriter(str(tmp / shard_name(split)), "group_size:1")
+        n = 0
+        try:
+            for history in chunks:
+                for record in features.history_records(history):
+                    if spec is None:  # the first record fixes the spec
+                        spec, first = features.feature_spec(record), record
+                        params = jax.tree.map(lambda x: x[0], history.params)
+                        param_names = features.param_names(params)
+                    writer.write(spec.serialize_example(record))
+                    n += 1
+                if progress is not None:
+                    progress(history.num_tasks)
+        finally:
+            writer.close()
+        want = len(metadata["task_ids"][split])
+        if n != want:
+            raise ValueError(
+                f"split {split!r} of {out} got {n} histories, its task ids list {want}"
+            )
+        lengths[split] = n
+    if spec is None:
+        raise ValueError(f"no histories to write into {out}")
+    return spec, first, param_names, lengths
 
 
 def _write_tfds_metadata(
