@@ -68,16 +68,24 @@ def _is_int(x: Any, minimum: int = 0) -> bool:
     return isinstance(x, int) and not isinstance(x, bool) and x >= minimum
 
 
+def _need(meta_file: Path, cond: bool, what: str) -> None:
+    if not cond:
+        raise DatasetIntegrityError(f"{meta_file}: {what} (modified or damaged)")
+
+
 def check_metadata(meta_file: Path, m: Any) -> None:
     """Check the metadata's shape: every key the reader uses, with its type.
 
     Raises :class:`DatasetIntegrityError` naming ``meta_file`` and the key.
     """
+    _check_header(meta_file, m)
+    _check_task_ids(meta_file, m)
+    _check_file_entries(meta_file, m)
 
-    def need(cond: bool, what: str) -> None:
-        if not cond:
-            raise DatasetIntegrityError(f"{meta_file}: {what} (modified or damaged)")
 
+def _check_header(meta_file: Path, m: Any) -> None:
+    """A JSON object; format version, env, source, sizes, seed, flags."""
+    need = functools.partial(_need, meta_file)
     need(isinstance(m, dict), f"must hold a JSON object, got {type(m).__name__}")
     need(
         m.get("format_version") == FORMAT_VERSION,
@@ -116,6 +124,11 @@ def check_metadata(meta_file: Path, m: Any) -> None:
             isinstance(m.get(key, False), bool),
             f"{key!r} must be true or false, got {m.get(key)!r}",
         )
+
+
+def _check_task_ids(meta_file: Path, m: dict[str, Any]) -> None:
+    """The recorded split and each split's task ids (finite: in the train split)."""
+    need = functools.partial(_need, meta_file)
     split = m.get("split")
     need(
         isinstance(split, dict)
@@ -142,6 +155,11 @@ def check_metadata(meta_file: Path, m: Any) -> None:
         allowed = set(split["train"])
         stray = sorted({i for v in task_ids.values() for i in v} - allowed)
         need(not stray, f"task ids {stray[:5]} are not in the recorded train split")
+
+
+def _check_file_entries(meta_file: Path, m: dict[str, Any]) -> None:
+    """Each listed file: a plain name with its size and SHA-256."""
+    need = functools.partial(_need, meta_file)
     files = m.get("files")
     need(isinstance(files, dict) and files, "'files' must list the dataset's files")
     for name, entry in files.items():
