@@ -14,7 +14,10 @@ dataclasses by :mod:`agentrl.configcli`.
 
 A field marked :func:`traced` is a hyperparameter the update step takes as
 a traced scalar (so a sweep vmaps over it in one program); the marking lives
-on the field, and :func:`traced_values` collects them by dotted path. A field
+on the field. :func:`default_hparams` gives them as the config's own tree
+(``hp["train"]["lr"]``, ``hp["algo"]["ent_coef"]``), the one form every
+update step, online program and sweep takes; :func:`traced_values` lists
+them by dotted path (how sweeps and the command line name them). A field
 whose value is a dataclass with ``to_config_dict``/``from_config_dict`` (an
 algorithm) is polymorphic: it is saved with its registered name and rebuilt
 from it, and ``--algo NAME`` replaces it by the named one's defaults.
@@ -29,6 +32,7 @@ import functools
 import math
 import types
 import typing
+from collections.abc import Callable
 from typing import Any
 
 TRACED = "agentrl_traced"
@@ -416,8 +420,30 @@ def _to_tuple(x: Any) -> Any:
     return tuple(_to_tuple(v) for v in x) if isinstance(x, list) else x
 
 
+def traced_tree(
+    config: Any, leaf: Callable[[str, float], Any], prefix: str = ""
+) -> dict[str, Any]:
+    """The :func:`traced` fields of ``config`` as the config's own tree.
+
+    ``{"train": {"lr": leaf("train.lr", 3e-4), ...}, "algo": {...}}``: every
+    nested config is a subtree (empty when it has no traced field), so each
+    part of a learner reads its own (the optimizer ``hp["train"]``, the
+    algorithm ``hp["algo"]``, a wrapped algorithm ``hp["algo"]["base"]``).
+    """
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(config):
+        value = getattr(config, f.name)
+        if f.metadata.get(TRACED, False):
+            out[f.name] = leaf(prefix + f.name, float(value))
+        elif _is_config(value):
+            out[f.name] = traced_tree(value, leaf, f"{prefix}{f.name}.")
+    return out
+
+
 def default_hparams(config: Any) -> dict[str, Any]:
-    """The traced hyperparameters of ``config``: ``{path: float32 scalar}``."""
+    """The traced hyperparameters of ``config``: :func:`traced_tree` of float32
+    scalars, the one form the update step, the online programs and the
+    sweeps (with a leading member axis) take."""
     import jax.numpy as jnp  # slow to import; the CLI reads this module for --help
 
-    return {path: jnp.float32(value) for path, value in traced_values(config).items()}
+    return traced_tree(config, lambda path, value: jnp.float32(value))

@@ -145,6 +145,7 @@ def test_a_new_algorithm_is_one_class():
         config = load_experiment("ad_darkroom", "smoke", {"algo": "test_weighted_ad"})
         assert isinstance(config.algo, Weighted)
         assert configtools.traced_values(config)["algo.late_weight"] == 2.0
+        assert float(configtools.default_hparams(config)["algo"]["late_weight"]) == 2.0
         with pytest.raises(ValueError, match="already registered"):
             algos.register_algorithm("test_weighted_ad", algos.AD)
     finally:

@@ -38,10 +38,9 @@ def test_vmapped_members_match_single_runs(tiny_ad_config, darkroom_dataset):
         step = jax.jit(make_train_step(graphdef, full, env))
         sampler = make_sampler(full, dataset, env)
         for h, setting in enumerate(settings):
-            hp = {
-                **default_hparams(cfg),
-                **{f"train.{k}": np.float32(v) for k, v in setting.items()},
-            }
+            hp = default_hparams(cfg)
+            changes = {k: np.float32(v) for k, v in setting.items()}
+            hp["train"] = {**hp["train"], **changes}
             state, losses = state0, []
             for i in range(cfg.train.steps):
                 state, metrics = step(state, sampler.host_batch(i), hp)

@@ -61,12 +61,6 @@ __all__ = [
 ]
 
 
-def sub_hparams(hparams: dict[str, Any], prefix: str) -> dict[str, Any]:
-    """The entries of ``hparams`` under ``prefix.``, with the prefix removed."""
-    lead = prefix + "."
-    return {k[len(lead) :]: v for k, v in hparams.items() if k.startswith(lead)}
-
-
 def check(cond: bool, message: str) -> None:
     """Raise ``ValueError(message)`` unless ``cond`` (config validation)."""
     if not cond:

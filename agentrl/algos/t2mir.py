@@ -32,7 +32,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 from agentrl.algos.ad import AD
-from agentrl.algos.base import Algorithm, check, register_algorithm, sub_hparams
+from agentrl.algos.base import Algorithm, check, register_algorithm
 from agentrl.algos.dpt import DPT
 from agentrl.configtools import traced
 from agentrl.models.contrastive import contrastive_loss, ema_update, task_router_logits
@@ -136,17 +136,16 @@ class T2MIR(Algorithm):
             model,
             batch,
             None,
-            sub_hparams(hparams, "base"),
+            hparams["base"],
             env=env,
             deterministic=deterministic,
         )
         skip = getattr(self.base, "query_tokens", 0)
         balance, contrast = t2mir_terms(model, out, batch, aux, skip)
-        weights = {**self.hparams_defaults(), **hparams}
         loss = (
             base
-            + weights["balance_weight"] * balance
-            + weights["contrastive_weight"] * contrast
+            + hparams["balance_weight"] * balance
+            + hparams["contrastive_weight"] * contrast
         )
         metrics = {
             **metrics,
@@ -156,18 +155,11 @@ class T2MIR(Algorithm):
         }
         return loss, metrics, out
 
-    def hparams_defaults(self) -> dict[str, float]:
-        return {
-            "balance_weight": self.balance_weight,
-            "contrastive_weight": self.contrastive_weight,
-            "ema_tau": self.ema_tau,
-        }
-
     def init_aux(self, model: Any) -> Any:
         return init_ema_router(model)
 
     def update_aux(self, aux: Any, model: Any, hparams: dict[str, Any]) -> Any:
-        tau = hparams.get("ema_tau", self.ema_tau)
+        tau = hparams["ema_tau"]
         return update_ema_router(aux, model, tau)
 
     def make_agent(self, model: Any, env: Any, num_steps: int, config: Any) -> Any:

@@ -68,11 +68,10 @@ class OnlineProgram:
 
     @staticmethod
     def hp(hparams: dict) -> dict:
-        out = {}
-        for name in HPARAMS:
-            path = f"train.{name}" if name in ("lr", "weight_decay") else f"algo.{name}"
-            out[name] = hparams[path]
-        return out
+        """The trainer's flat ``{name: value}`` from the config's traced tree
+        (the optimizer's ``train`` fields and the algorithm's)."""
+        fields = {**hparams["train"], **hparams["algo"]}
+        return {name: fields[name] for name in HPARAMS}
 
     def init(self, key: jax.Array, hparams: dict):
         return self.trainer.init(key, self.hp(hparams))

@@ -24,7 +24,8 @@ from typing import Any
 import agentrl.configtools as configtools
 
 #: Fields that only shape the dataset a distilled learner trains on: an online
-#: learner (trained by RL: RL², transformer PPO) ignores them, so sweeping one is refused.
+#: learner (trained by RL: RL², transformer PPO) ignores them, so sweeping one
+#: is refused.
 DATASET_FIELDS = (
     "data.source",
     "data.source_args",

@@ -35,7 +35,6 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 import agentrl.train.parallel as parallel
-from agentrl.configtools import default_hparams
 from agentrl.sweep.train import (
     SweepResult,
     check_members,
@@ -205,21 +204,8 @@ def train_members(
     full = complete_config(config, env)
     program = full.algo.make_online_train(full, env)
     settings = list(settings or [{}])
-    base = default_hparams(full)
-    for setting in settings:
-        unknown = sorted(set(setting) - set(base))
-        if unknown:
-            raise ValueError(
-                f"settings: {unknown} are not traced fields of this config; "
-                f"traced: {sorted(base)}"
-            )
     num_s, num_h = len(seeds), len(settings)
-    hparams = {
-        name: jnp.asarray(
-            [float(s.get(name, value)) for _ in seeds for s in settings], jnp.float32
-        )
-        for name, value in base.items()
-    }
+    hparams = member_hparams(full, settings, num_s)
     keys = jnp.stack([jax.random.key(int(s)) for s in seeds for _ in settings])
     state, metrics = jax.jit(jax.vmap(program))(keys, hparams)
     metrics = {k: v.reshape(num_s, num_h, *v.shape[1:]) for k, v in metrics.items()}

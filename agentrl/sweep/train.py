@@ -190,9 +190,8 @@ def member_hparams(
     raises ``ValueError`` naming it.
     """
     import agentrl.configtools as configtools
-    from agentrl.configtools import default_hparams
 
-    base = {k: float(v) for k, v in default_hparams(config).items()}
+    base = configtools.traced_values(config)
     per_setting = []
     for setting in settings:
         resolved = {
@@ -205,10 +204,12 @@ def member_hparams(
                 "other fields as a static grid)"
             )
         per_setting.append({**base, **resolved})
-    return {
-        k: jnp.asarray([h[k] for h in per_setting] * num_seeds, jnp.float32)
-        for k in base
-    }
+    return configtools.traced_tree(
+        config,
+        lambda path, _: jnp.asarray(
+            [h[path] for h in per_setting] * num_seeds, jnp.float32
+        ),
+    )
 
 
 def init_member_states(

@@ -69,9 +69,10 @@ def parse_experiment_args(cls, argv: list[str], prog: str):
             print(cliargs.help_text(cls, prog), end="")
             print(f"\nexperiments: {', '.join(known_experiments())}")
             raise SystemExit(0)
+        known = known_experiments()
         raise ConfigError(
             "choose an experiment: "
-            + ", ".join(known_experiments())
+            + (", ".join(known) if known else "none found in an experiments/ folder")
             + " (or the path of an experiment .py file)"
         )
     config = load_experiment(args.experiment, args.preset)

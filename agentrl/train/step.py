@@ -25,7 +25,6 @@ import jax
 import optax
 from flax import nnx
 
-from agentrl.algos.base import sub_hparams
 from agentrl.schedule import schedule_shape
 from agentrl.train.config import ExperimentConfig, TrainConfig
 
@@ -69,12 +68,12 @@ def make_train_step(
         return loss, (metrics, new_rest)
 
     def step(state: dict, batch: dict, hp: dict) -> tuple[dict, dict]:
-        algo_hp = sub_hparams(hp, "algo")
+        algo_hp = hp["algo"]
         grad_fn = jax.value_and_grad(loss_fn, has_aux=True)
         (loss, (metrics, rest)), grads = grad_fn(
             state["params"], state["rest"], state["aux"], batch, algo_hp
         )
-        tx = make_optimizer(train, hp["train.lr"], hp["train.weight_decay"])
+        tx = make_optimizer(train, hp["train"]["lr"], hp["train"]["weight_decay"])
         updates, opt = tx.update(grads, state["opt"], state["params"])
         params = optax.apply_updates(state["params"], updates)
         aux = state["aux"]
