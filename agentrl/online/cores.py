@@ -13,8 +13,8 @@ so one trainer state can be vmapped over seeds and checkpointed leaf by leaf.
   the state wherever a trial starts (so a minibatch of whole env streams is
   replayed exactly as it was acted); only the hidden-to-hidden recurrence
   is sequential (:func:`gru_scan`, with a hand-written backward pass).
-- :class:`ActionHead` (defined in :mod:`agentrl.sources.ppo`, whose MLP
-  policy uses it too): categorical over ``Discrete`` actions, diagonal
+- :class:`ActionHead` (from :mod:`agentrl.rl.nets`, which the PPO source's
+  MLP policy uses too): categorical over ``Discrete`` actions, diagonal
   Gaussian over ``Box`` ones in units of half the box width (the env gets
   the clipped, rescaled sample; the log-probability is the unclipped one's).
 """
@@ -27,7 +27,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from agentrl.sources.ppo import ActionHead, dense, mlp, obs_features
+from agentrl.rl.nets import ActionHead, dense, mlp, obs_features
 
 
 # ------------------------------------------------------------------ features

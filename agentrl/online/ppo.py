@@ -45,11 +45,19 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
-import optax
 
 from agentrl.envs.trial import MultiEpisodeTrial
-from agentrl.online.cores import ActionHead, GRUCore, step_features
-from agentrl.sources.ppo import example
+from agentrl.online.cores import GRUCore, step_features
+from agentrl.rl.nets import ActionHead, example
+from agentrl.rl.ppo import (
+    Learner,
+    epoch_permutations,
+    gae_across_episodes,
+    mean_metrics,
+    optimizer,
+    ppo_loss,
+    sgd_epochs,
+)
 
 #: the traced hyperparameters ``hp`` of the trainers, at the settings of
 #: XLand-MiniGrid's RL² baseline (no weight decay, rewards unscaled)
@@ -99,11 +107,9 @@ class PPOShape:
     grid_size: int | None = None  # encode discrete obs as grid cells
 
 
-class RunnerState(NamedTuple):
-    """Everything a run carries between updates (leaves ``[num_envs, ...]``)."""
+class Streams(NamedTuple):
+    """The envs' part of the run, which the rollout scan carries (``[N, ...]``)."""
 
-    weights: Any
-    opt_state: Any
     env_state: Any
     obs: Any
     task: Any
@@ -113,44 +119,47 @@ class RunnerState(NamedTuple):
     episode_return: jax.Array  # [N] running return of the current episode
     first_return: jax.Array  # [N] return of the trial's first episode
     trial_return: jax.Array  # [N] running return of the trial
+
+
+class RunnerState(NamedTuple):
+    """Everything a run carries between updates (leaves ``[num_envs, ...]``).
+
+    The fields from ``env_state`` to ``trial_return`` are :class:`Streams`'.
+    """
+
+    weights: Any
+    opt_state: Any
+    env_state: Any
+    obs: Any
+    task: Any
+    hidden: jax.Array
+    first: jax.Array
+    trial_start: jax.Array
+    episode_return: jax.Array
+    first_return: jax.Array
+    trial_return: jax.Array
     key: jax.Array
     update: jax.Array  # [] updates done
 
+    def streams(self) -> Streams:
+        return Streams(*(getattr(self, name) for name in Streams._fields))
 
-def _hp(hp: dict, name: str) -> jax.Array:
+
+def hparam(hp: dict, name: str) -> jax.Array:
+    """The traced hyperparameter ``name`` of ``hp`` as a float32 scalar."""
     return jnp.asarray(hp[name], jnp.float32)
 
 
-def _optimizer(shape: PPOShape, hp: dict, update: jax.Array):
-    lr = _hp(hp, "lr")
+def trial_optimizer(shape: Any, hp: dict, update: jax.Array):
+    """The online trainers' chain: :func:`agentrl.rl.ppo.optimizer` with
+    Adam's ``eps=1e-5``, ``hp``'s weight decay and learning rate, the rate
+    scaled by ``shape.lr_shape(update)``."""
+    lr = hparam(hp, "lr")
     if shape.lr_shape is not None:
         lr = lr * shape.lr_shape(update)
-    return optax.chain(
-        optax.clip_by_global_norm(shape.grad_clip),
-        optax.scale_by_adam(eps=1e-5),
-        optax.add_decayed_weights(_hp(hp, "weight_decay")),
-        optax.scale(-lr),
+    return optimizer(
+        lr, shape.grad_clip, eps=1e-5, weight_decay=hparam(hp, "weight_decay")
     )
-
-
-def gae_across_episodes(value, next_value, reward, trial_end, gamma, lam):
-    """``[T, N]`` advantages; only a trial's end stops bootstrapping.
-
-    ``value [T, N]`` V(s_t); ``next_value [N]`` V of the step after the
-    rollout; ``trial_end [T, N]`` the trial ended at step t (its successor
-    belongs to a new task, whose value is not this trial's return).
-    """
-    live = 1.0 - trial_end.astype(jnp.float32)
-    following = jnp.concatenate([value[1:], next_value[None]], 0)
-    delta = reward + gamma * live * following - value
-
-    def back(acc, xs):
-        d, lv = xs
-        acc = d + gamma * lam * lv * acc
-        return acc, acc
-
-    _, adv = jax.lax.scan(back, jnp.zeros_like(next_value), (delta, live), reverse=True)
-    return adv
 
 
 class TrialPPO:
@@ -233,7 +242,8 @@ class TrialPPO:
         s = self.shape
         k_net, k_env, key = jax.random.split(key, 3)
         weights = self.core.init(k_net, s.init_log_std)
-        opt_state = _optimizer(s, {"lr": 1.0, "weight_decay": 0.0}, 0).init(weights)
+        tx = trial_optimizer(s, {"lr": 1.0, "weight_decay": 0.0}, 0)
+        opt_state = tx.init(weights)
         obs, env_state, task = jax.vmap(self._new_trial)(
             jax.random.split(k_env, s.num_envs)
         )
@@ -255,30 +265,23 @@ class TrialPPO:
             update=jnp.zeros((), jnp.int32),
         )
 
-    def _env_step(self, weights, carry, keys):
+    def _act(self, weights, carry: Streams, keys):
+        """The core's step on ``carry``: ``(x, hidden, raw, logp, value, action)``."""
+        x = jax.vmap(self.features)(carry.obs, carry.first)
+        h_in = jnp.where(carry.trial_start[:, None], 0.0, carry.hidden)
+        hidden, out, value = self.core.step(weights, h_in, x)
+        raw = self.head.sample(keys["act"], out, weights.get("log_std"))
+        logp, _ = self.head.logp_entropy(out, weights.get("log_std"), raw)
+        return x, hidden, raw, logp, value, self.head.to_env(raw)
+
+    def _env_step(self, weights, carry: Streams, keys):
         """One step of every env: act, step, start new trials where one ended.
 
         ``keys``: this step's slice of :meth:`rollout_keys`.
         """
-        (
-            env_state,
-            obs,
-            task,
-            hidden,
-            first,
-            trial_start,
-            ep_ret,
-            first_ret,
-            tr_ret,
-        ) = carry
-        x = jax.vmap(self.features)(obs, first)
-        h_in = jnp.where(trial_start[:, None], 0.0, hidden)
-        hidden, out, value = self.core.step(weights, h_in, x)
-        raw = self.head.sample(keys["act"], out, weights.get("log_std"))
-        logp, _ = self.head.logp_entropy(out, weights.get("log_std"), raw)
-        action = self.head.to_env(raw)
+        x, hidden, raw, logp, value, action = self._act(weights, carry, keys)
         next_obs, env_state, reward, _, trial_end, info = jax.vmap(self.trial.step)(
-            keys["step"], env_state, action, task
+            keys["step"], carry.env_state, action, carry.task
         )
         reward = jnp.asarray(reward, jnp.float32)
         ep_end = jnp.logical_or(info["episode_terminated"], info["episode_truncated"])
@@ -293,12 +296,12 @@ class TrialPPO:
 
         next_obs = jax.tree.map(pick, new_obs, next_obs)
         env_state = jax.tree.map(pick, new_state, env_state)
-        task = jax.tree.map(pick, new_task, task)
-        ep_ret = ep_ret + reward
-        tr_ret = tr_ret + reward
+        task = jax.tree.map(pick, new_task, carry.task)
+        ep_ret = carry.episode_return + reward
+        tr_ret = carry.trial_return + reward
         # The trial's first episode ends where the trial's episode index was 0.
-        ended_first = jnp.logical_and(ep_end, obs["episode"] == 0)
-        first_ret = jnp.where(ended_first, ep_ret, first_ret)
+        ended_first = jnp.logical_and(ep_end, carry.obs["episode"] == 0)
+        first_ret = jnp.where(ended_first, ep_ret, carry.first_return)
         record = {
             "x": x,
             "raw": raw,
@@ -306,23 +309,21 @@ class TrialPPO:
             "value": value,
             "reward": reward,
             "trial_end": trial_end,
-            "reset": trial_start,
+            "reset": carry.trial_start,
             "trial_return": tr_ret,
             "first_return": first_ret,
             "last_return": ep_ret,
         }
-        ep_ret = jnp.where(ep_end, 0.0, ep_ret)
-        tr_ret = jnp.where(trial_end, 0.0, tr_ret)
-        carry = (
-            env_state,
-            next_obs,
-            task,
-            hidden,
-            ep_end,
-            trial_end,
-            ep_ret,
-            first_ret,
-            tr_ret,
+        carry = Streams(
+            env_state=env_state,
+            obs=next_obs,
+            task=task,
+            hidden=hidden,
+            first=ep_end,
+            trial_start=trial_end,
+            episode_return=jnp.where(ep_end, 0.0, ep_ret),
+            first_return=first_ret,
+            trial_return=jnp.where(trial_end, 0.0, tr_ret),
         )
         return carry, record
 
@@ -331,57 +332,34 @@ class TrialPPO:
         logp, entropy = self.head.logp_entropy(
             out, weights.get("log_std"), batch["raw"]
         )
-        log_ratio = logp - batch["logp"]
-        ratio = jnp.exp(log_ratio)
-        adv = batch["adv"]
-        adv = (adv - adv.mean()) / (adv.std() + 1e-8)
-        clip = _hp(hp, "clip_eps")
-        clipped = jnp.clip(ratio, 1.0 - clip, 1.0 + clip)
-        pg = -jnp.minimum(ratio * adv, clipped * adv).mean()
-        vf = 0.5 * jnp.square(value - batch["target"]).mean()
-        ent = entropy.mean()
-        loss = pg + _hp(hp, "vf_coef") * vf - _hp(hp, "ent_coef") * ent
-        kl = ((ratio - 1.0) - log_ratio).mean()
-        return loss, {"pg_loss": pg, "vf_loss": vf, "entropy": ent, "approx_kl": kl}
+        return ppo_loss(
+            logp,
+            batch["logp"],
+            entropy,
+            value,
+            batch["adv"],
+            batch["target"],
+            hparam(hp, "clip_eps"),
+            hparam(hp, "vf_coef"),
+            hparam(hp, "ent_coef"),
+        )
 
-    def update(self, state: RunnerState, hp: dict) -> tuple[RunnerState, dict]:
-        """One rollout of ``rollout_steps`` steps and its PPO update."""
-        s = self.shape
-        key, k_roll, k_perm = jax.random.split(state.key, 3)
-        h0 = state.hidden
-        reset0 = state.trial_start
-        carry = (
-            state.env_state,
-            state.obs,
-            state.task,
-            state.hidden,
-            state.first,
-            state.trial_start,
-            state.episode_return,
-            state.first_return,
-            state.trial_return,
-        )
-        carry, rec = jax.lax.scan(
-            lambda c, k: self._env_step(state.weights, c, k),
-            carry,
-            self.rollout_keys(k_roll),
-        )
-        env_state, obs, task, hidden, first, trial_start, ep_ret, first_ret, tr_ret = (
-            carry
-        )
+    def _batch(self, weights, streams: Streams, rec: dict, hp: dict) -> dict:
+        """The rollout's training batch ``[T, N, ...]`` (GAE across episodes;
+        ``streams``: where the rollout ended)."""
         # V of the step after the rollout (with the state it will start from).
-        x_next = jax.vmap(self.features)(obs, first)
-        h_next = jnp.where(trial_start[:, None], 0.0, hidden)
-        _, _, next_value = self.core.step(state.weights, h_next, x_next)
+        x_next = jax.vmap(self.features)(streams.obs, streams.first)
+        h_next = jnp.where(streams.trial_start[:, None], 0.0, streams.hidden)
+        _, _, next_value = self.core.step(weights, h_next, x_next)
         adv = gae_across_episodes(
             rec["value"],
             next_value,
-            rec["reward"] * _hp(hp, "reward_scale"),
+            rec["reward"] * hparam(hp, "reward_scale"),
             rec["trial_end"],
-            _hp(hp, "gamma"),
-            _hp(hp, "gae_lambda"),
+            hparam(hp, "gamma"),
+            hparam(hp, "gae_lambda"),
         )
-        batch = {
+        return {
             "x": rec["x"],
             "raw": rec["raw"],
             "logp": rec["logp"],
@@ -389,53 +367,33 @@ class TrialPPO:
             "adv": adv,
             "target": adv + rec["value"],
         }
-        del reset0
-        tx = _optimizer(s, hp, state.update)
-        per = s.num_envs // s.num_minibatches
 
-        def sgd(c, idx):
-            weights, opt_state = c
-            mb = jax.tree.map(lambda a: a[:, idx], batch)
-            grads, m = jax.grad(self._loss, has_aux=True)(weights, mb, h0[idx], hp)
-            updates, opt_state = tx.update(grads, opt_state, weights)
-            return (optax.apply_updates(weights, updates), opt_state), m
-
-        perms = jax.vmap(lambda k: jax.random.permutation(k, s.num_envs))(
-            jax.random.split(k_perm, s.num_epochs)
-        ).reshape(s.num_epochs * s.num_minibatches, per)
-        (weights, opt_state), m = jax.lax.scan(
-            sgd, (state.weights, state.opt_state), perms
+    def update(self, state: RunnerState, hp: dict) -> tuple[RunnerState, dict]:
+        """One rollout of ``rollout_steps`` steps and its PPO update."""
+        s = self.shape
+        key, k_roll, k_perm = jax.random.split(state.key, 3)
+        h0 = state.hidden
+        streams, rec = jax.lax.scan(
+            lambda c, k: self._env_step(state.weights, c, k),
+            state.streams(),
+            self.rollout_keys(k_roll),
         )
-        metrics = {k: v.mean() for k, v in m.items()}
-        metrics["loss"] = (
-            metrics["pg_loss"]
-            + _hp(hp, "vf_coef") * metrics["vf_loss"]
-            - _hp(hp, "ent_coef") * metrics["entropy"]
+        batch = self._batch(state.weights, streams, rec, hp)
+        learner, m = sgd_epochs(
+            trial_optimizer(s, hp, state.update),
+            self._loss,
+            Learner(state.weights, state.opt_state),
+            epoch_permutations(k_perm, s.num_envs, s.num_epochs, s.num_minibatches),
+            lambda idx: (jax.tree.map(lambda a: a[:, idx], batch), h0[idx], hp),
         )
-        metrics["reward"] = rec["reward"].mean()
-        ended = rec["trial_end"].astype(jnp.float32)
-        count = ended.sum()
-
-        def over_trials(values):
-            return jnp.where(count > 0, (values * ended).sum() / count, jnp.nan)
-
-        metrics["trial_return"] = over_trials(rec["trial_return"])
-        metrics["episode_return_first"] = over_trials(rec["first_return"])
-        metrics["episode_return_last"] = over_trials(rec["last_return"])
-        new = RunnerState(
-            weights=weights,
-            opt_state=opt_state,
-            env_state=env_state,
-            obs=obs,
-            task=task,
-            hidden=hidden,
-            first=first,
-            trial_start=trial_start,
-            episode_return=ep_ret,
-            first_return=first_ret,
-            trial_return=tr_ret,
+        metrics = mean_metrics(m, hparam(hp, "vf_coef"), hparam(hp, "ent_coef"))
+        metrics.update(rollout_metrics(rec))
+        new = state._replace(
+            weights=learner.params,
+            opt_state=learner.opt_state,
             key=key,
             update=state.update + 1,
+            **streams._asdict(),
         )
         return new, metrics
 
@@ -449,3 +407,20 @@ class TrialPPO:
         return jax.lax.scan(
             lambda st, _: self.update(st, hp), state, None, self.shape.num_updates
         )
+
+
+def rollout_metrics(rec: dict) -> dict:
+    """``reward`` (mean per step) and, over the trials that ended in the
+    rollout (NaN if none), ``trial_return``, ``episode_return_first`` and
+    ``episode_return_last``."""
+    metrics = {"reward": rec["reward"].mean()}
+    ended = rec["trial_end"].astype(jnp.float32)
+    count = ended.sum()
+
+    def over_trials(values):
+        return jnp.where(count > 0, (values * ended).sum() / count, jnp.nan)
+
+    metrics["trial_return"] = over_trials(rec["trial_return"])
+    metrics["episode_return_first"] = over_trials(rec["first_return"])
+    metrics["episode_return_last"] = over_trials(rec["last_return"])
+    return metrics

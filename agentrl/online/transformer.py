@@ -40,7 +40,7 @@ environments, each on a fresh training task:
   equal to the full forward pass with the sink on).
 
 Advantages run across episode boundaries (the trial is the episode; see
-:func:`agentrl.online.ppo.gae_across_episodes`); a chunk that ends before
+:func:`agentrl.rl.ppo.gae_across_episodes`); a chunk that ends before
 the trial does bootstraps from the critic's value of the next step. Discrete
 actions only (categorical head). Episodes are assumed to last the env's
 ``horizon`` (Dark Room, bandits): a trial is ``L`` steps.
@@ -58,11 +58,19 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
-import optax
 from flax import nnx
 
-from agentrl.envs import spaces
-from agentrl.online.ppo import _hp, _optimizer, gae_across_episodes
+import agentrl.envs.spaces as spaces
+from agentrl.online.ppo import hparam, trial_optimizer
+from agentrl.rl.nets import categorical_logp_entropy, log_prob
+from agentrl.rl.ppo import (
+    Learner,
+    epoch_permutations,
+    gae_across_episodes,
+    mean_metrics,
+    ppo_loss,
+    sgd_epochs,
+)
 
 PREFILL = 128  # most tokens a re-encoding chunk attends from at once
 
@@ -89,11 +97,38 @@ class TransformerState(NamedTuple):
     update: jax.Array
 
 
+class Acting(NamedTuple):
+    """The acting scan's carry (leaves ``[env, ...]``)."""
+
+    actor: Any  # the acting weights
+    cache: Any  # the actor's KV cache of the trial so far
+    obs: Any
+    env_state: Any
+    prev_action: jax.Array
+    prev_reward: jax.Array
+    buf: dict  # the trial's tokens: obs, action, reward, logp [env, L]
+
+
+class ChunkCarry(NamedTuple):
+    """The trial's scan over chunks carries the learner and the acting."""
+
+    actor: Any
+    critic: Any
+    opt_state: Any
+    cache: Any
+    scratch: Any  # the critic's prefix cache (partial updates), or None
+    obs: Any
+    env_state: Any
+    prev_action: jax.Array
+    prev_reward: jax.Array
+    buf: dict
+
+
 class TransformerPPO:
     """See the module docstring. ``model_config``: a completed ModelConfig."""
 
     def __init__(self, env: Any, shape: TransformerShape, model_config, sample_task):
-        from agentrl.models import DecisionModel
+        from agentrl.models.transformer import DecisionModel
 
         if not spaces.is_discrete(env.action_space(env.default_params)):
             raise ValueError("transformer PPO supports discrete actions only")
@@ -113,6 +148,7 @@ class TransformerPPO:
                 f"{model_config.max_steps} must be >= its {shape.trial_steps} steps"
             )
         self.env, self.shape, self.sample_task = env, shape, sample_task
+        self.chunks = shape.trial_steps // shape.update_every  # updates a trial
         # tokens per re-encoding piece: bounds its scores to [n, H, prefill,
         # prefill]; a divisor of K, so that every re-encoded prefix ends a piece
         self.prefill = max(
@@ -127,7 +163,7 @@ class TransformerPPO:
 
     # ----------------------------------------------------------- the models
     def _init_params(self, key):
-        from agentrl.models import DecisionModel
+        from agentrl.models.transformer import DecisionModel
 
         model = DecisionModel(self.config, rngs=nnx.Rngs(key))
         return nnx.split(model, nnx.Param, ...)[1]
@@ -147,7 +183,7 @@ class TransformerPPO:
         del hp
         k_a, k_c, key = jax.random.split(key, 3)
         actor, critic = self._init_params(k_a), self._init_params(k_c)
-        opt = _optimizer(self.shape, {"lr": 1.0, "weight_decay": 0.0}, 0)
+        opt = trial_optimizer(self.shape, {"lr": 1.0, "weight_decay": 0.0}, 0)
         return TransformerState(
             actor, critic, opt.init((actor, critic)), key, jnp.zeros((), jnp.int32)
         )
@@ -267,28 +303,18 @@ class TransformerPPO:
 
     def _loss(self, params, batch, hp, start):
         logits, value = self._outputs(params, batch, start)
-        logp_all = jax.nn.log_softmax(logits)
-        logp = jnp.take_along_axis(logp_all, batch["chunk_action"][..., None], -1)[
-            ..., 0
-        ]
-        entropy = -jnp.sum(jnp.exp(logp_all) * logp_all, -1)
-
-        def mean(x):
-            return x.mean()
-
-        adv = batch["adv"]
-        mu = mean(adv)
-        std = jnp.sqrt(mean(jnp.square(adv - mu)))
-        adv = (adv - mu) / (std + 1e-8)
-        log_ratio = logp - batch["logp"]
-        ratio = jnp.exp(log_ratio)
-        clip = _hp(hp, "clip_eps")
-        pg = -mean(jnp.minimum(ratio * adv, jnp.clip(ratio, 1 - clip, 1 + clip) * adv))
-        vf = 0.5 * mean(jnp.square(value - batch["target"]))
-        ent = mean(entropy)
-        loss = pg + _hp(hp, "vf_coef") * vf - _hp(hp, "ent_coef") * ent
-        kl = mean((ratio - 1.0) - log_ratio)
-        return loss, {"pg_loss": pg, "vf_loss": vf, "entropy": ent, "approx_kl": kl}
+        logp, entropy = categorical_logp_entropy(logits, batch["chunk_action"])
+        return ppo_loss(
+            logp,
+            batch["logp"],
+            entropy,
+            value,
+            batch["adv"],
+            batch["target"],
+            hparam(hp, "clip_eps"),
+            hparam(hp, "vf_coef"),
+            hparam(hp, "ent_coef"),
+        )
 
     def update(self, state: TransformerState, hp: dict):
         """One trial in every env, with ``L / update_every`` PPO updates."""
@@ -300,164 +326,187 @@ class TransformerPPO:
         ``action``, ``reward``, ``logp`` ``[env, L]``) and the actor weights
         each chunk acted with (stacked ``[chunks, ...]``)."""
         s = self.shape
-        n, length, k_len = s.num_envs, s.trial_steps, s.update_every
+        n, length, chunks = s.num_envs, s.trial_steps, self.chunks
         key, k_task, k_reset, k_chunks = jax.random.split(state.key, 4)
         tasks = jax.vmap(self.sample_task)(jax.random.split(k_task, n))
         obs, env_state = jax.vmap(self.env.reset)(jax.random.split(k_reset, n), tasks)
-        buf = self._empty_buffers(obs)
-        cache = self.model(state.actor).init_cache(n, length)
-        tx = _optimizer(s, hp, state.update)
-        chunks = length // k_len
-        per = n // s.num_minibatches
-
-        def act(carry, xs):
-            actor, cache, obs, env_state, prev_a, prev_r, buf = carry
-            t, k = xs
-            k_act, k_step = jax.random.split(k)
-            out, cache = self.model(actor).decode(cache, obs, prev_a, prev_r)
-            logits = out.action.astype(jnp.float32)
-            action = jax.random.categorical(k_act, logits).astype(jnp.int32)
-            logp = jnp.take_along_axis(jax.nn.log_softmax(logits), action[:, None], -1)[
-                :, 0
-            ]
-            next_obs, env_state, reward, _, _, _ = jax.vmap(self.env.step)(
-                jax.random.split(k_step, n), env_state, action, tasks
-            )
-            reward = jnp.asarray(reward, jnp.float32)
-            buf = {
-                "obs": buf["obs"].at[:, t].set(obs),
-                "action": buf["action"].at[:, t].set(action),
-                "reward": buf["reward"].at[:, t].set(reward),
-                "logp": buf["logp"].at[:, t].set(logp),
-            }
-            return (actor, cache, next_obs, env_state, action, reward, buf), None
-
-        def chunk(carry, xs):
-            actor, critic, opt_state, cache, scratch, obs, env_state = carry[:7]
-            prev_a, prev_r, buf = carry[7:]
-            acting = actor
-            c, k = xs
-            k_act, k_perm = jax.random.split(k)
-            start = c * k_len
-            end = start + k_len
-            ts = start + jnp.arange(k_len)
-            (_, cache, obs, env_state, prev_a, prev_r, buf), _ = jax.lax.scan(
-                act,
-                (actor, cache, obs, env_state, prev_a, prev_r, buf),
-                (ts, jax.random.split(k_act, k_len)),
-            )
-            # the next step's observation, for the bootstrap value (if any)
-            inside = end < length
-            at = jnp.minimum(end, length - 1)
-            buf = dict(
-                buf, obs=jnp.where(inside, buf["obs"].at[:, at].set(obs), buf["obs"])
-            )
-
-            def part(x):
-                return jax.lax.dynamic_slice_in_dim(x, start, k_len, 1)
-
-            if chunks > 1:
-                # the steps before the chunk, as the acting weights saw them:
-                # the acting cache with the chunk's slots marked empty (no copy)
-                prefix = self._mark(cache, start)
-                # the critic's, in the buffers of the last chunk's (in place)
-                critic_prefix = self._encode(critic, buf, start, into=scratch)
-                scratch = critic_prefix
-                values = self._chunk_values(critic, critic_prefix, buf, start)
-                v_chunk, next_value = values[:, :-1], values[:, -1]
-            else:
-                values = self.forward(critic, buf["obs"], buf["action"], buf["reward"])[
-                    ..., 0
-                ]
-                v_chunk, next_value = values, values[:, at]
-            next_value = jnp.where(inside, next_value, 0.0)
-            adv = gae_across_episodes(
-                v_chunk.T,
-                next_value,
-                part(buf["reward"]).T * _hp(hp, "reward_scale"),
-                jnp.zeros((k_len, n), bool),
-                _hp(hp, "gamma"),
-                _hp(hp, "gae_lambda"),
-            ).T
-            batch = {
-                "obs": buf["obs"],
-                "action": buf["action"],
-                "reward": buf["reward"],
-                "chunk_action": part(buf["action"]),
-                "logp": part(buf["logp"]),
-                "adv": adv,
-                "target": adv + v_chunk,
-            }
-            if chunks > 1:  # per-env caches (slot positions are shared)
-                batch["actor_prefix"] = prefix
-                batch["critic_prefix"] = critic_prefix
-
-            def take(tree, idx):
-                def one(path, a):
-                    shared = any(getattr(p, "name", None) == "slot_pos" for p in path)
-                    return a if shared or a.ndim == 0 else a[idx]
-
-                return jax.tree_util.tree_map_with_path(one, tree)
-
-            def sgd(cc, idx):
-                params, opt_state = cc
-                mb = take(batch, idx)
-                grads, m = jax.grad(self._loss, has_aux=True)(params, mb, hp, start)
-                updates, opt_state = tx.update(grads, opt_state, params)
-                return (optax.apply_updates(params, updates), opt_state), m
-
-            perms = jax.vmap(lambda kk: jax.random.permutation(kk, n))(
-                jax.random.split(k_perm, s.num_epochs)
-            ).reshape(s.num_epochs * s.num_minibatches, per)
-            ((actor, critic), opt_state), m = jax.lax.scan(
-                sgd, ((actor, critic), opt_state), perms
-            )
-            if chunks > 1:  # go on over the same context with the new weights
-                # (not after the trial's last chunk: upto 0 skips every piece)
-                upto = jnp.where(inside, end, 0)
-                cache = self._encode(actor, buf, upto, into=cache)
-            metrics = {name: v.mean() for name, v in m.items()}
-            return (
-                actor,
-                critic,
-                opt_state,
-                cache,
-                scratch,
-                obs,
-                env_state,
-                prev_a,
-                prev_r,
-                buf,
-            ), (metrics, acting)
-
-        prev_a = jnp.zeros((n,), jnp.int32)
-        prev_r = jnp.zeros((n,), jnp.float32)
         # the critic's prefix cache, re-encoded into the same buffers each chunk
         scratch = self.model(state.critic).init_cache(n, length) if chunks > 1 else None
-        carry = (state.actor, state.critic, state.opt_state, cache, scratch)
-        carry = (*carry, obs, env_state)
-        carry = (*carry, prev_a, prev_r, buf)
+        carry = ChunkCarry(
+            actor=state.actor,
+            critic=state.critic,
+            opt_state=state.opt_state,
+            cache=self.model(state.actor).init_cache(n, length),
+            scratch=scratch,
+            obs=obs,
+            env_state=env_state,
+            prev_action=jnp.zeros((n,), jnp.int32),
+            prev_reward=jnp.zeros((n,), jnp.float32),
+            buf=self._empty_buffers(obs),
+        )
+        tx = trial_optimizer(s, hp, state.update)
         carry, (m, acting) = jax.lax.scan(
-            chunk, carry, (jnp.arange(chunks), jax.random.split(k_chunks, chunks))
+            lambda c, xs: self._trial_chunk(tx, tasks, hp, c, xs),
+            carry,
+            (jnp.arange(chunks), jax.random.split(k_chunks, chunks)),
         )
-        actor, critic, opt_state, *_, buf = carry
-        metrics = {name: v.mean() for name, v in m.items()}
-        metrics["loss"] = (
-            metrics["pg_loss"]
-            + _hp(hp, "vf_coef") * metrics["vf_loss"]
-            - _hp(hp, "ent_coef") * metrics["entropy"]
+        metrics = mean_metrics(m, hparam(hp, "vf_coef"), hparam(hp, "ent_coef"))
+        metrics.update(self._trial_metrics(carry.buf["reward"]))
+        new = TransformerState(
+            carry.actor, carry.critic, carry.opt_state, key, state.update + 1
         )
+        return new, metrics, carry.buf, acting
+
+    def _trial_metrics(self, rewards):
+        """Reward per step, trial return, first and last episode's return."""
         horizon = self.env.horizon
-        rewards = buf["reward"]
-        metrics["reward"] = rewards.mean()
-        metrics["trial_return"] = rewards.sum(1).mean()
-        metrics["episode_return_first"] = rewards[:, :horizon].sum(1).mean()
-        metrics["episode_return_last"] = rewards[:, -horizon:].sum(1).mean()
-        new = TransformerState(actor, critic, opt_state, key, state.update + 1)
-        return new, metrics, buf, acting
+        return {
+            "reward": rewards.mean(),
+            "trial_return": rewards.sum(1).mean(),
+            "episode_return_first": rewards[:, :horizon].sum(1).mean(),
+            "episode_return_last": rewards[:, -horizon:].sum(1).mean(),
+        }
+
+    def _act_step(self, tasks, carry: Acting, xs):
+        """One step of every env with the KV cache; its token into ``buf``."""
+        t, k = xs
+        k_act, k_step = jax.random.split(k)
+        out, cache = self.model(carry.actor).decode(
+            carry.cache, carry.obs, carry.prev_action, carry.prev_reward
+        )
+        logits = out.action.astype(jnp.float32)
+        action = jax.random.categorical(k_act, logits).astype(jnp.int32)
+        logp = log_prob(jax.nn.log_softmax(logits), action)
+        next_obs, env_state, reward, _, _, _ = jax.vmap(self.env.step)(
+            jax.random.split(k_step, self.shape.num_envs),
+            carry.env_state,
+            action,
+            tasks,
+        )
+        reward = jnp.asarray(reward, jnp.float32)
+        buf = carry.buf
+        buf = {
+            "obs": buf["obs"].at[:, t].set(carry.obs),
+            "action": buf["action"].at[:, t].set(action),
+            "reward": buf["reward"].at[:, t].set(reward),
+            "logp": buf["logp"].at[:, t].set(logp),
+        }
+        carry = Acting(carry.actor, cache, next_obs, env_state, action, reward, buf)
+        return carry, None
+
+    def _act_chunk(self, tasks, carry: ChunkCarry, start, key) -> ChunkCarry:
+        """Act the chunk's K steps from ``start``; the observation after it
+        goes into ``buf`` (for the bootstrap value) if the trial goes on."""
+        k_len, length = self.shape.update_every, self.shape.trial_steps
+        acting, _ = jax.lax.scan(
+            lambda c, xs: self._act_step(tasks, c, xs),
+            Acting(*(getattr(carry, name) for name in Acting._fields)),
+            (start + jnp.arange(k_len), jax.random.split(key, k_len)),
+        )
+        end = start + k_len
+        at = jnp.minimum(end, length - 1)
+        buf = acting.buf
+        obs = buf["obs"].at[:, at].set(acting.obs)
+        buf = dict(buf, obs=jnp.where(end < length, obs, buf["obs"]))
+        return carry._replace(**acting._replace(buf=buf)._asdict())
+
+    def _critic_values(self, carry: ChunkCarry, start):
+        """``(critic values [B, K], bootstrap value [B], scratch)`` of the chunk
+        (partial updates: against the critic's re-encoded prefix cache)."""
+        k_len, length = self.shape.update_every, self.shape.trial_steps
+        critic, buf = carry.critic, carry.buf
+        end = start + k_len
+        if self.chunks > 1:
+            # the critic's, in the buffers of the last chunk's (in place)
+            scratch = self._encode(critic, buf, start, into=carry.scratch)
+            values = self._chunk_values(critic, scratch, buf, start)
+            v_chunk, next_value = values[:, :-1], values[:, -1]
+        else:
+            scratch = carry.scratch
+            values = self.forward(critic, buf["obs"], buf["action"], buf["reward"])
+            values = values[..., 0]
+            v_chunk, next_value = values, values[:, jnp.minimum(end, length - 1)]
+        return v_chunk, jnp.where(end < length, next_value, 0.0), scratch
+
+    def _chunk_batch(self, carry: ChunkCarry, start, hp):
+        """The chunk's training batch (GAE over its K steps) and ``scratch``."""
+        k_len, n = self.shape.update_every, self.shape.num_envs
+        buf = carry.buf
+
+        def part(x):
+            return jax.lax.dynamic_slice_in_dim(x, start, k_len, 1)
+
+        if self.chunks > 1:
+            # the steps before the chunk, as the acting weights saw them:
+            # the acting cache with the chunk's slots marked empty (no copy)
+            prefix = self._mark(carry.cache, start)
+        v_chunk, next_value, scratch = self._critic_values(carry, start)
+        adv = gae_across_episodes(
+            v_chunk.T,
+            next_value,
+            part(buf["reward"]).T * hparam(hp, "reward_scale"),
+            jnp.zeros((k_len, n), bool),
+            hparam(hp, "gamma"),
+            hparam(hp, "gae_lambda"),
+        ).T
+        batch = {
+            "obs": buf["obs"],
+            "action": buf["action"],
+            "reward": buf["reward"],
+            "chunk_action": part(buf["action"]),
+            "logp": part(buf["logp"]),
+            "adv": adv,
+            "target": adv + v_chunk,
+        }
+        if self.chunks > 1:  # per-env caches (shared slots)
+            batch["actor_prefix"] = prefix
+            batch["critic_prefix"] = scratch
+        return batch, scratch
+
+    def _trial_chunk(self, tx, tasks, hp, carry: ChunkCarry, xs):
+        """Act one chunk of K steps, then update on it (the chunks' scan body)."""
+        s = self.shape
+        c, k = xs
+        acting = carry.actor
+        k_act, k_perm = jax.random.split(k)
+        start = c * s.update_every
+        carry = self._act_chunk(tasks, carry, start, k_act)
+        batch, scratch = self._chunk_batch(carry, start, hp)
+        learner, m = sgd_epochs(
+            tx,
+            self._loss,
+            Learner((carry.actor, carry.critic), carry.opt_state),
+            epoch_permutations(k_perm, s.num_envs, s.num_epochs, s.num_minibatches),
+            lambda idx: (_take_envs(batch, idx), hp, start),
+        )
+        (actor, critic), cache = learner.params, carry.cache
+        if self.chunks > 1:
+            # go on over the same context with the new weights (not after the
+            # trial's last chunk: upto 0 skips every piece)
+            end = start + s.update_every
+            upto = jnp.where(end < s.trial_steps, end, 0)
+            cache = self._encode(actor, carry.buf, upto, into=cache)
+        carry = carry._replace(
+            actor=actor,
+            critic=critic,
+            opt_state=learner.opt_state,
+            cache=cache,
+            scratch=scratch,
+        )
+        return carry, ({name: v.mean() for name, v in m.items()}, acting)
 
     def __call__(self, key: jax.Array, hp: dict):
         state = self.init(key, hp)
         return jax.lax.scan(
             lambda st, _: self.update(st, hp), state, None, self.shape.num_updates
         )
+
+
+def _take_envs(tree, idx):
+    """``tree``'s leaves at envs ``idx`` (slot positions are shared: kept)."""
+
+    def one(path, a):
+        shared = any(getattr(p, "name", None) == "slot_pos" for p in path)
+        return a if shared or a.ndim == 0 else a[idx]
+
+    return jax.tree_util.tree_map_with_path(one, tree)
