@@ -505,72 +505,95 @@ class CausalSelfAttention(nnx.Module):
         qh = q.astype(k_cache.dtype).swapaxes(1, 2)  # [B, H, P, Dh]
         kt = k.transpose(0, 2, 3, 1)  # [B, H, Dh, P], as stored
         vt, v_axis = _as_stored(v, self.head_dim)
-
-        def scores(keys, k_pos):
-            return masked_scores(qh, keys, pos, k_pos, window)
-
-        def read(j):  # the scores and values of earlier key block j
-            k0 = j * p
-            keys = jax.lax.dynamic_slice_in_dim(k_cache, k0, p, 3)
-            vals = jax.lax.dynamic_slice_in_dim(v_cache, k0, p, v_axis)
-            return scores(keys, k0 + jnp.arange(p, dtype=jnp.int32)), vals
-
-        def join(s, m, norm):  # scores s into the running max and normaliser
-            new_m = jnp.maximum(m, s.max(-1, keepdims=True))
-            return new_m, norm * jnp.exp(m - new_m) + jnp.exp(s - new_m).sum(
-                -1, keepdims=True
-            )
-
-        def pv(e, vals):
-            return _weigh_cache(e, vals, v_axis)
-
+        read = _prefill_reader(qh, pos, k_cache, v_cache, v_axis, window)
         # the piece itself (every query sees at least its own key) and the
         # sink open the softmax; the earlier blocks join it one at a time
         sink = self._sink()
-        s_own = scores(kt, pos)
-        m, norm = join(s_own, s_own.max(-1, keepdims=True), 0.0)
+        s_own = masked_scores(qh, kt, pos, pos, window)
+        m, norm = _join_scores(s_own, s_own.max(-1, keepdims=True), 0.0)
+        s_sink = None
         if sink is not None:
             s_sink = _sink_scores(q.astype(k_cache.dtype), sink[0])  # [B,H,P,1]
-            m, norm = join(s_sink, m, norm)
+            m, norm = _join_scores(s_sink, m, norm)
         sink_v = None if sink is None else sink[1].astype(F32)[None, :, None, :]
-        first, last = 0, lo // p  # every earlier block (the window masks)
+        opening = (s_own, vt, s_sink, sink_v)
+        last = lo // p  # every earlier block (the window masks)
         if v_cache.dtype == F32:
-            # one pass, flash attention's: rescale the weighted sum as the
-            # running max grows, normalise at the end
-            def block(j, carry):
-                m, norm, acc = carry
-                s, vals = read(j)
-                new_m, norm = join(s, m, norm)
-                acc = acc * jnp.exp(m - new_m) + pv(jnp.exp(s - new_m), vals)
-                return new_m, norm, acc
-
-            acc = pv(jnp.exp(s_own - m), vt)
-            if sink is not None:
-                acc = acc + jnp.exp(s_sink - m) * sink_v
-            _, norm, acc = jax.lax.fori_loop(first, last, block, (m, norm, acc))
+            acc, norm = _prefill_one_pass(read, opening, m, norm, last, v_axis)
         else:
-            # low precision: round exp(s - final max) to the values' dtype,
-            # as the full pass and decode do, not a running-max rescaling of
-            # rounded sums (a second pass once the max is known)
-            def stats(j, carry):
-                return join(read(j)[0], *carry)
-
-            m, norm = jax.lax.fori_loop(first, last, stats, (m, norm))
-
-            def block(j, acc):
-                s, vals = read(j)
-                return acc + pv(jnp.exp(s - m), vals)
-
-            acc = pv(jnp.exp(s_own - m), vt)
-            if sink is not None:
-                acc = acc + jnp.exp(s_sink - m) * sink_v
-            acc = jax.lax.fori_loop(first, last, block, acc)
+            acc, norm = _prefill_two_pass(read, opening, m, norm, last, v_axis)
         y = (acc / norm).swapaxes(1, 2)  # [B, P, H, Dh]
         # the in-place writes after every read of the old cache (see decode)
         y, k_cache, v_cache = jax.lax.optimization_barrier((y, k_cache, v_cache))
         k_cache = jax.lax.dynamic_update_slice_in_dim(k_cache, kt, lo, 3)
         v_cache = jax.lax.dynamic_update_slice_in_dim(v_cache, vt, lo, v_axis)
         return self._merge(y), k_cache, v_cache
+
+
+def _prefill_reader(qh, pos, k_cache, v_cache, v_axis: int, window: int):
+    """``read(j)``: the scores and values of earlier key block ``j`` (of ``P``
+    slots) for the piece's queries ``qh [B, H, P, Dh]`` at ``pos``."""
+    p = qh.shape[2]
+
+    def read(j):
+        k0 = j * p
+        keys = jax.lax.dynamic_slice_in_dim(k_cache, k0, p, 3)
+        vals = jax.lax.dynamic_slice_in_dim(v_cache, k0, p, v_axis)
+        k_pos = k0 + jnp.arange(p, dtype=jnp.int32)
+        return masked_scores(qh, keys, pos, k_pos, window), vals
+
+    return read
+
+
+def _join_scores(s, m, norm):
+    """Scores ``s`` into the running max ``m`` and normaliser ``norm``."""
+    new_m = jnp.maximum(m, s.max(-1, keepdims=True))
+    return new_m, norm * jnp.exp(m - new_m) + jnp.exp(s - new_m).sum(-1, keepdims=True)
+
+
+def _prefill_one_pass(read, opening, m, norm, last, v_axis: int):
+    """Float32 values: one pass, flash attention's: rescale the weighted sum
+    as the running max grows, normalise at the end. Returns ``(acc, norm)``.
+
+    ``opening``: ``(s_own, vt, s_sink, sink_v)``, the piece's own scores and
+    values and the sink's (``None`` without one), which open the softmax.
+    """
+    s_own, vt, s_sink, sink_v = opening
+
+    def block(j, carry):
+        m, norm, acc = carry
+        s, vals = read(j)
+        new_m, norm = _join_scores(s, m, norm)
+        acc = acc * jnp.exp(m - new_m) + _weigh_cache(jnp.exp(s - new_m), vals, v_axis)
+        return new_m, norm, acc
+
+    acc = _weigh_cache(jnp.exp(s_own - m), vt, v_axis)
+    if s_sink is not None:
+        acc = acc + jnp.exp(s_sink - m) * sink_v
+    _, norm, acc = jax.lax.fori_loop(0, last, block, (m, norm, acc))
+    return acc, norm
+
+
+def _prefill_two_pass(read, opening, m, norm, last, v_axis: int):
+    """Low precision: round ``exp(s - final max)`` to the values' dtype, as
+    the full pass and decode do, not a running-max rescaling of rounded sums
+    (a second pass once the max is known). As :func:`_prefill_one_pass`."""
+    s_own, vt, s_sink, sink_v = opening
+
+    def stats(j, carry):
+        return _join_scores(read(j)[0], *carry)
+
+    m, norm = jax.lax.fori_loop(0, last, stats, (m, norm))
+
+    def block(j, acc):
+        s, vals = read(j)
+        return acc + _weigh_cache(jnp.exp(s - m), vals, v_axis)
+
+    acc = _weigh_cache(jnp.exp(s_own - m), vt, v_axis)
+    if s_sink is not None:
+        acc = acc + jnp.exp(s_sink - m) * sink_v
+    acc = jax.lax.fori_loop(0, last, block, acc)
+    return acc, norm
 
 
 def _max_scores(parts) -> jax.Array:

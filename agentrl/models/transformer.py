@@ -341,37 +341,15 @@ class DecisionModel(nnx.Module):
           calls of :meth:`decode`, which can go on from it.
         """
         c = self.config
-        if c.token_layout != "step":
-            raise ValueError(
-                "DecisionModel.prefill needs ModelConfig.token_layout='step', "
-                f"got {c.token_layout!r}"
-            )
         b, t = action.shape[:2]
-        if t % piece:
-            raise ValueError(f"prefill: piece={piece} must divide the {t} steps")
-        if cache is None:
-            cache = self.init_cache(b, max_steps)
+        cache = self._prefill_cache(b, t, piece, max_steps, cache)
         window = cache.capacity
-        if window < t:
-            raise ValueError(
-                f"prefill: {t} steps exceed the cache's max_steps={window}"
-            )
         tokens = self.embed.steps(obs, action, reward)
         out = jnp.zeros((b, t, c.action_size), jnp.float32)
         upto = jnp.asarray(upto, jnp.int32)
 
         def one(i, carry):
-            keys, values, router, out = carry
-            lo = i * piece
-            x = jax.lax.dynamic_slice_in_dim(tokens, lo, piece, 1)
-            new = [], [], []
-            for j, block in enumerate(self.blocks):
-                x, *kvr = block.prefill(x, lo, keys[j], values[j], router[j], window)
-                for acc, a in zip(new, kvr, strict=True):
-                    acc.append(a)
-            action_out = self.head(self.ln_f(x))[0].astype(out.dtype)
-            out = jax.lax.dynamic_update_slice_in_dim(out, action_out, lo, 1)
-            return (*(tuple(a) for a in new), out)
+            return self._prefill_piece(tokens, i * piece, piece, window, carry)
 
         pieces = (upto + piece - 1) // piece
         carry = (cache.keys, cache.values, cache.router_inputs, out)
@@ -381,6 +359,41 @@ class DecisionModel(nnx.Module):
         slots = jnp.arange(window, dtype=jnp.int32)
         cache = KVCache(keys, values, router, jnp.where(slots < upto, slots, -1), upto)
         return out, cache
+
+    def _prefill_cache(
+        self, b: int, t: int, piece: int, max_steps: int | None, cache: KVCache | None
+    ) -> KVCache:
+        """The cache :meth:`prefill` writes into, its arguments checked."""
+        c = self.config
+        if c.token_layout != "step":
+            raise ValueError(
+                "DecisionModel.prefill needs ModelConfig.token_layout='step', "
+                f"got {c.token_layout!r}"
+            )
+        if t % piece:
+            raise ValueError(f"prefill: piece={piece} must divide the {t} steps")
+        if cache is None:
+            cache = self.init_cache(b, max_steps)
+        window = cache.capacity
+        if window < t:
+            raise ValueError(
+                f"prefill: {t} steps exceed the cache's max_steps={window}"
+            )
+        return cache
+
+    def _prefill_piece(self, tokens, lo, piece: int, window: int, carry):
+        """The piece of ``tokens`` at ``lo`` through the blocks: ``carry``
+        ``(keys, values, router inputs, out)`` with its cache and outputs."""
+        keys, values, router, out = carry
+        x = jax.lax.dynamic_slice_in_dim(tokens, lo, piece, 1)
+        new = [], [], []
+        for j, block in enumerate(self.blocks):
+            x, *kvr = block.prefill(x, lo, keys[j], values[j], router[j], window)
+            for acc, a in zip(new, kvr, strict=True):
+                acc.append(a)
+        action_out = self.head(self.ln_f(x))[0].astype(out.dtype)
+        out = jax.lax.dynamic_update_slice_in_dim(out, action_out, lo, 1)
+        return (*(tuple(a) for a in new), out)
 
     def _decode_chunk(self, cache: KVCache, x, pos):
         window = cache.capacity
