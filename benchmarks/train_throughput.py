@@ -298,7 +298,7 @@ def run_device_counts(num_steps: int) -> list[dict]:
     return out
 
 
-def main(argv: list[str] | None = None) -> None:
+def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="agentrl bench train_throughput", description=__doc__.splitlines()[0]
     )
@@ -311,27 +311,14 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--steps", type=positive_int, default=5, help="timed steps")
     parser.add_argument("--worker-devices", type=int, default=0, help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
-    if args.worker_devices:
-        device_worker(args.worker_devices, args.steps)
-        return
+    return parser.parse_args(argv)
 
-    from common import (
-        markdown_table,
-        matmul_peak_flops,
-        target,
-        write_record,
-    )
 
-    peak = matmul_peak_flops(2048)
-    print(f"matmul peak: {peak / 1e9:.1f} GFLOP/s", flush=True)
-    widths = measure_widths(args.steps, peak)
-    if args.widths_only:
-        return
-    presets = ("smoke", "cpu") if args.quick else ("smoke", "cpu", "full")
+def measure_presets(presets: tuple[str, ...], num_steps: int, peak: float) -> list:
+    """Part 1: every experiment at every preset (``num_steps`` timed at cpu)."""
     rows = []
     for preset in presets:
-        steps = {"smoke": 20, "cpu": args.steps, "full": max(2, args.steps // 2)}
+        steps = {"smoke": 20, "cpu": num_steps, "full": max(2, num_steps // 2)}
         for experiment in EXPERIMENTS:
             r = measure_preset(experiment, preset, steps[preset], peak)
             print(
@@ -342,11 +329,13 @@ def main(argv: list[str] | None = None) -> None:
                 flush=True,
             )
             rows.append(r)
-    # Warm-up is the first call inside each worker; subprocesses run one by one.
-    devices = run_device_counts(args.steps)
-    base = devices[0]["step_s"]
-    for r in devices:
-        r["step_time_vs_1_device"] = r["step_s"] / base
+    return rows
+
+
+def _targets(
+    rows: list[dict], widths: list[dict], devices: list[dict], presets: tuple
+) -> list:
+    from common import target
 
     def find(algo, preset):
         return next(r for r in rows if r["algo"] == algo and r["preset"] == preset)
@@ -384,30 +373,28 @@ def main(argv: list[str] | None = None) -> None:
                     0.0,
                 )
             )
-    notes = (
+    return targets
+
+
+def _notes(peak: float, num_steps: int) -> str:
+    return (
         f"Matmul peak (2048^3 float32, same run): {peak / 1e9:.1f} GFLOP/s. "
         "FLOPs analytic (3 x forward; forward = 2 x active matmul params + "
         "4 T d per layer); XLA cost_analysis FLOPs in the JSON as a cross-check. "
         f"Synthetic batches. The full preset is timed at batch {FULL_BATCH} "
         "instead of 512 (minutes per step on 2 cores); its model shape is the "
         "preset's. Timed steps after compile: smoke 20, cpu "
-        f"{args.steps}, full {max(2, args.steps // 2)} (best of 2 passes); "
-        f"device runs: {args.steps} steps, best of 3, each device count in its "
+        f"{num_steps}, full {max(2, num_steps // 2)} (best of 2 passes); "
+        f"device runs: {num_steps} steps, best of 3, each device count in its "
         "own subprocess with jax_num_cpu_devices set. The device targets say the "
         "sharded path costs little where there is nothing to gain (all fake "
         "devices share the same 2 cores). FLOP-fraction entries are reported "
         "with target 0: the issue names no numeric goal for them. Load average "
         f"at the end: {os.getloadavg()[0]:.1f} (shared 2-core machine)."
     )
-    results = {
-        "matmul_peak_flops": peak,
-        "flops_method": "analytic (cross-check: XLA cost_analysis)",
-        "full_preset_batch_used": FULL_BATCH,
-        "presets": rows,
-        "widths": widths,
-        "devices": devices,
-        "notes": notes,
-    }
+
+
+def _table(rows: list[dict], devices: list[dict], widths: list[dict]) -> list:
     table = [
         {
             k: r[k]
@@ -452,6 +439,45 @@ def main(argv: list[str] | None = None) -> None:
         }
         for r in widths
     ]
+    return table
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = _parse_args(argv)
+    if args.worker_devices:
+        device_worker(args.worker_devices, args.steps)
+        return
+
+    from common import (
+        markdown_table,
+        matmul_peak_flops,
+        write_record,
+    )
+
+    peak = matmul_peak_flops(2048)
+    print(f"matmul peak: {peak / 1e9:.1f} GFLOP/s", flush=True)
+    widths = measure_widths(args.steps, peak)
+    if args.widths_only:
+        return
+    presets = ("smoke", "cpu") if args.quick else ("smoke", "cpu", "full")
+    rows = measure_presets(presets, args.steps, peak)
+    # Warm-up is the first call inside each worker; subprocesses run one by one.
+    devices = run_device_counts(args.steps)
+    base = devices[0]["step_s"]
+    for r in devices:
+        r["step_time_vs_1_device"] = r["step_s"] / base
+    targets = _targets(rows, widths, devices, presets)
+    notes = _notes(peak, args.steps)
+    results = {
+        "matmul_peak_flops": peak,
+        "flops_method": "analytic (cross-check: XLA cost_analysis)",
+        "full_preset_batch_used": FULL_BATCH,
+        "presets": rows,
+        "widths": widths,
+        "devices": devices,
+        "notes": notes,
+    }
+    table = _table(rows, devices, widths)
     path = write_record("train_throughput", results, targets, table, notes)
     print(markdown_table(table))
     print(f"wrote {path}")
