@@ -33,13 +33,13 @@ def load_torch() -> Any | None:
     return torch
 
 
-def build(torch, kind: str, batch: int, seed: int = 0):
-    """``(step(), model)`` for ``kind`` in ``t2mir_dense``, ``t2mir_moe``, ``dpt``.
+def _mlp(nn, d, hidden, out=None):
+    return nn.Sequential(nn.Linear(d, hidden), nn.GELU(), nn.Linear(hidden, out or d))
 
-    ``step()`` runs one full training update on a fixed synthetic batch.
-    """
+
+def _block_class(torch):
+    """A pre-LN transformer block (fused causal SDPA) around a given FFN."""
     nn, f = torch.nn, torch.nn.functional
-    torch.manual_seed(seed)
 
     class Block(nn.Module):
         def __init__(self, d, heads, ffn):
@@ -64,10 +64,12 @@ def build(torch, kind: str, batch: int, seed: int = 0):
                 out, aux = out
             return x + out, aux
 
-    def mlp(d, hidden, out=None):
-        return nn.Sequential(
-            nn.Linear(d, hidden), nn.GELU(), nn.Linear(hidden, out or d)
-        )
+    return Block
+
+
+def _moe_class(torch):
+    """Top-k experts with a balance loss (squared CV of importance and load)."""
+    nn, f = torch.nn, torch.nn.functional
 
     def cv2(x):
         return x.float().var() / (x.float().mean() ** 2 + 1e-10)
@@ -78,9 +80,11 @@ def build(torch, kind: str, batch: int, seed: int = 0):
         def __init__(self, d, out, experts, k, hidden, noisy):
             super().__init__()
             self.k, self.noisy = k, noisy
-            self.gate = mlp(d, d, experts)
+            self.gate = _mlp(nn, d, d, experts)
             self.noise = nn.Linear(d, experts) if noisy else None
-            self.experts = nn.ModuleList(mlp(d, hidden, out) for _ in range(experts))
+            self.experts = nn.ModuleList(
+                _mlp(nn, d, hidden, out) for _ in range(experts)
+            )
             self.out = out
 
         def forward(self, x):
@@ -99,6 +103,14 @@ def build(torch, kind: str, batch: int, seed: int = 0):
                     y = y.index_add(0, rows, contrib)
             importance, load = gates.sum(0), (gates > 0).float().sum(0)
             return y, cv2(importance) + cv2(load)
+
+    return MoE
+
+
+def _model_class(torch):
+    """The stand-in model: blocks (T2MIR's MoE FFN in the last, optionally)."""
+    nn = torch.nn
+    Block, MoE = _block_class(torch), _moe_class(torch)
 
     class T2MIRFFN(nn.Module):
         def __init__(self, d, d_ff):
@@ -122,7 +134,9 @@ def build(torch, kind: str, batch: int, seed: int = 0):
                 Block(
                     d,
                     heads,
-                    T2MIRFFN(d, 4 * d) if moe and i == layers - 1 else mlp(d, 4 * d),
+                    T2MIRFFN(d, 4 * d)
+                    if moe and i == layers - 1
+                    else _mlp(nn, d, 4 * d),
                 )
                 for i in range(layers)
             )
@@ -137,32 +151,55 @@ def build(torch, kind: str, batch: int, seed: int = 0):
                 aux = aux + a
             return self.head(self.ln(h)), aux
 
+    return Model
+
+
+def _t2mir_setup(torch, Model, kind: str, batch: int):
+    """T2MIR's AD shapes: ``(model, x, target, read, balance)``."""
+    steps, d, layers, heads, obs_n, act_n = 400, 64, 4, 8, 100, 5
+    tokens = 3 * steps
+    # s / a / r tokens: one-hot state, one-hot action, scalar reward, each
+    # with its own type bit; one Linear embeds all (T2MIR embeds each
+    # kind with its own Linear: the same FLOPs)
+    in_dim = obs_n + act_n + 1 + 3
+    model = Model(d, layers, heads, tokens, in_dim, act_n, kind == "t2mir_moe")
+    x = torch.zeros(batch, tokens, in_dim)
+    obs = torch.randint(0, obs_n, (batch, steps))
+    act = torch.randint(0, act_n, (batch, steps))
+    x[:, 0::3].scatter_(-1, obs[..., None], 1.0)
+    x[:, 1::3].scatter_(-1, obs_n + act[..., None], 1.0)
+    x[:, 2::3, obs_n + act_n] = (torch.rand(batch, steps) < 0.1).float()
+    for i in range(3):
+        x[:, i::3, -3 + i] = 1.0
+    target, read = act, slice(0, None, 3)
+    balance = 0.1
+    return model, x, target, read, balance
+
+
+def _dpt_setup(torch, Model, batch: int):
+    """DPT's bandit shapes: ``(model, x, target, read, balance)``."""
+    n, d, layers, heads, arms = 500, 32, 4, 1, 5
+    tokens = n + 1
+    in_dim = 1 + arms + 1 + 1  # (s, a one-hot, r, s'); bandit s is 1-d
+    model = Model(d, layers, heads, tokens, in_dim, arms, False)
+    x = torch.randn(batch, tokens, in_dim)
+    target = torch.randint(0, arms, (batch, tokens))
+    read, balance = slice(None), 0.0
+    return model, x, target, read, balance
+
+
+def build(torch, kind: str, batch: int, seed: int = 0):
+    """``(step(), model)`` for ``kind`` in ``t2mir_dense``, ``t2mir_moe``, ``dpt``.
+
+    ``step()`` runs one full training update on a fixed synthetic batch.
+    """
+    f = torch.nn.functional
+    torch.manual_seed(seed)
+    Model = _model_class(torch)
     if kind in ("t2mir_dense", "t2mir_moe"):
-        steps, d, layers, heads, obs_n, act_n = 400, 64, 4, 8, 100, 5
-        tokens = 3 * steps
-        # s / a / r tokens: one-hot state, one-hot action, scalar reward, each
-        # with its own type bit; one Linear embeds all (T2MIR embeds each
-        # kind with its own Linear: the same FLOPs)
-        in_dim = obs_n + act_n + 1 + 3
-        model = Model(d, layers, heads, tokens, in_dim, act_n, kind == "t2mir_moe")
-        x = torch.zeros(batch, tokens, in_dim)
-        obs = torch.randint(0, obs_n, (batch, steps))
-        act = torch.randint(0, act_n, (batch, steps))
-        x[:, 0::3].scatter_(-1, obs[..., None], 1.0)
-        x[:, 1::3].scatter_(-1, obs_n + act[..., None], 1.0)
-        x[:, 2::3, obs_n + act_n] = (torch.rand(batch, steps) < 0.1).float()
-        for i in range(3):
-            x[:, i::3, -3 + i] = 1.0
-        target, read = act, slice(0, None, 3)
-        balance = 0.1
+        model, x, target, read, balance = _t2mir_setup(torch, Model, kind, batch)
     elif kind == "dpt_bandit":
-        n, d, layers, heads, arms = 500, 32, 4, 1, 5
-        tokens = n + 1
-        in_dim = 1 + arms + 1 + 1  # (s, a one-hot, r, s'); bandit s is 1-d
-        model = Model(d, layers, heads, tokens, in_dim, arms, False)
-        x = torch.randn(batch, tokens, in_dim)
-        target = torch.randint(0, arms, (batch, tokens))
-        read, balance = slice(None), 0.0
+        model, x, target, read, balance = _dpt_setup(torch, Model, batch)
     else:
         raise ValueError(f"unknown peer kind {kind!r}")
     opt = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=1e-4)
@@ -203,64 +240,103 @@ def _shim_t2mir_imports(torch) -> None:
     ``ModelOutput``: a base for its output dataclasses). Each is installed
     only when the real package is not importable.
     """
+    if _missing("gin"):
+        _shim_gin()
+    if _missing("flash_attn"):
+        _shim_flash_attn(torch)
+    if _missing("transformers"):
+        _shim_transformers(torch)
+
+
+def _missing(name: str) -> bool:
+    try:
+        importlib.import_module(name)
+        return False
+    except ImportError:
+        return True
+
+
+def _shim_gin() -> None:
     import sys
     import types
 
-    def missing(name):
-        try:
-            importlib.import_module(name)
-            return False
-        except ImportError:
-            return True
+    gin = types.ModuleType("gin")
 
-    if missing("gin"):
-        gin = types.ModuleType("gin")
+    def configurable(*args, **kwargs):
+        if args and callable(args[0]) and not kwargs:
+            return args[0]
+        return lambda fn: fn
 
-        def configurable(*args, **kwargs):
-            if args and callable(args[0]) and not kwargs:
-                return args[0]
-            return lambda fn: fn
+    gin.configurable = configurable
+    sys.modules["gin"] = gin
 
-        gin.configurable = configurable
-        sys.modules["gin"] = gin
-    if missing("flash_attn"):
-        flash = types.ModuleType("flash_attn")
 
-        def flash_attn_qkvpacked_func(qkv, dropout_p=0.0, causal=False, **_):
-            q, k, v = qkv.float().unbind(2)  # [B, T, H, Dh] each
-            q, k, v = (a.transpose(1, 2) for a in (q, k, v))
-            y = torch.nn.functional.scaled_dot_product_attention(
-                q, k, v, dropout_p=dropout_p, is_causal=causal
-            )
-            return y.transpose(1, 2)
+def _shim_flash_attn(torch) -> None:
+    import sys
+    import types
 
-        flash.flash_attn_qkvpacked_func = flash_attn_qkvpacked_func
-        sys.modules["flash_attn"] = flash
-    if missing("transformers"):
-        nn = torch.nn
-        acts = {"leaky_relu": nn.LeakyReLU, "relu": nn.ReLU, "gelu": nn.GELU}
+    flash = types.ModuleType("flash_attn")
 
-        class Act2Fn(dict):
-            def __getitem__(self, name):
-                return acts[name]()
-
-        class ModelOutput:
-            def __getitem__(self, name):
-                return getattr(self, name)
-
-        pkg = types.ModuleType("transformers")
-        activations = types.ModuleType("transformers.activations")
-        activations.ACT2FN = Act2Fn(acts)
-        utils = types.ModuleType("transformers.utils")
-        utils.ModelOutput = ModelOutput
-        pkg.activations, pkg.utils = activations, utils
-        sys.modules.update(
-            {
-                "transformers": pkg,
-                "transformers.activations": activations,
-                "transformers.utils": utils,
-            }
+    def flash_attn_qkvpacked_func(qkv, dropout_p=0.0, causal=False, **_):
+        q, k, v = qkv.float().unbind(2)  # [B, T, H, Dh] each
+        q, k, v = (a.transpose(1, 2) for a in (q, k, v))
+        y = torch.nn.functional.scaled_dot_product_attention(
+            q, k, v, dropout_p=dropout_p, is_causal=causal
         )
+        return y.transpose(1, 2)
+
+    flash.flash_attn_qkvpacked_func = flash_attn_qkvpacked_func
+    sys.modules["flash_attn"] = flash
+
+
+def _shim_transformers(torch) -> None:
+    import sys
+    import types
+
+    nn = torch.nn
+    acts = {"leaky_relu": nn.LeakyReLU, "relu": nn.ReLU, "gelu": nn.GELU}
+
+    class Act2Fn(dict):
+        def __getitem__(self, name):
+            return acts[name]()
+
+    class ModelOutput:
+        def __getitem__(self, name):
+            return getattr(self, name)
+
+    pkg = types.ModuleType("transformers")
+    activations = types.ModuleType("transformers.activations")
+    activations.ACT2FN = Act2Fn(acts)
+    utils = types.ModuleType("transformers.utils")
+    utils.ModelOutput = ModelOutput
+    pkg.activations, pkg.utils = activations, utils
+    sys.modules.update(
+        {
+            "transformers": pkg,
+            "transformers.activations": activations,
+            "transformers.utils": utils,
+        }
+    )
+
+
+def _t2mir_policy(policy_mod, args: dict, attention: str):
+    """T2MIR's ``DecisionTransformerMoE`` for Dark Room from its config ``args``."""
+    return policy_mod.DecisionTransformerMoE(
+        state_dim=2,
+        action_dim=5,
+        config=args,
+        action_tanh=False,
+        n_layer=args["n_layer"],
+        n_head=args["n_head"],
+        activation_function=args["activation_function"],
+        emb_pdrop=args["emb_pdrop"],
+        ff_pdrop=args["ff_pdrop"],
+        ff_moe_pdrop=args["ff_moe_pdrop"],
+        attn_pdrop=args["attn_pdrop"],
+        pos_emb=args["positional_embedding"],
+        attention=attention,
+        sigma_reparam=args["sigma_reparam"],
+    )
 
 
 def build_t2mir_real(
@@ -299,22 +375,7 @@ def build_t2mir_real(
     if kind == "t2mir_dense":
         args["moe_config"]["moe_layers_contrastive_and_balance"] = []
     torch.manual_seed(seed)
-    policy = policy_mod.DecisionTransformerMoE(
-        state_dim=2,
-        action_dim=5,
-        config=args,
-        action_tanh=False,
-        n_layer=args["n_layer"],
-        n_head=args["n_head"],
-        activation_function=args["activation_function"],
-        emb_pdrop=args["emb_pdrop"],
-        ff_pdrop=args["ff_pdrop"],
-        ff_moe_pdrop=args["ff_moe_pdrop"],
-        attn_pdrop=args["attn_pdrop"],
-        pos_emb=args["positional_embedding"],
-        attention=attention,
-        sigma_reparam=args["sigma_reparam"],
-    )
+    policy = _t2mir_policy(policy_mod, args, attention)
     opt = torch.optim.AdamW(
         policy.parameters(), lr=args["lr"], weight_decay=args["weight_decay"]
     )
