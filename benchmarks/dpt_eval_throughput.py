@@ -6,10 +6,10 @@ Run: ``agentrl bench dpt_eval_throughput [--recompute-steps N]``
 protocol) with the ``cpu`` preset's model of ``experiments/dpt_bandit.py``
 (random init, which does not change the speed), in the same driver and jit:
 
-- cached: :class:`agentrl.agents.model_agents.DPTCachedModelAgent`, what
+- cached: :class:`agentrl.agents.context_set.DPTCachedModelAgent`, what
   ``agentrl eval`` uses on bandits: the query once, then one
   ``decode_transition`` per pull;
-- recompute: :class:`agentrl.agents.model_agents.DPTModelAgent` with
+- recompute: :class:`agentrl.agents.context_set.DPTModelAgent` with
   ``context_update="step"``: ``predict_query`` over the whole 500-slot
   context buffer at every pull (what evaluation did before the cache).
 
@@ -34,11 +34,8 @@ from eval_throughput import (
     preset_model,
 )
 
-from agentrl.agents.model_agents import (
-    DPTCachedModelAgent,
-    DPTModelAgent,
-    ModelHandle,
-)
+from agentrl.agents.context_set import DPTCachedModelAgent, DPTModelAgent
+from agentrl.agents.model_agents import ModelHandle
 
 NUM_TASKS = 200
 

@@ -9,7 +9,7 @@ speed). Both agents run in the same driver
 (:func:`agentrl.agents.driver.run_batched_agent`: one ``lax.scan`` over
 steps, all tasks batched, one jit):
 
-- cached: :class:`agentrl.agents.model_agents.ADModelAgent`, what
+- cached: :class:`agentrl.agents.rolling.ADModelAgent`, what
   ``agentrl eval`` uses: one ``decode`` per step against a rolling KV cache
   of ``max_steps`` steps;
 - recompute: :class:`RecomputeADAgent` below, which keeps the last
@@ -39,12 +39,8 @@ import jax.numpy as jnp
 
 from agentrl.agents.agent import Step
 from agentrl.agents.driver import run_batched_agent
-from agentrl.agents.model_agents import (
-    ADModelAgent,
-    ModelHandle,
-    select_action,
-    split_model,
-)
+from agentrl.agents.model_agents import ModelHandle, select_action, split_model
+from agentrl.agents.rolling import ADModelAgent
 from agentrl.cliargs import positive_int
 
 NUM_TASKS, NUM_EPISODES = 100, 50

@@ -61,13 +61,9 @@ import optax
 
 from agentrl.cliargs import positive_int
 from agentrl.envs import make as make_env
-from agentrl.online.ppo import (
-    PPOShape,
-    TrialPPO,
-    gae_across_episodes,
-    trial_hparams,
-)
+from agentrl.online.ppo import PPOShape, TrialPPO, trial_hparams
 from agentrl.rl.nets import ActionHead, dense, mlp, obs_features
+from agentrl.rl.ppo import gae_across_episodes
 
 # the recurrent (RL²) trainer's key among the timed candidates
 RECURRENT = "recurrent"

@@ -10,7 +10,7 @@ figures are still written).
    every vector step: one no-grad forward over ``[20, 1200]`` s/a/r tokens
    (the stand-in of :mod:`_peers`, T2MIR's shape: 4
    layers, 8 heads, width 64). agentrl runs
-   :class:`~agentrl.agents.model_agents.ADModelAgent` in the real driver
+   :class:`~agentrl.agents.rolling.ADModelAgent` in the real driver
    (``run_batched_agent``: one jitted scan, KV cache of 400 steps), in both
    the ``sar`` layout (1,200-token cache, equal work) and the ``step``
    layout (400 tokens). Per vector step, after the window has filled.
@@ -111,7 +111,8 @@ def ad_eval(layout: str, steps: int, rounds: int) -> dict:
     import dataclasses
 
     from agentrl.agents.driver import run_batched_agent
-    from agentrl.agents.model_agents import ADModelAgent, ModelHandle
+    from agentrl.agents.model_agents import ModelHandle
+    from agentrl.agents.rolling import ADModelAgent
     from agentrl.envs import make as make_env
 
     cfg = dataclasses.replace(agentrl_config("t2mir_dense"), token_layout=layout)
@@ -197,8 +198,9 @@ def dpt_eval(repeats: int, block_size: int) -> dict:
     a block's KV cache small enough to stay in the CPU's last-level cache).
     """
     from agentrl import envs
+    from agentrl.agents.context_set import DPTCachedModelAgent
     from agentrl.agents.driver import run_batched_agent, run_batched_in_blocks
-    from agentrl.agents.model_agents import DPTCachedModelAgent, ModelHandle
+    from agentrl.agents.model_agents import ModelHandle
 
     env = envs.make("gaussian_bandit", num_arms=ARMS, horizon=DPT_PULLS)
     cfg = agentrl_config("dpt_bandit")

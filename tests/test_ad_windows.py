@@ -18,7 +18,7 @@ from model_factory import make_model
 
 from agentrl import envs
 from agentrl.agents.agent import Step
-from agentrl.agents.model_agents import ADModelAgent
+from agentrl.agents.rolling import ADModelAgent
 from agentrl.algos import AD
 from agentrl.algos.ad import ad_loss
 from agentrl.data import open_dataset, write_dataset

@@ -10,7 +10,7 @@ import pytest
 from test_evaluate_fakes import EmpiricalMeanDPT
 
 from agentrl import envs
-from agentrl.agents.model_agents import commit
+from agentrl.agents.context_set import commit
 from agentrl.evaluate import (
     Context,
     RandomAgent,

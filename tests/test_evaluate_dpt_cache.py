@@ -11,8 +11,8 @@ from model_factory import make_model
 from test_evaluate_fakes import EmpiricalMeanDPT
 
 from agentrl import envs
+from agentrl.agents.context_set import DPTCachedModelAgent, DPTModelAgent
 from agentrl.agents.driver import dpt_cache_applies, make_model_agent
-from agentrl.agents.model_agents import DPTCachedModelAgent, DPTModelAgent
 from agentrl.algos import DPT
 from agentrl.evaluate import run_model_online
 from agentrl.models import ModelConfig

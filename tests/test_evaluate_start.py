@@ -26,13 +26,10 @@ from test_models_transformer import small
 from agentrl import envs
 from agentrl.agents.acting import SampleThenGreedy, acting_agent
 from agentrl.agents.agent import as_batched, run_agent_on_tasks
+from agentrl.agents.context_set import DPTCachedModelAgent
 from agentrl.agents.driver import _Recorder, run_batched_agent
-from agentrl.agents.model_agents import (
-    ADModelAgent,
-    DPTCachedModelAgent,
-    ModelHandle,
-    rolling_cache_agent,
-)
+from agentrl.agents.model_agents import ModelHandle
+from agentrl.agents.rolling import ADModelAgent, rolling_cache_agent
 from agentrl.evaluate.agents import per_task
 from agentrl.evaluate.controls import CONTEXT_CONTROLS, ControlledAgent
 from agentrl.online.agent import RL2Agent

@@ -289,7 +289,8 @@ def test_ad_agent_in_the_driver_copies_no_cache(layout):
     """The evaluation loop (agent + environment) keeps the cache in place."""
     from agentrl import envs
     from agentrl.agents.driver import run_batched_agent
-    from agentrl.agents.model_agents import ADModelAgent, ModelHandle
+    from agentrl.agents.model_agents import ModelHandle
+    from agentrl.agents.rolling import ADModelAgent
 
     env = envs.make("darkroom", size=3, horizon=5)
     cfg = small(token_layout=layout, obs_size=9, action_size=5, max_steps=4)

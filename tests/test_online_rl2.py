@@ -23,12 +23,8 @@ from agentrl.agents.agent import run_batched_agent
 from agentrl.algos import RL2
 from agentrl.envs.bandits import BernoulliBandit
 from agentrl.online.agent import RL2Agent
-from agentrl.online.ppo import (
-    PPOShape,
-    TrialPPO,
-    gae_across_episodes,
-    trial_hparams,
-)
+from agentrl.online.ppo import PPOShape, TrialPPO, trial_hparams
+from agentrl.rl.ppo import gae_across_episodes
 from agentrl.train import fit
 from agentrl.train.config import DataConfig, EvalConfig, ExperimentConfig
 from agentrl.train.experiments import online_train_config

@@ -6,8 +6,10 @@
   (:func:`~agentrl.agents.agent.run_agent_on_tasks`);
 - :mod:`agentrl.agents.acting`: the acting rules (sample, greedy,
   sample-then-greedy) a trained model acts by;
-- :mod:`agentrl.agents.model_agents`: model handles and the decision model
-  acting in context (AD's rolling KV cache, DPT's context set);
+- :mod:`agentrl.agents.model_agents`: model handles and what every model
+  agent shares; one module per learner's agent: AD's rolling KV cache
+  (:mod:`agentrl.agents.rolling`), DPT's context set
+  (:mod:`agentrl.agents.context_set`);
 - :mod:`agentrl.agents.driver`: a model run online or on a fixed policy,
   in blocks of tasks.
 

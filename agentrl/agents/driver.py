@@ -32,19 +32,17 @@ from agentrl.agents.agent import (  # the one driver's scan, on a block
     run_batched_agent,
     start_agent,
 )
-from agentrl.agents.model_agents import (
+from agentrl.agents.context_set import (
     CONTEXT_UPDATES,
-    ADModelAgent,
     Context,
     DPTCachedModelAgent,
     DPTModelAgent,
-    ModelHandle,
     append,
     empty_context,
-    env_horizon,
-    split_model,
 )
-from agentrl.envs.base import is_bandit
+from agentrl.agents.model_agents import ModelHandle, split_model
+from agentrl.agents.rolling import ADModelAgent
+from agentrl.envs.base import env_horizon, is_bandit
 from agentrl.history import History
 
 #: How a model acts: ``"decode"`` its own history token by token (AD-style,

@@ -132,7 +132,7 @@ class AD(Algorithm):
         return ad_loss(model, batch, deterministic=deterministic)
 
     def make_agent(self, model: Any, env: Any, num_steps: int, config: Any) -> Any:
-        from agentrl.agents.model_agents import rolling_cache_agent
+        from agentrl.agents.rolling import rolling_cache_agent
 
         return rolling_cache_agent(model, env, config)
 

@@ -10,7 +10,7 @@ In context it acts on a set of its own past transitions (the last
 ``context_size``): after every step on bandits (the paper's bandit
 protocol, decoded with a KV cache), after every episode elsewhere (its Dark
 Room protocol: the current episode is not in context); see
-:class:`agentrl.agents.model_agents.DPTModelAgent`.
+:class:`agentrl.agents.context_set.DPTModelAgent`.
 """
 
 from __future__ import annotations

@@ -191,7 +191,7 @@ class DT(Algorithm):
             "algo.target_return is unset: evaluate a trained run (fit fills it "
             "from the data's best episode return) or set it",
         )
-        from agentrl.agents.model_agents import rolling_cache_agent
+        from agentrl.agents.rolling import rolling_cache_agent
 
         return rolling_cache_agent(
             model,
@@ -230,7 +230,7 @@ class DTModelAgent:
         greedy: bool = False,
         temperature: float = 1.0,
     ):
-        from agentrl.agents.model_agents import ADModelAgent
+        from agentrl.agents.rolling import ADModelAgent
 
         self.inner = ADModelAgent(
             model, env, cache_steps, greedy=greedy, temperature=temperature

@@ -99,6 +99,6 @@ class TransformerPPO(Algorithm):
         return transformer_program(config, env)
 
     def make_agent(self, model: Any, env: Any, num_steps: int, config: Any) -> Any:
-        from agentrl.agents.model_agents import rolling_cache_agent
+        from agentrl.agents.rolling import rolling_cache_agent
 
         return rolling_cache_agent(model, env, config)

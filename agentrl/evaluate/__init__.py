@@ -11,6 +11,7 @@ contract), so nothing here imports ``agentrl.models`` or ``agentrl.train``.
 """
 
 from agentrl.agents.agent import RandomAgent
+from agentrl.agents.context_set import Context, DPTModelAgent
 from agentrl.agents.driver import (
     ModelPolicy,
     collect_context,
@@ -19,7 +20,7 @@ from agentrl.agents.driver import (
     run_model_online,
     run_policy,
 )
-from agentrl.agents.model_agents import ADModelAgent, Context, DPTModelAgent
+from agentrl.agents.rolling import ADModelAgent
 from agentrl.evaluate.agents import (
     BASELINES,
     OracleAgent,

@@ -33,6 +33,7 @@ from agentrl.agents.agent import (
     is_batched,
     run_agent_on_tasks,
 )
+from agentrl.agents.context_set import Context
 from agentrl.agents.driver import (
     ModelPolicy,
     infer_protocol,
@@ -40,7 +41,6 @@ from agentrl.agents.driver import (
     run_model_online,
     run_policy,
 )
-from agentrl.agents.model_agents import Context
 from agentrl.envs.base import env_horizon, is_bandit
 from agentrl.tables import json_safe
 

@@ -6,7 +6,7 @@ the core's input exactly as training did (observation, previous action and
 reward, new-episode flag; zeros before the first step, carried over episode
 boundaries) and keeps the hidden state over the whole run.
 
-As :class:`~agentrl.agents.model_agents.ADModelAgent`, ``start`` (the
+As :class:`~agentrl.agents.rolling.ADModelAgent`, ``start`` (the
 agent protocol's hook, called once by the driver before its scan) advances
 the core over the first observation, and ``update`` advances it over the
 *next* observation (``reset_obs``) and stores its action output: each step
