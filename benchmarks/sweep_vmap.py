@@ -178,16 +178,9 @@ def parallel_tasks(hlo_text: str) -> int:
     return len(re.findall(r'"outer_dimension_partitions":\["[2-9]', hlo_text))
 
 
-def step_ratio(
-    width: int, repeats: int, steps: int = 60, batch: int = 8, profile: bool = False
-) -> dict:
-    """8 seeds vmapped vs 8 sequential runs of one compiled scan of steps.
-
-    Also records each side's CPU seconds per wall second (the best repeat's),
-    the single run's FLOP rate (XLA's count for one step), and with
-    ``profile`` the thunk work of one call of each side by op class and pass
-    (:mod:`xla_profile`), in seconds per 8-seed step.
-    """
+def _seed_runs(width: int, steps: int, batch: int):
+    """``(config, env, graphdef, states, batches)``: the smoke AD config at
+    ``width``, and each seed's train state and ``[steps, ...]`` host batches."""
     import dataclasses
 
     import jax.numpy as jnp
@@ -214,8 +207,40 @@ def step_ratio(
             run = [sampler.host_batch(i) for i in range(steps)]
             batches.append(jax.tree.map(lambda *xs: jnp.stack(xs), *run))
             states.append(state)
-    hp = default_hparams(config)
-    step = make_train_step(graphdef, config, env)
+    return config, env, graphdef, states, batches
+
+
+def _best_times(sides, repeats: int) -> tuple[dict, dict]:
+    """Best wall seconds of each side over ``repeats``, and its CPU per wall."""
+    best = {name: float("inf") for name, _ in sides}
+    cpu = {}
+    for _ in range(repeats):
+        for name, fn in sides:
+            cpu0, start = _cpu_seconds(), time.perf_counter()
+            jax.block_until_ready(fn())
+            wall = time.perf_counter() - start
+            if wall < best[name]:
+                best[name], cpu[name] = wall, (_cpu_seconds() - cpu0) / wall
+    return best, cpu
+
+
+def _step_flops(step, hp, state, batches) -> float:
+    """XLA's FLOP count of one train step (the first of ``batches [steps, ...]``)."""
+    one_step = jax.jit(lambda s, b: step(s, b, hp))
+    batch0 = jax.tree.map(lambda x: x[0], batches)
+    cost = one_step.lower(state, batch0).compile().cost_analysis()
+    cost = cost[0] if isinstance(cost, list) else cost
+    return float(cost.get("flops", 0.0))
+
+
+def _tasks_of(jitted, *args) -> int:
+    """:func:`parallel_tasks` of ``jitted`` compiled for ``args``."""
+    return parallel_tasks(jitted.lower(*args).compile().as_text())
+
+
+def _scans(step, hp, all_states, all_batches):
+    """A scan of train steps jitted, vmapped over seeds, and vmapped compiled
+    without parallel tasks (for ``all_states``, ``all_batches``)."""
 
     def scan(state, batch):  # [steps, ...] batches
         state, metrics = jax.lax.scan(lambda s, b: step(s, b, hp), state, batch)
@@ -223,16 +248,35 @@ def step_ratio(
 
     one = jax.jit(scan)
     many = jax.jit(jax.vmap(scan))
+    many_1 = compile_without_parallel_tasks(jax.vmap(scan), all_states, all_batches)
+    return one, many, many_1
+
+
+def step_ratio(
+    width: int, repeats: int, steps: int = 60, batch: int = 8, profile: bool = False
+) -> dict:
+    """8 seeds vmapped vs 8 sequential runs of one compiled scan of steps.
+
+    Also records each side's CPU seconds per wall second (the best repeat's),
+    the single run's FLOP rate (XLA's count for one step), and with
+    ``profile`` the thunk work of one call of each side by op class and pass
+    (:mod:`xla_profile`), in seconds per 8-seed step.
+    """
+    import jax.numpy as jnp
+
+    config, env, graphdef, states, batches = _seed_runs(width, steps, batch)
+    hp = default_hparams(config)
+    step = make_train_step(graphdef, config, env)
+
     stack = lambda xs: jax.tree.map(lambda *a: jnp.stack(a), *xs)  # noqa: E731
     all_states, all_batches = stack(states), stack(batches)
+    one, many, many_1 = _scans(step, hp, all_states, all_batches)
 
     def sequential():
         return [one(s, b) for s, b in zip(states, batches, strict=True)]
 
     def vmapped():
         return many(all_states, all_batches)
-
-    many_1 = compile_without_parallel_tasks(jax.vmap(scan), all_states, all_batches)
 
     def vmapped_no_tasks():
         return many_1(all_states, all_batches)
@@ -246,21 +290,9 @@ def step_ratio(
         ("vmapped", vmapped),
         ("vmapped_no_parallel_tasks", vmapped_no_tasks),
     )
-    best = {name: float("inf") for name, _ in sides}
-    cpu = {}
-    for _ in range(repeats):
-        for name, fn in sides:
-            cpu0, start = _cpu_seconds(), time.perf_counter()
-            jax.block_until_ready(fn())
-            wall = time.perf_counter() - start
-            if wall < best[name]:
-                best[name], cpu[name] = wall, (_cpu_seconds() - cpu0) / wall
+    best, cpu = _best_times(sides, repeats)
     params = sum(x.size for x in jax.tree.leaves(states[0]["params"]))
-    one_step = jax.jit(lambda s, b: step(s, b, hp))
-    batch0 = jax.tree.map(lambda x: x[0], batches[0])
-    cost = one_step.lower(states[0], batch0).compile().cost_analysis()
-    cost = cost[0] if isinstance(cost, list) else cost
-    flops = float(cost.get("flops", 0.0))
+    flops = _step_flops(step, hp, states[0], batches[0])
     out = {
         "d_model": width,
         "batch": batch,
@@ -273,12 +305,8 @@ def step_ratio(
         "speedup_no_parallel_tasks": best["sequential"]
         / best["vmapped_no_parallel_tasks"],
         "parallel_tasks": {
-            "sequential": parallel_tasks(
-                one.lower(states[0], batches[0]).compile().as_text()
-            ),
-            "vmapped": parallel_tasks(
-                many.lower(all_states, all_batches).compile().as_text()
-            ),
+            "sequential": _tasks_of(one, states[0], batches[0]),
+            "vmapped": _tasks_of(many, all_states, all_batches),
             "vmapped_no_parallel_tasks": parallel_tasks(many_1.as_text()),
         },
         "max_loss_diff_no_parallel_tasks": float(np.max(np.abs(vm_loss - vm1_loss))),
@@ -288,19 +316,24 @@ def step_ratio(
         "max_loss_diff": float(np.max(np.abs(seq_loss - vm_loss))),
     }
     if profile:
-        texts = [
-            one.lower(states[0], batches[0]).compile().as_text(),
-            many.lower(all_states, all_batches).compile().as_text(),
-        ]
-        work = {}
-        for name, fn, text in (
-            ("sequential", sequential, texts[0]),
-            ("vmapped", vmapped, texts[1]),
-        ):
-            secs = xla_profile.thunk_seconds(fn, [text])
-            work[name] = {f"{k}, {p}": v / steps for (k, p), v in secs.items()}
-        out["thunk_s_per_8_seed_step"] = work
+        out["thunk_s_per_8_seed_step"] = _thunk_work(
+            (
+                ("sequential", sequential, one, (states[0], batches[0])),
+                ("vmapped", vmapped, many, (all_states, all_batches)),
+            ),
+            steps,
+        )
     return out
+
+
+def _thunk_work(sides, steps: int) -> dict:
+    """``{side: {"op class, pass": seconds per step}}`` of one call of each side."""
+    texts = [jitted.lower(*args).compile().as_text() for _, _, jitted, args in sides]
+    work = {}
+    for (name, fn, _, _), text in zip(sides, texts, strict=True):
+        secs = xla_profile.thunk_seconds(fn, [text])
+        work[name] = {f"{k}, {p}": v / steps for (k, p), v in secs.items()}
+    return work
 
 
 def profile_rows(widths: list[dict]) -> list[dict]:
@@ -373,6 +406,19 @@ def report(results: dict) -> Path:
     """Write ``sweep_vmap.{json,md}`` from the measured ``results``."""
     ad, q = results["ad_darkroom"], results["q_learning"]
     widths, peak = results["same_step_by_width"], results["matmul_peak_flops"]
+    targets = _report_targets(ad, q, widths)
+    rows = _report_rows(ad, q, widths)
+    notes = _report_notes(ad, q, peak)
+    profile = profile_rows(widths)
+    if profile:
+        notes += (
+            "\n\n## Thunk work by op class (ms per 8-seed step, median-per-call "
+            "profiler events)\n\n" + markdown_table(profile)
+        )
+    return bench.write_record("sweep_vmap", results, targets, rows, notes)
+
+
+def _report_targets(ad: dict, q: dict, widths: list[dict]) -> list:
     targets = [
         bench.target("ad_smoke_8_seeds_speedup_warm", ad["speedup_warm"], 3.0),
         bench.target("ad_smoke_8_seeds_speedup_incl_compile", ad["speedup_cold"], 3.0),
@@ -388,8 +434,12 @@ def report(results: dict) -> Path:
             if w["batch"] != 8:
                 name += f", batch {w['batch']}"
             targets.append(bench.target(name, w["speedup"], 3.0))
+    return targets
+
+
+def _report_rows(ad: dict, q: dict, widths: list[dict]) -> list[dict]:
     best = str(ad["best_steps_per_call"])
-    rows = [
+    return [
         {
             "workload": f"same compiled step (scan of 60), 8 seeds, width "
             f"{w['d_model']} ({w['params']:,} params), batch {w['batch']} "
@@ -435,7 +485,10 @@ def report(results: dict) -> Path:
             "speedup": q["speedup_cold"],
         },
     ]
-    notes = (
+
+
+def _report_notes(ad: dict, q: dict, peak: float) -> str:
+    return (
         "warm = compiled programs reused; incl. compile = first call. The "
         "sequential AD runs share one compiled step (8 separate `fit` runs "
         "would compile 8 times: est. "
@@ -452,13 +505,6 @@ def report(results: dict) -> Path:
         "'without parallel tasks' is the same vmapped program compiled with one "
         "schedulable CPU (compile_without_parallel_tasks), run on both."
     )
-    profile = profile_rows(widths)
-    if profile:
-        notes += (
-            "\n\n## Thunk work by op class (ms per 8-seed step, median-per-call "
-            "profiler events)\n\n" + markdown_table(profile)
-        )
-    return bench.write_record("sweep_vmap", results, targets, rows, notes)
 
 
 if __name__ == "__main__":
