@@ -300,6 +300,121 @@ def parse_args(argv):
     return parser.parse_args(argv)
 
 
+def _ad_targets(r: dict, layout: str, torch) -> list[dict]:
+    """The targets of AD's row ``r`` at ``layout``."""
+    targets = []
+    if torch and layout == "sar":
+        targets.append(
+            bench.target(
+                "T2MIR eval step / agentrl (sar)",
+                r["torch_over_agentrl"],
+                TARGETS["t2mir_ad_darkroom"],
+            )
+        )
+    targets.append(
+        bench.target(
+            f"decode step / read-cache bound ({layout})",
+            r["decode_over_bound"],
+            TARGETS["roofline"],
+            higher_is_better=False,
+        )
+    )
+    targets.append(
+        bench.target(
+            f"driver cost over the bare decode scan ({layout}): "
+            f"95% upper bound (median {r['driver_overhead']:+.1%}, "
+            f"{r['driver_verdict']})",
+            r["driver_overhead_ci_high"],
+            TARGETS["driver_overhead"],
+            higher_is_better=False,
+        )
+    )
+    targets.append(
+        bench.target(
+            f"whole-cache copies per step ({layout})",
+            r["cache_copies_per_step"],
+            0,
+            higher_is_better=False,
+        )
+    )
+    targets.append(
+        bench.target(
+            f"conditionals in the decode loop ({layout})",
+            r["conditionals_per_step"],
+            0,
+            higher_is_better=False,
+        )
+    )
+    return targets
+
+
+def _dpt_row(
+    d: dict, blocked: bool, dpt_block: int, bandwidth: float, dpt_torch
+) -> dict:
+    """The table row of DPT's deployment ``d``, whole or in blocks."""
+    seconds = d["seconds_blocked"] if blocked else d["seconds_whole"]
+    copies = d["cache_copies_per_step_blocked" if blocked else "cache_copies_per_step"]
+    cache_bytes = d["cache_bytes"] / (DPT_BANDITS / dpt_block if blocked else 1)
+    row = {
+        "peer": "DPT bandit deployment (200 x 500 pulls)"
+        + (f", blocks of {dpt_block} bandits" if blocked else ""),
+        "layout": "transition",
+        "per_step_s": seconds / DPT_PULLS,
+        "seconds_total": seconds,
+        "cache_copies_per_step": copies,
+        "cache_bytes": cache_bytes,
+        # one read of the (whole) cache per pull, per block when blocked
+        "read_cache_bound_s": DPT_PULLS * d["cache_bytes"] / bandwidth,
+        "torch_seconds_total": dpt_torch["seconds"] if dpt_torch else None,
+        "torch_over_agentrl": (dpt_torch["seconds"] / seconds) if dpt_torch else None,
+    }
+    if blocked:
+        row["blocked_history_equal"] = d["blocked_history_equal"]
+    return row
+
+
+def _dpt_targets(row: dict, blocked: bool, dpt_torch) -> list[dict]:
+    targets = [
+        bench.target(
+            "whole-cache copies per pull (DPT" + (", blocked)" if blocked else ")"),
+            row["cache_copies_per_step"],
+            0,
+            higher_is_better=False,
+        )
+    ]
+    if dpt_torch:
+        targets.append(
+            bench.target(
+                "DPT deployment / agentrl" + (" (blocked)" if blocked else ""),
+                row["torch_over_agentrl"],
+                TARGETS["dpt_bandit"],
+            )
+        )
+    return targets
+
+
+def _notes(args: argparse.Namespace, torch, bandwidth: float) -> str:
+    return (
+        f"Memory bandwidth measured in the run: {bandwidth / 1e9:.1f} GB/s. "
+        + (f"torch {torch.__version__}, 2 threads; " if torch else "no torch; ")
+        + f"best of {args.repeats}, candidates timed in turn; agentrl AD "
+        f"per-step time = a run of {WINDOW}+{args.steps} steps / its steps "
+        "(the cache buffer is read whole from the first step), the best of "
+        f"{args.rounds} rounds; the bare decode scan runs the same decodes "
+        "without agent or environment, timed beside the driver in each round "
+        "(order reversed every round); driver_overhead = median over rounds "
+        "of driver/bare - 1, ci_low/ci_high its 95% percentile-bootstrap "
+        "interval (10,000 resamples, seed 0; the per-round seconds are in the "
+        "JSON). DPT blocked: "
+        f"{args.dpt_block} bandits at a time, each block's 500 pulls before "
+        "the next (same history, checked); its read-cache bound is still the "
+        "whole batch's cache from memory per pull. "
+        "Random-init models (weights do not change the speed). Shared 2-core "
+        f"machine: load average at the end {os.getloadavg()[0]:.1f}; compare "
+        "ratios, not seconds."
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     torch = _peers.load_torch()
@@ -325,112 +440,15 @@ def main(argv: list[str] | None = None) -> int:
         )
         rows.append(r)
         print(r, flush=True)
-        if torch and layout == "sar":
-            targets.append(
-                bench.target(
-                    "T2MIR eval step / agentrl (sar)",
-                    r["torch_over_agentrl"],
-                    TARGETS["t2mir_ad_darkroom"],
-                )
-            )
-        targets.append(
-            bench.target(
-                f"decode step / read-cache bound ({layout})",
-                r["decode_over_bound"],
-                TARGETS["roofline"],
-                higher_is_better=False,
-            )
-        )
-        targets.append(
-            bench.target(
-                f"driver cost over the bare decode scan ({layout}): "
-                f"95% upper bound (median {r['driver_overhead']:+.1%}, "
-                f"{r['driver_verdict']})",
-                r["driver_overhead_ci_high"],
-                TARGETS["driver_overhead"],
-                higher_is_better=False,
-            )
-        )
-        targets.append(
-            bench.target(
-                f"whole-cache copies per step ({layout})",
-                r["cache_copies_per_step"],
-                0,
-                higher_is_better=False,
-            )
-        )
-        targets.append(
-            bench.target(
-                f"conditionals in the decode loop ({layout})",
-                r["conditionals_per_step"],
-                0,
-                higher_is_better=False,
-            )
-        )
+        targets += _ad_targets(r, layout, torch)
     d = dpt_eval(args.repeats, args.dpt_block)
     dpt_torch = torch_dpt_deployment(torch, args.repeats) if torch else None
     for blocked in (False, True):
-        seconds = d["seconds_blocked"] if blocked else d["seconds_whole"]
-        copies = d[
-            "cache_copies_per_step_blocked" if blocked else "cache_copies_per_step"
-        ]
-        cache_bytes = d["cache_bytes"] / (
-            DPT_BANDITS / args.dpt_block if blocked else 1
-        )
-        row = {
-            "peer": "DPT bandit deployment (200 x 500 pulls)"
-            + (f", blocks of {args.dpt_block} bandits" if blocked else ""),
-            "layout": "transition",
-            "per_step_s": seconds / DPT_PULLS,
-            "seconds_total": seconds,
-            "cache_copies_per_step": copies,
-            "cache_bytes": cache_bytes,
-            # one read of the (whole) cache per pull, per block when blocked
-            "read_cache_bound_s": DPT_PULLS * d["cache_bytes"] / bandwidth,
-            "torch_seconds_total": dpt_torch["seconds"] if dpt_torch else None,
-            "torch_over_agentrl": (dpt_torch["seconds"] / seconds)
-            if dpt_torch
-            else None,
-        }
-        if blocked:
-            row["blocked_history_equal"] = d["blocked_history_equal"]
+        row = _dpt_row(d, blocked, args.dpt_block, bandwidth, dpt_torch)
         rows.append(row)
         print(row, flush=True)
-        targets.append(
-            bench.target(
-                "whole-cache copies per pull (DPT" + (", blocked)" if blocked else ")"),
-                copies,
-                0,
-                higher_is_better=False,
-            )
-        )
-        if dpt_torch:
-            targets.append(
-                bench.target(
-                    "DPT deployment / agentrl" + (" (blocked)" if blocked else ""),
-                    row["torch_over_agentrl"],
-                    TARGETS["dpt_bandit"],
-                )
-            )
-    notes = (
-        f"Memory bandwidth measured in the run: {bandwidth / 1e9:.1f} GB/s. "
-        + (f"torch {torch.__version__}, 2 threads; " if torch else "no torch; ")
-        + f"best of {args.repeats}, candidates timed in turn; agentrl AD "
-        f"per-step time = a run of {WINDOW}+{args.steps} steps / its steps "
-        "(the cache buffer is read whole from the first step), the best of "
-        f"{args.rounds} rounds; the bare decode scan runs the same decodes "
-        "without agent or environment, timed beside the driver in each round "
-        "(order reversed every round); driver_overhead = median over rounds "
-        "of driver/bare - 1, ci_low/ci_high its 95% percentile-bootstrap "
-        "interval (10,000 resamples, seed 0; the per-round seconds are in the "
-        "JSON). DPT blocked: "
-        f"{args.dpt_block} bandits at a time, each block's 500 pulls before "
-        "the next (same history, checked); its read-cache bound is still the "
-        "whole batch's cache from memory per pull. "
-        "Random-init models (weights do not change the speed). Shared 2-core "
-        f"machine: load average at the end {os.getloadavg()[0]:.1f}; compare "
-        "ratios, not seconds."
-    )
+        targets += _dpt_targets(row, blocked, dpt_torch)
+    notes = _notes(args, torch, bandwidth)
     results = {
         "bandwidth_bytes_per_s": bandwidth,
         "rows": rows,
