@@ -161,6 +161,71 @@ def parse_args(
     return parser.parse_args(argv)
 
 
+def _rows(window: int, total_steps: int, rec_steps: int, cached, recompute):
+    """Table rows; ``cached``, ``recompute``: ``(seconds, compile_s, steps/s)``."""
+    c_sec, c_compile, cached_sps = cached
+    r_sec, r_compile, recompute_sps = recompute
+    return [
+        {
+            "method": "cached (KV cache, decode)",
+            "steps_timed": total_steps,
+            "seconds": c_sec,
+            "env_steps_per_s": cached_sps,
+            "seconds_for_100x50": c_sec,
+            "compile_s": c_compile,
+        },
+        {
+            "method": f"recompute (full forward over {window} steps)",
+            "steps_timed": rec_steps,
+            "seconds": r_sec,
+            "env_steps_per_s": recompute_sps,
+            "seconds_for_100x50": r_sec * total_steps / rec_steps,
+            "compile_s": r_compile,
+        },
+    ]
+
+
+def _notes(env, c, window, total_steps, rec_steps, repeats, agree) -> str:
+    extrapolated = rec_steps < total_steps
+    return (
+        f"{NUM_TASKS} Dark Room 9x9 tasks x {NUM_EPISODES} episodes (H={env.horizon},"
+        f" {total_steps} steps per task). Model: ad_darkroom cpu preset shape "
+        f"({c.num_layers} layers, d_model {c.d_model}, {c.num_heads} heads, d_ff "
+        f"{c.d_ff}, window {window} steps), random init. Sampled actions; best of "
+        f"{repeats} runs after compile. "
+        + (
+            f"The recompute baseline was timed on the first {rec_steps} steps and "
+            f"extrapolated to {total_steps} (its cost per step is constant: a full "
+            f"[{NUM_TASKS}, {window}] forward at every step)."
+            if extrapolated
+            else "Both ran all steps."
+        )
+        + f" Greedy actions of both agents agree on {agree:.2%} of the first "
+        f"{window} steps (both exact there). Load average at the end: "
+        f"{os.getloadavg()[0]:.1f} (shared 2-core machine)."
+    )
+
+
+def _results(env, c, window, rows, extrapolated, speedup, agree, notes) -> dict:
+    return {
+        "num_tasks": NUM_TASKS,
+        "num_episodes": NUM_EPISODES,
+        "horizon": env.horizon,
+        "model": {
+            "num_layers": c.num_layers,
+            "d_model": c.d_model,
+            "num_heads": c.num_heads,
+            "d_ff": c.d_ff,
+            "max_steps": window,
+        },
+        "cached": rows[0],
+        "recompute": {**rows[1], "extrapolated": extrapolated},
+        "speedup": speedup,
+        "greedy_action_agreement_first_window": agree,
+        "notes": notes,
+    }
+
+
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv, "eval_throughput", __doc__, recompute_steps=100)
 
@@ -207,59 +272,16 @@ def main(argv: list[str] | None = None) -> None:
     recompute_sps = NUM_TASKS * rec_steps / r_sec
     speedup = cached_sps / recompute_sps
     c = model.config
-    rows = [
-        {
-            "method": "cached (KV cache, decode)",
-            "steps_timed": total_steps,
-            "seconds": c_sec,
-            "env_steps_per_s": cached_sps,
-            "seconds_for_100x50": c_sec,
-            "compile_s": c_compile,
-        },
-        {
-            "method": f"recompute (full forward over {window} steps)",
-            "steps_timed": rec_steps,
-            "seconds": r_sec,
-            "env_steps_per_s": recompute_sps,
-            "seconds_for_100x50": r_sec * total_steps / rec_steps,
-            "compile_s": r_compile,
-        },
-    ]
-    extrapolated = rec_steps < total_steps
-    notes = (
-        f"{NUM_TASKS} Dark Room 9x9 tasks x {NUM_EPISODES} episodes (H={env.horizon},"
-        f" {total_steps} steps per task). Model: ad_darkroom cpu preset shape "
-        f"({c.num_layers} layers, d_model {c.d_model}, {c.num_heads} heads, d_ff "
-        f"{c.d_ff}, window {window} steps), random init. Sampled actions; best of "
-        f"{args.repeats} runs after compile. "
-        + (
-            f"The recompute baseline was timed on the first {rec_steps} steps and "
-            f"extrapolated to {total_steps} (its cost per step is constant: a full "
-            f"[{NUM_TASKS}, {window}] forward at every step)."
-            if extrapolated
-            else "Both ran all steps."
-        )
-        + f" Greedy actions of both agents agree on {agree:.2%} of the first "
-        f"{window} steps (both exact there). Load average at the end: "
-        f"{os.getloadavg()[0]:.1f} (shared 2-core machine)."
+    rows = _rows(
+        window,
+        total_steps,
+        rec_steps,
+        (c_sec, c_compile, cached_sps),
+        (r_sec, r_compile, recompute_sps),
     )
-    results = {
-        "num_tasks": NUM_TASKS,
-        "num_episodes": NUM_EPISODES,
-        "horizon": env.horizon,
-        "model": {
-            "num_layers": c.num_layers,
-            "d_model": c.d_model,
-            "num_heads": c.num_heads,
-            "d_ff": c.d_ff,
-            "max_steps": window,
-        },
-        "cached": rows[0],
-        "recompute": {**rows[1], "extrapolated": extrapolated},
-        "speedup": speedup,
-        "greedy_action_agreement_first_window": agree,
-        "notes": notes,
-    }
+    extrapolated = rec_steps < total_steps
+    notes = _notes(env, c, window, total_steps, rec_steps, args.repeats, agree)
+    results = _results(env, c, window, rows, extrapolated, speedup, agree, notes)
     targets = [bench.target("cached / recompute env steps per second", speedup, TARGET)]
     path = bench.write_record("eval_throughput", results, targets, rows, notes)
     print(bench.markdown_table(rows))
