@@ -69,6 +69,63 @@ from agentrl.rl.ppo import gae_across_episodes
 RECURRENT = "recurrent"
 
 
+def _plain_weights(k, dim: int, embed: int, hidden: int, core_layers: int, out: int):
+    """The plain PPO's weights from keys ``k[0]`` .. ``k[5]``."""
+    root2 = math.sqrt(2.0)
+    widths = [embed] + [hidden] * core_layers
+    return {
+        "embed": dense(k[0], dim, embed, root2),
+        "core": [
+            dense(kk, a, b, root2)
+            for kk, a, b in zip(
+                jax.random.split(k[1], core_layers),
+                widths,
+                widths[1:],
+                strict=False,
+            )
+        ],
+        "actor": [
+            dense(k[2], hidden, hidden, root2),
+            dense(k[3], hidden, out, 0.01),
+        ],
+        "critic": [
+            dense(k[4], hidden, hidden, root2),
+            dense(k[5], hidden, 1, 1.0),
+        ],
+    }
+
+
+def _plain_sgd(net, head, tx, carry, batch, k_perm, sizes):
+    """``(w, opt)`` after the plain PPO's epochs of minibatch steps on ``batch``.
+
+    ``sizes``: ``(num_envs, epochs, minibatches)``.
+    """
+    num_envs, epochs, minibatches = sizes
+
+    def loss(w, mb):
+        x, raw, old, adv, target = mb
+        out, v = net(w, x)
+        lp, ent = head.logp_entropy(out, None, raw)
+        ratio = jnp.exp(lp - old)
+        adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+        pg = -jnp.minimum(ratio * adv, jnp.clip(ratio, 0.8, 1.2) * adv).mean()
+        return pg + 0.5 * jnp.square(v - target).mean() - 0.01 * ent.mean()
+
+    per = num_envs // minibatches
+
+    def sgd(c, idx):
+        w, opt = c
+        g = jax.grad(loss)(w, jax.tree.map(lambda a: a[:, idx], batch))
+        u, opt = tx.update(g, opt, w)
+        return (optax.apply_updates(w, u), opt), None
+
+    perms = jax.vmap(lambda k: jax.random.permutation(k, num_envs))(
+        jax.random.split(k_perm, epochs)
+    ).reshape(epochs * minibatches, per)
+    (w, opt), _ = jax.lax.scan(sgd, carry, perms)
+    return w, opt
+
+
 def plain_ppo_update(
     env, num_envs, rollout, epochs, minibatches, hidden, embed, core_layers=1
 ):
@@ -82,7 +139,6 @@ def plain_ppo_update(
     head = ActionHead(env.action_space(params))
     dim = obs_features(obs_space, jnp.zeros(obs_space.shape, obs_space.dtype)).shape[0]
     tx = optax.chain(optax.clip_by_global_norm(0.5), optax.adam(1e-3, eps=1e-5))
-    root2 = math.sqrt(2.0)
 
     def net(w, x):
         h = jax.nn.relu(x @ w["embed"]["w"] + w["embed"]["b"])
@@ -92,27 +148,7 @@ def plain_ppo_update(
 
     def init(key):
         k = jax.random.split(key, 8)
-        widths = [embed] + [hidden] * core_layers
-        w = {
-            "embed": dense(k[0], dim, embed, root2),
-            "core": [
-                dense(kk, a, b, root2)
-                for kk, a, b in zip(
-                    jax.random.split(k[1], core_layers),
-                    widths,
-                    widths[1:],
-                    strict=False,
-                )
-            ],
-            "actor": [
-                dense(k[2], hidden, hidden, root2),
-                dense(k[3], hidden, head.out, 0.01),
-            ],
-            "critic": [
-                dense(k[4], hidden, hidden, root2),
-                dense(k[5], hidden, 1, 1.0),
-            ],
-        }
+        w = _plain_weights(k, dim, embed, hidden, core_layers, head.out)
         task = jax.vmap(env.sample_params)(jax.random.split(k[6], num_envs))
         obs, state = jax.vmap(env.reset)(jax.random.split(k[7], num_envs), task)
         return w, tx.init(w), obs, state, task, key
@@ -143,27 +179,8 @@ def plain_ppo_update(
         adv = gae_across_episodes(value, next_value, reward, done, 0.99, 0.95)
         batch = (x, raw, logp, adv, adv + value)
 
-        def loss(w, mb):
-            x, raw, old, adv, target = mb
-            out, v = net(w, x)
-            lp, ent = head.logp_entropy(out, None, raw)
-            ratio = jnp.exp(lp - old)
-            adv = (adv - adv.mean()) / (adv.std() + 1e-8)
-            pg = -jnp.minimum(ratio * adv, jnp.clip(ratio, 0.8, 1.2) * adv).mean()
-            return pg + 0.5 * jnp.square(v - target).mean() - 0.01 * ent.mean()
-
-        per = num_envs // minibatches
-
-        def sgd(c, idx):
-            w, opt = c
-            g = jax.grad(loss)(w, jax.tree.map(lambda a: a[:, idx], batch))
-            u, opt = tx.update(g, opt, w)
-            return (optax.apply_updates(w, u), opt), None
-
-        perms = jax.vmap(lambda k: jax.random.permutation(k, num_envs))(
-            jax.random.split(k_perm, epochs)
-        ).reshape(epochs * minibatches, per)
-        (w, opt), _ = jax.lax.scan(sgd, (w, opt), perms)
+        sizes = (num_envs, epochs, minibatches)
+        w, opt = _plain_sgd(net, head, tx, (w, opt), batch, k_perm, sizes)
         return w, opt, obs, state, task, key
 
     return init, update
@@ -442,67 +459,10 @@ def _rl2_loop(args, hp):
     }
     results, rows, targets = {"core_sizes": sizes}, [], []
     for name, env, episodes in subjects:
-        shape = PPOShape(
-            num_envs=args.envs,
-            trial_episodes=episodes,
-            rollout_steps=args.rollout,
-            num_epochs=4,
-            num_minibatches=4,
-            num_updates=1,
-            hidden=args.hidden,
-            embed=args.embed,
-            grad_clip=0.5,
-        )
-        trainer = TrialPPO(env, shape, env.sample_params)
-        state = jax.jit(trainer.init)(jax.random.key(0), hp)
-        fns, info = {}, {}
-        candidates = {RECURRENT: (lambda s: trainer.update(s, hp)[0], state)}
-        for key, n in (("plain_width", 1), ("plain_params", layers)):
-            init, update = plain_ppo_update(
-                env, args.envs, args.rollout, 4, 4, args.hidden, args.embed, n
-            )
-            candidates[key] = (update, jax.jit(init)(jax.random.key(0)))
-        for key, (fn, arg) in candidates.items():
-            compiled, info[key] = _compile(fn, arg)
-            fns[key] = (compiled, (arg,))
-        fns.update(rl2_parts(trainer, state, hp))
-        seconds = bench.paired_rounds(fns, args.rounds)
-        for key, secs in seconds.items():
-            if key not in info:
-                continue
-            info[key].update(
-                update_s=min(secs), steps_per_s=steps / min(secs), rounds_s=secs
-            )
-        for part in ("replay", "rollout"):
-            # the part's seconds / the whole update's, round by round
-            info[RECURRENT][f"{part}_share"] = bench.median_ci(
-                np.divide(seconds.pop(f"rl2_{part}"), seconds[RECURRENT])
-            )[0]
-        ratios = {}
-        for key in ("plain_width", "plain_params"):
-            # plain's seconds / RL²'s, round by round: RL²'s relative speed
-            med, low, high = bench.median_ci(
-                np.divide(seconds[key], seconds[RECURRENT])
-            )
-            ratios[key] = {"median": med, "ci_low": low, "ci_high": high}
+        info, ratios = _rl2_subject(args, hp, env, episodes, layers, steps)
         results[name] = {**info, "ratios": ratios}
-        w, p = ratios["plain_width"], ratios["plain_params"]
-        rows.append(
-            {
-                "env": name,
-                "RL² steps/s": info[RECURRENT]["steps_per_s"],
-                "plain PPO (same width) steps/s": info["plain_width"]["steps_per_s"],
-                "RL² / plain (same width)": w["median"],
-                "95% CI (same width)": f"[{w['ci_low']:.3f}, {w['ci_high']:.3f}]",
-                f"plain PPO ({layers} layers, same params) steps/s": info[
-                    "plain_params"
-                ]["steps_per_s"],
-                "RL² / plain (same params)": p["median"],
-                "95% CI (same params)": f"[{p['ci_low']:.3f}, {p['ci_high']:.3f}]",
-                "RL² update share: GRU replay": info[RECURRENT]["replay_share"],
-                "RL² update share: rollout": info[RECURRENT]["rollout_share"],
-            }
-        )
+        w = ratios["plain_width"]
+        rows.append(_rl2_row(name, info, ratios, layers))
         # the issue's target: against the same-width plain PPO (see the notes)
         targets.append(
             bench.target(
@@ -511,6 +471,70 @@ def _rl2_loop(args, hp):
         )
         print(rows[-1], flush=True)
     return results, rows, targets
+
+
+def _rl2_subject(args, hp, env, episodes: int, layers: int, steps: int):
+    """``(info, ratios)``: RL²'s update against the plain PPOs' on ``env``."""
+    shape = PPOShape(
+        num_envs=args.envs,
+        trial_episodes=episodes,
+        rollout_steps=args.rollout,
+        num_epochs=4,
+        num_minibatches=4,
+        num_updates=1,
+        hidden=args.hidden,
+        embed=args.embed,
+        grad_clip=0.5,
+    )
+    trainer = TrialPPO(env, shape, env.sample_params)
+    state = jax.jit(trainer.init)(jax.random.key(0), hp)
+    fns, info = {}, {}
+    candidates = {RECURRENT: (lambda s: trainer.update(s, hp)[0], state)}
+    for key, n in (("plain_width", 1), ("plain_params", layers)):
+        init, update = plain_ppo_update(
+            env, args.envs, args.rollout, 4, 4, args.hidden, args.embed, n
+        )
+        candidates[key] = (update, jax.jit(init)(jax.random.key(0)))
+    for key, (fn, arg) in candidates.items():
+        compiled, info[key] = _compile(fn, arg)
+        fns[key] = (compiled, (arg,))
+    fns.update(rl2_parts(trainer, state, hp))
+    seconds = bench.paired_rounds(fns, args.rounds)
+    for key, secs in seconds.items():
+        if key not in info:
+            continue
+        info[key].update(
+            update_s=min(secs), steps_per_s=steps / min(secs), rounds_s=secs
+        )
+    for part in ("replay", "rollout"):
+        # the part's seconds / the whole update's, round by round
+        info[RECURRENT][f"{part}_share"] = bench.median_ci(
+            np.divide(seconds.pop(f"rl2_{part}"), seconds[RECURRENT])
+        )[0]
+    ratios = {}
+    for key in ("plain_width", "plain_params"):
+        # plain's seconds / RL²'s, round by round: RL²'s relative speed
+        med, low, high = bench.median_ci(np.divide(seconds[key], seconds[RECURRENT]))
+        ratios[key] = {"median": med, "ci_low": low, "ci_high": high}
+    return info, ratios
+
+
+def _rl2_row(name: str, info: dict, ratios: dict, layers: int) -> dict:
+    w, p = ratios["plain_width"], ratios["plain_params"]
+    return {
+        "env": name,
+        "RL² steps/s": info[RECURRENT]["steps_per_s"],
+        "plain PPO (same width) steps/s": info["plain_width"]["steps_per_s"],
+        "RL² / plain (same width)": w["median"],
+        "95% CI (same width)": f"[{w['ci_low']:.3f}, {w['ci_high']:.3f}]",
+        f"plain PPO ({layers} layers, same params) steps/s": info["plain_params"][
+            "steps_per_s"
+        ],
+        "RL² / plain (same params)": p["median"],
+        "95% CI (same params)": f"[{p['ci_low']:.3f}, {p['ci_high']:.3f}]",
+        "RL² update share: GRU replay": info[RECURRENT]["replay_share"],
+        "RL² update share: rollout": info[RECURRENT]["rollout_share"],
+    }
 
 
 if __name__ == "__main__":
