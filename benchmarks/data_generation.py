@@ -95,20 +95,9 @@ def _peak_rss_mib(tasks: int, episodes: int, chunk: int) -> tuple[float, float, 
     return rss_kib / 1024, seconds, size
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(
-        prog="agentrl bench data_generation", description=__doc__
-    )
-    parser.add_argument("--quick", action="store_true", help="small sizes (smoke)")
-    args = parser.parse_args(argv)
-    sizes = [100, 300] if args.quick else [1_000, 10_000]
-    episodes = 10 if args.quick else 100
-    rss_tasks = 1_000 if args.quick else 10_000
-    rss_chunk = 100 if args.quick else 1_000
-
-    bandit = envs.make("gaussian_bandit")
-    room = envs.make("darkroom")
-    rows, results = [], {"generation": [], "peak_rss": {}}
+def _generation_rows(sizes: list[int], episodes: int, bandit, room) -> list[dict]:
+    """Transitions per second of each source at each number of tasks."""
+    rows = []
     for n in sizes:
         ids = jnp.arange(n, dtype=jnp.int32)
         keys = jax.random.split(jax.random.key(0), n)
@@ -126,8 +115,47 @@ def main(argv: list[str] | None = None) -> None:
         ]:
             row = {"source / env": name, "tasks": n, "transitions/s": tps}
             rows.append(row)
-            results["generation"].append(row)
             print(row, flush=True)
+    return rows
+
+
+def _peak_rss(rss_tasks: int, episodes: int, rss_chunk: int) -> dict:
+    """Peak RSS writing ``rss_tasks`` histories, against one chunk's."""
+    one, one_s, one_bytes = _peak_rss_mib(rss_chunk, episodes, rss_chunk)
+    many, many_s, many_bytes = _peak_rss_mib(rss_tasks, episodes, rss_chunk)
+    history_bytes = (
+        rss_tasks * episodes * 20 * (4 * 4 + 2)
+    )  # obs/act/opt/ep/rew + bools
+    return {
+        "tasks": rss_tasks,
+        "episodes": episodes,
+        "chunk_size": rss_chunk,
+        "peak_rss_mib": many,
+        "peak_rss_one_chunk_mib": one,
+        "growth_mib": many - one,
+        "all_histories_mib": history_bytes / 2**20,
+        "one_chunk_histories_mib": history_bytes / 2**20 * rss_chunk / rss_tasks,
+        "dataset_mib": many_bytes / 2**20,
+        "seconds": many_s,
+        "seconds_one_chunk": one_s,
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="agentrl bench data_generation", description=__doc__
+    )
+    parser.add_argument("--quick", action="store_true", help="small sizes (smoke)")
+    args = parser.parse_args(argv)
+    sizes = [100, 300] if args.quick else [1_000, 10_000]
+    episodes = 10 if args.quick else 100
+    rss_tasks = 1_000 if args.quick else 10_000
+    rss_chunk = 100 if args.quick else 1_000
+
+    bandit = envs.make("gaussian_bandit")
+    room = envs.make("darkroom")
+    rows = _generation_rows(sizes, episodes, bandit, room)
+    results = {"generation": list(rows), "peak_rss": {}}
     ref = _numpy_q_learning(1_000, 5 if not args.quick else 2)
     q_big = max(r["transitions/s"] for r in rows if r["source / env"].startswith("q_"))
     rows.append(
@@ -141,30 +169,14 @@ def main(argv: list[str] | None = None) -> None:
     results["q_learning_speedup_vs_numpy"] = q_big / ref
     print(f"numpy reference {ref:.3g} transitions/s; agentrl x{q_big / ref:.1f}")
 
-    one, one_s, one_bytes = _peak_rss_mib(rss_chunk, episodes, rss_chunk)
-    many, many_s, many_bytes = _peak_rss_mib(rss_tasks, episodes, rss_chunk)
-    history_bytes = (
-        rss_tasks * episodes * 20 * (4 * 4 + 2)
-    )  # obs/act/opt/ep/rew + bools
-    results["peak_rss"] = {
-        "tasks": rss_tasks,
-        "episodes": episodes,
-        "chunk_size": rss_chunk,
-        "peak_rss_mib": many,
-        "peak_rss_one_chunk_mib": one,
-        "growth_mib": many - one,
-        "all_histories_mib": history_bytes / 2**20,
-        "one_chunk_histories_mib": history_bytes / 2**20 * rss_chunk / rss_tasks,
-        "dataset_mib": many_bytes / 2**20,
-        "seconds": many_s,
-        "seconds_one_chunk": one_s,
-    }
+    peak = results["peak_rss"] = _peak_rss(rss_tasks, episodes, rss_chunk)
     print(results["peak_rss"])
     q_10k = [
         r
         for r in rows
         if r["source / env"].startswith("q_") and r["tasks"] == sizes[-1]
     ]
+    many, one = peak["peak_rss_mib"], peak["peak_rss_one_chunk_mib"]
     targets = [
         target(
             f"q_learning darkroom generation, transitions/s ({sizes[-1]} tasks)",
@@ -174,14 +186,14 @@ def main(argv: list[str] | None = None) -> None:
         target(
             "peak RSS growth from 1 to 10 chunks (MiB) <= one chunk of histories",
             many - one,
-            history_bytes / 2**20 * rss_chunk / rss_tasks,
+            peak["one_chunk_histories_mib"],
             higher_is_better=False,
         ),
     ]
     notes = (
         f"Peak RSS writing {rss_tasks:,} histories x {episodes} episodes in chunks of "
         f"{rss_chunk:,}: {many:.0f} MiB (one chunk alone: {one:.0f} MiB; all "
-        f"histories together would be {history_bytes / 2**20:.0f} MiB raw)."
+        f"histories together would be {peak['all_histories_mib']:.0f} MiB raw)."
     )
     out_dir = Path(tempfile.mkdtemp()) if args.quick else None
     print(write_record("data_generation", results, targets, rows, notes, out_dir))
