@@ -92,13 +92,8 @@ def _train_steps_per_second(batch: dict) -> float:
     return n / (time.perf_counter() - start)
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="agentrl bench loader", description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="small sizes (smoke)")
-    args = parser.parse_args(argv)
-    tasks = 100 if args.quick else 1_000
-    episodes = 20 if args.quick else 100
-    tmp = Path(tempfile.mkdtemp())
+def _datasets(tmp: Path, tasks: int, episodes: int):
+    """Dark Room (Q-learning) and bandit (DPT roll-in) datasets written to ``tmp``."""
     room = envs.make("darkroom")
     bandit = envs.make("gaussian_bandit")
     from agentrl.sources import source_histories
@@ -109,8 +104,11 @@ def main(argv: list[str] | None = None) -> None:
     )
     write_dataset(tmp / "room", room, q, tasks, episodes, 0)
     write_dataset(tmp / "bandit", bandit, dpt, tasks, 1, 0)
-    room_ds, bandit_ds = open_dataset(tmp / "room"), open_dataset(tmp / "bandit")
+    return open_dataset(tmp / "room"), open_dataset(tmp / "bandit")
 
+
+def _rates(room_ds, bandit_ds) -> tuple[dict, ADSampler]:
+    """Batches per second of each loader, and the cached AD sampler."""
     ad = ADSampler(room_ds, BATCH, num_episodes=CONTEXT_EPISODES)
     ad_disk = ADSampler(room_ds, BATCH, num_episodes=CONTEXT_EPISODES, cache_bytes=0)
     dpt = DPTSampler(bandit_ds, BATCH, context_size=500)
@@ -124,12 +122,10 @@ def main(argv: list[str] | None = None) -> None:
         "dpt cached": _rate(dpt.batch),
         "dpt from disk (tfds.data_source)": _rate(dpt_disk.batch),
     }
-    try:
-        train = _train_steps_per_second(ad.batch(0))
-        train_note = "measured: agentrl.models.DecisionModel train step"
-    except Exception as err:  # the model API is not this issue's; fall back
-        train = 20.0
-        train_note = f"model unavailable ({err!r}); assumed 20 steps/s"
+    return rates, ad
+
+
+def _rows(rates: dict, train: float) -> list[dict]:
     rows = [
         {
             "loader": name,
@@ -147,6 +143,25 @@ def main(argv: list[str] | None = None) -> None:
             "x train step": 1.0,
         }
     )
+    return rows
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="agentrl bench loader", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="small sizes (smoke)")
+    args = parser.parse_args(argv)
+    tasks = 100 if args.quick else 1_000
+    episodes = 20 if args.quick else 100
+    tmp = Path(tempfile.mkdtemp())
+    room_ds, bandit_ds = _datasets(tmp, tasks, episodes)
+    rates, ad = _rates(room_ds, bandit_ds)
+    try:
+        train = _train_steps_per_second(ad.batch(0))
+        train_note = "measured: agentrl.models.DecisionModel train step"
+    except Exception as err:  # the model API is not this issue's; fall back
+        train = 20.0
+        train_note = f"model unavailable ({err!r}); assumed 20 steps/s"
+    rows = _rows(rates, train)
     for row in rows:
         print(row, flush=True)
     results = {
