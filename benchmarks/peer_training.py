@@ -285,62 +285,84 @@ def main(argv: list[str] | None = None) -> int:
     )
     rows, targets = [], []
     for kind in args.only:
-        t_step, _ = _peers.build(torch, kind, BATCH[kind])
-        torch_s = _peers.time_call(t_step, args.repeats)
-        start = time.perf_counter()
-        j_step, model = agentrl_step(kind)
-        j_step()
-        compile_s = time.perf_counter() - start
-        faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-        jax_s = _peers.time_call(j_step, args.repeats)
-        faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
-        ref_s = None
-        if not args.no_reference:
-            r_step, _ = agentrl_step(kind, "reference")
-            ref_s = _peers.time_call(r_step, args.repeats)
-        real = {}
-        if args.t2mir and kind.startswith("t2mir_"):
-            for attention in ("vanilla", "flash"):
-                r_step = _peers.build_t2mir_real(
-                    torch, args.t2mir, kind, BATCH[kind], attention=attention
-                )
-                real[attention] = _peers.time_call(r_step, args.repeats)
-        torch_again = _peers.time_call(t_step, args.repeats)  # load drift check
-        torch_s = min(torch_s, torch_again)
-        c = model.config
-        row = {
-            "shape": kind,
-            "batch": BATCH[kind],
-            "tokens": c.max_steps * c.tokens_per_step,
-            "layers/heads/width": f"{c.num_layers}/{c.num_heads}/{c.d_model}",
-            "torch_s": torch_s,
-            "agentrl_s": jax_s,
-            "agentrl_reference_attention_s": ref_s,
-            "torch_over_agentrl": torch_s / jax_s,
-            "blockwise_speedup_vs_reference": (ref_s / jax_s) if ref_s else None,
-            "agentrl_compile_s": compile_s,
-            # per call of the step (host_memory: XLA's temporaries reused)
-            "agentrl_page_faults": faults / (args.repeats + 1),
-        }
-        # the roofline: the step's useful FLOPs against the same-run JAX
-        # matmul peak, and the fraction the 3x target would need
-        flops = step_flops(model, BATCH[kind])
-        row.update(
-            gflop=flops / 1e9,
-            agentrl_peak_fraction=flops / jax_s / args.peak,
-            torch_peak_fraction=flops / torch_s / args.peak,
-            target_needs_peak_fraction=flops * TARGET / torch_s / args.peak,
-        )
-        for attention, sec in real.items():
-            row[f"t2mir_real_{attention}_s"] = sec
-            row[f"t2mir_real_{attention}_over_standin"] = sec / torch_s
+        model, t = _time_kind(torch, args, kind)
+        row = _kind_row(kind, model, t, args)
         rows.append(row)
         print(row, flush=True)
+        torch_s, jax_s = t["torch_s"], t["jax_s"]
         targets.append(
             bench.target(f"{kind}: torch / agentrl step time", torch_s / jax_s, TARGET)
         )
         _write(bench, torch, args, rows, targets, args.only)
     return 0
+
+
+def _time_kind(torch, args, kind: str) -> tuple:
+    """``(agentrl's model, seconds)``: the torch stand-in's, agentrl's, its
+    reference attention's and T2MIR's own steps of ``kind``, timed."""
+    t_step, _ = _peers.build(torch, kind, BATCH[kind])
+    torch_s = _peers.time_call(t_step, args.repeats)
+    start = time.perf_counter()
+    j_step, model = agentrl_step(kind)
+    j_step()
+    compile_s = time.perf_counter() - start
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    jax_s = _peers.time_call(j_step, args.repeats)
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
+    ref_s = None
+    if not args.no_reference:
+        r_step, _ = agentrl_step(kind, "reference")
+        ref_s = _peers.time_call(r_step, args.repeats)
+    real = {}
+    if args.t2mir and kind.startswith("t2mir_"):
+        for attention in ("vanilla", "flash"):
+            r_step = _peers.build_t2mir_real(
+                torch, args.t2mir, kind, BATCH[kind], attention=attention
+            )
+            real[attention] = _peers.time_call(r_step, args.repeats)
+    torch_again = _peers.time_call(t_step, args.repeats)  # load drift check
+    torch_s = min(torch_s, torch_again)
+    return model, {
+        "torch_s": torch_s,
+        "jax_s": jax_s,
+        "ref_s": ref_s,
+        "compile_s": compile_s,
+        "faults": faults,
+        "real": real,
+    }
+
+
+def _kind_row(kind: str, model, t: dict, args) -> dict:
+    """The table row of ``kind`` from its timings ``t`` (:func:`_time_kind`)."""
+    torch_s, jax_s, ref_s = t["torch_s"], t["jax_s"], t["ref_s"]
+    c = model.config
+    row = {
+        "shape": kind,
+        "batch": BATCH[kind],
+        "tokens": c.max_steps * c.tokens_per_step,
+        "layers/heads/width": f"{c.num_layers}/{c.num_heads}/{c.d_model}",
+        "torch_s": torch_s,
+        "agentrl_s": jax_s,
+        "agentrl_reference_attention_s": ref_s,
+        "torch_over_agentrl": torch_s / jax_s,
+        "blockwise_speedup_vs_reference": (ref_s / jax_s) if ref_s else None,
+        "agentrl_compile_s": t["compile_s"],
+        # per call of the step (host_memory: XLA's temporaries reused)
+        "agentrl_page_faults": t["faults"] / (args.repeats + 1),
+    }
+    # the roofline: the step's useful FLOPs against the same-run JAX
+    # matmul peak, and the fraction the 3x target would need
+    flops = step_flops(model, BATCH[kind])
+    row.update(
+        gflop=flops / 1e9,
+        agentrl_peak_fraction=flops / jax_s / args.peak,
+        torch_peak_fraction=flops / torch_s / args.peak,
+        target_needs_peak_fraction=flops * TARGET / torch_s / args.peak,
+    )
+    for attention, sec in t["real"].items():
+        row[f"t2mir_real_{attention}_s"] = sec
+        row[f"t2mir_real_{attention}_over_standin"] = sec / torch_s
+    return row
 
 
 if __name__ == "__main__":
