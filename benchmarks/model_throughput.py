@@ -135,21 +135,8 @@ def decode_times(ctx: int, batch: int, recompute_batch: int, repeats: int):
     return batch / cached, recompute_batch / full
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(
-        prog="agentrl bench model_throughput", description=__doc__.splitlines()[0]
-    )
-    parser.add_argument("--full", action="store_true", help="issue's batch 256")
-    args = parser.parse_args(argv)
-    dec_batch = 256 if args.full else 32
-    rec_batch = {256: 256, 1024: 256, 4096: 256} if args.full else {}
-    if not args.full:
-        rec_batch = {256: 8, 1024: 4, 4096: 1}
-    train_batch = {512: 2, 2048: 1} if not args.full else {512: 16, 2048: 4}
-
-    peak = matmul_peak_flops(2048)
-    print(f"matmul peak: {peak / 1e9:.1f} GFLOP/s")
-    results = {"matmul_peak_flops": peak, "train": [], "decode": [], "dispatch": {}}
+def _train_rows(train_batch: dict, peak: float) -> tuple[list, list]:
+    """Dense and MoE train steps at each context, and MoE's step-time targets."""
     rows, targets = [], []
     step_time = {}
     for ctx in (512, 2048):
@@ -172,19 +159,25 @@ def main(argv: list[str] | None = None) -> None:
                 "compile_s": comp,
             }
             print(r)
-            results["train"].append(r)
             rows.append(r)
         ratio = step_time[(ctx, True)] / step_time[(ctx, False)]
         targets.append(target(f"moe_over_dense_step_time_ctx{ctx}", ratio, 1.5, False))
+    return rows, targets
 
+
+def _dispatch_times() -> dict:
+    """MoE train step seconds of each dispatch (context 512, batch 2)."""
+    times = {}
     for dispatch in ("blocked", "sorted", "dense"):
         sec, _ = train_step_time(config(512, True, dispatch), 512, 2, repeats=2)
-        results["dispatch"][dispatch] = sec
+        times[dispatch] = sec
         print("dispatch", dispatch, sec)
-    for dispatch, sec in results["dispatch"].items():
-        rows.append({"bench": f"train dispatch={dispatch}", "model": "moe"})
-        rows[-1].update(context=512, batch=2, step_s=sec)
+    return times
 
+
+def _decode_rows(dec_batch: int, rec_batch: dict) -> tuple[list, list]:
+    """Cached against recomputed decoding at each context, and the target."""
+    rows, targets = [], []
     for ctx in (256, 1024, 4096):
         cached, full = decode_times(ctx, dec_batch, rec_batch[ctx], repeats=1)
         r = {
@@ -197,10 +190,36 @@ def main(argv: list[str] | None = None) -> None:
             "speedup": cached / full,
         }
         print(r)
-        results["decode"].append(r)
         rows.append(r)
         if ctx == 1024:
             targets.append(target("decode_cached_speedup_ctx1024", cached / full, 10))
+    return rows, targets
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="agentrl bench model_throughput", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("--full", action="store_true", help="issue's batch 256")
+    args = parser.parse_args(argv)
+    dec_batch = 256 if args.full else 32
+    rec_batch = {256: 256, 1024: 256, 4096: 256} if args.full else {}
+    if not args.full:
+        rec_batch = {256: 8, 1024: 4, 4096: 1}
+    train_batch = {512: 2, 2048: 1} if not args.full else {512: 16, 2048: 4}
+
+    peak = matmul_peak_flops(2048)
+    print(f"matmul peak: {peak / 1e9:.1f} GFLOP/s")
+    results = {"matmul_peak_flops": peak, "train": [], "decode": [], "dispatch": {}}
+    results["train"], targets = _train_rows(train_batch, peak)
+    rows = list(results["train"])
+    results["dispatch"] = _dispatch_times()
+    for dispatch, sec in results["dispatch"].items():
+        rows.append({"bench": f"train dispatch={dispatch}", "model": "moe"})
+        rows[-1].update(context=512, batch=2, step_s=sec)
+    results["decode"], decode_targets = _decode_rows(dec_batch, rec_batch)
+    rows += results["decode"]
+    targets += decode_targets
 
     notes = (
         "steps/s = sequences x steps per second (batch / time per call). "
