@@ -95,6 +95,25 @@ def _interleaved(fns: dict, repeats: int) -> dict:
     return best
 
 
+def _bare_decode(graphdef, n: int):
+    """``bare(weights)``: ``n`` decodes alone in a ``lax.scan`` from an empty
+    cache, inputs made up from the step index (jitted)."""
+
+    @jax.jit
+    def bare(weights):
+        def body(cache, t):
+            m = nnx.merge(graphdef, weights)
+            obs = jnp.full((T2MIR_TASKS,), t % 100, jnp.int32)
+            zero = jnp.zeros((T2MIR_TASKS,), jnp.int32)
+            out, cache = m.decode(cache, obs, zero, jnp.zeros((T2MIR_TASKS,)))
+            return cache, out.action[:, 0]
+
+        cache = nnx.merge(graphdef, weights).init_cache(T2MIR_TASKS, WINDOW)
+        return jax.lax.scan(body, cache, jnp.arange(n))[1]
+
+    return bare
+
+
 def ad_eval(layout: str, steps: int, rounds: int) -> dict:
     """agentrl's AD evaluation at T2MIR's shape: seconds per vector step.
 
@@ -130,18 +149,7 @@ def ad_eval(layout: str, steps: int, rounds: int) -> dict:
         history, _ = run_batched_agent(env, agent, params, key, n)
         return history.action
 
-    @jax.jit
-    def bare(weights):
-        def body(cache, t):
-            m = nnx.merge(graphdef, weights)
-            obs = jnp.full((T2MIR_TASKS,), t % 100, jnp.int32)
-            zero = jnp.zeros((T2MIR_TASKS,), jnp.int32)
-            out, cache = m.decode(cache, obs, zero, jnp.zeros((T2MIR_TASKS,)))
-            return cache, out.action[:, 0]
-
-        cache = nnx.merge(graphdef, weights).init_cache(T2MIR_TASKS, WINDOW)
-        return jax.lax.scan(body, cache, jnp.arange(n))[1]
-
+    bare = _bare_decode(graphdef, n)
     compiled = driver.lower(weights, params, key).compile()
     cache = model.init_cache(T2MIR_TASKS, WINDOW)
     copies = count_copies(compiled.as_text(), cache_shapes(cache))
