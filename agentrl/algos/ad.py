@@ -22,8 +22,10 @@ from typing import Any
 
 import jax
 
+from agentrl.agents.rolling import rolling_cache_agent
 from agentrl.algos.base import Algorithm, check, register_algorithm
 from agentrl.algos.losses import action_loss
+from agentrl.data.samplers import ADSampler
 from agentrl.envs.base import env_horizon
 
 #: where a training window may start (``agentrl.data.samplers.WINDOW_STARTS``)
@@ -116,8 +118,6 @@ class AD(Algorithm):
         return self.context_episodes * env_horizon(env)
 
     def make_sampler(self, dataset: Any, train: Any, *, paired: bool = False) -> Any:
-        from agentrl.data.samplers import ADSampler
-
         return ADSampler(
             dataset,
             train.batch_size,
@@ -132,8 +132,6 @@ class AD(Algorithm):
         return ad_loss(model, batch, deterministic=deterministic)
 
     def make_agent(self, model: Any, env: Any, num_steps: int, config: Any) -> Any:
-        from agentrl.agents.rolling import rolling_cache_agent
-
         return rolling_cache_agent(model, env, config)
 
 

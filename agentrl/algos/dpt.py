@@ -21,9 +21,13 @@ from typing import Any, ClassVar
 import jax
 import jax.numpy as jnp
 
+from agentrl.agents.acting import acting_agent
+from agentrl.agents.driver import make_model_agent
+from agentrl.agents.model_agents import split_model
 from agentrl.algos.ad import check_positive
 from agentrl.algos.base import Algorithm, check, register_algorithm
 from agentrl.algos.losses import action_loss
+from agentrl.data.samplers import DPTSampler
 
 CONTEXT_UPDATES = ("auto", "step", "episode")
 
@@ -95,8 +99,6 @@ class DPT(Algorithm):
         return self.context_size + 1
 
     def make_sampler(self, dataset: Any, train: Any, *, paired: bool = False) -> Any:
-        from agentrl.data.samplers import DPTSampler
-
         return DPTSampler(
             dataset,
             train.batch_size,
@@ -109,10 +111,6 @@ class DPT(Algorithm):
         return dpt_loss(model, batch, deterministic=deterministic)
 
     def make_agent(self, model: Any, env: Any, num_steps: int, config: Any) -> Any:
-        from agentrl.agents.acting import acting_agent
-        from agentrl.agents.driver import make_model_agent
-        from agentrl.agents.model_agents import split_model
-
         model = split_model(model)  # one handle for the acting rule's agents
         return acting_agent(
             lambda greedy: make_model_agent(

@@ -24,9 +24,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from agentrl.agents.agent import start_agent
+from agentrl.agents.rolling import ADModelAgent, rolling_cache_agent
 from agentrl.algos.ad import check_episodes_fit, check_positive
 from agentrl.algos.base import Algorithm, check, register_algorithm
 from agentrl.algos.losses import action_loss
+from agentrl.data.samplers import ADSampler
 from agentrl.envs.base import env_horizon
 
 
@@ -163,8 +166,6 @@ class DT(Algorithm):
         return dataclasses.replace(self, rtg_scale=scale, target_return=target)
 
     def make_sampler(self, dataset: Any, train: Any, *, paired: bool = False) -> Any:
-        from agentrl.data.samplers import ADSampler
-
         return ADSampler(
             dataset,
             train.batch_size,
@@ -191,7 +192,6 @@ class DT(Algorithm):
             "algo.target_return is unset: evaluate a trained run (fit fills it "
             "from the data's best episode return) or set it",
         )
-        from agentrl.agents.rolling import rolling_cache_agent
 
         return rolling_cache_agent(
             model,
@@ -230,8 +230,6 @@ class DTModelAgent:
         greedy: bool = False,
         temperature: float = 1.0,
     ):
-        from agentrl.agents.rolling import ADModelAgent
-
         self.inner = ADModelAgent(
             model, env, cache_steps, greedy=greedy, temperature=temperature
         )
@@ -251,8 +249,6 @@ class DTModelAgent:
 
     def start(self, state: DTState, obs: Any) -> DTState:
         """The first token: ``obs`` at the target return."""
-        from agentrl.agents.agent import start_agent
-
         inner = start_agent(self.inner, state.inner, self._obs(obs, state.rtg))
         return state._replace(inner=inner)
 

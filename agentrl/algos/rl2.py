@@ -33,9 +33,14 @@ import dataclasses
 import math
 from typing import Any
 
+from agentrl.agents.acting import acting_agent
+from agentrl.agents.model_agents import split_model
 from agentrl.algos.ad import check_positive
 from agentrl.algos.base import Algorithm, check, register_algorithm
 from agentrl.configtools import traced
+from agentrl.envs.base import env_horizon
+from agentrl.online.agent import RL2Agent
+from agentrl.online.program import gru_core, gru_program
 
 
 def _finite(value: Any) -> bool:
@@ -169,28 +174,18 @@ class RL2(Algorithm):
         return size
 
     def context_steps(self, env: Any) -> int:
-        from agentrl.envs.base import env_horizon
-
         return self.trial_episodes * env_horizon(env)
 
     # ----- training online ---------------------------------------------------
     def make_online_train(self, config: Any, env: Any):
-        from agentrl.online.program import gru_program
-
         return gru_program(config, env)
 
     def build_core(self, env: Any):
         """The :class:`~agentrl.online.cores.GRUCore` of this config on ``env``."""
-        from agentrl.online.program import gru_core
-
         return gru_core(self, env)
 
     # ----- acting in context ---------------------------------------------------
     def make_agent(self, model: Any, env: Any, num_steps: int, config: Any) -> Any:
-        from agentrl.agents.acting import acting_agent
-        from agentrl.agents.model_agents import split_model
-        from agentrl.online.agent import RL2Agent
-
         weights = split_model(model).get()
         core = self.build_core(env)
         return acting_agent(

@@ -29,10 +29,12 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from agentrl.agents.rolling import rolling_cache_agent
 from agentrl.algos.base import Algorithm, check, register_algorithm
 from agentrl.algos.rl2 import check_ppo_trials
 from agentrl.configtools import traced
 from agentrl.envs.base import env_horizon
+from agentrl.online.program import transformer_program
 
 
 @register_algorithm
@@ -88,8 +90,6 @@ class TransformerPPO(Algorithm):
         return self.trial_episodes * env_horizon(env)
 
     def make_online_train(self, config: Any, env: Any):
-        from agentrl.online.program import transformer_program
-
         steps = self.context_steps(env)
         check(
             self.update_every == 0 or steps % self.update_every == 0,
@@ -99,6 +99,4 @@ class TransformerPPO(Algorithm):
         return transformer_program(config, env)
 
     def make_agent(self, model: Any, env: Any, num_steps: int, config: Any) -> Any:
-        from agentrl.agents.rolling import rolling_cache_agent
-
         return rolling_cache_agent(model, env, config)

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+import agentrl.envs as envs
 from agentrl.data.features import records_to_history
 from agentrl.data.writer import FORMAT_VERSION, METADATA_FILE, sha256
 
@@ -261,8 +262,6 @@ class HistoryDataset:
     @functools.cached_property
     def env(self) -> Any:
         """The environment, rebuilt from the recorded name and overrides."""
-        import agentrl.envs as envs
-
         env = self.metadata["env"]
         try:
             return envs.make(env["name"], **env["overrides"])

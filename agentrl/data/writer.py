@@ -61,6 +61,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import agentrl.data.features as features
+import agentrl.envs.registry as registry
 from agentrl.envs.base import is_bandit
 from agentrl.envs.tasks import DEFAULT_VALIDATION_SHARE, TaskSplit, split_task_ids
 from agentrl.history import History, check_history
@@ -100,8 +101,6 @@ def env_identity(
     ``type(env)``, and the constructor arguments whose attribute on ``env``
     differs from the default.
     """
-    import agentrl.envs.registry as registry
-
     if name is None:
         table = dict(registry.ENVS.items())
         matches = [n for n, f in table.items() if f is type(env)]

@@ -56,6 +56,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+import agentrl.envs as envs
 from agentrl.data.writer import HistoriesFn, plan_tasks, task_params, write_histories
 from agentrl.envs.tasks import TaskSplit, split_task_ids
 from agentrl.history import History, check_history
@@ -300,8 +301,6 @@ def _import_env(
     f: Any, first: Any, env_overrides: dict[str, Any] | None
 ) -> tuple[str, dict[str, Any], Any]:
     """The env a file's histories ran on: its ``agentrl-env``, else its ids."""
-    import agentrl.envs as envs
-
     recorded = _read_attr(f, "agentrl-env")
     if recorded is not None:
         env_name, overrides = recorded["name"], dict(recorded["overrides"])

@@ -58,6 +58,9 @@ import numpy as np
 import agentrl.evaluate.metrics as metrics
 from agentrl.agents.agent import start_agent
 from agentrl.agents.driver import ModelPolicy
+from agentrl.data.reader import open_dataset
+from agentrl.data.writer import write_dataset
+from agentrl.sources.registry import SOURCES
 
 #: Controls that change how a trained model reads its context (no training).
 CONTEXT_CONTROLS = ("zero_rewards", "shuffle_rewards", "empty_context")
@@ -79,8 +82,6 @@ def controls_for(config: Any) -> tuple[str, ...]:
     the registry (a published dataset, e.g. XLand-100B's PPO histories) is
     taken to be learning histories, the premise of distilling from it.
     """
-    from agentrl.sources.registry import SOURCES
-
     if not config.algo.by_training(from_data=True, online=False):
         return CONTEXT_CONTROLS  # no histories to cut
     source = SOURCES.get(data_source(config.data), None)
@@ -93,8 +94,6 @@ def data_source(data: Any) -> str:
     existing one (``data.path``; ``data.source`` is then only a default),
     else ``data.source``, which generates them."""
     if data.path:
-        from agentrl.data.reader import open_dataset
-
         try:
             return str(
                 open_dataset(data.path, verify="none").metadata["source"]["name"]
@@ -239,9 +238,6 @@ def expert_dataset(
     with a two-way split (agentrl <= 0.2) gets a three-way one with the
     same training tasks; its test tasks are then a subset of the source's.
     """
-    from agentrl.data.reader import open_dataset
-    from agentrl.data.writer import write_dataset
-
     ds = open_dataset(source)
     m = ds.metadata
     total = int(m["num_episodes"])

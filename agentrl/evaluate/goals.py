@@ -27,6 +27,7 @@ from typing import Any
 import jax
 import numpy as np
 
+import agentrl.envs.grid as grid
 import agentrl.evaluate.metrics as metrics
 from agentrl.tables import write_bytes
 
@@ -39,7 +40,6 @@ def goal_layout(env: Any) -> tuple[int, np.ndarray] | None:
     params = getattr(env, "default_params", None)
     if np.shape(getattr(params, "goal", None)) != (2,):
         return None
-    import agentrl.envs.grid as grid
 
     return size, np.asarray(grid.start_position(size, start))
 

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+import agentrl.evaluate.goals as goals
 import agentrl.evaluate.metrics as metrics
 import agentrl.tracking as tracking
 from agentrl.evaluate.evaluate import EvalResult
@@ -300,8 +301,6 @@ def per_task_section(
     paths: dict[str, Path],
 ) -> list[str]:
     """Goal-cell heatmap and by-distance table (goal-cell grid tasks only)."""
-    import agentrl.evaluate.goals as goals
-
     ids = _task_ids(results)
     if goals.goal_layout(env) is None or ids is None:
         return []

@@ -23,12 +23,24 @@ from typing import Any
 import jax
 
 import agentrl.train.learned  # noqa: F401 (registers the learned_learner source)
+from agentrl.cliargs import check_output_path
+from agentrl.envs.registry import make as make_env
+from agentrl.evaluate.agents import BASELINES, make_baseline
+from agentrl.evaluate.controls import (
+    check_control,
+    control_policy,
+    controls_for,
+    icl_verdict,
+)
+from agentrl.evaluate.evaluate import evaluate_methods
+from agentrl.evaluate.report import write_results
+from agentrl.sources.registry import SOURCES, applicable_sources, make_agent
+from agentrl.tables import write_json
+from agentrl.train.rundir import load_config, load_run
 
 
 def default_baselines(env: Any, source: str | None) -> list[str]:
     """random + oracle, UCB1, UCB1.0 (DPT's) and Thompson on bandits, the source."""
-    from agentrl.sources.registry import SOURCES, applicable_sources
-
     names = ["random"]
     if getattr(env, "has_oracle", False):
         names.append("oracle")
@@ -45,9 +57,6 @@ def baseline_agent(
     name: str, env: Any, num_episodes: int, settings: dict | None = None
 ) -> Any:
     """A baseline by name; a source gets ``num_episodes`` and ``settings``."""
-    from agentrl.evaluate.agents import BASELINES, make_baseline
-    from agentrl.sources.registry import make_agent
-
     if name in BASELINES:
         return make_baseline(name, env)
     return make_agent(name, env, num_episodes, **(settings or {}))
@@ -97,14 +106,9 @@ def evaluate_run(
     ``step`` picks a checkpoint (default the latest). Returns the paths written (see
     :func:`agentrl.evaluate.write_results`).
     """
-    from agentrl.cliargs import check_output_path
-    from agentrl.evaluate.report import write_results
-
     check_arguments(num_episodes, num_tasks, seed, baselines)
     check_output_path(out_dir, "out_dir")
     if control is not None:
-        from agentrl.evaluate.controls import check_control
-
         check_control(control)
     results, title = run_results(
         run_dir, num_episodes, num_tasks, seed, baselines, greedy, tasks, control, step
@@ -112,10 +116,6 @@ def evaluate_run(
     out = Path(out_dir or Path(run_dir) / "eval")
     paths = write_results(results, out, title=title, env=_env_of(results))
     if control is not None:
-        from agentrl.evaluate.controls import controls_for, icl_verdict
-        from agentrl.tables import write_json
-        from agentrl.train.rundir import load_config
-
         label = next(iter(results))
         verdict = icl_verdict(
             [results[label]],
@@ -128,8 +128,6 @@ def evaluate_run(
 
 
 def _env_of(results: dict[str, Any]) -> Any:
-    from agentrl.envs.registry import make as make_env
-
     meta = next(iter(results.values())).metadata
     name, args = meta.get("env_name"), meta.get("env_args")
     return None if name is None else make_env(name, **(args or {}))
@@ -177,9 +175,6 @@ def run_results(
     0.5}``); ``control`` is one context control or a list of them, each
     evaluated beside the model and keyed ``"<label>/<control>"``.
     """
-    from agentrl.evaluate.evaluate import evaluate_methods
-    from agentrl.train.rundir import load_run
-
     check_arguments(num_episodes, num_tasks, seed, baselines)
     run = load_run(run_dir, step)
     config, env = run.config, run.env
@@ -212,8 +207,6 @@ def run_results(
     methods: dict[str, Any] = {label: run.policy(acting)}
     controls = [control] if isinstance(control, str) else list(control or ())
     if controls:
-        from agentrl.evaluate.controls import control_policy
-
         for c in controls:
             methods[f"{label}/{c}"] = control_policy(methods[label], c)
     methods.update(baseline_methods(config, env, names, num_episodes))

@@ -28,6 +28,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from agentrl.evaluate.report import summarize_method
+from agentrl.evaluate.run import run_results
+from agentrl.train.checkpoint import complete_steps
+
 #: ``criterion -> (summary field, sign)``: the chosen candidate maximises
 #: ``sign * summary[field]["mean"]``.
 CRITERIA = {
@@ -104,8 +108,6 @@ def checkpoint_candidates(
     run_dir: str | Path, eval_overrides: dict[str, Any] | None = None
 ) -> list[Candidate]:
     """One candidate per checkpoint the run kept (oldest first)."""
-    from agentrl.train.checkpoint import complete_steps
-
     steps = sorted(complete_steps(Path(run_dir) / "checkpoints"))
     if not steps:
         raise ValueError(f"{run_dir} has no checkpoints")
@@ -146,9 +148,6 @@ def select(
     dataset). No baselines are run. Raises ``ValueError`` if the split has no
     validation tasks (a two-way split of agentrl <= 0.2).
     """
-    from agentrl.evaluate.report import summarize_method
-    from agentrl.evaluate.run import run_results
-
     if not candidates:
         raise ValueError("select needs at least one candidate")
     names = [c.name for c in candidates]
@@ -198,8 +197,6 @@ def evaluate_choice(
 
     The selection is recorded in the model's result metadata.
     """
-    from agentrl.evaluate.run import run_results
-
     c = selection.choice
     results, title = run_results(
         c.run_dir,

@@ -61,6 +61,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 import agentrl.envs.spaces as spaces
+from agentrl.models.transformer import DecisionModel
 from agentrl.online.ppo import hparam, trial_optimizer
 from agentrl.rl.nets import categorical_logp_entropy, log_prob
 from agentrl.rl.ppo import (
@@ -128,8 +129,6 @@ class TransformerPPO:
     """See the module docstring. ``model_config``: a completed ModelConfig."""
 
     def __init__(self, env: Any, shape: TransformerShape, model_config, sample_task):
-        from agentrl.models.transformer import DecisionModel
-
         if not spaces.is_discrete(env.action_space(env.default_params)):
             raise ValueError("transformer PPO supports discrete actions only")
         if model_config.token_layout != "step":
@@ -163,8 +162,6 @@ class TransformerPPO:
 
     # ----------------------------------------------------------- the models
     def _init_params(self, key):
-        from agentrl.models.transformer import DecisionModel
-
         model = DecisionModel(self.config, rngs=nnx.Rngs(key))
         return nnx.split(model, nnx.Param, ...)[1]
 

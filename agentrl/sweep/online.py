@@ -35,6 +35,8 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 import agentrl.train.parallel as parallel
+from agentrl.envs.registry import make as make_env
+from agentrl.online.program import task_split_json
 from agentrl.sweep.train import (
     SweepResult,
     check_members,
@@ -45,6 +47,7 @@ from agentrl.sweep.train import (
     sweep_mesh,
 )
 from agentrl.train.config import ExperimentConfig, complete_config
+from agentrl.train.rundir import held_out_params
 
 
 @dataclasses.dataclass
@@ -76,8 +79,6 @@ def _compiled(config: ExperimentConfig):
     Cached on the (hashable, completed) config, so a resumed sweep in the
     same process does not trace again.
     """
-    from agentrl.envs.registry import make as make_env
-
     env = make_env(config.data.env, **dict(config.data.env_args))
     program = config.algo.make_online_train(config, env)
     update = jax.vmap(program.update)
@@ -158,9 +159,6 @@ def online_sweep(
 def held_out_online(env: Any, config: ExperimentConfig):
     """``params [task, ...]``: the held-out tasks ``agentrl eval`` gives a run of
     ``config`` (the split ``fit`` records for it; fresh draws if continuous)."""
-    from agentrl.online.program import task_split_json
-    from agentrl.train.rundir import held_out_params
-
     split = task_split_json(env, config.data)
     params, _ = held_out_params(env, split, config.eval.num_tasks, config.eval.seed)
     return params

@@ -37,6 +37,9 @@ import jax
 import numpy as np
 
 import agentrl.configtools as configtools
+from agentrl.envs.registry import make as make_env
+from agentrl.evaluate.evaluate import reference_returns
+from agentrl.evaluate.metrics import normalized_score
 from agentrl.safeio import DirectoryLock
 from agentrl.sweep.grid import (
     SweepGrid,
@@ -58,6 +61,7 @@ from agentrl.sweep.train import (
 )
 from agentrl.tables import json_safe, write_json
 from agentrl.train.config import ExperimentConfig
+from agentrl.train.data import prepare_dataset
 from agentrl.version import __version__
 
 
@@ -197,8 +201,6 @@ def _static_setting(
     resume: bool,
 ) -> dict[str, Any]:
     """Train (or resume) and evaluate one static setting; its JSON record."""
-    from agentrl.envs.registry import make as make_env
-
     cfg = apply_static(config, static)
     key = _setting_key(cfg, static, settings, seeds, evaluate, steps_per_call)
     path = out / "settings" / f"{key}.json"
@@ -257,8 +259,6 @@ def _static_setting(
 
 def _data_members(cfg, env, seeds, settings, out, chunking):
     """A distilled learner's members: ``(sweep, held_out(config), evaluate)``."""
-    from agentrl.train.data import prepare_dataset
-
     progress = chunking["progress"]
     dataset = prepare_dataset(cfg, env, _data_dir(out, cfg), progress=progress)
     sweep = train_sweep(cfg, env, dataset, seeds, settings, **chunking)
@@ -274,9 +274,6 @@ def _online_members(cfg, env, seeds, settings, out, chunking):
 
 def _scores(env: Any, params: Any, key: jax.Array, returns: np.ndarray) -> np.ndarray:
     """``[S, H, task]``: normalized (or raw) return of the last episodes."""
-    from agentrl.evaluate.evaluate import reference_returns
-    from agentrl.evaluate.metrics import normalized_score
-
     values = returns
     if getattr(env, "has_oracle", False):
         random, oracle = reference_returns(env, params, jax.random.fold_in(key, 1))

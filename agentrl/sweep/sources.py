@@ -30,6 +30,8 @@ import numpy as np
 
 import agentrl.train.learned  # noqa: F401 (registers the learned_learner source)
 from agentrl.agents.agent import run_agent_on_tasks
+from agentrl.evaluate.evaluate import reference_returns
+from agentrl.evaluate.metrics import aggregate, normalized_score
 from agentrl.sources.registry import check_settings, make_agent
 
 
@@ -111,9 +113,6 @@ def source_sweep(
     """
     import time
 
-    from agentrl.evaluate.evaluate import reference_returns
-    from agentrl.evaluate.metrics import normalized_score
-
     if isinstance(num_seeds, bool) or not isinstance(num_seeds, int) or num_seeds < 1:
         raise ValueError(f"num_seeds must be an integer >= 1, got {num_seeds!r}")
     agent, settings = source_settings(source, env, num_episodes, grid, static)
@@ -152,8 +151,6 @@ def curve_rows(sweep: SourceSweep, last: int = 10) -> list[dict[str, Any]]:
     Scores pool tasks within each seed (``[seed, task]``, bootstrap over tasks
     stratified by seed); raw returns are used when there is no oracle.
     """
-    from agentrl.evaluate.metrics import aggregate
-
     values = sweep.normalized if sweep.normalized is not None else sweep.returns
     rows = []
     for h, setting in enumerate(sweep.settings):

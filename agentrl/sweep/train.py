@@ -39,9 +39,17 @@ from flax import nnx
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
+import agentrl.configtools as configtools
 import agentrl.train.parallel as parallel
+from agentrl.agents.driver import run_batched_agent
+from agentrl.agents.model_agents import ModelHandle
+from agentrl.envs.base import env_horizon
 from agentrl.models.transformer import DecisionModel
-from agentrl.train.config import ExperimentConfig
+from agentrl.tables import write_bytes
+from agentrl.train.checkpoint import Checkpointer, remove_incomplete_checkpoints
+from agentrl.train.config import ExperimentConfig, complete_config
+from agentrl.train.data import make_sampler
+from agentrl.train.rundir import held_out_params
 from agentrl.train.step import init_train_state, make_train_step
 
 
@@ -189,8 +197,6 @@ def member_hparams(
     (``{"train.lr": 1e-3}`` or ``{"lr": 1e-3}``); a field that is not traced
     raises ``ValueError`` naming it.
     """
-    import agentrl.configtools as configtools
-
     base = configtools.traced_values(config)
     per_setting = []
     for setting in settings:
@@ -312,9 +318,6 @@ def train_sweep(
       :class:`TrainSweep` with ``metrics[name] [S, H, steps]``.
     """
 
-    from agentrl.train.config import complete_config
-    from agentrl.train.data import make_sampler
-
     seeds, settings = check_members(seeds, settings, steps_per_call)
     num_s, num_h = len(seeds), len(settings)
     members = num_s * num_h
@@ -362,8 +365,6 @@ METRICS_FILE = "metrics.npz"
 
 def _save_metrics(directory: str | Path, chunks: list[dict]) -> None:
     """The metrics so far, ``{name: [steps, M]}``, into ``DIR/metrics.npz``."""
-    from agentrl.tables import write_bytes
-
     host = jax.device_get(chunks)
     arrays = {k: np.concatenate([np.asarray(c[k]) for c in host], 0) for k in host[0]}
     buffer = io.BytesIO()
@@ -377,8 +378,6 @@ def _resume_members(directory: str | Path, state: Any):
     The state comes from the latest orbax checkpoint, the metrics of its
     steps from ``metrics.npz`` (written before each checkpoint), as one chunk.
     """
-    from agentrl.train.checkpoint import Checkpointer, remove_incomplete_checkpoints
-
     if jax.process_index() == 0:
         remove_incomplete_checkpoints(directory)
     ckpt = Checkpointer(directory, every=1, keep=1)
@@ -401,8 +400,6 @@ def _resume_members(directory: str | Path, state: Any):
 
 def held_out_tasks(env: Any, dataset: Any, config: ExperimentConfig):
     """``params [task, ...]`` of the held-out tasks (as ``agentrl eval``)."""
-    from agentrl.train.rundir import held_out_params
-
     split = dataset.metadata.get("split")
     params, _ = held_out_params(env, split, config.eval.num_tasks, config.eval.seed)
     return params
@@ -424,8 +421,6 @@ def evaluate_members(
     Returns:
       ``[S, H, task, episode]`` per-episode returns.
     """
-    from agentrl.agents.model_agents import ModelHandle
-
     weights = nnx.merge_state(sweep.state["params"], sweep.state["rest"])
     return member_returns(
         sweep,
@@ -454,9 +449,6 @@ def member_returns(
     ``config.algo.make_agent`` takes it. Every member runs on tasks
     ``params [task, ...]`` with the same key.
     """
-    from agentrl.agents.driver import run_batched_agent
-    from agentrl.envs.base import env_horizon
-
     config = sweep.config
     num_steps = num_episodes * env_horizon(env)
 

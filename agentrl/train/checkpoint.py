@@ -41,6 +41,8 @@ import jax.numpy as jnp
 import numpy as np
 import orbax.checkpoint as ocp
 
+from agentrl.safeio import remove_stale_siblings
+
 
 class CheckpointError(ValueError):
     """A checkpoint is incomplete, damaged, mixed up or from another model."""
@@ -405,8 +407,6 @@ def remove_incomplete_checkpoints(directory: str | Path) -> list[Path]:
     is never touched. Call it only while holding the run directory's lock
     (no save in flight).
     """
-    from agentrl.safeio import remove_stale_siblings
-
     directory = Path(directory)
     if not directory.is_dir():
         return []

@@ -23,10 +23,13 @@ from typing import Any
 import jax
 from tqdm.auto import tqdm
 
+import agentrl.configtools as configtools
+import agentrl.data.xland100b as xland100b
 import agentrl.train.learned  # noqa: F401 (registers the learned_learner source)
 from agentrl.data.reader import DatasetIntegrityError, HistoryDataset, open_dataset
 from agentrl.data.writer import write_dataset
 from agentrl.data.xland100b import is_hdf5
+from agentrl.sources.registry import source_histories
 from agentrl.train.checkpoint import complete_steps
 from agentrl.train.config import ExperimentConfig
 
@@ -72,8 +75,6 @@ def _generation_args(data, env) -> tuple[tuple, dict]:
     """Positional ``(env, histories_fn, num_tasks, num_episodes)`` and keyword
     arguments of ``write_dataset`` / ``xland100b.generate_hdf5``: the data
     config's source run on its environment."""
-    from agentrl.sources.registry import source_histories
-
     histories = source_histories(data.source, env, **dict(data.source_args))
     return (
         (env, histories, data.num_tasks, data.num_episodes),
@@ -92,8 +93,6 @@ def _import_hdf5(config, env, run_dir: Path, progress: bool, first_use: bool):
     A file that does not exist yet is first generated from the config's
     env and source (agentrl's histories written in that schema).
     """
-    import agentrl.data.xland100b as xland100b
-
     data = config.data
     file, path = Path(data.path), run_dir / "dataset"
     lead = jax.process_index() == 0
@@ -148,8 +147,6 @@ def make_sampler(config: ExperimentConfig, dataset: HistoryDataset, env: Any):
     raises ``ValueError`` naming the algorithm's fields and the data's sizes,
     before anything compiles.
     """
-    import agentrl.configtools as configtools
-
     try:
         return config.algo.make_sampler(dataset, config.train)
     except DatasetIntegrityError:

@@ -40,6 +40,7 @@ from typing import Any
 import jax
 import numpy as np
 
+import agentrl.envs.registry as registry
 from agentrl.agents.driver import run_batched_agent
 from agentrl.agents.model_agents import split_model
 from agentrl.envs.registry import make as make_env
@@ -56,8 +57,6 @@ def _run_env(run_dir: Path) -> tuple[str, dict[str, Any]]:
 
 def _same_env(env: Any, name: str, args: dict[str, Any]) -> str | None:
     """``None`` if ``env`` is the family ``name`` built with ``args``, else why not."""
-    import agentrl.envs.registry as registry
-
     other = make_env(name, **args)
     if type(other) is not type(env):
         return f"the run's environment is {name} ({type(other).__name__})"
