@@ -1,12 +1,13 @@
-"""The online learner's program: a config mapped onto its jitted trainer.
+"""The online learners' programs: a config mapped onto its jitted trainer.
 
-:func:`make_program` is what :meth:`Algorithm.make_online_train` returns for
-the learners of this package: an :class:`OnlineProgram` whose ``__call__(key,
-hparams)`` is the whole training run (pure, vmappable over seeds and the
-traced hyperparameters), and whose ``init``/``update`` pieces let
-:func:`agentrl.train.fit` run it update by update with checkpoints.
-``hparams`` is the experiment's traced dict (``{"train.lr": ..,
-"algo.gamma": ..}``, :func:`agentrl.configtools.default_hparams`).
+:func:`gru_program` (RL²'s) and :func:`transformer_program` (transformer
+PPO's) are what those algorithms' :meth:`Algorithm.make_online_train`
+returns: an :class:`OnlineProgram` whose ``__call__(key, hparams)`` is the
+whole training run (pure, vmappable over seeds and the traced
+hyperparameters), and whose ``init``/``update`` pieces let the training
+runner (:mod:`agentrl.train.runner`) run it update by update with
+checkpoints. ``hparams`` is the config's tree of traced values
+(:func:`agentrl.configtools.default_hparams`).
 """
 
 from __future__ import annotations
