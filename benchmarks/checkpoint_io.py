@@ -37,6 +37,45 @@ def _rchar() -> int:
         return int(next(line for line in f if line.startswith("rchar")).split()[1])
 
 
+def _random_state(state):
+    """``(state, leaves)``: ``state`` with random normal floats (a trained
+    state is not mostly zeros: Adam's moments start at 0)."""
+    leaves, treedef = jax.tree.flatten(state)
+    keys = jax.random.split(jax.random.key(0), len(leaves))
+    leaves = [
+        jax.random.normal(k, x.shape, x.dtype)
+        if hasattr(x, "dtype") and jax.numpy.issubdtype(x.dtype, jax.numpy.floating)
+        else x
+        for k, x in zip(keys, leaves, strict=True)
+    ]
+    return jax.tree.unflatten(treedef, leaves), leaves
+
+
+def _time_ops(ops: dict, directory: Path, stored: int) -> list[dict]:
+    """Bytes read and seconds of each operation on the checkpoint, median of 5."""
+    from agentrl.train.checkpoint import Checkpointer
+
+    rows = []
+    for name, op in ops.items():
+        times, reads = [], []
+        for _ in range(5):
+            c = Checkpointer(directory, every=1, create=False)
+            before, start = _rchar(), time.perf_counter()
+            op(c)
+            times.append(time.perf_counter() - start)
+            reads.append(_rchar() - before)
+            c.close()
+        rows.append(
+            {
+                "operation": name,
+                "MB read": round(statistics.median(reads) / 1e6, 2),
+                "x stored": round(statistics.median(reads) / stored, 3),
+                "seconds (median of 5)": round(statistics.median(times), 3),
+            }
+        )
+    return rows
+
+
 def main(argv: list[str] | None = None) -> None:
     from agentrl import envs
     from agentrl.train.checkpoint import Checkpointer
@@ -50,16 +89,7 @@ def main(argv: list[str] | None = None) -> None:
     config = load_experiment("ad_darkroom", "smoke" if args.quick else "full")
     env = envs.make(config.data.env, **dict(config.data.env_args))
     _, state = init_train_state(build_model(config, env), config)
-    # a trained state is not mostly zeros (Adam's moments start at 0)
-    leaves, treedef = jax.tree.flatten(state)
-    keys = jax.random.split(jax.random.key(0), len(leaves))
-    leaves = [
-        jax.random.normal(k, x.shape, x.dtype)
-        if hasattr(x, "dtype") and jax.numpy.issubdtype(x.dtype, jax.numpy.floating)
-        else x
-        for k, x in zip(keys, leaves, strict=True)
-    ]
-    state = jax.tree.unflatten(treedef, leaves)
+    state, leaves = _random_state(state)
     like = {"params": state["params"], "rest": state["rest"]}
     with tempfile.TemporaryDirectory() as tmp:
         ckpt = Checkpointer(Path(tmp) / "c", every=1)
@@ -75,24 +105,7 @@ def main(argv: list[str] | None = None) -> None:
                 c.restore_part(like, 1)[0]
             ),
         }
-        rows = []
-        for name, op in ops.items():
-            times, reads = [], []
-            for _ in range(5):
-                c = Checkpointer(Path(tmp) / "c", every=1, create=False)
-                before, start = _rchar(), time.perf_counter()
-                op(c)
-                times.append(time.perf_counter() - start)
-                reads.append(_rchar() - before)
-                c.close()
-            rows.append(
-                {
-                    "operation": name,
-                    "MB read": round(statistics.median(reads) / 1e6, 2),
-                    "x stored": round(statistics.median(reads) / stored, 3),
-                    "seconds (median of 5)": round(statistics.median(times), 3),
-                }
-            )
+        rows = _time_ops(ops, Path(tmp) / "c", stored)
     by = {r["operation"]: r for r in rows}
     targets = [
         target("inspect reads / stored bytes", by["inspect"]["x stored"], 0.01, False),
