@@ -40,6 +40,30 @@ from agentrl.agents.model_agents import ModelHandle
 NUM_TASKS = 200
 
 
+def _rows(size: int, horizon: int, rec_steps: int, cached, recompute) -> list:
+    """Table rows; ``cached``, ``recompute``: ``(seconds, compile_s, steps/s)``."""
+    c_sec, c_compile, cached_sps = cached
+    r_sec, r_compile, recompute_sps = recompute
+    return [
+        {
+            "method": "cached (query + decode_transition)",
+            "steps_timed": horizon,
+            "seconds": c_sec,
+            "env_steps_per_s": cached_sps,
+            "seconds_for_200x500": c_sec,
+            "compile_s": c_compile,
+        },
+        {
+            "method": f"recompute (predict_query over {size} slots)",
+            "steps_timed": rec_steps,
+            "seconds": r_sec,
+            "env_steps_per_s": recompute_sps,
+            "seconds_for_200x500": r_sec * horizon / rec_steps,
+            "compile_s": r_compile,
+        },
+    ]
+
+
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv, "dpt_eval_throughput", __doc__, recompute_steps=50)
 
@@ -72,24 +96,13 @@ def main(argv: list[str] | None = None) -> None:
     cached_sps = NUM_TASKS * horizon / c_sec
     recompute_sps = NUM_TASKS * rec_steps / r_sec
     speedup = cached_sps / recompute_sps
-    rows = [
-        {
-            "method": "cached (query + decode_transition)",
-            "steps_timed": horizon,
-            "seconds": c_sec,
-            "env_steps_per_s": cached_sps,
-            "seconds_for_200x500": c_sec,
-            "compile_s": c_compile,
-        },
-        {
-            "method": f"recompute (predict_query over {size} slots)",
-            "steps_timed": rec_steps,
-            "seconds": r_sec,
-            "env_steps_per_s": recompute_sps,
-            "seconds_for_200x500": r_sec * horizon / rec_steps,
-            "compile_s": r_compile,
-        },
-    ]
+    rows = _rows(
+        size,
+        horizon,
+        rec_steps,
+        (c_sec, c_compile, cached_sps),
+        (r_sec, r_compile, recompute_sps),
+    )
     c = model.config
     notes = (
         f"{NUM_TASKS} Gaussian bandits (5 arms, H={horizon}), sampled actions, "
