@@ -110,5 +110,5 @@ def test_cli_override_parsing_and_roundtrip():
 
 
 def test_unknown_experiment_lists_known():
-    with pytest.raises(ValueError, match="known: .*ad_darkroom"):
+    with pytest.raises(ValueError, match="experiments has: .*ad_darkroom"):
         load_experiment("nope")
