@@ -1,7 +1,6 @@
-"""Checkpoints store named pytrees; partial restores; the flat layout converts."""
+"""Checkpoints store named pytrees; partial restores; the flat layout is refused."""
 
 import dataclasses
-import json
 import shutil
 
 import jax
@@ -134,36 +133,13 @@ def _write_flat_layout(run_dir, state):
     return saved
 
 
-def test_a_run_in_the_flat_layout_is_refused_then_converted(run_dir, tmp_path, capsys):
+def test_a_run_in_the_pre_release_flat_layout_is_refused(run_dir, tmp_path):
+    """0.1.0 reads only checkpoints stored by name (the converter is gone)."""
     path = shutil.copytree(run_dir, tmp_path / "run")
-    config, state = _train_state(path)
-    saved = _write_flat_layout(path, state)
+    _, state = _train_state(path)
+    _write_flat_layout(path, state)
     assert set(Checkpointer(path / "checkpoints", 0, create=False).inspect(4)) == {
         f"{i:05d}" for i in range(len(jax.tree.leaves(state)))
     }
-    with pytest.raises(CheckpointError, match="python -m agentrl.train.checkpoint"):
+    with pytest.raises(CheckpointError, match=r"checkpoints/4: .*different model"):
         agentrl.load_run(path)
-    assert checkpoint.main([str(path)]) == 0
-    assert "converted steps [2, 4]" in capsys.readouterr().out
-    ckpt = Checkpointer(path / "checkpoints", 0, create=False)
-    try:
-        for step, (before, meta) in saved.items():
-            after, meta_after = ckpt.restore(state, step)
-            assert meta_after == meta
-            for a, b in zip(
-                jax.tree.leaves(before), jax.tree.leaves(after), strict=True
-            ):
-                if checkpoint._is_key(a):
-                    a, b = jax.random.key_data(a), jax.random.key_data(b)
-                np.testing.assert_array_equal(a, b)
-    finally:
-        ckpt.close()
-    assert agentrl.load_run(path).step == 4
-    assert checkpoint.main([str(path)]) == 0  # idempotent
-    assert "already named" in capsys.readouterr().out
-    # and the converted run resumes
-    more = dataclasses.replace(config, train=dataclasses.replace(config.train, steps=6))
-    fit(more, path, resume=True, progress=False)
-    assert (
-        json.loads((path / "metrics.jsonl").read_text().splitlines()[-1])["step"] == 6
-    )

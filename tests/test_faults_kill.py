@@ -118,7 +118,7 @@ def straight_run(darkroom_dataset, tmp_path_factory):
     proc = run_cli(
         train_args(darkroom_dataset, run_dir, STEPS, *CHAIN_ARGS),
         fresh_tmpdir(root),
-        watch=["agentrl.train.loop:_fit", SAVE],
+        watch=["agentrl.train.loop:run_updates", SAVE],
         record=record,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -229,7 +229,7 @@ def test_kill_training_resumes_bit_identical(darkroom_dataset, straight_run, tmp
     tally = Tally("train", seed=2)
     tmpdir = fresh_tmpdir(tmp_path)
     straight, record = straight_run
-    duration, _ = phase(record, "agentrl.train.loop:_fit")
+    duration, _ = phase(record, "agentrl.train.loop:run_updates")
     _, saves = phase(record, SAVE)
     save_gap = float(np.mean(np.diff(saves))) if len(saves) > 1 else 0.5
     run_dir = tmp_path / "killed"
@@ -243,7 +243,7 @@ def test_kill_training_resumes_bit_identical(darkroom_dataset, straight_run, tmp
         kill = chain_kill(
             tally,
             attempts,
-            "agentrl.train.loop:_fit",
+            "agentrl.train.loop:run_updates",
             duration,
             left,
             STEPS // 2,
