@@ -12,7 +12,7 @@ endif
 # known-good set that `make` and CI install (`make lock` regenerates it).
 CONSTRAINTS := constraints.txt
 
-.PHONY: setup demo test lint bench lock clean
+.PHONY: setup demo test test-long lint bench lock clean
 
 $(VENV)/.installed: pyproject.toml $(CONSTRAINTS)
 	@if [ -z "$(PYTHON)" ]; then echo "error: no Python 3.12 found (set PYTHON=/path/to/python3.12)"; exit 1; fi
@@ -26,9 +26,14 @@ setup: $(VENV)/.installed
 demo: setup
 	$(PY) -m agentrl.cli demo
 
+# `make test`: ruff and every test not marked `long` (about 10 minutes on 2
+# cores); `make test-long`: the `long` ones (CI runs both).
 test: setup
 	$(PY) -m ruff check .
-	$(PY) -m pytest -n 2 --dist loadfile tests
+	$(PY) -m pytest -n 2 --dist loadfile -m "not long" tests
+
+test-long: setup
+	$(PY) -m pytest -n 2 --dist loadfile -m long tests
 
 lint: setup
 	$(PY) -m ruff check .

@@ -67,24 +67,3 @@ def tiny_ad_config(darkroom_dataset):
         )
 
     return make
-
-
-def pytest_configure(config):
-    config.addinivalue_line(
-        "markers",
-        "opt_in(VAR): a heavy test that runs only with VAR=long in the environment",
-    )
-
-
-def pytest_collection_modifyitems(config, items):
-    """Opt-in tests are deselected (not skipped) unless their variable is ``long``."""
-    keep, drop = [], []
-    for item in items:
-        marker = item.get_closest_marker("opt_in")
-        wanted = marker is None or (
-            os.environ.get(marker.args[0], "").strip().lower() == "long"
-        )
-        (keep if wanted else drop).append(item)
-    if drop:
-        config.hook.pytest_deselected(items=drop)
-        items[:] = keep

@@ -38,6 +38,12 @@ from agentrl import configtools
 from agentrl.cli import main
 
 CONFIGS = experiment_configs()
+# one learner of each kind in `make test`; every experiment in `make test-long`
+FAST = {"ad_darkroom", "dpt_bandit", "transformer_ppo_bandit"}
+EXPERIMENTS = [
+    name if name in FAST else pytest.param(name, marks=pytest.mark.long)
+    for name in sorted(CONFIGS)
+]
 SETTINGS = settings(
     max_examples=12,
     deadline=None,
@@ -100,7 +106,7 @@ def _named(path: str, message: str) -> bool:
     return leaf in message or path in message
 
 
-@pytest.mark.parametrize("name", sorted(CONFIGS))
+@pytest.mark.parametrize("name", EXPERIMENTS)
 @SETTINGS
 @given(data=st.data())
 def test_every_field_refuses_generated_bad_values(name, data):
@@ -113,7 +119,7 @@ def test_every_field_refuses_generated_bad_values(name, data):
             assert _named(path, str(info.value)), (path, kind, value, info.value)
 
 
-@pytest.mark.parametrize("name", sorted(CONFIGS))
+@pytest.mark.parametrize("name", EXPERIMENTS)
 @SETTINGS
 @given(data=st.data())
 def test_command_line_fields_refuse_generated_bad_values(name, data, capsys):

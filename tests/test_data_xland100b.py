@@ -145,6 +145,7 @@ def _tiny(name, path, **more):
     )
 
 
+@pytest.mark.long
 def test_ad_and_dpt_train_on_the_imported_data_unchanged(imported, tmp_path):
     from agentrl import load_run
 
@@ -157,6 +158,7 @@ def test_ad_and_dpt_train_on_the_imported_data_unchanged(imported, tmp_path):
         assert load_run(run).step == 2
 
 
+@pytest.mark.long
 def test_xland_ad_smoke_generates_ppo_histories_in_the_schema(tmp_path):
     config = configtools.override(
         load_experiment("xland_ad", "smoke"), {"data.path": str(tmp_path / "x.hdf5")}

@@ -16,6 +16,12 @@ def _make(name):
 
 
 ALL = envs.registered()
+# XLand compiles for about 10 s a test: its shapes are checked in `make test`,
+# the rest of its contract in `make test-long` (tests/test_envs_breadth_xland.py
+# steps it too)
+XLAND_LONG = [
+    pytest.param(n, marks=pytest.mark.long) if n == "xland" else n for n in ALL
+]
 
 
 def _np(x):
@@ -70,7 +76,7 @@ def test_reset_step_shapes_and_dtypes(name):
         assert env.num_actions == env.action_space(params).n
 
 
-@pytest.mark.parametrize("name", ALL)
+@pytest.mark.parametrize("name", XLAND_LONG)
 def test_truncation_auto_reset(name):
     env = _make(name)
     params = env.default_params
@@ -89,7 +95,7 @@ def test_truncation_auto_reset(name):
         assert np.asarray(tr.truncated)[-1] and done.sum() == 1
 
 
-@pytest.mark.parametrize("name", ALL)
+@pytest.mark.parametrize("name", XLAND_LONG)
 def test_final_observation_and_reset_obs(name):
     env = _make(name)
     params = env.default_params
@@ -118,7 +124,7 @@ def test_final_observation_and_reset_obs(name):
     assert saw_done
 
 
-@pytest.mark.parametrize("name", ALL)
+@pytest.mark.parametrize("name", XLAND_LONG)
 def test_jit_vmap_over_keys_and_params_deterministic(name):
     env = _make(name)
     keys = jax.random.split(jax.random.key(7), 8)

@@ -36,7 +36,7 @@ def _bandit_and_model():
     )
 
 
-@pytest.mark.parametrize("greedy", [False, True])
+@pytest.mark.parametrize("greedy", [pytest.param(False, marks=pytest.mark.long), True])
 def test_cached_dpt_bandit_equals_recomputing_the_context(greedy):
     env, model = _bandit_and_model()
     key = jax.random.key(4)

@@ -8,7 +8,7 @@ wrapper must forward ``start``; the compiled decode loop must have no
 ``conditional`` and no whole-cache copy. RL²'s GRU agent is held to its
 own first-step ``lax.cond`` reference the same way. Each model case compiles the
 driver twice, so the fast tier checks one layout and the wrappers whose
-logic changed; ``AGENTRL_HEAVY=long`` runs the rest.
+logic changed; ``make test-long`` runs the rest.
 """
 
 import types
@@ -115,13 +115,13 @@ def _assert_same(new, ref):
     np.testing.assert_allclose(_logits(s), _logits(s_ref), rtol=1e-6, atol=1e-6)
 
 
-HEAVY = pytest.mark.opt_in("AGENTRL_HEAVY")
+LONG = pytest.mark.long
 
 
 @pytest.mark.parametrize(
     "layout, greedy",
-    [("sar", False), pytest.param("step", False, marks=HEAVY)]
-    + [pytest.param(layout, True, marks=HEAVY) for layout in ("sar", "step")],
+    [("sar", False), pytest.param("step", False, marks=LONG)]
+    + [pytest.param(layout, True, marks=LONG) for layout in ("sar", "step")],
 )
 def test_ad_agent_equals_the_first_step_cond(layout, greedy):
     model = _model(layout)
@@ -135,7 +135,7 @@ def test_ad_agent_equals_the_first_step_cond(layout, greedy):
     "wrap",
     ["sample_then_greedy", "empty_context"]
     + [
-        pytest.param(w, marks=HEAVY)
+        pytest.param(w, marks=LONG)
         for w in ("zero_rewards", "shuffle_rewards", "per_task", "recorder")
     ],
 )
@@ -154,6 +154,7 @@ def test_wrapped_ad_agent_equals_the_first_step_cond(wrap):
     _assert_same(new, ref)
 
 
+@pytest.mark.long
 def test_dt_agent_equals_the_first_step_cond():
     from test_algos_dt import _dt_model_and_config
 
@@ -234,7 +235,7 @@ def test_every_wrapper_forwards_start(wrap):
         )
 
 
-@pytest.mark.parametrize("layout", ["sar", pytest.param("step", marks=HEAVY)])
+@pytest.mark.parametrize("layout", ["sar", pytest.param("step", marks=LONG)])
 def test_decode_loop_has_no_conditional_and_no_cache_copy(layout):
     """What the start hook is for: ``update`` in the scan is one decode."""
     model = _model(layout)
@@ -322,7 +323,7 @@ def _rl2_hidden(state):
 
 
 @pytest.mark.parametrize(
-    "rule", ["sample_then_greedy", pytest.param("greedy", marks=HEAVY)]
+    "rule", ["sample_then_greedy", pytest.param("greedy", marks=LONG)]
 )
 def test_rl2_agent_equals_the_first_step_cond(rule):
     """Bit-identical on a discrete task, through the acting rule's wrapper."""
@@ -341,7 +342,7 @@ def test_rl2_agent_equals_the_first_step_cond(rule):
         )
 
 
-@HEAVY
+@LONG
 def test_rl2_agent_equals_the_first_step_cond_on_continuous_actions():
     """Point robot: the first step's input projection sums non-one-hot
     features, compiled outside the loop instead of in the cond's branch, so

@@ -6,8 +6,8 @@ layers, heads and width) with the sizes that only set the cost turned down
 preset that cannot build its data, model or evaluation fails here, not on
 the GPU. ``xland_ad``'s (PPO histories of 243-step XLand episodes, about two
 minutes on 2 cores) and ``rl2_xland``'s (about a minute, most of it compiling
-the XLand trainer; ``tests/test_rl2_xland.py`` trains its smoke preset by
-default) run with ``AGENTRL_HEAVY=long``.
+the XLand trainer) are the longest. ``make test`` runs one preset
+(``ad_eps_darkroom``); ``make test-long`` runs them all.
 """
 
 from __future__ import annotations
@@ -20,11 +20,10 @@ from agentrl import envs
 from agentrl.train.experiments import known_experiments, load_experiment
 from agentrl.train.loop import fit
 
-HEAVY = {"xland_ad", "rl2_xland"}
+# 15-70 s each on 2 cores: one in `make test`, every one in `make test-long`
+FAST = {"ad_eps_darkroom"}
 EXPERIMENTS = [
-    pytest.param(name, marks=pytest.mark.opt_in("AGENTRL_HEAVY"))
-    if name in HEAVY
-    else name
+    name if name in FAST else pytest.param(name, marks=pytest.mark.long)
     for name in known_experiments()
 ]
 

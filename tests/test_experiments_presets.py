@@ -15,7 +15,11 @@ from agentrl.train.experiments import (
     load_module,
 )
 
-EXPERIMENTS = known_experiments()
+# the XLand presets build XLand's environment (10-15 s each): `make test-long`
+EXPERIMENTS = [
+    pytest.param(n, marks=pytest.mark.long) if "xland" in n else n
+    for n in known_experiments()
+]
 
 
 def _env(config):

@@ -105,6 +105,7 @@ def test_lock_semantics(tmp_path):
     assert not lock_file.exists()
 
 
+@pytest.mark.long
 def test_second_trainer_refuses_then_takes_over_stale_lock(darkroom_dataset, tmp_path):
     tmpdir = tmp_path / "TMPDIR"
     tmpdir.mkdir()
@@ -282,6 +283,7 @@ def params_of(run_dir: Path) -> tuple[int, list[np.ndarray]]:
     return run.step, [np.asarray(x) for x in leaves]
 
 
+@pytest.mark.long
 def test_checkpoint_full_disk_and_read_only_keep_last(
     tiny_ad_config, darkroom_dataset, tmp_path, monkeypatch
 ):

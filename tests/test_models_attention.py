@@ -46,9 +46,11 @@ def _pair(**kw):
     "layout, moe, routing, window",
     [
         ("step", (), "token", None),  # window 16 steps > T: plain causal
-        ("sar", (), "token", 3),  # sliding window shorter than the sequence
-        ("sar", (0, 1), "sequence", 4),  # MoE + windowed-mean task routing
-        ("step", (1,), "sequence", None),
+        # sliding window shorter than the sequence
+        pytest.param("sar", (), "token", 3, marks=pytest.mark.long),
+        # MoE + windowed-mean task routing
+        pytest.param("sar", (0, 1), "sequence", 4, marks=pytest.mark.long),
+        pytest.param("step", (1,), "sequence", None, marks=pytest.mark.long),
     ],
 )
 def test_blockwise_equals_reference_outputs_and_gradients(layout, moe, routing, window):
@@ -113,7 +115,12 @@ def test_blockwise_skips_masked_blocks_and_never_builds_t_by_t(monkeypatch):
 @pytest.mark.parametrize("sink", [False, True])
 @pytest.mark.parametrize(
     "window, block, tile, one_pass",
-    [(40, 8, 1 << 18, 1 << 20), (40, 8, 1 << 18, 0), (12, 8, 96, 0), (9, 16, 1, 0)],
+    [
+        pytest.param(40, 8, 1 << 18, 1 << 20, marks=pytest.mark.long),
+        pytest.param(40, 8, 1 << 18, 0, marks=pytest.mark.long),
+        (12, 8, 96, 0),
+        (9, 16, 1, 0),
+    ],
 )
 def test_blockwise_gradients_equal_the_reference(
     monkeypatch, sink, window, block, tile, one_pass
@@ -242,7 +249,9 @@ def test_sink_is_off_by_default_and_reference_outputs_are_unchanged():
     np.testing.assert_array_equal(attn(x, pos, 5), before)
 
 
-@pytest.mark.parametrize("impl", ["blockwise", "reference"])
+@pytest.mark.parametrize(
+    "impl", [pytest.param("blockwise", marks=pytest.mark.long), "reference"]
+)
 def test_a_dominant_sink_makes_attention_output_the_sink_value(impl):
     d, h = 16, 2
     attn = CausalSelfAttention(
@@ -272,6 +281,7 @@ def test_a_dominant_sink_makes_attention_output_the_sink_value(impl):
     np.testing.assert_allclose(y, expect, atol=1e-4)
 
 
+@pytest.mark.long
 def test_sink_parameters_exist_per_layer_and_head_and_train():
     cfg = small(attention_sink=True)
     model = DecisionModel(cfg, rngs=nnx.Rngs(0))
@@ -306,6 +316,7 @@ def test_ad_agent_in_the_driver_copies_no_cache(layout):
     assert count_copies(hlo, cache_shapes(cache)) == 0
 
 
+@pytest.mark.long
 def test_remat_gives_the_same_outputs_and_gradients():
     cfg = small(token_layout="sar", moe_layers=(1,), attention_block=4)
     model = make_model(cfg)

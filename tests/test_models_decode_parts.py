@@ -203,6 +203,7 @@ def test_wide_heads_dpt_cached_transitions_equal_predict_query():
     np.testing.assert_allclose(jnp.stack(outs, 1), full, atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.long
 def test_wide_heads_prefill_equals_decoding():
     from test_models_prefill import decoded, inputs, make, prefill_fn
 

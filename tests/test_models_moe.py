@@ -81,8 +81,9 @@ def test_sorted_dispatch_equals_dense_dispatch():
     "n, experts, skew",
     [
         (50, 6, 0.0),  # 16-row blocks, several per expert
-        (700, 12, 0.0),  # 128-row blocks
-        (300, 6, 4.0),  # skewed router: uneven groups, empty experts
+        pytest.param(700, 12, 0.0, marks=pytest.mark.long),  # 128-row blocks
+        # skewed router: uneven groups, empty experts
+        pytest.param(300, 6, 4.0, marks=pytest.mark.long),
     ],
 )
 def test_blocked_dispatch_equals_sorted_dispatch(n, experts, skew):

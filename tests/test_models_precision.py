@@ -54,7 +54,7 @@ def _flat(grads):
 # dtypes (a flipped top-k choice is a different function, not a rounding)
 @pytest.mark.parametrize(
     "layout, moe",
-    [("sar", ()), ("step", (1,))],
+    [("sar", ()), pytest.param("step", (1,), marks=pytest.mark.long)],
 )
 def test_bfloat16_outputs_and_gradients_are_close_to_float32(layout, moe):
     kw = dict(token_top_k=4, task_top_k=4, moe_layers=moe, token_noise=False)
@@ -93,7 +93,9 @@ def test_bfloat16_step_compiles_bfloat16_matmuls():
     assert all(line.rstrip().endswith("xf32>") for line in dots), dots
 
 
-@pytest.mark.parametrize("layout, moe", [("sar", ()), ("step", (0, 1))])
+@pytest.mark.parametrize(
+    "layout, moe", [("sar", ()), pytest.param("step", (0, 1), marks=pytest.mark.long)]
+)
 def test_bfloat16_decoding_equals_the_bfloat16_full_pass(layout, moe):
     cfg, f32, low = _pair(token_layout=layout, moe_layers=moe)
     obs, act, rew = inputs(cfg, T)

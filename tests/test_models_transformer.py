@@ -61,7 +61,9 @@ def test_config_errors_name_the_field(kw, field):
         small(**kw)
 
 
-@pytest.mark.parametrize("layout, moe", [("step", ()), ("sar", (1,))])
+@pytest.mark.parametrize(
+    "layout, moe", [("step", ()), pytest.param("sar", (1,), marks=pytest.mark.long)]
+)
 def test_causal_future_inputs_do_not_change_past(layout, moe):
     cfg = small(token_layout=layout, moe_layers=moe, task_routing="sequence")
     model = make_model(cfg)
@@ -111,11 +113,11 @@ def run_decode(model, cfg, obs, act, rew, steps):
     [
         ("step", (), "token", T),
         ("sar", (), "token", 4),
-        ("step", (0, 1), "token", T),
-        ("sar", (0, 1), "token", T),
-        ("step", (1,), "sequence", 4),
-        ("sar", (1,), "sequence", 4),
-        ("step", (), "grid", 4),
+        pytest.param("step", (0, 1), "token", T, marks=pytest.mark.long),
+        pytest.param("sar", (0, 1), "token", T, marks=pytest.mark.long),
+        pytest.param("step", (1,), "sequence", 4, marks=pytest.mark.long),
+        pytest.param("sar", (1,), "sequence", 4, marks=pytest.mark.long),
+        pytest.param("step", (), "grid", 4, marks=pytest.mark.long),
     ],
 )
 def test_cached_decoding_equals_full_pass(layout, moe, routing, steps):
@@ -137,6 +139,7 @@ def test_cached_decoding_equals_full_pass(layout, moe, routing, steps):
         assert np.abs(unbounded[:, -1] - full[:, -1]).max() > 1e-4
 
 
+@pytest.mark.long
 def test_continuous_gaussian_and_training_mode():
     cfg = small(
         obs_kind="continuous",
@@ -175,7 +178,7 @@ def test_dense_model_has_zero_balance_loss_and_gradients_flow():
     assert all(n > 0 for n in norms)
 
 
-@pytest.mark.parametrize("moe", [(), (1,)])
+@pytest.mark.parametrize("moe", [(), pytest.param((1,), marks=pytest.mark.long)])
 def test_dpt_prefixes_and_cached_transitions(moe):
     cfg = small(token_layout="transition", moe_layers=moe, max_steps=8)
     model = make_model(cfg)

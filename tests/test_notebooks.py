@@ -29,8 +29,15 @@ def test_notebooks_exist_with_stripped_outputs():
         assert code and all(not c.get("outputs") for c in code), path.name
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+# the quickstart in `make test`, every notebook in `make test-long`
+@pytest.mark.parametrize(
+    "path",
+    [
+        p if p.stem == "01_quickstart" else pytest.param(p, marks=pytest.mark.long)
+        for p in NOTEBOOKS
+    ],
+    ids=lambda p: p.stem,
+)
 def test_notebook_runs(path, monkeypatch):
     monkeypatch.setenv("MPLBACKEND", "Agg")
     nb = nbformat.read(path, as_version=4)

@@ -85,6 +85,7 @@ def test_episode_end_inside_a_trial_is_not_terminal():
     np.testing.assert_allclose(adv[:, 0], [0.125, 0.25, 0.5, 1.0])
 
 
+@pytest.mark.long
 def test_rl2_solves_the_flip_bandit_in_context():
     env = FlipBandit(num_arms=2, horizon=10)
     trainer = TrialPPO(env, small_shape(), env.sample_params)
@@ -161,6 +162,7 @@ def test_hidden_state_resets_at_trial_start():
     assert not np.allclose(out[3:, 1:], other, atol=1e-4)
 
 
+@pytest.mark.long
 def test_gru_scan_gradients_equal_autodiff_of_the_plain_recurrence():
     """The hand-written backward pass of the replay is the exact gradient."""
     from agentrl.online.cores import GRUCore
@@ -203,6 +205,7 @@ def test_gru_scan_gradients_equal_autodiff_of_the_plain_recurrence():
     assert np.all(np.asarray(ours[1][0]) == 0) and np.abs(ours[1][1:]).max() > 0
 
 
+@pytest.mark.long
 def test_vmapped_seeds_equal_single_runs():
     env = FlipBandit(num_arms=2, horizon=5)
     trainer = TrialPPO(env, small_shape(num_updates=3, num_envs=8), env.sample_params)
@@ -259,6 +262,7 @@ def test_fit_resume_is_exact(tmp_path):
     assert run_json["trained_online"] is True
 
 
+@pytest.mark.long
 def test_fit_equals_the_one_jit_program(tmp_path):
     """fit's update-by-update loop computes what program(key, hparams) does."""
     from agentrl.configtools import default_hparams
@@ -279,6 +283,7 @@ def test_fit_equals_the_one_jit_program(tmp_path):
         np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.long
 def test_train_members_equal_fit_runs(tmp_path):
     """Seeds x a traced setting in one program = fit with that seed/setting."""
     from agentrl.envs import make as make_env
@@ -303,6 +308,7 @@ def test_train_members_equal_fit_runs(tmp_path):
         train_members(config, env, [0], [{"algo.hidden": 4}])
 
 
+@pytest.mark.long
 def test_held_out_goals_are_never_trained_on_and_evaluation_runs(tmp_path):
     from agentrl.evaluate.run import run_results
 
@@ -326,6 +332,7 @@ def test_held_out_goals_are_never_trained_on_and_evaluation_runs(tmp_path):
     assert results["rl2"].returns.shape == (min(config.eval.num_tasks, len(test)), 2)
 
 
+@pytest.mark.long
 def test_continuous_actions():
     from agentrl.envs import make as make_env
 

@@ -51,6 +51,7 @@ def env():
     return make_env("bernoulli_bandit", **dict(ENV_ARGS))
 
 
+@pytest.mark.long
 def test_members_equal_fit_runs(tmp_path):
     config = tiny_config()
     sweep = online_sweep(
@@ -128,6 +129,7 @@ def test_killed_sweep_resumes_exactly(tmp_path, monkeypatch):
         np.testing.assert_array_equal(values, resumed.metrics[name])
 
 
+@pytest.mark.long
 def test_run_sweep_writes_the_table_and_rereads_it(tmp_path):
     config = dataclasses.replace(
         tiny_config(4), eval=EvalConfig(num_tasks=3, num_episodes=2)
@@ -208,6 +210,7 @@ print(json.dumps({"devices": jax.device_count(), "specs": sorted(specs),
 """
 
 
+@pytest.mark.long
 def test_members_spread_over_four_devices_match_one():
     import subprocess
     import sys

@@ -72,7 +72,13 @@ def forward_logp(trainer, actor, buf):
     return jnp.take_along_axis(logp, buf["action"][..., None], -1)[..., 0]
 
 
-@pytest.mark.parametrize(("update_every", "sink"), [(8, False), (4, False), (4, True)])
+LONG = pytest.mark.long
+
+
+@pytest.mark.parametrize(
+    ("update_every", "sink"),
+    [pytest.param(8, False, marks=LONG), pytest.param(4, False, marks=LONG), (4, True)],
+)
 def test_partial_updates_act_with_weights_updated_inside_the_trial(update_every, sink):
     trainer = make_trainer(update_every, sink=sink)
     state = trainer.init(jax.random.key(0), hp(lr=1e-2))
@@ -124,7 +130,7 @@ def random_buffer(key, n, length, num_obs=1, num_actions=2):
     }
 
 
-@pytest.mark.parametrize("sink", [False, True])
+@pytest.mark.parametrize("sink", [pytest.param(False, marks=LONG), True])
 def test_chunk_over_the_prefix_cache_equals_the_full_forward(sink):
     """What partial updates train on: a chunk's K steps attending to the cache
     of the steps before it give the whole-trial forward's outputs there; the
@@ -175,7 +181,7 @@ def test_chunk_over_the_prefix_cache_equals_the_full_forward(sink):
         )
 
 
-@pytest.mark.parametrize("update_every", [4, 12])
+@pytest.mark.parametrize("update_every", [pytest.param(u, marks=LONG) for u in (4, 12)])
 def test_trial_update_copies_no_whole_cache_inside_its_loops(update_every):
     """The compiled one-trial update (acting scan, re-encodings, partial
     updates) never copies a whole KV cache inside a loop: acting reads the
@@ -340,6 +346,7 @@ def tiny_config(update_every=0):
     )
 
 
+@pytest.mark.long
 def test_fit_resume_exact_and_evaluation(tmp_path):
     from agentrl.evaluate.run import run_results
 
@@ -392,6 +399,7 @@ def test_bad_fields_are_named():
         short.algo.make_online_train(short, env)
 
 
+@pytest.mark.long
 def test_transformer_solves_the_flip_bandit():
     trainer = make_trainer(update_every=10, num_updates=40, trial=10)
     _, metrics = jax.jit(trainer)(jax.random.key(0), hp())

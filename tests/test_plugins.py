@@ -235,7 +235,7 @@ def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
     )
 
 
-@pytest.mark.slow
+@pytest.mark.long
 def test_a_plugin_family_and_algorithm_work_from_the_shell(
     tmp_path, monkeypatch, capsys
 ):

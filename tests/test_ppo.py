@@ -17,6 +17,7 @@ def _first_last(history, num_episodes):
     return returns[:, :k].mean(), returns[:, -k:].mean()
 
 
+@pytest.mark.long
 def test_ppo_point_robot_improves_and_records_env_actions():
     env = make("point_robot")
     params = jax.vmap(env.sample_params)(jax.random.split(jax.random.key(0), 4))
