@@ -1,13 +1,13 @@
 """Clean stops (issue 35, items 7 and 8): SIGTERM and Ctrl-C during training.
 
-A training subprocess (``agentrl train``, tiny) sends itself SIGTERM or
-SIGINT mid-run (``fault_tools``: at the n-th update, or just before a
-checkpoint save). It must stop at the next update boundary with a complete
-checkpoint of that step, leave no temporary (orbax's ``*-tmp`` included)
-and no lock, exit with 143 / 130 (128 + signal) and print the command that
-resumes it; that command, run, says ``resumed at step N``, ends with the
-final loss and the run directory, and its parameters are bit-identical to
-an uninterrupted run's. The online learner (the same runner) stops and
+A training subprocess (``agentrl train``, tiny) sends itself SIGTERM, then
+(resumed) SIGINT mid-run (``fault_tools``: at the 3rd update; just before a
+checkpoint save). Each time it must stop at the next update boundary with
+a complete checkpoint of that step, leave no temporary (orbax's ``*-tmp``
+included) and no lock, exit with 143 / 130 (128 + signal) and print the
+command that resumes it; that command, run, says ``resumed at step N``,
+ends with the final loss and the run directory, and its parameters are
+bit-identical to an uninterrupted run's. The online learner (the same runner) stops and
 resumes exactly too; ``data generate`` stops without leaving anything.
 """
 
@@ -78,34 +78,43 @@ def test_train_ends_with_its_final_loss_and_run_directory(straight):
     assert "resumed at step" not in stdout  # a fresh run
 
 
-@pytest.mark.parametrize(
-    "name, kill",
-    [
-        ("SIGTERM", {"target": ADVANCE, "nth": 3, "delay": 0}),
-        ("SIGINT", {"target": SAVE, "nth": 2, "delay": 0}),  # a save in flight
-    ],
-)
-def test_a_stop_signal_checkpoints_and_the_printed_command_resumes_exactly(
-    darkroom_dataset, straight, tmp_path, name, kill
-):
-    tmpdir = fresh_tmpdir(tmp_path)
-    run_dir = tmp_path / "run"
-    args = train_args(darkroom_dataset, run_dir, STEPS)
-    proc = run_cli(args, tmpdir, kill={**kill, "signal": name})
-    signum = getattr(signal, name)
-    assert proc.returncode == 128 + signum, proc.stderr[-3000:]
+def check_stopped(proc, name: str, run_dir: Path, tmpdir: Path, after: int):
+    """``(step, resume command)`` of a run that ``name`` stopped after at
+    least ``after`` updates, checked: exit code, message, checkpoint, no
+    temporary or lock left."""
+    assert proc.returncode == 128 + getattr(signal, name), proc.stderr[-3000:]
     found = re.search(rf"training stopped by {name} at step (\d+);", proc.stderr)
     assert found, proc.stderr[-3000:]
     step = int(found.group(1))
     # the next boundary after the signal, before the end; its checkpoint is
     # complete and nothing temporary or locked is left
-    assert kill["nth"] <= step < STEPS
+    assert after <= step < STEPS
     assert complete_steps(run_dir / "checkpoints")[-1] == step
     assert temporaries(run_dir) == [] and not (run_dir / ".lock").exists()
     assert list(tmpdir.iterdir()) == []
     resume = proc.stderr.strip().splitlines()[-1]
     assert resume.startswith("resume with: agentrl train ")
-    command = shlex.split(resume.removeprefix("resume with: "))
+    return step, shlex.split(resume.removeprefix("resume with: "))
+
+
+def test_stop_signals_checkpoint_and_the_printed_command_resumes_exactly(
+    darkroom_dataset, straight, tmp_path
+):
+    """SIGTERM at the 3rd update; the printed command resumes, and SIGINT
+    stops it just before its first save; the next printed command ends the
+    run bit-identical to an uninterrupted one."""
+    tmpdir = fresh_tmpdir(tmp_path)
+    run_dir = tmp_path / "run"
+    args = train_args(darkroom_dataset, run_dir, STEPS)
+    kill = {"target": ADVANCE, "nth": 3, "delay": 0, "signal": "SIGTERM"}
+    first = run_cli(args, tmpdir, kill=kill)
+    step, command = check_stopped(first, "SIGTERM", run_dir, tmpdir, after=3)
+    assert command == ["agentrl", *map(str, args)]
+
+    kill = {"target": SAVE, "nth": 1, "delay": 0, "signal": "SIGINT"}
+    second = run_cli(command[1:], tmpdir, kill=kill)
+    assert f"resumed at step {step} from " in second.stdout
+    step, command = check_stopped(second, "SIGINT", run_dir, tmpdir, after=step + 1)
     assert command == ["agentrl", *map(str, args)]
 
     final = run_cli(command[1:], tmpdir)
@@ -221,7 +230,7 @@ def test_stop_signals_record_the_first_signal_and_stop_at_once_on_the_second():
         assert flag.signum == signal.SIGINT and stop_requested()
         with pytest.raises(Stopped, match="at once by a second SIGTERM") as info:
             os.kill(os.getpid(), signal.SIGTERM)
-        assert info.value.exit_code == 143
+        assert info.value.exit_code == 143 and info.value.at_once
     assert signal.getsignal(signal.SIGINT) is before and not stop_requested()
 
 
@@ -242,12 +251,18 @@ def test_stop_signals_off_the_main_thread_install_nothing():
 def test_the_resume_command_names_the_default_run_directory(
     tmp_path, monkeypatch, capsys
 ):
-    """Without --run-dir the command adds it (absolute); --no-resume is dropped."""
+    """Without --run-dir the command adds it (absolute); --no-resume is
+    dropped; a run stopped at once names the checkpoint it resumes from."""
     import agentrl.train.loop as loop
     from agentrl.cli import main
 
+    stops = [
+        Stopped(signal.SIGTERM, "training stopped by SIGTERM at step 3; ..."),
+        Stopped(signal.SIGINT, "stopped at once by a second SIGINT", at_once=True),
+    ]
+
     def stopped_fit(config, run_dir, **kwargs):
-        raise Stopped(signal.SIGTERM, "training stopped by SIGTERM at step 3; ...")
+        raise stops.pop(0)
 
     monkeypatch.setattr(loop, "fit", stopped_fit)
     experiment = str(Path(__file__).parents[1] / "experiments" / "ad_darkroom.py")
@@ -257,7 +272,20 @@ def test_the_resume_command_names_the_default_run_directory(
     lines = capsys.readouterr().err.strip().splitlines()
     assert lines[-2] == "agentrl train: training stopped by SIGTERM at step 3; ..."
     run_dir = tmp_path / "runs" / "ad_darkroom-smoke"
+    resume = ["agentrl", "train", experiment, "--train.steps", "5"]
     assert lines[-1] == "resume with: " + shlex.join(
-        ["agentrl", "train", experiment, "--train.steps", "5"]
-        + ["--run-dir", str(run_dir)]
+        [*resume, "--run-dir", str(run_dir)]
+    )
+
+    step = run_dir / "checkpoints" / "2"
+    step.mkdir(parents=True)
+    (step / "_CHECKPOINT_METADATA").write_text("{}")
+    assert main([*argv, "--run-dir", "runs/ad_darkroom-smoke"]) == 130
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines[-2] == (
+        "agentrl train: stopped at once by a second SIGINT; it resumes from "
+        "the last complete checkpoint, step 2"
+    )
+    assert lines[-1] == "resume with: " + shlex.join(
+        [*resume, "--run-dir", "runs/ad_darkroom-smoke"]
     )

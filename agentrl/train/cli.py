@@ -130,6 +130,8 @@ def run(args: Args) -> int:
         stop.drop = ("--no-resume",)
         if args.run_dir is None:  # the default is relative: name it whole
             stop.add = ("--run-dir", str(Path(run_dir).resolve()))
+        if stop.at_once:
+            stop.detail = last_checkpoint(Path(run_dir) / "checkpoints")
         raise
     final = final_loss(out)
     if final:
@@ -149,3 +151,13 @@ def final_loss(run_dir: Path) -> str | None:
     if not losses:
         return None
     return f"final loss {losses[-1]['loss']:.4g} at step {losses[-1]['step']}"
+
+
+def last_checkpoint(checkpoints: Path) -> str:
+    """Which checkpoint a run stopped at once resumes from, in words."""
+    from agentrl.train.checkpoint import complete_steps
+
+    steps = complete_steps(checkpoints)
+    if not steps:
+        return "no checkpoint was written"
+    return f"it resumes from the last complete checkpoint, step {steps[-1]}"

@@ -40,16 +40,32 @@ class Stopped(BaseException):  # noqa: N818 (it is not an error)
       signum: the signal (``signal.SIGINT`` or ``signal.SIGTERM``).
       exit_code: ``128 + signum``.
       rerun: how the command line introduces the command to run again.
+      at_once: stopped by a second signal, not at a boundary.
+      detail: said after the message (what the command that stopped knows
+        of what is left, e.g. the last complete checkpoint).
       drop, add: the arguments to leave out of / append to the stopped
         command line to get that command (``train``: ``--no-resume`` out).
     """
 
-    def __init__(self, signum: int, message: str, *, rerun: str = "resume with"):
+    def __init__(
+        self,
+        signum: int,
+        message: str,
+        *,
+        rerun: str = "resume with",
+        at_once: bool = False,
+    ):
         super().__init__(message)
         self.signum = int(signum)
         self.rerun = rerun
+        self.at_once = at_once
+        self.detail = ""
         self.drop: tuple[str, ...] = ()
         self.add: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        message = super().__str__()
+        return f"{message}; {self.detail}" if self.detail else message
 
     @property
     def exit_code(self) -> int:
@@ -73,7 +89,8 @@ class StopFlag:
 
     def _handle(self, signum: int, frame) -> None:
         if self.signum is not None:  # asked twice: stop now
-            raise Stopped(signum, f"stopped at once by a second {signal_name(signum)}")
+            name = signal_name(signum)
+            raise Stopped(signum, f"stopped at once by a second {name}", at_once=True)
         self.signum = signum
 
 
