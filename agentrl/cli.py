@@ -27,6 +27,11 @@ and a missing file) is one line, ``agentrl <command>: error: ...``, exit code
 1; any other exception, a ``ValueError`` from inside JAX or Flax included,
 keeps its traceback. ``--debug`` (anywhere on the line, or
 ``AGENTRL_DEBUG=1``) shows the traceback of every error.
+
+Stops: a command that stops cleanly on SIGINT (Ctrl-C) or SIGTERM
+(:mod:`agentrl.train.stop`; ``train``, ``data generate``) prints where it
+stopped and the command that resumes it, and exits with ``128 + signal``:
+130 for SIGINT, 143 for SIGTERM.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ import sys
 from pathlib import Path
 
 from agentrl.plugins import load_plugins
+from agentrl.train.stop import Stopped
 from agentrl.version import __version__
 
 #: command -> (module, one-line help)
@@ -195,6 +201,10 @@ def main(argv: list[str] | None = None) -> int:
 
             args = cliargs.parse(module.Args, rest, prog)
         return int(module.run(args) or 0)
+    except Stopped as stop:  # SIGINT/SIGTERM: stopped cleanly
+        print(f"{prog}: {stop}", file=sys.stderr)
+        print(f"{stop.rerun}: {stop.command(argv)}", file=sys.stderr)
+        return stop.exit_code
     except Exception as err:
         if debug:
             raise

@@ -4,7 +4,9 @@ SIGKILLs itself at a chosen moment, and check what it left on disk.
 A kill is ``{"target": "module:attr", "nth": n, "delay": s}``: the subprocess
 wraps ``attr`` of ``module`` (a function or a method, ``Class.method``) and,
 at its ``n``-th call, kills itself with SIGKILL after ``delay`` seconds
-(immediately, before the call runs, when ``delay`` is 0); with ``"hold":
+(immediately, before the call runs, when ``delay`` is 0); with ``"signal":
+NAME`` (``"SIGTERM"``, ``"SIGINT"``) it sends itself that signal instead
+and runs on; with ``"hold":
 PATH`` it instead creates ``PATH`` there and sleeps, for the test to act
 while the command is half way (and kill it). With ``record`` it
 instead writes, at exit, the times of every call of the ``watch`` targets,
@@ -36,8 +38,8 @@ RUNNER = textwrap.dedent(
     start = time.monotonic()
     calls = []
 
-    def kill():
-        os.kill(os.getpid(), signal.SIGKILL)
+    def kill(signum=signal.SIGKILL):
+        os.kill(os.getpid(), signum)
 
     def wrap(target, kill_at):
         module, attr = target.split(":")
@@ -55,11 +57,13 @@ RUNNER = textwrap.dedent(
                 if kill_at.get("hold"):  # say so, then wait to be killed
                     open(kill_at["hold"], "w").close()
                     time.sleep(600)
+                signum = getattr(signal, kill_at.get("signal", "SIGKILL"))
                 if kill_at["delay"] <= 0:
-                    kill()
-                timer = threading.Timer(kill_at["delay"], kill)
-                timer.daemon = True
-                timer.start()
+                    kill(signum)  # SIGKILL never returns; a stop signal does
+                else:
+                    timer = threading.Timer(kill_at["delay"], kill, (signum,))
+                    timer.daemon = True
+                    timer.start()
             return original(*args, **kwargs)
 
         setattr(owner, name, wrapper)

@@ -9,12 +9,18 @@
 ``verify`` checks everything a reader relies on: the metadata, every file's
 size and SHA-256, and every record's arrays (decodable, finite); it prints
 what it checked or exits with code 2 naming the file and what is wrong.
+
+Ctrl-C or SIGTERM stops ``generate`` after the chunk being generated: its
+temporary build is removed, ``--out`` is left as it was (a dataset is
+written whole or not at all), and it exits with 130 or 143, printing the
+command that starts it again.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 from typing import Annotated, Literal
 
 import tyro
@@ -30,6 +36,7 @@ from agentrl.cliargs import (
     check_output_path,
 )
 from agentrl.configtools import ConfigError
+from agentrl.train.stop import StopFlag, Stopped, signal_name, stop_signals
 
 
 @dataclasses.dataclass
@@ -115,9 +122,8 @@ def _generate(args) -> int:
     env = envs.make(args.env, **overrides)
     # checks the source and its settings: fails before the bar appears
     histories = source_histories(args.source, env, **dict(args.source_arg))
-    with tqdm(
-        total=args.tasks, unit="task", desc=f"{args.source} on {args.env}"
-    ) as bar:
+    bar = tqdm(total=args.tasks, unit="task", desc=f"{args.source} on {args.env}")
+    with stop_signals() as stop, bar:
         out = write_dataset(
             args.out,
             env,
@@ -130,10 +136,33 @@ def _generate(args) -> int:
             split_fraction=args.split_fraction,
             chunk_size=args.chunk_size,
             overwrite=args.overwrite,
-            progress=bar.update,
+            progress=_progress(bar, stop, out),
         )
     print(f"wrote {out}")
     return 0
+
+
+def _progress(bar, stop: StopFlag, out: Path):
+    """The writer's ``progress(n)`` after each chunk: advance ``bar``, and
+    raise :class:`Stopped` once a stop signal came (the writer then removes
+    its temporary build; ``out`` is left as it was)."""
+    kept = (
+        f"the existing dataset {out} is unchanged"
+        if out.exists()
+        else f"nothing was written to {out}"
+    )
+
+    def progress(n: int) -> None:
+        bar.update(n)
+        if stop.signum is not None:
+            name = signal_name(stop.signum)
+            raise Stopped(
+                stop.signum,
+                f"stopped by {name} after {bar.n} of {bar.total} tasks; {kept}",
+                rerun="start again with",
+            )
+
+    return progress
 
 
 def _info(args) -> int:

@@ -5,17 +5,24 @@ the experiment's config (``--train.lr 1e-3``, ``--algo dt``,
 ``--model.moe_layers 0 1``), typed and documented by the config dataclasses
 (:mod:`agentrl.configcli`). ``agentrl train EXPERIMENT --help`` lists every
 field with its type, the preset's value and its documentation.
+
+It ends with the final loss and the run directory; a run that continues
+from a checkpoint says ``resumed at step N`` first. Ctrl-C or SIGTERM stops
+it at the next update boundary with a complete checkpoint (exit code 130 or
+143) and prints the command that resumes it.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
+from pathlib import Path
 from typing import Annotated, Literal
 
 import tyro
 
 from agentrl.cliargs import Positional, PositiveInt, check_output_path
+from agentrl.train.stop import Stopped
 
 
 @dataclasses.dataclass
@@ -111,12 +118,46 @@ def run(args: Args) -> int:
 
         tracking.check_available(args.tracker)
         os.environ[tracking.TRACKER_ENV] = args.tracker
-    out = fit(
-        config,
-        run_dir,
-        resume=args.resume,
-        progress=args.progress,
-        stop_at_step=args.stop_at_step,
-    )
+    try:
+        out = fit(
+            config,
+            run_dir,
+            resume=args.resume,
+            progress=args.progress,
+            stop_at_step=args.stop_at_step,
+        )
+    except Stopped as stop:  # agentrl.cli prints it with the command to resume
+        stop.drop = ("--no-resume",)
+        if args.run_dir is None:  # the default is relative: name it whole
+            stop.add = ("--run-dir", str(Path(run_dir).resolve()))
+        if stop.at_once:
+            stop.detail = last_checkpoint(Path(run_dir) / "checkpoints")
+        raise
+    final = final_loss(out)
+    if final:
+        print(final)
     print(f"run directory: {out}")
     return 0
+
+
+def final_loss(run_dir: Path) -> str | None:
+    """``final loss L at step N`` from the run's last logged loss (``None``:
+    none logged, e.g. on a process that does not write the logs)."""
+    from agentrl.train.logger import read_metrics
+
+    if not (run_dir / "metrics.jsonl").is_file():
+        return None
+    losses = [r for r in read_metrics(run_dir) if "loss" in r]
+    if not losses:
+        return None
+    return f"final loss {losses[-1]['loss']:.4g} at step {losses[-1]['step']}"
+
+
+def last_checkpoint(checkpoints: Path) -> str:
+    """Which checkpoint a run stopped at once resumes from, in words."""
+    from agentrl.train.checkpoint import complete_steps
+
+    steps = complete_steps(checkpoints)
+    if not steps:
+        return "no checkpoint was written"
+    return f"it resumes from the last complete checkpoint, step {steps[-1]}"

@@ -3,8 +3,9 @@
 :func:`run_updates` runs a :class:`Learner` update by update into a locked
 run directory: the checkpointer and its write probe, exact resume from the
 latest checkpoint, the logger and progress bar, the non-finite loss check,
-and the abandon path (close everything, remove incomplete checkpoints,
-report a full disk as a :class:`~agentrl.safeio.StorageError`). What differs
+a clean stop on SIGINT/SIGTERM (:mod:`agentrl.train.stop`), and the abandon
+path (close everything, remove incomplete checkpoints, report a full disk
+as a :class:`~agentrl.safeio.StorageError`). What differs
 between learners is only how the :class:`Learner` is built:
 :func:`agentrl.train.loop.data_learner` (a decision model distilled from a
 dataset) and :func:`agentrl.train.online.online_learner` (an RL program over
@@ -32,6 +33,7 @@ from agentrl.train.checkpoint import (
     remove_incomplete_checkpoints,
 )
 from agentrl.train.logger import RunLogger
+from agentrl.train.stop import raise_if_stopped, stop_requested, stop_signals
 
 
 class NonFiniteLossError(RuntimeError):
@@ -80,6 +82,8 @@ def run_updates(
     if resume and ckpt.latest_step() is not None:
         state, meta = ckpt.restore(state)
         start = int(meta["step"])
+        if learner.lead:
+            print(f"resumed at step {start} from {ckpt.directory}", flush=True)
     end = train.steps if stop_at_step is None else min(train.steps, stop_at_step)
     lead = learner.lead
     logger = RunLogger(
@@ -92,15 +96,18 @@ def run_updates(
     )
     threads = set(threading.enumerate())  # orbax starts its own per save
     try:
-        _loop(learner, state, start, end, logger, ckpt, run_dir)
-        learner.close()
-        ckpt.close()  # waits for the last (async) save
+        # SIGINT/SIGTERM: _loop stops at the next update boundary, checkpointed
+        with stop_signals(enabled=jax.process_count() == 1) as stop:
+            _loop(learner, state, start, end, logger, ckpt, run_dir)
+            learner.close()
+            ckpt.close()  # waits for the last (async) save
     except BaseException as err:
         storage = _abandon_run(err, run_dir, logger, ckpt, threads, learner)
         if storage is not None:
             raise storage from err
         raise
     logger.close()
+    raise_if_stopped(stop, ckpt.directory, complete_steps(ckpt.directory), end)
     return run_dir
 
 
@@ -115,18 +122,21 @@ def _loop(learner, state, start, end, logger, ckpt, run_dir) -> None:
         since_log.append(metrics)
         done = step + 1
         logger.advance()
+        stopping = stop_requested()
         if done % train.log_every == 0 or done == end:
             values = learner.log_values(since_log)
             since_log = []
             _check_finite(float(values["loss"]), done, ckpt)
             logger.log(done, values)
-        if ckpt.should_save(done) or done == end:
+        if ckpt.should_save(done) or done == end or stopping:
             _check_finite(float(metrics["loss"]), done, ckpt)
             meta["sampler_position"] = done
             # orbax meets an unwritable directory with threads that wait
             # minutes for each other: find out first
             _check_writable(run_dir, ckpt.directory)
             ckpt.save(done, state, meta)
+        if stopping:
+            return
 
 
 def _check_finite(loss: float, done: int, ckpt: Checkpointer) -> None:
