@@ -97,6 +97,7 @@ def check_stopped(proc, name: str, run_dir: Path, tmpdir: Path, after: int):
     return step, shlex.split(resume.removeprefix("resume with: "))
 
 
+@pytest.mark.long
 def test_stop_signals_checkpoint_and_the_printed_command_resumes_exactly(
     darkroom_dataset, straight, tmp_path
 ):
