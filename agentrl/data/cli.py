@@ -133,6 +133,11 @@ def _generate(args) -> int:
             progress=bar.update,
         )
     print(f"wrote {out}")
+    # a run generates its own data unless it is given this one
+    print(
+        f"train on it: agentrl train EXPERIMENT --data.path {out} (an experiment "
+        f"on {args.env}; its config.json then records these histories)"
+    )
     return 0
 
 
