@@ -72,7 +72,7 @@ def test_a_run_prints_as_one_short_line(tmp_path):
     split = {"train": list(range(60)), "validation": [1, 2], "test": [3, 4, 5]}
     run = Run(tmp_path / "ad", config, big_model, None, split, step=345)
     text = repr(run)
-    assert "\n" not in text and len(text) < 200, text
+    assert "\n" not in text and len(text) < 200, len(text)
     assert text == str(run)
     for part in ("step=345", "algo='ad'", "env='darkroom'", "2 validation, 3 test"):
         assert part in text
