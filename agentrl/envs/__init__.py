@@ -11,6 +11,8 @@ package (``agentrl envs`` lists the families through it) imports no JAX.
 
 import importlib
 import importlib.util
+import sys
+import types
 from typing import Any
 
 #: public name -> the module that defines it
@@ -56,3 +58,18 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted({*globals(), *_EXPORTS})
+
+
+class _Package(types.ModuleType):
+    """This package, keeping ``envs.rollout`` the function: the import system
+    binds a loaded submodule as an attribute of its package, which would
+    shadow the public function of the same name (as the eager imports did
+    not)."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _EXPORTS and isinstance(value, types.ModuleType):
+            return  # the public name is the function, resolved on first use
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
