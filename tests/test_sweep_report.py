@@ -31,7 +31,8 @@ def test_overlapping_intervals_from_two_seeds_are_a_warning(tmp_path):
     assert "(lr=3e-4) overlaps those of lr=1e-4:" in overlap[0]
     assert "lr=1e-3" not in overlap[0]
     assert any("2 seeds" in w for w in warnings)
-    text = write_sweep_results(tmp_path, rows, {}, {})["md"].read_text()
+    curves = {"lr=1e-4": np.ones((2, 10))}
+    text = write_sweep_results(tmp_path, rows, curves, {})["md"].read_text()
     assert "**Warning:**" in text and "2 seeds per setting" in text
     assert "score_iqm" in text and text.count("[") >= 2 * len(rows)
 
