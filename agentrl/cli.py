@@ -50,7 +50,7 @@ from agentrl.version import __version__
 #: command -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("agentrl.demo", "run the main end-to-end job at smoke size"),
-    "envs": ("agentrl.envs.cli", "list task families and their oracle/random returns"),
+    "envs": ("agentrl.envs.cli", "list task families (NAMES: random/oracle returns)"),
     "data": ("agentrl.data.cli", "generate and inspect learning-history datasets"),
     "train": ("agentrl.train.cli", "train an in-context learner from an experiment"),
     "eval": ("agentrl.evaluate.cli", "evaluate a run in context on held-out tasks"),

@@ -135,6 +135,16 @@ Positional = tyro.conf.Positional
 Repeatable = tyro.conf.UseAppendAction
 
 
+def default_is(text: str) -> Any:
+    """Marker for an option whose ``None`` stands for another value: its
+    ``--help`` says ``(default: text)`` instead of ``(default: None)``.
+
+    ``episodes: Annotated[PositiveInt | None, default_is("the run's
+    eval.num_episodes")] = None``.
+    """
+    return tyro.conf.arg(help_behavior_hint=f"(default: {text})")
+
+
 def check_output_path(path: str | Path | None, argument: str) -> Path | None:
     """``path`` as a ``Path`` if a directory can be made there, else ``ConfigError``.
 
@@ -164,8 +174,13 @@ def check_output_path(path: str | Path | None, argument: str) -> Path | None:
 
 
 def _flag(argument: Any) -> str:
+    """The option's flag; a positional's metavar (``RUN_DIR``), as ``--help``
+    names it."""
     try:
-        return argument.lowered.name_or_flags[-1]
+        name = argument.lowered.name_or_flags[-1]
+        if not name.startswith("-") and argument.lowered.metavar:
+            return argument.lowered.metavar
+        return name
     except Exception:  # an internal tyro type changed: still one clear line
         return "an argument"
 

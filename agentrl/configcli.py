@@ -16,8 +16,9 @@ Beyond tyro's own flags, kept from the earlier hand-written parser:
 - a field may be named by its unique leaf name (``--lr`` for ``--train.lr``),
   with ``-`` or ``_``;
 - ``--algo NAME`` (or ``--algo.base NAME``) swaps the algorithm for that
-  one's defaults before its fields are parsed, so ``--algo dt
-  --algo.target_return 5`` works;
+  one (keeping the values set for the fields both share:
+  :func:`agentrl.configtools.carry_shared_fields`) before its fields are
+  parsed, so ``--algo dt --algo.target_return 5`` works;
 - ``(key, value)`` pair fields (``data.env_args``, ``data.source_args``)
   take ``KEY=VALUE`` items (``--data.source_args explore_fraction=0.3
   learning_rate=0.5``).
@@ -234,14 +235,24 @@ def _clean(text: str) -> str | None:
     return text.replace("``", "`").strip() or None
 
 
-def view_type(config: Any, only: set[str] | None = None, prefix: str = "") -> type:
+#: the help of a field whose shown value the run derives (``derived`` below)
+DERIVED_NOTE = " [derived for this experiment from its environment and algorithm]"
+
+
+def view_type(
+    config: Any,
+    only: set[str] | None = None,
+    prefix: str = "",
+    derived: frozenset[str] = frozenset(),
+) -> type:
     """A plain dataclass mirroring ``config``'s tree, for tyro.
 
     Nested configs (and the concrete algorithm, whatever the annotation
     says) become nested views; each leaf has its annotation (see
     :func:`_view_hint`), the config's value as default and its docs as help.
     ``only``: the dotted paths to include (parsing needs only the fields
-    given; ``--help`` shows them all).
+    given; ``--help`` shows them all). ``derived``: dotted paths whose help
+    says the value is derived (:data:`DERIVED_NOTE`).
     """
     import tyro
 
@@ -258,7 +269,7 @@ def view_type(config: Any, only: set[str] | None = None, prefix: str = "") -> ty
             continue
         help_ = docs.get(f.name, "")
         if configtools._is_config(value):
-            sub = view_type(value, only, path + ".")
+            sub = view_type(value, only, path + ".", derived)
             if configtools._polymorphic(value):
                 help_ = f"{help_} Now {type(value).__name__}: {value.description}."
                 help_ += _algorithm_names(f.name)
@@ -274,6 +285,8 @@ def view_type(config: Any, only: set[str] | None = None, prefix: str = "") -> ty
         help_ += _extra_help(config, f.name)
         if f.metadata.get(configtools.TRACED):
             help_ += " [traced: a sweep over it is one program]"
+        if path in derived:
+            help_ += DERIVED_NOTE
         fields.append(
             (
                 f.name,
@@ -420,14 +433,24 @@ def _run_tyro(config, argv, prog, hints, given):
         )
 
 
-def help_text(config: Any, prog: str, description: str | None = None) -> str:
-    """tyro's help for ``config``'s fields (defaults: ``config``'s values)."""
+def help_text(
+    config: Any,
+    prog: str,
+    description: str | None = None,
+    derived: frozenset[str] = frozenset(),
+) -> str:
+    """tyro's help for ``config``'s fields (defaults: ``config``'s values).
+
+    Pass the config with its derived fields filled (what the run will use)
+    and their dotted paths as ``derived``, so ``--help`` shows the values
+    the run resolves, each marked as derived.
+    """
     import tyro
 
     out = io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):
         tyro.cli(
-            view_type(config),
+            view_type(config, derived=frozenset(derived)),
             args=["--help"],
             prog=prog,
             description=description,

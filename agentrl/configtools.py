@@ -20,7 +20,9 @@ update step, online program and sweep takes; :func:`traced_values` lists
 them by dotted path (how sweeps and the command line name them). A field
 whose value is a dataclass with ``to_config_dict``/``from_config_dict`` (an
 algorithm) is polymorphic: it is saved with its registered name and rebuilt
-from it, and ``--algo NAME`` replaces it by the named one's defaults.
+from it, and ``--algo NAME`` replaces it by the named one, keeping the
+values the old one was given for the fields both share
+(:func:`carry_shared_fields`: ``context_episodes`` from AD to DT).
 """
 
 from __future__ import annotations
@@ -303,28 +305,82 @@ def _apply(config: Any, changes: dict[str, Any]) -> Any:
         return dataclasses.replace(config, **kwargs)
 
 
+def _default_of(f: dataclasses.Field) -> Any:
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return dataclasses.MISSING
+
+
+def _chosen_fields(node: Any) -> dict[str, Any]:
+    """``{field: value}`` that ``node`` was given away from its class defaults;
+    a wrapped algorithm's (T2MIR's ``base``) count too, below its own."""
+    chosen: dict[str, Any] = {}
+    own: dict[str, Any] = {}
+    for f in dataclasses.fields(node):
+        value = getattr(node, f.name)
+        if _polymorphic(value):
+            chosen.update(_chosen_fields(value))
+        elif value != _default_of(f):
+            own[f.name] = value
+    return {**chosen, **own}
+
+
+def carry_shared_fields(old: Any, new: Any) -> Any:
+    """``new`` with the values ``old`` was given for the fields they share.
+
+    An algorithm swapped by name (``override(config, {"algo": "dt"})``)
+    keeps what the preset or the user set on the old one (AD's
+    ``context_episodes=2`` becomes DT's, and T2MIR-over-AD's ``base``'s); a
+    field the old one left at its default takes the new one's default (RL²'s
+    one-episode trials do not shorten transformer PPO's). Fields the new one
+    lacks are dropped.
+    """
+    chosen = _chosen_fields(old)
+    kwargs = {}
+    for f in dataclasses.fields(new):
+        value = getattr(new, f.name)
+        if _polymorphic(value):
+            kwargs[f.name] = carry_shared_fields(old, value)
+        elif f.name in chosen:
+            kwargs[f.name] = chosen[f.name]
+    with config_errors():
+        return dataclasses.replace(new, **kwargs) if kwargs else new
+
+
+def _swap_node(config: Any, path: str, nodes: dict[str, Any], text: Any) -> Any:
+    """``config`` with the polymorphic node at ``path`` replaced by ``text``
+    (an instance as given, or a registered name keeping the shared fields)."""
+    value = text
+    if not _polymorphic(text):
+        try:
+            value = type(nodes[path]).from_config_value(text)
+        except ValueError as err:
+            if str(err).startswith(path):
+                raise ConfigError(str(err)) from err
+            raise ConfigError(f"{path}: {err}") from None
+        value = carry_shared_fields(nodes[path], value)
+    return _apply(config, {path: value})
+
+
 def override(config: Any, overrides: dict[str, Any]) -> Any:
     """A copy of ``config`` with ``overrides`` applied (see module docstring).
 
-    A polymorphic node given by name (``algo``) is replaced first; the
-    other fields are then resolved and type-checked against the result and
-    applied together, so dataclass ``__post_init__`` validation runs once
-    per changed level with every change in place.
+    A polymorphic node given by name (``algo``) is replaced first, by the
+    named one with the values the old one was given for the fields both
+    share (:func:`carry_shared_fields`; an instance given as the value is
+    taken as it is); the other fields are then resolved and type-checked
+    against the result and applied together, so dataclass
+    ``__post_init__`` validation runs once per changed level with every
+    change in place.
     """
     rest = {}
     for key, text in overrides.items():
         path = resolve(config, key)
         nodes = node_paths(config)
-        if path in nodes:  # e.g. --algo dt: the named algorithm's defaults
-            value = text
-            if not _polymorphic(text):
-                try:
-                    value = type(nodes[path]).from_config_value(text)
-                except ValueError as err:
-                    if str(err).startswith(path):
-                        raise ConfigError(str(err)) from err
-                    raise ConfigError(f"{path}: {err}") from None
-            config = _apply(config, {path: value})
+        if path in nodes:  # e.g. --algo dt: DT, keeping the shared fields
+            config = _swap_node(config, path, nodes, text)
         else:
             rest[key] = text
     paths = field_paths(config)

@@ -12,7 +12,12 @@ Rules (the same for every registry):
 - an object with the module and qualified name of the registered one
   replaces it silently: that is a class or function defined again (a
   notebook cell run twice, a reloaded module);
-- any other object under a taken name is a ``ValueError`` naming both.
+- any other object under a taken name is a ``ValueError`` naming both;
+- :meth:`Registry.register_lazy` registers ``"module:attribute"`` with a
+  description: the name is listed (:meth:`Registry.names`,
+  :meth:`Registry.describe`) without importing the module, which is
+  imported on the first lookup (the built-in task families: listing them
+  does not import JAX).
 
 Each registration records the module that made it (:meth:`Registry.module_of`),
 so a run can record the plug-in modules it needs
@@ -24,6 +29,7 @@ This module imports nothing from agentrl.
 
 from __future__ import annotations
 
+import importlib
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -92,6 +98,9 @@ class Registry:
         self.note = note
         self._items: dict[str, Any] = {}
         self._modules: dict[str, str | None] = {}
+        #: name -> "module:attribute", imported on the first lookup
+        self._lazy: dict[str, str] = {}
+        self._descriptions: dict[str, str] = {}
         _REGISTRIES[kind] = self
 
     def register(
@@ -106,10 +115,8 @@ class Registry:
         module = module or caller_module()
         if obj is _MISSING:
             return lambda target: self.register(name, target, module=module)
-        if not isinstance(name, str) or not name.strip():
-            raise ValueError(
-                f"a {self.kind} name must be a non-empty string, got {name!r}"
-            )
+        self._check_name(name)
+        self._resolve(name)  # a lazy entry of that name: compare the object
         old = self._items.get(name, _MISSING)
         if old is not _MISSING and old is not obj:
             old_module = self._modules[name]
@@ -124,11 +131,50 @@ class Registry:
         self._modules[name] = module
         return obj
 
+    def register_lazy(
+        self, name: str, target: str, description: str = "", *, module=None
+    ) -> None:
+        """Register ``target`` (``"package.module:attribute"``) under ``name``
+        without importing it; the first lookup imports it. ``description``
+        is what :meth:`describe` shows meanwhile."""
+        self._check_name(name)
+        if ":" not in target:
+            raise ValueError(f"target must be 'module:attribute', got {target!r}")
+        if name in self._items or self._lazy.get(name, target) != target:
+            raise ValueError(f"{self.kind} {name!r} is already registered")
+        self._lazy[name] = target
+        self._modules[name] = module or caller_module()
+        self._descriptions[name] = description
+
+    def _check_name(self, name: Any) -> None:
+        if not isinstance(name, str) or not name.strip():
+            raise ValueError(
+                f"a {self.kind} name must be a non-empty string, got {name!r}"
+            )
+
+    def _resolve(self, name: Any) -> None:
+        """Import a lazy entry's object (nothing for any other name)."""
+        target = self._lazy.get(name) if isinstance(name, str) else None
+        if target is None:
+            return
+        module, _, attribute = target.partition(":")
+        self._items[name] = getattr(importlib.import_module(module), attribute)
+        del self._lazy[name]
+
+    def describe(self, name: str) -> str:
+        """One line about ``name``: its description, else the first line of
+        its object's docstring (a lazy entry is not imported)."""
+        if name in self._descriptions and self._descriptions[name]:
+            return self._descriptions[name]
+        doc = getattr(self.get(name), "__doc__", None) or ""
+        return doc.strip().split("\n", 1)[0]
+
     def unregister(self, name: str) -> None:
         """Remove ``name`` (for tests and notebooks); unknown names are an error."""
         self.get(name)
         del self._items[name]
         del self._modules[name]
+        self._descriptions.pop(name, None)
 
     def get(self, name: str, default: Any = _MISSING) -> Any:
         """The object registered as ``name``.
@@ -137,6 +183,7 @@ class Registry:
         ``ValueError`` listing the registered names (and, where a run
         recorded the plug-in module that provides the name, naming it).
         """
+        self._resolve(name)
         if isinstance(name, str) and name in self._items:
             return self._items[name]
         if default is not _MISSING:
@@ -165,32 +212,33 @@ class Registry:
         )
 
     def names(self) -> list[str]:
-        """The registered names, sorted."""
-        return sorted(self._items)
+        """The registered names, sorted (lazy entries stay unimported)."""
+        return sorted([*self._items, *self._lazy])
 
     def module_of(self, name: str) -> str | None:
         """The module that registered ``name`` (``None`` when unknown)."""
         return self._modules.get(name)
 
     def items(self) -> list[tuple[str, Any]]:
-        """``(name, object)`` pairs in registration order."""
-        return list(self._items.items())
+        """``(name, object)`` pairs (lazy entries imported), in registration
+        order."""
+        return [(name, self.get(name)) for name in list(self._modules)]
 
     def values(self) -> list[Any]:
-        """The registered objects in registration order."""
-        return list(self._items.values())
+        """The registered objects in registration order (lazy ones imported)."""
+        return [obj for _, obj in self.items()]
 
     def __contains__(self, name: object) -> bool:
-        return isinstance(name, str) and name in self._items
+        return isinstance(name, str) and (name in self._items or name in self._lazy)
 
     def __getitem__(self, name: str) -> Any:
         return self.get(name)
 
     def __iter__(self) -> Iterator[str]:
-        return iter(list(self._items))
+        return iter(list(self._modules))
 
     def __len__(self) -> int:
-        return len(self._items)
+        return len(self._modules)
 
     def __repr__(self) -> str:
-        return f"Registry({self.kind!r}: {', '.join(self._items)})"
+        return f"Registry({self.kind!r}: {', '.join(self._modules)})"

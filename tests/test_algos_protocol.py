@@ -107,6 +107,39 @@ def test_algo_by_name_on_the_command_line():
         load_experiment("ad_darkroom", "smoke", {"algo": "ppo"})
 
 
+def test_swapping_the_algorithm_by_name_keeps_the_shared_fields():
+    # ad_darkroom's smoke preset sets AD's context_episodes to 2 (default 4):
+    # the swap keeps it wherever the new algorithm has the field
+    config = load_experiment("ad_darkroom", "smoke", {"model.obs_encoding": "table"})
+    assert config.algo.context_episodes == 2  # (DT needs the table encoding)
+    for name in ("ad_eps", "dt", "ad"):
+        swapped = configtools.override(config, {"algo": name})
+        assert swapped.algo.name == name and swapped.algo.context_episodes == 2
+    # into and out of T2MIR's wrapped AD (as algorithms: a config cannot
+    # hold both, T2MIR needs MoE layers and AD refuses them)
+    t2mir = configtools.carry_shared_fields(config.algo, algos.get("t2mir_ad"))
+    assert t2mir.base.context_episodes == 2
+    t2mir = dataclasses.replace(t2mir, balance_weight=0.5)
+    back = configtools.carry_shared_fields(t2mir, algos.AD())
+    assert back == algos.AD(context_episodes=2)
+    assert configtools.carry_shared_fields(t2mir, algos.get("t2mir_dpt")) == (
+        algos.T2MIR(base=algos.DPT(), balance_weight=0.5)
+    )
+    # a field given with the swap wins; DPT has no such field
+    given = configtools.override(config, {"algo": "dt", "algo.context_episodes": 3})
+    assert given.algo.context_episodes == 3
+    assert configtools.carry_shared_fields(config.algo, algos.DPT()) == algos.DPT()
+    # a field left at the old default takes the new one's default:
+    # RL²'s one-episode trials do not shorten transformer PPO's four
+    tppo = algos.get("transformer_ppo")
+    assert configtools.carry_shared_fields(algos.RL2(), tppo) == tppo
+    two = configtools.carry_shared_fields(algos.RL2(trial_episodes=2), tppo)
+    assert two.trial_episodes == 2
+    # an algorithm given as an object is taken as it is
+    as_given = configtools.override(config, {"algo": algos.DT()})
+    assert as_given.algo.context_episodes == algos.DT().context_episodes
+
+
 def test_derived_fields_follow_the_fields_they_derive_from():
     config = load_experiment("ad_darkroom", "cpu")
     assert config.train.warmup == 200  # a tenth of 2,000 steps

@@ -24,6 +24,56 @@ def test_version(capsys):
     assert capsys.readouterr().out == f"agentrl {agentrl.__version__}\n"
 
 
+def test_envs_lists_the_families_without_importing_jax(tmp_path):
+    # a listing needs names and descriptions only: no JAX (seconds to
+    # import), no compilation; measured by what the process imported
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import agentrl
+
+    code = (
+        "import sys; from agentrl.cli import main; rc = main(['envs']); "
+        "print('imported jax' if 'jax' in sys.modules else 'no jax'); sys.exit(rc)"
+    )
+    root = str(Path(agentrl.__file__).parents[1])
+    path = os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": path},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[-1] == "no jax"
+    assert any(
+        line.split()[:1] == ["darkroom"] and "Dark Room" in line for line in lines
+    )
+    assert any(line.strip().startswith("gymnax:<id>") for line in lines)
+
+
+def test_registry_lists_a_lazy_entry_before_importing_it():
+    import json
+
+    from agentrl.registry import Registry
+
+    reg = Registry("lazy_thing")
+    reg.register_lazy("decoder", "json:JSONDecoder", "decodes JSON")
+    assert "decoder" in reg and reg.names() == ["decoder"]
+    assert reg.describe("decoder") == "decodes JSON"
+    assert reg.module_of("decoder") == __name__
+    assert reg.get("decoder") is json.JSONDecoder
+    assert reg.register("decoder", json.JSONDecoder) is json.JSONDecoder
+    with pytest.raises(ValueError, match="already registered"):
+        reg.register("decoder", json.JSONEncoder)
+    assert reg.items() == [("decoder", json.JSONDecoder)]
+
+
 def test_envs_table(capsys):
     assert main(["envs", "darkroom", "--tasks", "8"]) == 0
     out = capsys.readouterr().out

@@ -54,6 +54,71 @@ def test_train_help_lists_every_field_with_type_default_and_doc(capsys, monkeypa
     assert "--run-dir" in out and "--stop-at-step" in out and "--no-resume" in out
 
 
+def _option_help(flat: str, flag: str) -> str:
+    """The help of ``flag`` in a flattened help text (up to the next option)."""
+    start = flat.index(f"{flag} ")
+    following = flat.find(" --", start + len(flag))
+    return flat[start : following if following > 0 else None]
+
+
+def test_train_help_shows_the_values_the_run_resolves(capsys, monkeypatch):
+    # ad_darkroom is 9x9 Dark Room: 81 cells, 5 actions, a window of
+    # context_episodes x horizon steps; the dataclass defaults (25 ...) are
+    # never what the run uses
+    out = _help(["train", "ad_darkroom", "--help"], capsys, monkeypatch)
+    flat = " ".join(out.split())
+    obs = _option_help(flat, "--model.obs_size")
+    assert "(default: 81)" in obs and "[derived for this experiment" in obs
+    assert "(default: 40)" in _option_help(flat, "--model.max_steps")  # 2 x 20
+    lr = _option_help(flat, "--train.lr")
+    assert "derived" not in lr  # a field the preset sets is not marked
+    # the overrides on the line are shown resolved too
+    out = _help(
+        ["train", "ad_darkroom", "--data.env_args", "size=5", "--help"],
+        capsys,
+        monkeypatch,
+    )
+    assert "(default: 25)" in _option_help(" ".join(out.split()), "--model.obs_size")
+
+
+def test_command_help_says_each_default_once_and_names_positionals_as_errors_do(
+    capsys, monkeypatch
+):
+    for argv in (["eval"], ["train"], ["sweep"]):
+        out = _help([*argv, "--help"], capsys, monkeypatch)
+        twice = [
+            o for o in " ".join(out.split()).split(" --") if o.count("(default") > 1
+        ]
+        assert not twice, twice
+    out = _help(["eval", "--help"], capsys, monkeypatch)
+    flat = " ".join(out.split())
+    assert "(default: the run's eval.num_episodes)" in flat
+    assert "(default: RUN_DIR/eval)" in _option_help(flat, "--out")
+    # the positional is RUN_DIR in the usage and its entry, as the error says
+    assert out.splitlines()[0].rstrip().endswith("RUN_DIR")
+    assert "RUN_DIR the training run directory" in flat
+    assert main(["eval"]) == 2
+    assert "required: RUN_DIR" in capsys.readouterr().err
+
+
+def test_reproduce_help_documents_every_option(capsys):
+    with pytest.raises(SystemExit):
+        main(["reproduce", "--help"])
+    out = capsys.readouterr().out
+    entries, current = [], None
+    for line in out.splitlines():
+        if line.startswith("  -"):
+            current = [line.strip()]
+            entries.append(current)
+        elif current is not None and line.startswith("      "):
+            current.append(line.strip())
+        else:
+            current = None
+    assert len(entries) >= 10
+    bare = [e[0] for e in entries if len(e) == 1 and "  " not in e[0]]
+    assert not bare, f"options without help: {bare}"
+
+
 def test_every_field_of_every_experiment_has_help_text():
     undocumented = set()
 

@@ -36,3 +36,20 @@ def test_the_link_scan_finds_a_missing_file(tmp_path):
     (tmp_path / "img" / "there.png").write_bytes(b"")
     assert relative_links(page) == ["missing.md", "img/there.png"]
     assert not (tmp_path / "missing.md").exists()
+
+
+#: ``pip install``/``pip wheel`` of a local path, e.g. ``pip install ".[xminigrid]"``
+PIP_LOCAL = re.compile(r"pip (?:install|wheel)[^\n`]*?\s['\"]?(\.[^\s'\"\[`]*)")
+
+
+def test_pip_commands_install_the_checkout():
+    # The docs' commands run in the checkout: a local path they install must
+    # be a project (pyproject.toml), not the package's source folder.
+    for page in PAGES:
+        commands = [line.split(" #")[0] for line in page.read_text().splitlines()]
+        for target in PIP_LOCAL.findall("\n".join(commands)):
+            project = ROOT / target
+            assert (project / "pyproject.toml").is_file(), (
+                f"{page.relative_to(ROOT)}: `pip ... {target}` run in the checkout "
+                f"installs {project}, which has no pyproject.toml"
+            )

@@ -195,6 +195,17 @@ def test_summary_reports_auc_and_episodes_to_threshold():
     assert (e["mean_curve"], e["median"], e["reached"]) == (4, 4.0, 1.0)
 
 
+def test_a_threshold_never_reached_reads_never_not_episodes_plus_one():
+    from agentrl.evaluate.report import markdown_table, summarize
+
+    returns = np.zeros((4, 6))  # a flat curve: score 0 in all 6 episodes
+    r = EvalResult("m", returns, returns.copy(), None, np.zeros(4), np.ones(4))
+    summary = summarize({"m": [r]}, last_k=2)
+    assert summary["m"]["episodes_to_threshold"]["mean_curve"] == 7  # censored
+    row = markdown_table(summary).splitlines()[-1]
+    assert "never (>6) (>= 0.5; 0% reach)" in row and "| 7 (" not in row
+
+
 # ----------------------------------------------------------------- per task
 
 

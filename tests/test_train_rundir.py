@@ -60,3 +60,19 @@ def test_load_run_names_a_directory_that_is_not_a_run(tmp_path):
     (tmp_path / "config.json").write_text("{not json")
     with pytest.raises(ValueError, match="config.json is not valid JSON"):
         agentrl.load_run(tmp_path)
+
+
+def test_a_run_prints_as_one_short_line(tmp_path):
+    # print(agentrl.load_run(...)) showed the whole config and every
+    # parameter array (~430 lines); the repr says what the run is
+    from agentrl.train.rundir import Run
+
+    config = load_experiment("ad_darkroom", "smoke")
+    big_model = list(range(100_000))  # stands in for the model's parameters
+    split = {"train": list(range(60)), "validation": [1, 2], "test": [3, 4, 5]}
+    run = Run(tmp_path / "ad", config, big_model, None, split, step=345)
+    text = repr(run)
+    assert "\n" not in text and len(text) < 200, len(text)
+    assert text == str(run)
+    for part in ("step=345", "algo='ad'", "env='darkroom'", "2 validation, 3 test"):
+        assert part in text

@@ -139,6 +139,11 @@ def _generate(args) -> int:
             progress=_progress(bar, stop, out),
         )
     print(f"wrote {out}")
+    # a run generates its own data unless it is given this one
+    print(
+        f"train on it: agentrl train EXPERIMENT --data.path {out} (an experiment "
+        f"on {args.env}; its config.json then records these histories)"
+    )
     return 0
 
 

@@ -3,46 +3,73 @@
 >>> from agentrl import envs
 >>> env = envs.make("darkroom", size=9, horizon=20)
 >>> envs.registered()[:2]
-['bernoulli_bandit', 'dark_key_to_door']
+['acrobot_contextual', 'bernoulli_bandit']
+
+The names below are imported on first use (PEP 562), so importing this
+package (``agentrl envs`` lists the families through it) imports no JAX.
 """
 
-from agentrl.envs.bandits import BernoulliBandit, GaussianBandit
-from agentrl.envs.base import Environment, EnvParams, EnvState
-from agentrl.envs.darkroom import DarkRoom, DarkRoomHard
-from agentrl.envs.gymnax_adapter import from_gymnax, to_gymnax
-from agentrl.envs.key_to_door import DarkKeyToDoor
-from agentrl.envs.registry import make, overrides_of, register_env, registered
-from agentrl.envs.rollout import (
-    Transitions,
-    episode_returns,
-    oracle_policy,
-    random_policy,
-    rollout,
-)
-from agentrl.envs.tasks import TaskSplit, split_task_ids
-from agentrl.envs.trial import MultiEpisodeTrial
+import importlib
+import importlib.util
+import sys
+import types
+from typing import Any
 
-__all__ = [
-    "from_gymnax",
-    "to_gymnax",
-    "BernoulliBandit",
-    "DarkKeyToDoor",
-    "DarkRoom",
-    "DarkRoomHard",
-    "EnvParams",
-    "EnvState",
-    "Environment",
-    "GaussianBandit",
-    "MultiEpisodeTrial",
-    "TaskSplit",
-    "Transitions",
-    "episode_returns",
-    "make",
-    "oracle_policy",
-    "overrides_of",
-    "random_policy",
-    "register_env",
-    "registered",
-    "rollout",
-    "split_task_ids",
-]
+#: public name -> the module that defines it
+_EXPORTS = {
+    "BernoulliBandit": "agentrl.envs.bandits",
+    "GaussianBandit": "agentrl.envs.bandits",
+    "Environment": "agentrl.envs.base",
+    "EnvParams": "agentrl.envs.base",
+    "EnvState": "agentrl.envs.base",
+    "DarkRoom": "agentrl.envs.darkroom",
+    "DarkRoomHard": "agentrl.envs.darkroom",
+    "from_gymnax": "agentrl.envs.gymnax_adapter",
+    "to_gymnax": "agentrl.envs.gymnax_adapter",
+    "DarkKeyToDoor": "agentrl.envs.key_to_door",
+    "make": "agentrl.envs.registry",
+    "overrides_of": "agentrl.envs.registry",
+    "register_env": "agentrl.envs.registry",
+    "registered": "agentrl.envs.registry",
+    "Transitions": "agentrl.envs.rollout",
+    "episode_returns": "agentrl.envs.rollout",
+    "oracle_policy": "agentrl.envs.rollout",
+    "random_policy": "agentrl.envs.rollout",
+    "rollout": "agentrl.envs.rollout",
+    "TaskSplit": "agentrl.envs.tasks",
+    "split_task_ids": "agentrl.envs.tasks",
+    "MultiEpisodeTrial": "agentrl.envs.trial",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    """A public name (imported now) or a submodule (``envs.spaces``)."""
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    elif not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}"):
+        value = importlib.import_module(f"{__name__}.{name}")
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})
+
+
+class _Package(types.ModuleType):
+    """This package, keeping ``envs.rollout`` the function: the import system
+    binds a loaded submodule as an attribute of its package, which would
+    shadow the public function of the same name (as the eager imports did
+    not)."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _EXPORTS and isinstance(value, types.ModuleType):
+            return  # the public name is the function, resolved on first use
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

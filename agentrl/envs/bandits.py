@@ -21,7 +21,9 @@ its expected return is ``horizon * max(means)``.
 
 ``reward_distribution`` (``"bernoulli"`` or ``"gaussian"``, a class attribute)
 says which, for algorithms that pick a model of the rewards (Thompson
-sampling's posterior).
+sampling's posterior); ``arm_means(params, t)`` states the arms' expected
+rewards (stationary here) for regret. The bandit contract a family of your
+own follows is in ``docs/usage.md``.
 """
 
 from __future__ import annotations
@@ -98,6 +100,12 @@ class _Bandit(Environment[BanditState, BanditParams]):
 
     def observation_space(self, params=None) -> spaces.Box:
         return spaces.Box(0.0, 0.0, (1,))
+
+    def arm_means(self, params: BanditParams, t: jax.Array) -> jax.Array:
+        """``[num_arms]`` expected reward of every arm at step ``t``: the
+        stationary ``means`` (the bandit contract, ``docs/usage.md``)."""
+        del t  # the arms never change within a task
+        return params.means
 
     def optimal_action(self, state: BanditState, params: BanditParams) -> jax.Array:
         return jnp.argmax(params.means).astype(jnp.int32)

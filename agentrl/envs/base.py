@@ -27,6 +27,7 @@ static; numbers in ``EnvParams`` are traced and can be swept.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from typing import Any, Generic, TypeVar
 
@@ -199,7 +200,27 @@ def is_bandit(env: Any) -> bool:
     """Whether ``env`` follows the bandit contract (``kind = "bandit"``).
 
     A bandit has one state, so its observation never changes (a context
-    needs no states, DPT's query is fixed), ``num_arms`` actions and, in
-    its params, the arms' ``means``. The one place the contract is read.
+    needs no states, DPT's query is fixed) and ``num_arms`` actions. It may
+    say more (``docs/usage.md``): ``reward_distribution`` (``"bernoulli"`` or
+    ``"gaussian"``: Thompson sampling's posterior) and
+    :func:`bandit_arm_means` (regret). Read only here and there.
     """
     return getattr(env, "kind", None) == "bandit"
+
+
+def bandit_arm_means(env: Any) -> Callable[[Any, jax.Array], jax.Array] | None:
+    """``env.arm_means`` of a bandit that states its arms' expected rewards.
+
+    ``arm_means(params, t) -> [num_arms]``: the expected reward of every arm
+    at step ``t`` of an episode (``t`` the ``state.time`` before the pull,
+    0-based, a traced int32; jittable and vmappable over both). A stationary
+    bandit returns its means whatever ``t``; a switching one those in force
+    at ``t``. Regret and the random policy's expected return are computed
+    from it. ``None`` (no regret is reported) for anything else: a bandit
+    whose expected rewards depend on more than ``params`` and ``t`` cannot
+    state them, and a guess from a field that happens to be called
+    ``means`` would be wrong.
+    """
+    if not is_bandit(env):
+        return None
+    return getattr(env, "arm_means", None)

@@ -4,7 +4,10 @@
 
 Overrides are constructor arguments; unknown names, unknown overrides and bad
 values raise ``ValueError`` naming what is valid, before anything compiles.
-Any gymnax environment is available as ``make("gymnax:<id>")`` (gymnax is
+The built-in families are registered by name and imported on first use,
+so :func:`registered` and :func:`describe` import no JAX (``agentrl envs``
+lists them at once). Any gymnax environment is available as
+``make("gymnax:<id>")`` (gymnax is
 imported only then, as it takes seconds to import), as a task family of one
 task (:func:`agentrl.envs.gymnax_adapter.from_gymnax`; call it yourself to
 give a task distribution).
@@ -16,17 +19,6 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from agentrl.envs.bandits import BernoulliBandit, GaussianBandit
-from agentrl.envs.contextual import (
-    AcrobotContextual,
-    CartPoleContextual,
-    MountainCarContextual,
-    PendulumContextual,
-)
-from agentrl.envs.darkroom import DarkRoom, DarkRoomHard
-from agentrl.envs.key_to_door import DarkKeyToDoor
-from agentrl.envs.point_robot import PointRobot
-from agentrl.envs.xland import XLandMiniGrid
 from agentrl.registry import Registry, caller_module
 
 GYMNAX_PREFIX = "gymnax:"
@@ -49,22 +41,66 @@ def register_env(name: str, factory: Callable[..., Any] | None = None) -> Any:
     return ENVS.register(name, factory, module=module)
 
 
-register_env("bernoulli_bandit", BernoulliBandit)
-register_env("gaussian_bandit", GaussianBandit)
-register_env("darkroom", DarkRoom)
-register_env("darkroom_hard", DarkRoomHard)
-register_env("dark_key_to_door", DarkKeyToDoor)
-register_env("point_robot", PointRobot)
-register_env("cartpole_contextual", CartPoleContextual)
-register_env("pendulum_contextual", PendulumContextual)
-register_env("mountaincar_contextual", MountainCarContextual)
-register_env("acrobot_contextual", AcrobotContextual)
-register_env("xland", XLandMiniGrid)
+#: the built-in families: ``name -> ("module:class", description)``, imported
+#: on first use, so listing them (``agentrl envs``) imports no JAX
+BUILTIN_FAMILIES: dict[str, tuple[str, str]] = {
+    "bernoulli_bandit": (
+        "agentrl.envs.bandits:BernoulliBandit",
+        "k-armed Bernoulli bandit; the task is the arms' success rates",
+    ),
+    "gaussian_bandit": (
+        "agentrl.envs.bandits:GaussianBandit",
+        "k-armed Gaussian bandit (DPT: 5 arms, H=500); the task is the arm means",
+    ),
+    "darkroom": (
+        "agentrl.envs.darkroom:DarkRoom",
+        "Algorithm Distillation's dense-reward Dark Room; the task is the goal cell",
+    ),
+    "darkroom_hard": (
+        "agentrl.envs.darkroom:DarkRoomHard",
+        "sparse Dark Room: reward once on reaching the goal, which ends it",
+    ),
+    "dark_key_to_door": (
+        "agentrl.envs.key_to_door:DarkKeyToDoor",
+        "find the key, then the door, in the dark; the task is both cells",
+    ),
+    "point_robot": (
+        "agentrl.envs.point_robot:PointRobot",
+        "2-D point robot with a hidden goal; reward -distance",
+    ),
+    "cartpole_contextual": (
+        "agentrl.envs.contextual:CartPoleContextual",
+        "CartPole-v1 with gravity, cart and pole masses and pole length as task",
+    ),
+    "pendulum_contextual": (
+        "agentrl.envs.contextual:PendulumContextual",
+        "Pendulum-v1 with mass, length and gravity as task",
+    ),
+    "mountaincar_contextual": (
+        "agentrl.envs.contextual:MountainCarContextual",
+        "MountainCar-v0 with engine force and gravity as task",
+    ),
+    "acrobot_contextual": (
+        "agentrl.envs.contextual:AcrobotContextual",
+        "Acrobot-v1 with both link lengths and masses as task",
+    ),
+    "xland": (
+        "agentrl.envs.xland:XLandMiniGrid",
+        "an XLand-MiniGrid environment; the ruleset is the task (extra xminigrid)",
+    ),
+}
+for _name, (_target, _description) in BUILTIN_FAMILIES.items():
+    ENVS.register_lazy(_name, _target, _description)
 
 
 def registered() -> list[str]:
     """Names accepted by :func:`make` (plus ``gymnax:<id>`` for gymnax envs)."""
     return ENVS.names()
+
+
+def describe(name: str) -> str:
+    """One line about the family ``name`` (a built-in one is not imported)."""
+    return ENVS.describe(name)
 
 
 def overrides_of(name: str) -> dict[str, Any]:

@@ -15,11 +15,14 @@ import dataclasses
 from pathlib import Path
 from typing import Annotated, Literal
 
+import tyro
+
 from agentrl.cliargs import (
     NonNegativeInt,
     Positional,
     PositiveInt,
     check_output_path,
+    default_is,
 )
 
 
@@ -27,27 +30,31 @@ from agentrl.cliargs import (
 class Args:
     """Evaluate a training run in context on its held-out tasks."""
 
-    run_dir: Annotated[Path, Positional]
+    run_dir: Annotated[Path, Positional, tyro.conf.arg(metavar="RUN_DIR")]
     """the training run directory"""
-    episodes: PositiveInt | None = None
-    """episodes per task (default: the run's eval.num_episodes)"""
-    tasks: PositiveInt | None = None
-    """held-out tasks (default: the run's eval.num_tasks)"""
-    seed: NonNegativeInt | None = None
-    """evaluation seed (default: the run's eval.seed)"""
-    out: Path | None = None
-    """results directory (default RUN_DIR/eval)"""
-    baselines: str | None = None
-    """comma-separated baselines (default: random, oracle, UCB/Thompson on
-    bandits, the data's source algorithm)"""
+    episodes: Annotated[
+        PositiveInt | None, default_is("the run's eval.num_episodes")
+    ] = None
+    """episodes per task"""
+    tasks: Annotated[PositiveInt | None, default_is("the run's eval.num_tasks")] = None
+    """held-out tasks"""
+    seed: Annotated[NonNegativeInt | None, default_is("the run's eval.seed")] = None
+    """evaluation seed"""
+    out: Annotated[Path | None, default_is("RUN_DIR/eval")] = None
+    """results directory"""
+    baselines: Annotated[
+        str | None,
+        default_is("random, oracle, UCB/Thompson on bandits, the data's source"),
+    ] = None
+    """comma-separated baselines"""
     greedy: bool = False
     """act by argmax instead of the run's eval.acting rule"""
     split: Literal["test", "validation"] = "test"
     """held-out split to evaluate on (choose settings on validation)"""
     control: Literal["zero_rewards", "shuffle_rewards", "empty_context"] | None = None
     """also evaluate the model under this in-context-learning control"""
-    step: NonNegativeInt | None = None
-    """checkpoint step to evaluate (default: the latest)"""
+    step: Annotated[NonNegativeInt | None, default_is("the latest")] = None
+    """checkpoint step to evaluate"""
 
 
 def run(args: Args) -> int:

@@ -23,7 +23,6 @@ import time
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 import agentrl.evaluate.metrics as metrics
@@ -41,7 +40,7 @@ from agentrl.agents.driver import (
     run_model_online,
     run_policy,
 )
-from agentrl.envs.base import env_horizon, is_bandit
+from agentrl.envs.base import env_horizon
 from agentrl.tables import json_safe
 
 
@@ -99,18 +98,16 @@ def reference_returns(
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """Per-task expected one-episode returns of random and oracle policies.
 
-    Random: ``max_steps * mean(means)`` for bandits (exact), otherwise the mean
+    Random: exact for bandits that state their arms' expected rewards
+    (:func:`~agentrl.evaluate.metrics.random_return`), otherwise the mean
     of ``num_random_episodes`` episodes of :class:`RandomAgent`. Oracle:
     ``env.optimal_return`` (``None`` without an oracle).
 
     Returns:
       ``(random [task], oracle [task] | None)``.
     """
-    means = getattr(params, "means", None)
-    if means is not None and is_bandit(env):
-        steps = jnp.asarray(params.max_steps_in_episode, jnp.float32)
-        random = steps * jnp.mean(means, axis=-1)
-    else:
+    random = metrics.random_return(env, params)
+    if random is None:
         steps = num_random_episodes * env_horizon(env)
         run = jax.jit(
             lambda p, k: run_agent_on_tasks(env, RandomAgent(env), p, k, steps)[0]
@@ -176,7 +173,7 @@ def evaluate_online(
     )
     returns = np.asarray(metrics.per_episode_returns(history, num_episodes))
     seconds = time.perf_counter() - start
-    regret = metrics.regret_from_history(history)
+    regret = metrics.regret_from_history(history, env)
     if references is None:
         references = reference_returns(env, params, jax.random.fold_in(key, 1))
     random, oracle = references
@@ -194,6 +191,7 @@ def evaluate_online(
         "num_steps": int(history.num_steps),
         "incomplete_tasks": int((completed < num_episodes).sum()),
         "seconds": round(seconds, 3),
+        **({"regret": note} if (note := metrics.regret_note(env)) else {}),
         **{k: v for k, v in model_kwargs.items() if isinstance(v, str | int | float)},
     }
     return EvalResult(

@@ -7,7 +7,11 @@ or on its arrays:
   episodes that end early by termination are counted correctly;
 - :func:`normalized_score` with random = 0 and oracle = 1, per task;
 - :func:`expected_regret` (``max(means) - means[action]`` summed over steps,
-  lower variance than the realized regret) and :func:`realized_regret`.
+  lower variance than the realized regret) and :func:`realized_regret`;
+  :func:`regret_from_history` takes the arms' expected rewards from the
+  family (``arm_means(params, t)``, the bandit contract of ``docs/usage.md``),
+  so a switching bandit's regret follows its switches, and gives ``None``
+  (with :func:`regret_note` saying why) for a family that cannot state them.
 
 Aggregates (NumPy, seeded) work on score matrices ``[run, task]`` where a run is
 one training seed: :func:`iqm` (the 25%-trimmed interquartile mean of rliable),
@@ -24,6 +28,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from agentrl.envs.base import bandit_arm_means, env_horizon, is_bandit
 
 Statistic = Callable[[np.ndarray], np.ndarray]
 
@@ -73,36 +79,111 @@ def expected_regret(action: jax.Array, means: jax.Array) -> jax.Array:
 
     Args:
       action: ``[task, step]`` int arm pulled at each step.
-      means: ``[task, arms]`` arm means (``BanditParams.means``).
+      means: ``[task, arms]`` stationary arm means, or ``[task, step, arms]``
+        the arms' expected rewards at every step (a switching bandit).
 
     Returns:
-      ``[task, step]``: ``sum_{s <= t} max(means) - means[action_s]``.
+      ``[task, step]``: ``sum_{s <= t} max(means_s) - means_s[action_s]``.
     """
-    pulled = jnp.take_along_axis(means, action.astype(jnp.int32), axis=-1)
-    gap = jnp.max(means, axis=-1, keepdims=True) - pulled
+    action = action.astype(jnp.int32)
+    if means.ndim == action.ndim:  # stationary: one row of means per task
+        pulled = jnp.take_along_axis(means, action, axis=-1)
+        gap = jnp.max(means, axis=-1, keepdims=True) - pulled
+    else:
+        pulled = jnp.take_along_axis(means, action[..., None], axis=-1)[..., 0]
+        gap = jnp.max(means, axis=-1) - pulled
     return jnp.cumsum(gap, axis=-1)
 
 
 def realized_regret(reward: jax.Array, optimal_mean: jax.Array) -> jax.Array:
     """Cumulative realized regret ``[task, step]``: ``sum optimal_mean - reward``.
 
-    ``reward [task, step]``, ``optimal_mean [task]`` (the best arm's mean).
+    ``reward [task, step]``; ``optimal_mean`` the best arm's mean, ``[task]``
+    (stationary) or ``[task, step]`` (at every step).
     """
-    return jnp.cumsum(optimal_mean[:, None] - reward, axis=-1)
+    if optimal_mean.ndim < reward.ndim:
+        optimal_mean = optimal_mean[:, None]
+    return jnp.cumsum(optimal_mean - reward, axis=-1)
 
 
-def regret_from_history(history: Any, expected: bool = True) -> jax.Array | None:
+def time_in_episode(done: jax.Array) -> jax.Array:
+    """``[task, step]`` int32: steps since the current episode began (0-based).
+
+    ``done [task, step]`` ends an episode; the next step starts a new one at
+    0 (the ``state.time`` an environment had before that step).
+    """
+    steps = jnp.arange(done.shape[-1], dtype=jnp.int32)
+    begins = jnp.concatenate(
+        [jnp.ones_like(done[..., :1]), done[..., :-1]], axis=-1
+    )  # a step after a done (and the first) begins an episode
+    began = jax.lax.cummax(jnp.where(begins, steps, 0), axis=done.ndim - 1)
+    return steps - began
+
+
+def arm_means_at_steps(env: Any, params: Any, done: jax.Array) -> jax.Array | None:
+    """``[task, step, arms]`` expected reward of every arm at every step.
+
+    From the family's ``arm_means(params, t)`` (:func:`bandit_arm_means`);
+    ``None`` when it states none. ``params`` leaves ``[task, ...]``.
+    """
+    arm_means = bandit_arm_means(env)
+    if arm_means is None:
+        return None
+    per_step = jax.vmap(arm_means, in_axes=(None, 0))  # over steps of one task
+    return jax.vmap(per_step)(params, time_in_episode(done))
+
+
+def regret_note(env: Any) -> str | None:
+    """Why ``env``'s results have no regret (``None`` when they have one)."""
+    if env is None or not is_bandit(env):
+        return None  # regret is a bandit measure: nothing to explain
+    if bandit_arm_means(env) is not None:
+        return None
+    name = getattr(env, "name", type(env).__name__)
+    return (
+        f"no regret: bandit {name} does not state its arms' expected rewards "
+        "(define arm_means(params, t), the bandit contract in docs/usage.md)"
+    )
+
+
+def regret_from_history(
+    history: Any, env: Any = None, expected: bool = True
+) -> jax.Array | None:
     """Cumulative regret ``[task, step]`` of a bandit history, else ``None``.
 
-    Uses :func:`expected_regret` when ``history.params`` has ``means`` and
-    ``expected`` is set, :func:`realized_regret` otherwise.
+    The arms' expected rewards at every step come from ``env``'s
+    ``arm_means(params, t)``; without ``env`` or that method (not a bandit,
+    or one that cannot say: :func:`regret_note`) there is no regret.
+    :func:`expected_regret` when ``expected`` is set, :func:`realized_regret`
+    otherwise.
     """
-    means = getattr(history.params, "means", None)
+    if env is None or history.params is None:
+        return None
+    means = arm_means_at_steps(env, history.params, history.done)
     if means is None:
         return None
     if expected:
         return expected_regret(history.action, means)
     return realized_regret(history.reward, jnp.max(means, axis=-1))
+
+
+def random_return(env: Any, params: Any) -> jax.Array | None:
+    """``[task]`` expected one-episode return of a uniformly random policy.
+
+    Exact for a bandit that states ``arm_means(params, t)``: the mean over
+    arms summed over the episode's ``max_steps_in_episode`` steps; ``None``
+    for anything else (estimate it by running the policy).
+    """
+    arm_means = bandit_arm_means(env)
+    if arm_means is None:
+        return None
+    steps = jnp.arange(env_horizon(env), dtype=jnp.int32)
+
+    def one(p):
+        per_step = jax.vmap(arm_means, in_axes=(None, 0))(p, steps).mean(-1)
+        return jnp.sum(jnp.where(steps < p.max_steps_in_episode, per_step, 0.0))
+
+    return jax.vmap(one)(params)
 
 
 # -------------------------------------------------------------- aggregates

@@ -152,10 +152,12 @@ def _fmt_iqm(a: dict[str, Any] | None) -> str:
     return f"{a['iqm']:.3g} [{lo:.3g}, {hi:.3g}]"
 
 
-def _fmt_reach(r: dict[str, Any] | None) -> str:
+def _fmt_reach(r: dict[str, Any] | None, episodes: int) -> str:
     if r is None:
         return "–"
-    return f"{r['mean_curve']} (>= {r['threshold']:g}; {r['reached']:.0%} reach)"
+    # censored at episodes + 1: the mean curve never reaches the threshold
+    first = r["mean_curve"] if r["mean_curve"] <= episodes else f"never (>{episodes})"
+    return f"{first} (>= {r['threshold']:g}; {r['reached']:.0%} reach)"
 
 
 def markdown_table(summary: dict[str, dict[str, Any]]) -> str:
@@ -183,7 +185,7 @@ def markdown_table(summary: dict[str, dict[str, Any]]) -> str:
             _fmt(s.get("score_last")),
             _fmt_iqm(s.get("score_last")),
             _fmt(s.get("auc")),
-            _fmt_reach(s.get("episodes_to_threshold")),
+            _fmt_reach(s.get("episodes_to_threshold"), s["episodes"]),
             _fmt(s.get("regret_final")),
         ]
         for name, s in summary.items()
@@ -272,6 +274,15 @@ def write_results(
     write_json(paths["json"], payload, indent=1)
     md = [f"# {title}", "", payload["date"], "", markdown_table(summary), ""]
     md += ["Mean [95% stratified bootstrap CI]; score: random = 0, oracle = 1.", ""]
+    md += [
+        "Episodes to threshold: the first episode at which the mean normalized "
+        "score reaches the threshold, 'never' when it does not within the "
+        "evaluated episodes; 'reach' is the share of (seed, task) curves that do.",
+        "",
+    ]
+    notes = {run.metadata.get("regret") for r in results.values() for run in _runs(r)}
+    for note in sorted(notes - {None}):  # a bandit that cannot state its arms
+        md += [f"{note[0].upper()}{note[1:]}.", ""]
     paths["improvement"] = plot_improvement(summary, out_dir / "improvement.png")
     md += ["![improvement](improvement.png)", ""]
     if any("regret_curve" in s for s in summary.values()):

@@ -225,8 +225,15 @@ def parse(argv: list[str]) -> argparse.Namespace:
         prog="agentrl reproduce", description=__doc__.splitlines()[0]
     )
     parser.add_argument("experiment", help="an experiment's name or .py path")
-    parser.add_argument("--preset", default="cpu")
-    parser.add_argument("--seeds", type=positive_int, default=5)
+    parser.add_argument(
+        "--preset", default="cpu", help="the experiment's preset (default: cpu)"
+    )
+    parser.add_argument(
+        "--seeds",
+        type=positive_int,
+        default=5,
+        help="training seeds, each with its own data seed and task split (default: 5)",
+    )
     parser.add_argument(
         "--first-seed",
         type=int,
@@ -235,9 +242,18 @@ def parse(argv: list[str]) -> argparse.Namespace:
         "under --runs is reused, so a last call over all seeds only reports)",
     )
     parser.add_argument(
-        "--compare", default=None, help="a second experiment trained on the same budget"
+        "--compare",
+        default=None,
+        metavar="EXPERIMENT",
+        help="a second experiment trained on the same budget",
     )
-    parser.add_argument("--runs", default="runs/repro")
+    parser.add_argument(
+        "--runs",
+        default="runs/repro",
+        metavar="DIR",
+        help="folder of the training runs, one per experiment and seed (default: "
+        "runs/repro)",
+    )
     parser.add_argument(
         "--out",
         default=None,

@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Annotated
 
-from agentrl.cliargs import PositiveInt, Repeatable, check_output_path
+from agentrl.cliargs import PositiveInt, Repeatable, check_output_path, default_is
 from agentrl.configtools import ConfigError
 from agentrl.train.cli import ExperimentArgs
 
@@ -37,8 +37,8 @@ class Args(ExperimentArgs):
     grid: Annotated[tuple[str, ...], Repeatable] = ()
     """FIELD=V1,V2: a config field and its values (repeat the flag for a
     product grid)"""
-    out: str | None = None
-    """results directory (default sweeps/<name>-<preset>)"""
+    out: Annotated[str | None, default_is("sweeps/<name>-<preset>")] = None
+    """results directory"""
     eval: bool = True
     """evaluate every trained model in context"""
     steps_per_call: PositiveInt = 10

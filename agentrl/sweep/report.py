@@ -4,8 +4,12 @@ Per setting (static combination x traced setting) the row holds, across the
 ``S`` seeds: the final loss and accuracy (an online learner's: loss and
 training trial return; each the mean of a seed's last 10% of steps; mean
 over seeds with a 95% percentile bootstrap CI over seeds) and,
-when evaluated, the mean normalized return of the last episodes on held-out
-tasks (scores ``[seed, task]``, CI by bootstrap over tasks within seeds).
+when evaluated, the mean and the IQM of the normalized return of the last
+episodes on held-out tasks (scores ``[seed, task]``, each with its CI by
+bootstrap over tasks within seeds). :func:`interval_warnings` says when the
+best setting's interval overlaps others' and when there are too few seeds
+for intervals over seeds; ``results.md`` (printed by ``agentrl sweep``)
+shows the warnings under the table.
 
 :func:`write_sweep_results` writes ``results.md``, ``results.csv``,
 ``results.json`` and ``results.png`` (loss curves with CI bands, and the
@@ -83,9 +87,60 @@ def setting_rows(
                 "score_ci_low": agg["mean_ci"][0],
                 "score_ci_high": agg["mean_ci"][1],
                 "score_iqm": agg["iqm"],
+                "score_iqm_ci_low": agg["iqm_ci"][0],
+                "score_iqm_ci_high": agg["iqm_ci"][1],
             }
         )
     return row
+
+
+#: fewer seeds than this make a CI over seeds a crude guide (with 2 values a
+#: percentile bootstrap spans little more than the two values themselves)
+FEW_SEEDS = 5
+
+
+def _ranked_metric(rows: list[dict[str, Any]]) -> tuple[str, str, bool] | None:
+    """``(column, CI stem, higher is better)`` the settings are compared on."""
+    if rows and "score" in rows[0]:
+        return "score", "score", True
+    if rows and "final_loss" in rows[0]:
+        return "final_loss", "loss", False
+    return None
+
+
+def interval_warnings(rows: list[dict[str, Any]]) -> list[str]:
+    """Warnings for a reader comparing the settings' intervals.
+
+    Where the best setting's 95% CI (score, else final loss) overlaps
+    another's, the sweep does not tell them apart; with fewer than
+    :data:`FEW_SEEDS` seeds the intervals themselves are unreliable.
+    """
+    metric = _ranked_metric(rows)
+    if metric is None:
+        return []
+    column, stem, higher = metric
+    low, high = f"{stem}_ci_low", f"{stem}_ci_high"
+    ranked = [r for r in rows if np.isfinite(r.get(column, np.nan))]
+    out = []
+    if len(ranked) > 1:
+        best = (max if higher else min)(ranked, key=lambda r: r[column])
+        tied = [
+            r["setting"]
+            for r in ranked
+            if r is not best and r[low] <= best[high] and best[low] <= r[high]
+        ]
+        if tied:
+            out.append(
+                f"the 95% CI of the best {column} ({best['setting']}) overlaps "
+                f"those of {', '.join(tied)}: the sweep does not tell them apart"
+            )
+    seeds = min((int(r["seeds"]) for r in rows), default=0)
+    if seeds < FEW_SEEDS:
+        out.append(
+            f"{seeds} seed{'s' if seeds != 1 else ''} per setting: intervals over "
+            f"seeds are crude below {FEW_SEEDS} seeds (run more with --seeds)"
+        )
+    return out
 
 
 def markdown(rows: list[dict[str, Any]]) -> str:
@@ -170,12 +225,15 @@ def write_sweep_results(
         "png": out / "results.png",
     }
     md = [f"# {title}", "", markdown(rows), ""]
+    md += [f"**Warning:** {w}." for w in interval_warnings(rows)]
+    md += [""] if md[-1] != "" else []
     md.append(
         "Means over seeds with 95% bootstrap CIs; final loss/accuracy (online "
         "learners: loss/training trial return) = mean of the last 10% of "
         "steps (updates); score = normalized return (random 0, oracle 1; "
         "the raw return where the environment has no oracle) of the last "
-        "evaluation episodes on held-out tasks."
+        "evaluation episodes on held-out tasks; score_iqm = its interquartile "
+        "mean over seeds x tasks, with its own 95% bootstrap CI."
     )
     write_text(paths["md"], "\n".join(md) + "\n")
     write_text(paths["csv"], to_csv(rows))

@@ -21,7 +21,7 @@ from typing import Annotated, Literal
 
 import tyro
 
-from agentrl.cliargs import Positional, PositiveInt, check_output_path
+from agentrl.cliargs import Positional, PositiveInt, check_output_path, default_is
 from agentrl.train.stop import Stopped
 
 
@@ -45,8 +45,8 @@ class Args(ExperimentArgs):
     (agentrl train EXPERIMENT --help lists them).
     """
 
-    run_dir: str | None = None
-    """the run directory; None: runs/<name>-<preset>"""
+    run_dir: Annotated[str | None, default_is("runs/<name>-<preset>")] = None
+    """the run directory"""
     resume: bool = True
     """continue from the latest checkpoint in the run directory"""
     progress: bool = True
@@ -84,18 +84,48 @@ def parse_experiment_args(cls, argv: list[str], prog: str):
         )
     config = load_experiment(args.experiment, args.preset)
     if wants_help:
+        config = configcli.parse(config, extra, prog=prog)  # help shows them too
+        resolved, derived = resolved_for_help(config)
         print(cliargs.help_text(cls, prog), end="")
         print(
             configcli.help_text(
-                config,
+                resolved,
                 f"{prog} {args.experiment} --preset {args.preset}",
                 description=f"Config fields of {args.experiment} (defaults: "
-                f"its {args.preset!r} preset).",
+                f"its {args.preset!r} preset, with the fields derived from its "
+                "environment and algorithm as the run resolves them).",
+                derived=derived,
             ),
             end="",
         )
         raise SystemExit(0)
     return args, configcli.parse(config, extra, prog=prog)
+
+
+#: set from the environment's spaces whatever the config says
+#: (:func:`agentrl.models.config.complete_model_config`)
+FROM_THE_ENV = frozenset(
+    {"model.obs_kind", "model.obs_size", "model.action_kind", "model.action_size"}
+)
+
+
+def resolved_for_help(config):
+    """``(config with its derived fields filled, their dotted paths)``: what
+    ``--help`` shows (the model's sizes from the environment, its window
+    from the algorithm); ``config`` as it is if its environment cannot be
+    built here (an optional extra not installed)."""
+    from agentrl.configtools import field_paths
+    from agentrl.envs.registry import make as make_env
+    from agentrl.train.config import complete_config
+
+    try:
+        env = make_env(config.data.env, **dict(config.data.env_args))
+        full = complete_config(config, env)
+    except (ImportError, ValueError):
+        return config, frozenset()
+    before, after = field_paths(config), field_paths(full)
+    changed = {p for p, v in after.items() if before.get(p) != v}
+    return full, frozenset(changed | (FROM_THE_ENV & after.keys()))
 
 
 def parse(argv: list[str]):

@@ -84,7 +84,9 @@ class DataConfig:
       num_episodes: episodes per history.
       split_fraction: share of a finite task space in the train split.
       seed: seed of the data generation (tasks and source).
-      path: an existing dataset directory to train on instead of generating.
+      path: an existing dataset directory to train on instead of generating
+        (``agentrl data generate --out PATH``); the run's ``config.json``
+        then records the dataset's own source, seed, tasks and episodes.
     """
 
     env: str = "darkroom"
@@ -275,7 +277,7 @@ class ExperimentConfig:
     Attributes:
       name: the experiment's name (it names the run directory).
       algo: the in-context learner and its hyperparameters; ``--algo NAME``
-        swaps in another one's defaults.
+        swaps in another one (keeping the values set for shared fields).
       data: which learning histories to train on.
       model: the transformer's shape.
       train: optimisation and bookkeeping.
@@ -314,14 +316,44 @@ class ExperimentConfig:
         self.algo.check(self)
 
 
+def _as_tuple(value: Any) -> Any:
+    return tuple(_as_tuple(v) for v in value) if isinstance(value, list) else value
+
+
+def data_used(data: DataConfig, dataset: Any) -> DataConfig:
+    """``data`` as the dataset at ``data.path`` was made (its ``agentrl.json``).
+
+    A run trained on a given dataset records that dataset's source, settings,
+    seed, numbers of tasks and episodes and split fraction, not the preset's
+    (which generated nothing). ``data`` unchanged without ``data.path``.
+    """
+    if not data.path or dataset is None:
+        return data
+    m = dataset.metadata
+    settings = m["source"]["settings"]
+    fraction = (m.get("split") or {}).get("train_fraction", data.split_fraction)
+    return dataclasses.replace(
+        data,
+        source=m["source"]["name"],
+        source_args=tuple((k, _as_tuple(v)) for k, v in sorted(settings.items())),
+        num_tasks=int(m["num_tasks"]),
+        num_episodes=int(m["num_episodes"]),
+        seed=int(m["seed"]),
+        split_fraction=float(fraction),
+    )
+
+
 def complete_config(
     config: ExperimentConfig, env: Any, dataset: Any | None = None
 ) -> ExperimentConfig:
     """``config`` with every derived field filled (see the module docstring).
 
     ``dataset``: the run's training data, for data-derived algorithm fields
-    (DT's target return); ``None`` leaves those unset.
+    (DT's target return) and, for a dataset given by ``data.path``, the
+    data fields it was made with (:func:`data_used`); ``None`` leaves those
+    unset.
     """
     algo = config.algo.resolve(env, dataset)
     model = complete_model_config(config.model, env, algo)
-    return dataclasses.replace(config, algo=algo, model=model)
+    data = data_used(config.data, dataset)
+    return dataclasses.replace(config, algo=algo, model=model, data=data)

@@ -258,6 +258,20 @@ class Run:
     split: dict | None
     step: int
 
+    def __repr__(self) -> str:
+        """One line: where, which checkpoint, what was trained on what (the
+        config and the model's parameters are in ``run.config``/``run.model``)."""
+        m = self.config.model
+        shape = f"{m.num_layers} layers x d_model {m.d_model}"
+        split = self.split or {}
+        held_out = {k: len(split.get(k) or ()) for k in ("validation", "test")}
+        tasks = ", ".join(f"{n} {k}" for k, n in held_out.items() if n)
+        return (
+            f"Run({str(self.run_dir)!r}, step={self.step}, "
+            f"algo={self.config.algo.label!r}, env={self.config.data.env!r}, "
+            f"model={shape}" + (f", held-out tasks: {tasks}" if tasks else "") + ")"
+        )
+
     def held_out(
         self,
         num_tasks: int | None = None,
