@@ -17,7 +17,14 @@ CONTEXTUAL = (
 )
 
 
-@pytest.mark.parametrize("name", CONTEXTUAL)
+# CartPole in `make test`, the other three in `make test-long`
+@pytest.mark.parametrize(
+    "name",
+    [
+        n if n == "cartpole_contextual" else pytest.param(n, marks=pytest.mark.long)
+        for n in CONTEXTUAL
+    ],
+)
 def test_contextual_default_equals_gymnax_step_by_step(name):
     import gymnax
 

@@ -12,6 +12,7 @@ from agentrl.envs import make
 xminigrid = pytest.importorskip("xminigrid")
 
 
+@pytest.mark.long
 def test_xland_rulesets_are_tasks():
     env = make("xland", num_rulesets=64, ruleset_seed=3)
     assert env.num_tasks == 64 and env.horizon == 243
@@ -59,6 +60,7 @@ def test_xland_matches_xminigrid_and_auto_resets(env):
     assert bool(term | trunc)  # 30-step episodes end within 40 steps
 
 
+@pytest.mark.long
 def test_xland_goal_reached_pays_and_terminates(env):
     # Random play over the rulesets reaches some goals: the reward
     # 1 - 0.9 t / horizon is paid exactly on the terminating step.

@@ -41,6 +41,7 @@ def test_commit_appends_then_rolls():
     np.testing.assert_array_equal(out.reward[0], [3, 4, 5, 6])
 
 
+@pytest.mark.long
 def test_dpt_online_on_bandit_beats_random():
     env = envs.make("bernoulli_bandit", num_arms=5, horizon=100)
     key = jax.random.key(1)

@@ -225,6 +225,7 @@ def test_kill_dataset_generation(darkroom_dataset, tmp_path):
 # -- training: kills during checkpoint saves ----------------------------------
 
 
+@pytest.mark.long
 def test_kill_training_resumes_bit_identical(darkroom_dataset, straight_run, tmp_path):
     tally = Tally("train", seed=2)
     tmpdir = fresh_tmpdir(tmp_path)
@@ -309,6 +310,7 @@ def results_complete(out: Path) -> bool:
     return ok
 
 
+@pytest.mark.long
 def test_kill_evaluation(straight_run, tmp_path):
     tally = Tally("eval", seed=3)
     tmpdir = fresh_tmpdir(tmp_path)
@@ -400,6 +402,7 @@ def sweep_progress(out: Path) -> tuple[int, int]:
     return done, max(steps, default=0)
 
 
+@pytest.mark.long
 def test_kill_sweep_resumes(darkroom_dataset, tmp_path):
     tally = Tally("sweep", seed=4)
     tmpdir = fresh_tmpdir(tmp_path)

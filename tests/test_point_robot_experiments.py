@@ -40,6 +40,7 @@ def test_ad_point_robot_smoke_trains(ad_run):
     assert np.mean(losses[-2:]) < losses[0], losses
 
 
+@pytest.mark.long
 def test_dpt_point_robot_smoke_trains(ad_run, tmp_path):
     config = load_experiment("dpt_point_robot", "smoke")
     data = dataclasses.replace(config.data, path=str(ad_run / "dataset"))
@@ -48,6 +49,7 @@ def test_dpt_point_robot_smoke_trains(ad_run, tmp_path):
     assert losses and all(math.isfinite(x) for x in losses)
 
 
+@pytest.mark.long
 def test_ad_point_robot_evaluates_on_held_out_goals(ad_run, tmp_path):
     from agentrl.evaluate.run import evaluate_run
 

@@ -48,6 +48,7 @@ def test_onehot_observation_encodes_the_view_and_direction():
         make("xland", observation="rgb")
 
 
+@pytest.mark.long
 def test_smoke_preset_trains_and_is_evaluated(tmp_path):
     from agentrl.evaluate.run import run_results
     from agentrl.train import fit

@@ -102,6 +102,7 @@ def test_histories_are_the_learners_in_context_behaviour(rl2_run):
     np.testing.assert_array_equal(earlier(params, key, 3, ids).action, reference.action)
 
 
+@pytest.mark.long
 def test_dataset_from_a_learned_learner_trains_ad(rl2_run, tmp_path):
     from agentrl.data import open_dataset
     from agentrl.train.experiments import load_experiment

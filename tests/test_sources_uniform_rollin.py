@@ -43,6 +43,7 @@ def test_transitions_start_uniformly_and_are_labelled_by_the_oracle():
     assert np.asarray(h.episode)[0, -1] == 49
 
 
+@pytest.mark.long
 def test_dataset_keeps_successors_and_contexts_use_every_step(tmp_path):
     uniform = source_histories("dpt_rollin", ROOM, rollin="uniform")
     path = write_dataset(tmp_path / "u", ROOM, uniform, 12, 2, 0, chunk_size=12)

@@ -7,6 +7,7 @@ import sys
 import textwrap
 
 import numpy as np
+import pytest
 
 from agentrl import configtools, envs
 from agentrl.data import open_dataset
@@ -34,6 +35,7 @@ SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.long
 def test_sweep_on_four_devices_matches_one(tiny_ad_config, darkroom_dataset):
     config = tiny_ad_config(steps=3)
     assert isinstance(config, ExperimentConfig)

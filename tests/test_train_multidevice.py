@@ -11,6 +11,7 @@ import sys
 import textwrap
 
 import numpy as np
+import pytest
 
 from agentrl import configtools
 from agentrl.train.experiments import load_experiment
@@ -51,6 +52,7 @@ def _run(config, run_dir, devices):
     return [r["loss"] for r in read_metrics(run_dir)]
 
 
+@pytest.mark.long
 def test_eight_devices_match_one_device(darkroom_dataset, tmp_path):
     config = load_experiment("ad_darkroom", "smoke")
     config = dataclasses.replace(

@@ -14,6 +14,7 @@ import sys
 import textwrap
 
 import numpy as np
+import pytest
 
 from agentrl import configtools
 from agentrl.train.experiments import load_experiment
@@ -56,6 +57,7 @@ def _free_port():
         return s.getsockname()[1]
 
 
+@pytest.mark.long
 def test_two_processes_train_like_one(darkroom_dataset, tmp_path):
     config = load_experiment("ad_darkroom", "smoke")
     config = dataclasses.replace(

@@ -15,6 +15,7 @@ import textwrap
 
 import jax
 import numpy as np
+import pytest
 from flax import nnx
 
 from agentrl import configtools
@@ -56,6 +57,7 @@ def _params(run_dir):
     return [np.asarray(x) for x in jax.tree.leaves(nnx.state(model, nnx.Param))]
 
 
+@pytest.mark.long
 def test_resume_on_one_device_and_back_to_eight(tiny_ad_config, tmp_path):
     config = configtools.override(
         tiny_ad_config(steps=6),
