@@ -12,7 +12,7 @@ Arrays are stored as raw bytes (``Encoding.BYTES``), which decode with
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import jax
@@ -105,6 +105,27 @@ def feature_spec(record: dict[str, Any]):
         return tensor(tree)
 
     return spec(record)
+
+
+def record_serializer(spec: Any) -> Callable[[dict[str, Any]], bytes]:
+    """``serialize(record) -> bytes``: TFDS's ``tf.train.Example`` of
+    ``record`` under ``spec``, serialized deterministically.
+
+    ``spec.serialize_example`` writes the Example's feature map in the order
+    of protobuf's hash table, whose seed differs from process to process, so
+    the same record gave different bytes in two processes (the same proto
+    and values, another field order). ``deterministic=True`` sorts the map
+    keys: same record, same bytes, in any process. Readers parse either.
+    """
+    from tensorflow_datasets.core.example_serializer import ExampleSerializer
+
+    serializer = ExampleSerializer(spec.get_serialized_info())
+
+    def serialize(record: dict[str, Any]) -> bytes:
+        example = serializer.get_tf_example(spec.encode_example(record))
+        return example.SerializeToString(deterministic=True)
+
+    return serialize
 
 
 def records_to_history(records: list[dict[str, Any]], params_template: Any):

@@ -1,0 +1,98 @@
+"""The device check's five files: summary JSON and markdown, the records'
+markdown, and one archive of the rest (``benchmarks/_device_check.py``)."""
+
+from __future__ import annotations
+
+import json
+import tarfile
+from pathlib import Path
+from typing import Any
+
+#: the archive stays under the run tool's 16 MiB a file; files above this are
+#: left out of it
+ARCHIVE_FILE_LIMIT = 2 << 20
+
+
+def _md_table(rows: list[dict], keys: list[str]) -> str:
+    lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
+    for row in rows:
+        cells = [_cell(row.get(k, "")) for k in keys]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value).replace("|", "/").replace("\n", " ")
+
+
+def summary_markdown(summary: dict) -> str:
+    """The steps and their targets as markdown tables."""
+    steps = summary["steps"]
+    lines = [
+        f"# Device check ({summary['mode']})",
+        "",
+        f"{summary['date']} · {summary['device']} · {summary['seconds']:.0f} s "
+        f"of a {summary['budget_s'] or 'unlimited'} s budget",
+        "",
+        _md_table(steps, ["name", "status", "seconds", "limit_s", "date"]),
+        "",
+    ]
+    targets = [{"step": s["name"], **t} for s in steps for t in s.get("targets", [])]
+    if targets:
+        keys = ["step", "name", "value", "target", "met"]
+        lines += ["## Targets", "", _md_table(targets, keys), ""]
+    failed = [s for s in steps if s.get("status") in ("failed", "timeout")]
+    for s in failed:
+        lines += [f"## {s['name']}: {s['status']} (last lines)", "", "```"]
+        lines += s.get("tail", []) + ["```", ""]
+    return "\n".join(lines)
+
+
+def _records_markdown(results: Path, reproductions: bool) -> str:
+    """The reproductions' (``repro_*.md``) or the benchmarks' (the other)
+    markdown records of ``results``, one after the other."""
+    parts = ["# " + ("Reproductions" if reproductions else "Benchmarks"), ""]
+    for path in sorted(results.glob("*.md")):
+        if path.name.startswith("repro_") == reproductions:
+            text = path.read_text()  # each record's title one level down
+            parts += ["#" + text if text.startswith("# ") else text, ""]
+    if len(parts) == 2:
+        parts.append("(none written)")
+    return "\n".join(parts)
+
+
+def _small_files(root: Path, skip: tuple[str, ...]) -> list[Path]:
+    """Files under ``root`` up to :data:`ARCHIVE_FILE_LIMIT` bytes, outside
+    folders named in ``skip`` (checkpoints, datasets)."""
+    out = []
+    for path in sorted(root.rglob("*")):
+        if not path.is_file() or path.stat().st_size > ARCHIVE_FILE_LIMIT:
+            continue
+        rel = path.relative_to(root).parts
+        if any(part in skip or part.endswith(skip) for part in rel):
+            continue
+        out.append(path)
+    return out
+
+
+def write_outputs(out: Path, work: Path, summary: dict) -> list[Path]:
+    """The five files of the check in ``out`` (see the module docstring)."""
+    out.mkdir(parents=True, exist_ok=True)
+    results = work / "results"
+    files = {
+        "summary.json": json.dumps(summary, indent=1) + "\n",
+        "summary.md": summary_markdown(summary),
+        "reproductions.md": _records_markdown(results, reproductions=True),
+        "benchmarks.md": _records_markdown(results, reproductions=False),
+    }
+    for name, text in files.items():
+        (out / name).write_text(text)
+    archive = out / "archive.tar.gz"
+    skip = ("checkpoints", "dataset", "-data", "tmp", ".orbax-checkpoint-tmp")
+    with tarfile.open(archive, "w:gz") as tar:
+        for folder in ("logs", "results", "runs"):
+            for path in _small_files(work / folder, skip):
+                tar.add(path, arcname=str(path.relative_to(work)))
+    return [out / n for n in files] + [archive]
