@@ -82,13 +82,15 @@ REPRODUCTIONS = (
     "rl2_xland",
 )
 
-#: ``(benchmark, gpu arguments, smoke arguments, gpu limit s)`` by value:
+#: ``(benchmark, gpu arguments, smoke arguments, gpu limit s)`` by value
+#: (a benchmark killed at its limit writes nothing: ``--budget`` makes
+#: train_throughput stop starting shapes in time to write its record):
 #: training FLOP utilisation at the gpu and full presets' shapes (issue 34.8),
 #: history generation (34.3), vmapped sweeps (34.7), the model and the
 #: evaluation loop.
 BENCHMARKS = (
-    ("train_throughput", ["--gpu"], ["--gpu", "--quick"], 180),
-    ("data_generation", ["--gpu"], ["--quick", "--no-rss"], 120),
+    ("train_throughput", ["--gpu", "--budget", "140"], ["--gpu", "--quick"], 180),
+    ("data_generation", ["--gpu", "--no-rss"], ["--quick", "--no-rss"], 120),
     ("sweep_vmap", [], ["--repeats", "1", "--widths", "8"], 120),
     ("model_throughput", ["--full"], [], 90),
     ("eval_throughput", [], ["--repeats", "1"], 90),
@@ -206,6 +208,17 @@ def plan_steps(args: argparse.Namespace, work: Path) -> list[Step]:
     return steps
 
 
+def fit_budget(argv: list[str], limit: float, margin: float = 40.0) -> list[str]:
+    """``argv`` with its ``--budget S`` cut to ``limit - margin`` (at least
+    10 s): a benchmark that stops starting work in time writes its record
+    before the step's limit kills it."""
+    if "--budget" not in argv:
+        return argv
+    i = argv.index("--budget") + 1
+    budget = max(10.0, min(float(argv[i]), limit - margin))
+    return [*argv[:i], f"{budget:.0f}", *argv[i + 1 :]]
+
+
 def run_step(step: Step, limit: float, log: Path, env: dict) -> tuple[str, int, float]:
     """Run ``step`` for at most ``limit`` seconds: ``(status, rc, seconds)``.
 
@@ -255,11 +268,12 @@ def _tail(path: Path, lines: int = TAIL_LINES) -> list[str]:
     return [row[-300:] for row in rows if row.strip()][-lines:]
 
 
-def _new_records(results: Path, before: set[Path]) -> list[Path]:
-    """The record JSONs (``name``, ``targets``) a step wrote into ``results``."""
+def _new_records(results: Path, before: dict[Path, int]) -> list[Path]:
+    """The record JSONs (``name``, ``targets``) a step wrote (or rewrote) into
+    ``results``; ``before``: each file's modification time before it."""
     out = []
     for path in sorted(results.glob("*.json")):
-        if path in before:
+        if before.get(path) == path.stat().st_mtime_ns:
             continue
         try:
             payload = json.loads(path.read_text())
@@ -402,9 +416,8 @@ class Clock:
 def run_all(args: argparse.Namespace, work: Path, now=time.monotonic) -> list[dict]:
     """Run the planned steps; one summary entry per step (``now``: the clock)."""
     clock = Clock(args.budget, args.bench_reserve, now)
-    results, logs = work / "results", work / "logs"
-    for d in (results, logs, work / "runs", work / "tmp"):
-        d.mkdir(parents=True, exist_ok=True)
+    for d in ("results", "logs", "runs", "tmp"):
+        (work / d).mkdir(parents=True, exist_ok=True)
     env = step_env(args.smoke, work)
     done = {} if args.redo else _previous(args.previous)
     if args.seeds5 and not args.redo:
@@ -416,36 +429,36 @@ def run_all(args: argparse.Namespace, work: Path, now=time.monotonic) -> list[di
             print(f"[device check] {step.name}: done earlier, skipped", flush=True)
             continue
         limit = min(step.limit_s, clock.left(step.kind))
-        entry = {
-            "name": step.name,
-            "kind": step.kind,
-            "argv": step.argv,
-            "limit_s": round(limit, 1),
-        }
+        entry = {"name": step.name, "kind": step.kind, "argv": step.argv}
+        entry["limit_s"] = round(limit, 1)
         if limit < MIN_STEP_S:
             entries.append({**entry, "status": "skipped", "reason": "no time left"})
             print(f"[device check] {step.name}: no time left, skipped", flush=True)
             continue
-        log = logs / f"{step.name.replace(':', '_')}.log"
-        before = set(results.glob("*.json"))
-        print(f"[device check] {step.name} (limit {limit:.0f} s)", flush=True)
-        status, rc, seconds = run_step(step, limit, log, env)
-        records = _new_records(results, before)
-        entries.append(
-            {
-                **entry,
-                "status": status,
-                "rc": rc,
-                "seconds": round(seconds, 1),
-                "date": _now(),
-                "log": f"logs/{log.name}",
-                "records": [r.stem for r in records],
-                "targets": [t for r in records for t in _targets(r)],
-                "tail": _tail(log),
-            }
-        )
-        print(f"[device check] {step.name}: {status} in {seconds:.0f} s", flush=True)
+        entries.append({**entry, **_run_one(step, limit, work, env)})
     return entries
+
+
+def _run_one(step: Step, limit: float, work: Path, env: dict) -> dict:
+    """Run one step; what the summary records of it."""
+    step = dataclasses.replace(step, argv=fit_budget(step.argv, limit))
+    log = work / "logs" / f"{step.name.replace(':', '_')}.log"
+    results = work / "results"
+    before = {p: p.stat().st_mtime_ns for p in results.glob("*.json")}
+    print(f"[device check] {step.name} (limit {limit:.0f} s)", flush=True)
+    status, rc, seconds = run_step(step, limit, log, env)
+    records = _new_records(results, before)
+    print(f"[device check] {step.name}: {status} in {seconds:.0f} s", flush=True)
+    return {
+        "status": status,
+        "rc": rc,
+        "seconds": round(seconds, 1),
+        "date": _now(),
+        "log": f"logs/{log.name}",
+        "records": [r.stem for r in records],
+        "targets": [t for r in records for t in _targets(r)],
+        "tail": _tail(log),
+    }
 
 
 def _now() -> str:

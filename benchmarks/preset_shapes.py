@@ -16,7 +16,8 @@ normal data (n = 8192 on an accelerator, 1024 on the CPU), jitted, after a
 warm-up. FLOPs per step are analytic (:func:`train_throughput.train_flops`,
 3 x forward), XLA's count beside them.
 
-``--quick`` (the CPU): batch :data:`QUICK_BATCH`, one timed step, and
+``--quick`` (the CPU): the experiments of :data:`QUICK_EXPERIMENTS` only
+(both token layouts and a MoE), batch :data:`QUICK_BATCH`, one timed step;
 shapes whose analytic step is above :data:`QUICK_FLOP_CAP` are listed, not
 run (minutes per step on 2 cores).
 """
@@ -29,6 +30,7 @@ from typing import Any
 
 #: the presets measured, by value: the paper's widths first
 PRESETS = ("full", "gpu")
+QUICK_EXPERIMENTS = ("ad_darkroom", "dpt_bandit", "t2mir_ad_darkroom")
 QUICK_BATCH = 2
 QUICK_FLOP_CAP = 5e10
 #: the issue's goal at the full presets' widths (>= 512): 40% of the peak
@@ -105,7 +107,8 @@ def preset_configs(quick: bool) -> list[tuple[str, Any]]:
     from agentrl.train.experiments import known_experiments, load_module
 
     out = []
-    for name in known_experiments():
+    names = QUICK_EXPERIMENTS if quick else known_experiments()
+    for name in names:
         module = load_module(name)
         for preset in PRESETS:
             if preset not in module.PRESETS:

@@ -66,22 +66,75 @@ def test_same_seed_gives_the_same_bytes_in_two_processes(tmp_path):
     assert meta_a == meta_b
 
 
-def test_record_serializer_is_tfds_format_with_sorted_fields():
-    history = source_histories("q_learning", ENV)
-    import jax
-    import jax.numpy as jnp
+def _records(history):
+    return list(features.history_records(history))
 
-    ids = jnp.arange(2, dtype=jnp.int32)
-    params = jax.vmap(ENV.params_for_task)(ids)
-    h = jax.device_get(history(params, jax.random.key(0), 2, ids))
-    record = next(features.history_records(h))
-    spec = features.feature_spec(record)
-    data = features.record_serializer(spec)(record)
-    # the same proto TFDS writes, fields in sorted order: TFDS reads it back
-    decoded = spec.deserialize_example_np(data)
-    assert (decoded["action"] == record["action"]).all()
-    assert int(decoded["task_id"]) == int(record["task_id"])
-    assert sorted(spec.serialize_example(record)) == sorted(data)
+
+def _history(rng, dict_obs: bool):
+    """Host histories of every feature kind the writer meets: int and float
+    arrays, dict observations, bools as uint8, negative and large scalars,
+    scalar and array params, optimal actions and stored successors."""
+    import numpy as np
+
+    from agentrl.history import History
+
+    tasks, steps = 3, 7
+    if dict_obs:
+        obs = {
+            "image": rng.integers(0, 255, (tasks, steps, 3, 3)).astype(np.uint8),
+            "pos": rng.normal(size=(tasks, steps, 2)).astype(np.float32),
+        }
+    else:
+        obs = rng.integers(0, 81, (tasks, steps)).astype(np.int32)
+    action = rng.normal(size=(tasks, steps, 2)).astype(np.float32)
+    return History(
+        obs=obs,
+        action=action,
+        reward=rng.normal(size=(tasks, steps)).astype(np.float32),
+        terminated=rng.random((tasks, steps)) < 0.3,
+        truncated=rng.random((tasks, steps)) < 0.3,
+        episode=np.repeat(np.arange(steps, dtype=np.int32)[None], tasks, 0),
+        optimal_action=action[:, ::-1].copy(),
+        task_id=np.array([-1, 2**31 - 1, 300], np.int32),
+        params={
+            "goal": rng.integers(-5, 5, (tasks, 2)).astype(np.int32),
+            "noise": rng.random(tasks).astype(np.float32),
+            "arms": np.array([3, 200, -7], np.int32),
+        },
+        next_obs=obs if dict_obs else None,
+    )
+
+
+@pytest.mark.parametrize("dict_obs", [False, True])
+def test_wire_serializer_writes_tfds_bytes(dict_obs):
+    """The fast serializer's bytes are TFDS's deterministic serialization's,
+    and TFDS decodes them back to the record."""
+    import numpy as np
+
+    records = _records(_history(np.random.default_rng(0), dict_obs))
+    spec = features.feature_spec(records[0])
+    fast, reference = features.record_serializer(spec), features.tfds_serializer(spec)
+    for record in records:
+        data = fast(record)
+        assert data == reference(record)
+        decoded = spec.deserialize_example_np(data)
+        np.testing.assert_array_equal(decoded["action"], record["action"])
+        assert int(decoded["task_id"]) == int(record["task_id"])
+        # TFDS's own (hash-ordered) bytes hold the same fields, reordered
+        assert sorted(spec.serialize_example(record)) == sorted(data)
+
+
+def test_wire_serializer_checks_dtypes_and_fields():
+    import numpy as np
+
+    record = _records(_history(np.random.default_rng(1), False))[0]
+    serialize = features.record_serializer(features.feature_spec(record))
+    with pytest.raises(ValueError, match="'reward'"):
+        serialize({**record, "reward": record["reward"].astype(np.float64)})
+    with pytest.raises(ValueError, match="'action'"):
+        serialize({**record, "action": record["action"][:3]})
+    with pytest.raises(ValueError, match="differ from the spec"):
+        serialize({k: v for k, v in record.items() if k != "episode"})
 
 
 def test_next_chunk_is_generated_while_the_last_is_written(tmp_path, monkeypatch):

@@ -213,3 +213,11 @@ def test_smoke_run_of_every_step(tmp_path):
     summary = _smoke(tmp_path, None)
     bad = {s["name"]: s.get("tail") for s in summary["steps"] if s["status"] != "ok"}
     assert not bad, bad
+
+
+def test_a_benchmarks_budget_is_cut_to_its_steps_limit():
+    argv = ["bench", "train_throughput", "--gpu", "--budget", "140"]
+    assert check.fit_budget(argv, 180.0) == [*argv[:-1], "140"]
+    assert check.fit_budget(argv, 100.0) == [*argv[:-1], "60"]
+    assert check.fit_budget(argv, 30.0) == [*argv[:-1], "10"]
+    assert check.fit_budget(["bench", "x"], 5.0) == ["bench", "x"]

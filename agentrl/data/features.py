@@ -18,6 +18,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from agentrl.data.example_wire import wire_serializer
 from agentrl.history import History
 
 ARRAY_FIELDS = ("action", "reward", "terminated", "truncated", "episode")
@@ -109,14 +110,23 @@ def feature_spec(record: dict[str, Any]):
 
 def record_serializer(spec: Any) -> Callable[[dict[str, Any]], bytes]:
     """``serialize(record) -> bytes``: TFDS's ``tf.train.Example`` of
-    ``record`` under ``spec``, serialized deterministically.
+    ``record`` under ``spec``, the bytes of its deterministic serialization.
 
-    ``spec.serialize_example`` writes the Example's feature map in the order
-    of protobuf's hash table, whose seed differs from process to process, so
-    the same record gave different bytes in two processes (the same proto
-    and values, another field order). ``deterministic=True`` sorts the map
-    keys: same record, same bytes, in any process. Readers parse either.
+    Written straight in protobuf's wire format
+    (:func:`agentrl.data.example_wire.wire_serializer`, ~40x faster than
+    TFDS's Python path); the same bytes as :func:`tfds_serializer`.
+    Deterministic: ``spec.serialize_example`` writes the Example's feature
+    map in the order of protobuf's hash table, whose seed differs from
+    process to process, so the same record gave different bytes in two
+    processes; here the map is sorted by key, as ``deterministic=True``
+    sorts it. Readers parse either.
     """
+    return wire_serializer(spec)
+
+
+def tfds_serializer(spec: Any) -> Callable[[dict[str, Any]], bytes]:
+    """TFDS's own encoding of ``record``, serialized with
+    ``deterministic=True``: the reference :func:`record_serializer` equals."""
     from tensorflow_datasets.core.example_serializer import ExampleSerializer
 
     serializer = ExampleSerializer(spec.get_serialized_info())
