@@ -377,6 +377,8 @@ def step_env(smoke: bool, work: Path) -> dict[str, str]:
     env["PYTHONPATH"] = os.pathsep.join(paths)
     env["PYTHONUNBUFFERED"] = "1"
     env["MPLBACKEND"] = "Agg"
+    # progress bars redraw every 10 s, not 10 times a second: short logs
+    env["TQDM_MININTERVAL"] = "10"
     # steps that start JAX subprocesses (data_generation's RSS runs) must
     # find device memory: no process takes 75% of it up front
     env["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"

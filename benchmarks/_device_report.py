@@ -77,6 +77,18 @@ def _small_files(root: Path, skip: tuple[str, ...]) -> list[Path]:
     return out
 
 
+def _keep_tail(path: Path, limit: int) -> None:
+    """Cut ``path`` to its last ``limit`` bytes (a long log's end matters)."""
+    size = path.stat().st_size
+    if size <= limit:
+        return
+    with open(path, "rb") as f:
+        f.seek(size - limit + 200)
+        tail = f.read()
+    note = f"[... first {size - len(tail):,} bytes cut ...]\n"
+    path.write_bytes(note.encode() + tail)
+
+
 def write_outputs(out: Path, work: Path, summary: dict) -> list[Path]:
     """The five files of the check in ``out`` (see the module docstring)."""
     out.mkdir(parents=True, exist_ok=True)
@@ -89,6 +101,8 @@ def write_outputs(out: Path, work: Path, summary: dict) -> list[Path]:
     }
     for name, text in files.items():
         (out / name).write_text(text)
+    for log in (work / "logs").glob("*.log"):
+        _keep_tail(log, ARCHIVE_FILE_LIMIT)
     archive = out / "archive.tar.gz"
     skip = ("checkpoints", "dataset", "-data", "tmp", ".orbax-checkpoint-tmp")
     with tarfile.open(archive, "w:gz") as tar:

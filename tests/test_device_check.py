@@ -235,3 +235,14 @@ def test_a_benchmarks_budget_is_cut_to_its_steps_limit():
     assert check.fit_budget(argv, 100.0) == [*argv[:-1], "60"]
     assert check.fit_budget(argv, 30.0) == [*argv[:-1], "10"]
     assert check.fit_budget(["bench", "x"], 5.0) == ["bench", "x"]
+
+
+def test_long_logs_keep_their_end_in_the_archive(tmp_path):
+    import _device_report as report
+
+    log = tmp_path / "a.log"
+    log.write_bytes(b"x" * 5000 + b"THE END\n")
+    report._keep_tail(log, 1000)
+    text = log.read_text()
+    assert text.startswith("[... first") and text.endswith("THE END\n")
+    assert len(text) < 1100
