@@ -11,6 +11,8 @@ from typing import Any
 #: the archive stays under the run tool's 16 MiB a file; files above this are
 #: left out of it
 ARCHIVE_FILE_LIMIT = 2 << 20
+#: the run tool brings back files of up to 16 MiB
+ARCHIVE_LIMIT = 15 << 20
 
 
 def _md_table(rows: list[dict], keys: list[str]) -> str:
@@ -104,9 +106,15 @@ def write_outputs(out: Path, work: Path, summary: dict) -> list[Path]:
     for log in (work / "logs").glob("*.log"):
         _keep_tail(log, ARCHIVE_FILE_LIMIT)
     archive = out / "archive.tar.gz"
+    _archive(archive, work, ("logs", "results", "runs"))
+    if archive.stat().st_size > ARCHIVE_LIMIT:  # the runs' files go first
+        _archive(archive, work, ("logs", "results"))
+    return [out / n for n in files] + [archive]
+
+
+def _archive(archive: Path, work: Path, folders: tuple[str, ...]) -> None:
     skip = ("checkpoints", "dataset", "-data", "tmp", ".orbax-checkpoint-tmp")
     with tarfile.open(archive, "w:gz") as tar:
-        for folder in ("logs", "results", "runs"):
+        for folder in folders:
             for path in _small_files(work / folder, skip):
                 tar.add(path, arcname=str(path.relative_to(work)))
-    return [out / n for n in files] + [archive]
