@@ -42,6 +42,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime
+import functools
 import json
 import os
 import shutil
@@ -122,26 +123,40 @@ class Step:
         return [*self.program, *self.argv]
 
 
+@functools.cache
 def experiments_with(preset: str) -> list[str]:
     """The experiments of this checkout's ``experiments/`` that have ``preset``.
 
-    Imports each experiment module (configs only: no JAX backend starts).
+    Asked of a subprocess on the CPU (the configs only): this process starts
+    no JAX backend, so it holds no device memory the steps need.
     """
-    if str(ROOT) not in sys.path:
-        sys.path.insert(0, str(ROOT))
-    from agentrl.train.experiments import load_module
-
-    paths = sorted((ROOT / "experiments").glob("*.py"))
-    return [
-        p.stem
-        for p in paths
-        if not p.stem.startswith("_") and preset in load_module(str(p)).PRESETS
-    ]
+    code = (
+        "import json, sys\n"
+        "from pathlib import Path\n"
+        "from agentrl.train.experiments import load_module\n"
+        "paths = sorted(Path(sys.argv[1]).glob('*.py'))\n"
+        "print(json.dumps([p.stem for p in paths if not p.stem.startswith('_')\n"
+        "                  and sys.argv[2] in load_module(str(p)).PRESETS]))\n"
+    )
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(ROOT / "experiments"), preset],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        check=False,
+    )
+    if proc.returncode:
+        raise SystemExit(f"could not list the experiments:\n{proc.stderr[-2000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def reproduction_order(preset: str) -> list[str]:
     """:data:`REPRODUCTIONS` followed by any other experiment with ``preset``."""
     found = experiments_with(preset)
+    found = list(found)
     known = [n for n in REPRODUCTIONS if n in found]
     return known + [n for n in found if n not in REPRODUCTIONS]
 
