@@ -155,8 +155,7 @@ def experiments_with(preset: str) -> list[str]:
 
 def reproduction_order(preset: str) -> list[str]:
     """:data:`REPRODUCTIONS` followed by any other experiment with ``preset``."""
-    found = experiments_with(preset)
-    found = list(found)
+    found = list(experiments_with(preset))  # a copy of the cached list
     known = [n for n in REPRODUCTIONS if n in found]
     return known + [n for n in found if n not in REPRODUCTIONS]
 
