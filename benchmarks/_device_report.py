@@ -35,7 +35,8 @@ def summary_markdown(summary: dict) -> str:
     lines = [
         f"# Device check ({summary['mode']})",
         "",
-        f"{summary['date']} · {summary['device']} · {summary['seconds']:.0f} s "
+        f"{summary['date']} · {_device_name(summary['device'])} · "
+        f"{summary['seconds']:.0f} s "
         f"of a {summary['budget_s'] or 'unlimited'} s budget",
         "",
         _md_table(steps, ["name", "status", "seconds", "limit_s", "date"]),
@@ -50,6 +51,11 @@ def summary_markdown(summary: dict) -> str:
         lines += [f"## {s['name']}: {s['status']} (last lines)", "", "```"]
         lines += s.get("tail", []) + ["```", ""]
     return "\n".join(lines)
+
+
+def _device_name(device: dict) -> str:
+    gpus = device.get("gpu")
+    return "; ".join(gpus) if gpus else f"no GPU, {device.get('cpu_count')} CPU cores"
 
 
 def _records_markdown(results: Path, reproductions: bool) -> str:

@@ -42,7 +42,7 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 import numpy as np
-from common import target, write_record
+from common import load_note, target, write_record
 
 from agentrl import envs
 from agentrl.data.writer import write_dataset, write_histories
@@ -220,6 +220,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> None:
     args = _parse(argv)
+    load_at_start = os.getloadavg()[0]
     mode = "quick" if args.quick else "gpu" if args.gpu else "cpu"
     sizes, episodes, rss_tasks, rss_chunk, (pipe_tasks, pipe_chunk) = SIZES[mode]
 
@@ -265,6 +266,7 @@ def main(argv: list[str] | None = None) -> None:
         print(peak)
         targets.append(_rss_target(peak))
         notes += " " + _rss_note(peak)
+    notes += " " + load_note(load_at_start) + "."
     tmp = Path(tempfile.mkdtemp()) if args.quick else None
     out_dir = None if os.environ.get(RESULTS_ENV) else tmp
     print(write_record("data_generation", results, targets, rows, notes, out_dir))
