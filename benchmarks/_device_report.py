@@ -36,8 +36,8 @@ def summary_markdown(summary: dict) -> str:
         f"# Device check ({summary['mode']})",
         "",
         f"{summary['date']} · {_device_name(summary['device'])} · "
-        f"{summary['seconds']:.0f} s "
-        f"of a {summary['budget_s'] or 'unlimited'} s budget",
+        f"{summary['seconds']:.0f} s"
+        + (f" of a {summary['budget_s']:.0f} s budget" if summary["budget_s"] else ""),
         "",
         _md_table(steps, ["name", "status", "seconds", "limit_s", "date"]),
         "",
