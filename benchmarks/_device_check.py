@@ -509,6 +509,7 @@ def main(argv: list[str] | None = None) -> int:
         "steps": entries,
     }
     paths = write_outputs(Path(args.out), work, summary)  # _device_report
+    print((Path(args.out) / "summary.md").read_text(), flush=True)  # in the reply
     for path in paths:
         print(f"[device check] wrote {path} ({path.stat().st_size:,} bytes)")
     if not args.work:
