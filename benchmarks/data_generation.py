@@ -1,24 +1,37 @@
 """Generation throughput of the history sources, and peak RSS of chunked writes.
 
-    agentrl bench data_generation [--quick]
+    agentrl bench data_generation [--quick | --gpu] [--no-rss]
 
-Measures (issue 3):
+Measures (issue 3; issue 34, item 3):
 
 - transitions/s of ``generate("ucb", ...)`` on the DPT bandit (Gaussian,
   5 arms, H = 500) and of ``generate("q_learning", ...)`` on Dark Room 9x9
   (100 episodes of 20 steps), at 1,000 and 10,000 tasks (compiled; best of
   2), against a reference in the same process: the same Q-learning as a
   NumPy loop vectorised over tasks;
+- the dataset writer's pipeline: ``write_dataset`` of Q-learning Dark Room
+  histories end to end (transitions/s written), against its two halves
+  timed alone in the same run: generating the same chunks (the jitted
+  source and the copy to the host) and encoding + writing them
+  (``write_histories`` of chunks already on the host). The writer encodes
+  and writes one chunk in a thread while the next is generated, so the end
+  to end time approaches the larger half, not their sum: ``overlap`` is
+  (generation + writing) / end to end, 1 for none, up to 2;
 - peak RSS of ``agentrl data generate`` writing 10,000 Dark Room histories of
   100 episodes in chunks of 1,000, next to the same command for one chunk
-  (1,000 tasks) and to the size of all histories together.
+  (1,000 tasks) and to the size of all histories together (``--no-rss``
+  leaves it out).
 
-Writes ``benchmarks/results/data_generation.{json,md}``.
+``--gpu`` adds 100,000 tasks to the generation sizes and writes 20,000
+histories in chunks of 5,000 (the device check's sizes). Writes
+``benchmarks/results/data_generation.{json,md}`` (``--quick`` writes into a
+temporary folder unless ``agentrl bench --out`` names one).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import subprocess
 import sys
@@ -29,10 +42,12 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 import numpy as np
-from common import target, write_record
+from common import load_note, target, write_record
 
 from agentrl import envs
-from agentrl.sources.registry import generate
+from agentrl.data.writer import write_dataset, write_histories
+from agentrl.project import RESULTS_ENV
+from agentrl.sources.registry import generate, source_histories
 
 
 def _throughput(source, env, params, num_episodes, ids) -> float:
@@ -71,6 +86,49 @@ def _numpy_q_learning(num_tasks: int, num_episodes: int) -> float:
             target_q = r + 0.9 * q[rows, s2].max(1)
             q[rows, s, a] += 0.8 * (target_q - q[rows, s, a])
     return num_tasks * num_episodes * horizon / (time.perf_counter() - start)
+
+
+def _write_pipeline(tasks: int, episodes: int, chunk: int) -> dict:
+    """End-to-end ``write_dataset`` against generation alone and writing alone.
+
+    ``tasks`` is a multiple of ``chunk``, so the three do the same work.
+    """
+    room = envs.make("darkroom")
+    histories = source_histories("q_learning", room)
+    steps = episodes * room.horizon
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        # compile the chunk's program (and warm TFDS's imports) first
+        write_dataset(tmp / "warm", room, histories, chunk, episodes, chunk_size=chunk)
+        start = time.perf_counter()
+        write_dataset(
+            tmp / "ds", room, histories, tasks, episodes, seed=1, chunk_size=chunk
+        )
+        end_to_end = time.perf_counter() - start
+        ids = jnp.arange(chunk, dtype=jnp.int32) % room.num_tasks
+        params = jax.vmap(room.params_for_task)(ids)
+        start = time.perf_counter()
+        for c in range(-(-tasks // chunk)):
+            host = jax.device_get(histories(params, jax.random.key(c), episodes, ids))
+        generation = time.perf_counter() - start
+        chunks = [host] * -(-tasks // chunk)  # the same host chunk each time
+        metadata = {"task_ids": {"train": [0] * chunk * len(chunks)}}
+        start = time.perf_counter()
+        write_histories(tmp / "host", {"train": chunks}, metadata)
+        writing = time.perf_counter() - start
+    transitions = tasks * steps  # tasks is a multiple of chunk: same work
+    return {
+        "tasks": tasks,
+        "episodes": episodes,
+        "chunk_size": chunk,
+        "end_to_end_s": end_to_end,
+        "generation_s": generation,
+        "writing_s": writing,
+        "transitions_per_s": transitions / end_to_end,
+        "generation_transitions_per_s": transitions / generation,
+        "writing_transitions_per_s": transitions / writing,
+        "overlap": (generation + writing) / end_to_end,
+    }
 
 
 def _peak_rss_mib(tasks: int, episodes: int, chunk: int) -> tuple[float, float, int]:
@@ -141,21 +199,35 @@ def _peak_rss(rss_tasks: int, episodes: int, rss_chunk: int) -> dict:
     }
 
 
-def main(argv: list[str] | None = None) -> None:
+#: ``(generation sizes, episodes, RSS tasks, RSS chunk, pipeline (tasks,
+#: chunk))`` of each mode
+SIZES = {
+    "quick": ([100, 300], 10, 1_000, 100, (400, 100)),
+    "cpu": ([1_000, 10_000], 100, 10_000, 1_000, (4_000, 1_000)),
+    "gpu": ([1_000, 10_000, 100_000], 100, 10_000, 1_000, (20_000, 5_000)),
+}
+
+
+def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="agentrl bench data_generation", description=__doc__
     )
     parser.add_argument("--quick", action="store_true", help="small sizes (smoke)")
-    args = parser.parse_args(argv)
-    sizes = [100, 300] if args.quick else [1_000, 10_000]
-    episodes = 10 if args.quick else 100
-    rss_tasks = 1_000 if args.quick else 10_000
-    rss_chunk = 100 if args.quick else 1_000
+    parser.add_argument("--gpu", action="store_true", help="the device check's sizes")
+    parser.add_argument("--no-rss", action="store_true", help="skip the RSS runs")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = _parse(argv)
+    load_at_start = os.getloadavg()[0]
+    mode = "quick" if args.quick else "gpu" if args.gpu else "cpu"
+    sizes, episodes, rss_tasks, rss_chunk, (pipe_tasks, pipe_chunk) = SIZES[mode]
 
     bandit = envs.make("gaussian_bandit")
     room = envs.make("darkroom")
     rows = _generation_rows(sizes, episodes, bandit, room)
-    results = {"generation": list(rows), "peak_rss": {}}
+    results = {"mode": mode, "generation": list(rows), "peak_rss": {}}
     ref = _numpy_q_learning(1_000, 5 if not args.quick else 2)
     q_big = max(r["transitions/s"] for r in rows if r["source / env"].startswith("q_"))
     rows.append(
@@ -168,35 +240,86 @@ def main(argv: list[str] | None = None) -> None:
     results["numpy_q_learning_reference"] = ref
     results["q_learning_speedup_vs_numpy"] = q_big / ref
     print(f"numpy reference {ref:.3g} transitions/s; agentrl x{q_big / ref:.1f}")
-
-    peak = results["peak_rss"] = _peak_rss(rss_tasks, episodes, rss_chunk)
-    print(results["peak_rss"])
-    q_10k = [
+    pipe = results["write_pipeline"] = _write_pipeline(pipe_tasks, episodes, pipe_chunk)
+    print(pipe, flush=True)
+    rows += _pipeline_rows(pipe)
+    q_last = [
         r
         for r in rows
         if r["source / env"].startswith("q_") and r["tasks"] == sizes[-1]
     ]
-    many, one = peak["peak_rss_mib"], peak["peak_rss_one_chunk_mib"]
     targets = [
         target(
             f"q_learning darkroom generation, transitions/s ({sizes[-1]} tasks)",
-            q_10k[0]["transitions/s"],
+            q_last[0]["transitions/s"],
             1_000_000,
         ),
         target(
-            "peak RSS growth from 1 to 10 chunks (MiB) <= one chunk of histories",
-            many - one,
-            peak["one_chunk_histories_mib"],
-            higher_is_better=False,
+            "writer overlap: (generation + writing alone) / end to end",
+            pipe["overlap"],
+            1.2,
         ),
     ]
-    notes = (
-        f"Peak RSS writing {rss_tasks:,} histories x {episodes} episodes in chunks of "
-        f"{rss_chunk:,}: {many:.0f} MiB (one chunk alone: {one:.0f} MiB; all "
+    notes = _pipeline_note(pipe)
+    if not args.no_rss:
+        peak = results["peak_rss"] = _peak_rss(rss_tasks, episodes, rss_chunk)
+        print(peak)
+        targets.append(_rss_target(peak))
+        notes += " " + _rss_note(peak)
+    notes += " " + load_note(load_at_start) + "."
+    tmp = Path(tempfile.mkdtemp()) if args.quick else None
+    out_dir = None if os.environ.get(RESULTS_ENV) else tmp
+    print(write_record("data_generation", results, targets, rows, notes, out_dir))
+
+
+def _pipeline_rows(pipe: dict) -> list[dict]:
+    """The writer's three timings as rows of the generation table."""
+    name = f"write_dataset q_learning darkroom (chunks of {pipe['chunk_size']:,})"
+    return [
+        {
+            "source / env": f"{name}: end to end",
+            "tasks": pipe["tasks"],
+            "transitions/s": pipe["transitions_per_s"],
+        },
+        {
+            "source / env": f"{name}: generation alone",
+            "tasks": pipe["tasks"],
+            "transitions/s": pipe["generation_transitions_per_s"],
+        },
+        {
+            "source / env": f"{name}: encoding + writing alone",
+            "tasks": pipe["tasks"],
+            "transitions/s": pipe["writing_transitions_per_s"],
+        },
+    ]
+
+
+def _pipeline_note(pipe: dict) -> str:
+    return (
+        f"write_dataset of {pipe['tasks']:,} Q-learning Dark Room histories x "
+        f"{pipe['episodes']} episodes: {pipe['end_to_end_s']:.1f} s end to end, "
+        f"against {pipe['generation_s']:.1f} s generating the same chunks alone and "
+        f"{pipe['writing_s']:.1f} s encoding + writing them alone (same run): "
+        f"overlap {pipe['overlap']:.2f} (1 = none, 2 = perfect)."
+    )
+
+
+def _rss_target(peak: dict) -> dict:
+    return target(
+        "peak RSS growth from 1 to 10 chunks (MiB) <= one chunk of histories",
+        peak["peak_rss_mib"] - peak["peak_rss_one_chunk_mib"],
+        peak["one_chunk_histories_mib"],
+        higher_is_better=False,
+    )
+
+
+def _rss_note(peak: dict) -> str:
+    return (
+        f"Peak RSS writing {peak['tasks']:,} histories x {peak['episodes']} "
+        f"episodes in chunks of {peak['chunk_size']:,}: {peak['peak_rss_mib']:.0f} "
+        f"MiB (one chunk alone: {peak['peak_rss_one_chunk_mib']:.0f} MiB; all "
         f"histories together would be {peak['all_histories_mib']:.0f} MiB raw)."
     )
-    out_dir = Path(tempfile.mkdtemp()) if args.quick else None
-    print(write_record("data_generation", results, targets, rows, notes, out_dir))
 
 
 if __name__ == "__main__":

@@ -36,6 +36,11 @@ and XLA's bytes accessed, whose ratio (FLOPs per byte) says whether a width
 is bound by arithmetic or by memory traffic. Target (issue 21): >= 50% of
 the matmul peak at widths 256 and 512.
 
+Part 4 (``--gpu``): every gpu and full preset's shape in bfloat16 against a
+bfloat16 matmul peak timed in the same run (:mod:`preset_shapes`); alone,
+into ``train_throughput_gpu.{json,md}``. On the CPU with ``--quick``: batch
+2, one timed step, the largest shapes listed, not run.
+
 Part 3 (devices). The ``cpu`` preset's dense step through the sharded path of
 ``agentrl.train.parallel`` (``make_mesh``, ``shard_batch``, ``replicate``) at
 1, 2 and 8 fake CPU devices, each in its own subprocess with
@@ -130,17 +135,18 @@ def train_flops(model, batch: int, steps: int) -> float:
 def build_step(config, mesh=None):
     """``(step_fn, state, hparams, model)`` placed on ``mesh`` if given."""
     import jax
+    from flax import nnx
 
     from agentrl.configtools import default_hparams
     from agentrl.envs import make as make_env
+    from agentrl.models.transformer import DecisionModel
     from agentrl.train import parallel
     from agentrl.train.config import complete_config
-    from agentrl.train.loop import build_model
     from agentrl.train.step import init_train_state, make_train_step
 
     env = make_env(config.data.env, **dict(config.data.env_args))
-    model = build_model(config, env)
     full = complete_config(config, env)
+    model = DecisionModel(full.model, rngs=nnx.Rngs(config.train.seed))
     graphdef, state = init_train_state(model, full)
     hparams = default_hparams(full)
     if mesh is not None:
@@ -309,6 +315,18 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="only Part 2 (FLOP utilisation at widths 64/256/512); prints, "
         "writes nothing",
     )
+    parser.add_argument(
+        "--gpu",
+        action="store_true",
+        help="only Part 4: every gpu/full preset's shape in bfloat16 against a "
+        "bfloat16 peak (with --quick: reduced, for the CPU)",
+    )
+    parser.add_argument(
+        "--budget",
+        type=float,
+        default=None,
+        help="with --gpu: seconds after which no new shape starts",
+    )
     parser.add_argument("--steps", type=positive_int, default=5, help="timed steps")
     parser.add_argument("--worker-devices", type=int, default=0, help=argparse.SUPPRESS)
     return parser.parse_args(argv)
@@ -454,6 +472,9 @@ def main(argv: list[str] | None = None) -> None:
         write_record,
     )
 
+    if args.gpu:
+        return _gpu_presets(args)
+
     peak = matmul_peak_flops(2048)
     print(f"matmul peak: {peak / 1e9:.1f} GFLOP/s", flush=True)
     widths = measure_widths(args.steps, peak)
@@ -479,6 +500,58 @@ def main(argv: list[str] | None = None) -> None:
     }
     table = _table(rows, devices, widths)
     path = write_record("train_throughput", results, targets, table, notes)
+    print(markdown_table(table))
+    print(f"wrote {path}")
+
+
+def _gpu_presets(args: argparse.Namespace) -> None:
+    """Part 4: the gpu and full presets' shapes in bfloat16 (``--gpu``)."""
+    import tempfile
+
+    import preset_shapes
+    from common import markdown_table, write_record
+
+    from agentrl.project import RESULTS_ENV
+
+    steps = 1 if args.quick else args.steps
+    peak, rows = preset_shapes.measure_all(args.quick, steps, args.budget)
+    notes = (
+        f"bfloat16 matmul peak (same run, random data): {peak / 1e12:.2f} TFLOP/s. "
+        "Every gpu/full preset of the experiments trained from a dataset, at its "
+        "model, batch and window, compute in bfloat16, synthetic batches from the "
+        "env's spaces; FLOPs analytic (3 x forward), XLA's count in the JSON. "
+        + (
+            f"--quick: batch {preset_shapes.QUICK_BATCH}, 1 timed step, shapes over "
+            f"{preset_shapes.QUICK_FLOP_CAP:.0e} FLOP/step not run."
+            if args.quick
+            else f"Best of 2 passes of {steps} steps after compile."
+        )
+    )
+    results = {"bf16_matmul_peak_flops": peak, "rows": rows, "quick": args.quick}
+    keys = [
+        "presets",
+        "algo",
+        "d_model",
+        "batch",
+        "window_steps",
+        "status",
+        "step_s",
+        "tokens_per_s",
+        "peak_fraction",
+        "compile_s",
+    ]
+    table = [{k: r.get(k, "") for k in keys} for r in rows]
+    quick_dir = (
+        tempfile.mkdtemp() if args.quick and not os.environ.get(RESULTS_ENV) else None
+    )
+    path = write_record(
+        "train_throughput_gpu",
+        results,
+        preset_shapes.targets(rows),
+        table,
+        notes,
+        quick_dir,
+    )
     print(markdown_table(table))
     print(f"wrote {path}")
 

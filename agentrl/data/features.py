@@ -12,12 +12,13 @@ Arrays are stored as raw bytes (``Encoding.BYTES``), which decode with
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import jax
 import numpy as np
 
+from agentrl.data.example_wire import wire_serializer
 from agentrl.history import History
 
 ARRAY_FIELDS = ("action", "reward", "terminated", "truncated", "episode")
@@ -105,6 +106,36 @@ def feature_spec(record: dict[str, Any]):
         return tensor(tree)
 
     return spec(record)
+
+
+def record_serializer(spec: Any) -> Callable[[dict[str, Any]], bytes]:
+    """``serialize(record) -> bytes``: TFDS's ``tf.train.Example`` of
+    ``record`` under ``spec``, the bytes of its deterministic serialization.
+
+    Written straight in protobuf's wire format
+    (:func:`agentrl.data.example_wire.wire_serializer`, ~5x faster than
+    TFDS's Python path); the same bytes as :func:`tfds_serializer`.
+    Deterministic: ``spec.serialize_example`` writes the Example's feature
+    map in the order of protobuf's hash table, whose seed differs from
+    process to process, so the same record gave different bytes in two
+    processes; here the map is sorted by key, as ``deterministic=True``
+    sorts it. Readers parse either.
+    """
+    return wire_serializer(spec)
+
+
+def tfds_serializer(spec: Any) -> Callable[[dict[str, Any]], bytes]:
+    """TFDS's own encoding of ``record``, serialized with
+    ``deterministic=True``: the reference :func:`record_serializer` equals."""
+    from tensorflow_datasets.core.example_serializer import ExampleSerializer
+
+    serializer = ExampleSerializer(spec.get_serialized_info())
+
+    def serialize(record: dict[str, Any]) -> bytes:
+        example = serializer.get_tf_example(spec.encode_example(record))
+        return example.SerializeToString(deterministic=True)
+
+    return serialize
 
 
 def records_to_history(records: list[dict[str, Any]], params_template: Any):

@@ -19,10 +19,14 @@ callable is usually a source algorithm
 :func:`write_histories` writes histories that already exist (an importer's,
 e.g. :mod:`agentrl.data.xland100b`).
 
-Only one chunk of histories is in memory at a time (records go to the
-shard as they are encoded). The bytes depend only on the histories: the
-same arguments and seed give byte-identical shards and TFDS metadata, and
-an ``agentrl.json`` that differs only in its ``created`` time.
+At most three chunks of histories are in memory at a time: one being
+generated, one waiting and one being encoded and written by a writer thread
+(records go to the shard as they are encoded), so the host's encoding and
+the file writes overlap the generation of the next chunk on the device.
+The bytes depend only on the histories: the same arguments and seed give
+byte-identical shards and TFDS metadata, in one process or two (records are
+serialized deterministically: :func:`agentrl.data.features.record_serializer`),
+and an ``agentrl.json`` that differs only in its ``created`` time.
 
 The dataset is built in a temporary sibling directory and renamed onto
 ``out`` only when complete, with ``agentrl.json`` (metadata: env and
@@ -51,7 +55,9 @@ import dataclasses
 import datetime
 import hashlib
 import json
+import queue
 import shutil
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -368,8 +374,9 @@ def write_histories(
       out: the dataset directory (built in a temporary sibling, then renamed).
       splits: ``{split: chunks}``; each chunk a numpy
         :class:`~agentrl.history.History` ``[task, step, ...]`` whose tasks
-        are the split's next records. Chunks are consumed lazily: one is in
-        memory at a time.
+        are the split's next records. Chunks are consumed lazily: the next
+        is asked for while a writer thread writes the last (at most three in
+        memory).
       metadata: the dataset-specific keys of ``agentrl.json`` (``env``,
         ``source``, ``seed``, ``num_tasks``, ``num_episodes``, ``horizon``,
         ``num_steps``, ``stateless_obs``, ``task_space``, ``task_ids``,
@@ -427,40 +434,109 @@ def _write_shards(
 ) -> tuple[Any, dict[str, Any], list[str], dict[str, int]]:
     """One ArrayRecord shard per split in ``tmp``, each checked for its length.
 
-    Returns ``(spec, first record, param names, {split: records})``; the
-    first record fixes the feature spec.
+    A :class:`_ShardWriter` thread encodes and writes each chunk while this
+    thread asks ``chunks`` for the next one (the source's jitted call runs
+    on the device meanwhile). Returns ``(spec, first record, param names,
+    {split: records})``; the first record fixes the feature spec.
     """
-    from array_record.python.array_record_module import ArrayRecordWriter
-
-    spec = None
-    first: dict[str, Any] = {}
-    param_names: list[str] = []
+    layout = _RecordLayout()
     lengths: dict[str, int] = {}
     for split, chunks in splits.items():
-        writer = ArrayRecordWriter(str(tmp / shard_name(split)), "group_size:1")
-        n = 0
-        try:
+        with _ShardWriter(tmp / shard_name(split), layout, progress) as writer:
             for history in chunks:
-                for record in features.history_records(history):
-                    if spec is None:  # the first record fixes the spec
-                        spec, first = features.feature_spec(record), record
-                        params = jax.tree.map(lambda x: x[0], history.params)
-                        param_names = features.param_names(params)
-                    writer.write(spec.serialize_example(record))
-                    n += 1
-                if progress is not None:
-                    progress(history.num_tasks)
-        finally:
-            writer.close()
+                writer.put(history)
         want = len(metadata["task_ids"][split])
-        if n != want:
+        if writer.count != want:
             raise ValueError(
-                f"split {split!r} of {out} got {n} histories, its task ids list {want}"
+                f"split {split!r} of {out} got {writer.count} histories, its task "
+                f"ids list {want}"
             )
-        lengths[split] = n
-    if spec is None:
+        lengths[split] = writer.count
+    if layout.spec is None:
         raise ValueError(f"no histories to write into {out}")
-    return spec, first, param_names, lengths
+    return layout.spec, layout.first, layout.param_names, lengths
+
+
+class _RecordLayout:
+    """The feature spec, first record and param names the first record fixes."""
+
+    def __init__(self):
+        self.spec: Any = None
+        self.serialize: Callable[[dict[str, Any]], bytes] | None = None
+        self.first: dict[str, Any] = {}
+        self.param_names: list[str] = []
+
+    def fix(self, record: dict[str, Any], history: History) -> None:
+        self.spec, self.first = features.feature_spec(record), record
+        self.serialize = features.record_serializer(self.spec)
+        params = jax.tree.map(lambda x: x[0], history.params)
+        self.param_names = features.param_names(params)
+
+
+class _ShardWriter:
+    """Writes host history chunks into one ArrayRecord shard from a thread.
+
+    ``put(history)`` hands a chunk over (blocking while one is still
+    queued: at most one chunk waits, one is being written); leaving the
+    ``with`` block waits for the last one and closes the shard, and raises
+    what the thread raised. The records go out in the order the chunks
+    came, so the bytes are those of a sequential write.
+    """
+
+    _DONE = object()
+
+    def __init__(self, path: Path, layout: _RecordLayout, progress):
+        from array_record.python.array_record_module import ArrayRecordWriter
+
+        self.layout, self.progress, self.count = layout, progress, 0
+        self.error: BaseException | None = None
+        self._queue: queue.Queue = queue.Queue(maxsize=1)
+        self._writer = ArrayRecordWriter(str(path), "group_size:1")
+        self._thread = threading.Thread(
+            target=self._run, name=f"agentrl-shard-{path.name}", daemon=True
+        )
+        self._thread.start()
+
+    def put(self, history: History) -> None:
+        if not self._hand_over(history):
+            raise self.error or RuntimeError("the shard writer thread stopped")
+
+    def _hand_over(self, item: Any) -> bool:
+        """Queue ``item`` unless the thread has stopped (an error): whether queued."""
+        while self.error is None and self._thread.is_alive():
+            try:
+                self._queue.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _run(self) -> None:
+        try:
+            while (history := self._queue.get()) is not self._DONE:
+                self._write(history)
+        except BaseException as err:  # re-raised in the caller's thread
+            self.error = err
+        finally:
+            self._writer.close()
+
+    def _write(self, history: History) -> None:
+        for record in features.history_records(history):
+            if self.layout.spec is None:  # the first record fixes the spec
+                self.layout.fix(record, history)
+            self._writer.write(self.layout.serialize(record))
+            self.count += 1
+        if self.progress is not None:
+            self.progress(history.num_tasks)
+
+    def __enter__(self) -> _ShardWriter:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self._hand_over(self._DONE)  # a thread that stopped on an error needs none
+        self._thread.join()
+        if self.error is not None and exc_info[0] is None:
+            raise self.error
 
 
 def _write_tfds_metadata(

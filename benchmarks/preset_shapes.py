@@ -1,0 +1,260 @@
+"""Training steps at every gpu and full preset's shape in bfloat16, against a
+bfloat16 matmul peak measured in the same run (``train_throughput --gpu``).
+
+For each experiment trained from a dataset (``experiments/``; the online
+learners bring their own programs) and each of its ``full`` and ``gpu``
+presets, the real update step (``init_train_state`` + ``make_train_step``)
+at the preset's model, batch and window, with ``model.compute_dtype =
+"bfloat16"``, on synthetic batches drawn from the environment's own spaces
+(:func:`synthetic_batch`). Presets of one shape (``dt_darkroom`` shares
+``ad_darkroom``'s model, ``ad_darkroom``'s ``gpu`` and ``full`` differ only
+in steps) are measured once and listed together. Rows go widest first, so
+a ``--budget`` that runs out leaves the narrow ones.
+
+The peak: the best of ten ``n x n @ n x n`` bfloat16 products on random
+normal data (n = 8192 on an accelerator, 256 on the CPU, where bfloat16
+matmuls are emulated and slow), jitted, after a warm-up. FLOPs per step
+are analytic (:func:`train_throughput.train_flops`, 3 x forward), XLA's
+count beside them.
+
+``--quick`` (the CPU): the experiments of :data:`QUICK_EXPERIMENTS` only
+(both token layouts and a MoE), batch :data:`QUICK_BATCH`, one timed step;
+shapes whose analytic step is above :data:`QUICK_FLOP_CAP` are listed, not
+run (minutes per step on 2 cores).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any
+
+#: the presets measured, by value: the paper's widths first
+PRESETS = ("full", "gpu")
+QUICK_EXPERIMENTS = ("ad_darkroom", "dpt_bandit", "t2mir_ad_darkroom")
+QUICK_BATCH = 2
+QUICK_FLOP_CAP = 2e9  # dpt_bandit's width-32 shape runs; width 512 is listed
+#: the issue's goal at the full presets' widths (>= 512): 40% of the peak
+WIDE_TARGET = 0.4
+
+
+def bf16_peak_flops(n: int, repeats: int = 10) -> float:
+    """Achieved FLOP/s of an ``n``-cubed bfloat16 matmul (random data)."""
+    import jax
+    import jax.numpy as jnp
+
+    ka, kb = jax.random.split(jax.random.key(0))
+    a = jax.random.normal(ka, (n, n), jnp.bfloat16)
+    b = jax.random.normal(kb, (n, n), jnp.bfloat16)
+    f = jax.jit(lambda x, y: x @ y)
+    jax.block_until_ready(f(a, b))
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        jax.block_until_ready(f(a, b))
+        best = min(best, time.perf_counter() - start)
+    return 2 * n**3 / best
+
+
+def _sample(space: Any, key: Any, shape: tuple[int, ...]) -> Any:
+    """``shape`` independent draws of ``space`` (leading axes ``shape``)."""
+    import math
+
+    import jax
+
+    keys = jax.random.split(key, math.prod(shape))
+    draws = jax.vmap(space.sample)(keys)
+    return jax.tree.map(lambda x: x.reshape(*shape, *x.shape[1:]), draws)
+
+
+def synthetic_batch(config: Any, env: Any, key: Any) -> dict:
+    """A random batch of the algorithm's layout, from ``env``'s spaces.
+
+    ``step``/``sar`` layouts (AD, AD-eps, DT, T2MIR-AD): windows ``[B, T]``;
+    ``transition`` (DPT, T2MIR-DPT): a context set ``[B, N]``, a query and
+    its label. ``task_id`` pairs rows (T2MIR's contrast needs pairs).
+    """
+    import jax
+    import jax.numpy as jnp
+
+    b = config.train.batch_size
+    obs_space, act_space = env.observation_space(None), env.action_space(None)
+    k = iter(jax.random.split(key, 8))
+    task_id = jnp.repeat(jnp.arange(b // 2 + 1), 2)[:b].astype(jnp.int32)
+    if config.model.token_layout == "transition":
+        n = config.algo.context_steps(env) - 1
+        return {
+            "context_obs": _sample(obs_space, next(k), (b, n)),
+            "context_action": _sample(act_space, next(k), (b, n)),
+            "context_reward": jax.random.uniform(next(k), (b, n)),
+            "context_next_obs": _sample(obs_space, next(k), (b, n)),
+            "query_obs": _sample(obs_space, next(k), (b,)),
+            "label": _sample(act_space, next(k), (b,)),
+            "task_id": task_id,
+        }
+    t = config.algo.context_steps(env)
+    return {
+        "obs": _sample(obs_space, next(k), (b, t)),
+        "action": _sample(act_space, next(k), (b, t)),
+        "reward": (jax.random.uniform(next(k), (b, t)) < 0.1).astype(jnp.float32),
+        "done": jnp.zeros((b, t), bool),
+        "mask": jnp.ones((b, t), bool),
+        "task_id": task_id,
+    }
+
+
+def preset_configs(quick: bool) -> list[tuple[str, Any]]:
+    """``(experiment/preset, config in bfloat16)`` of every distilled preset."""
+    from agentrl.train.experiments import known_experiments, load_module
+
+    out = []
+    names = QUICK_EXPERIMENTS if quick else known_experiments()
+    for name in names:
+        module = load_module(name)
+        for preset in PRESETS:
+            if preset not in module.PRESETS:
+                continue
+            config = module.PRESETS[preset]()
+            if config.algo.trains_online:
+                break
+            model = dataclasses.replace(config.model, compute_dtype="bfloat16")
+            train = config.train
+            if quick:
+                train = dataclasses.replace(train, batch_size=QUICK_BATCH)
+            config = dataclasses.replace(config, model=model, train=train)
+            out.append((f"{name}/{preset}", config))
+    return out
+
+
+def shape_key(config: Any) -> tuple:
+    """What the step's cost depends on: the model, the batch, the env's spaces."""
+    return (
+        config.algo.label,
+        config.model,
+        config.train.batch_size,
+        config.data.env,
+        tuple(config.data.env_args),
+        config.algo,
+    )
+
+
+def group_shapes(configs: list[tuple[str, Any]]) -> list[tuple[list[str], Any]]:
+    """Configs of one shape merged (their names listed), widest model first."""
+    groups: dict[tuple, tuple[list[str], Any]] = {}
+    for name, config in configs:
+        groups.setdefault(shape_key(config), ([], config))[0].append(name)
+    return sorted(groups.values(), key=lambda g: -g[1].model.d_model)
+
+
+def measure(config: Any, num_steps: int, peak: float, flop_cap: float | None):
+    """One row: step time, tokens/s, FLOP/s and its fraction of ``peak``."""
+    import jax
+    from train_throughput import build_step, time_steps, train_flops
+
+    step, state, hparams, model, env = build_step(config)
+    b, t = config.train.batch_size, config.algo.context_steps(env)
+    flops = train_flops(model, b, t)
+    row = _shape_row(config, model.config, b, t, flops)
+    if flop_cap is not None and flops > flop_cap:
+        return {**row, "status": f"not run: {flops:.2e} FLOP/step > --quick cap"}
+    keys = jax.random.split(jax.random.key(0), num_steps)
+    batches = [synthetic_batch(config, env, k) for k in keys]
+    start = time.perf_counter()
+    compiled = step.lower(state, batches[0], hparams).compile()
+    compile_s = time.perf_counter() - start
+    xla_flops = _xla_flops(compiled)
+    _, sec = time_steps(compiled, state, batches, hparams, repeats=2)
+    return {
+        **row,
+        "status": "ok",
+        "step_s": sec,
+        "tokens_per_s": b * t * model.config.tokens_per_step / sec,
+        "flops_per_s": flops / sec,
+        "peak_fraction": flops / sec / peak,
+        "xla_flops_per_step": xla_flops,
+        "xla_peak_fraction": xla_flops / sec / peak if xla_flops else None,
+        "compile_s": compile_s,
+        "timed_steps": num_steps,
+    }
+
+
+def _shape_row(config, model_config, batch: int, window: int, flops: float) -> dict:
+    c = model_config
+    return {
+        "algo": config.algo.label,
+        "layers": c.num_layers,
+        "d_model": c.d_model,
+        "heads": c.num_heads,
+        "batch": batch,
+        "window_steps": window,
+        "tokens_per_step": c.tokens_per_step,
+        "compute_dtype": c.compute_dtype,
+        "analytic_flops_per_step": flops,
+    }
+
+
+def _xla_flops(compiled: Any) -> float | None:
+    try:
+        cost = compiled.cost_analysis()
+        cost = cost[0] if isinstance(cost, list | tuple) else cost
+        return float(cost.get("flops", float("nan")))
+    except Exception:  # cost analysis is best effort
+        return None
+
+
+def measure_all(
+    quick: bool, num_steps: int, budget: float | None
+) -> tuple[float, list[dict]]:
+    """``(bf16 peak FLOP/s, rows)``: every shape until ``budget`` seconds pass."""
+    import jax
+
+    start = time.perf_counter()
+    on_cpu = jax.devices()[0].platform == "cpu"
+    peak = bf16_peak_flops(256 if on_cpu else 8192)
+    print(f"bfloat16 matmul peak: {peak / 1e12:.2f} TFLOP/s", flush=True)
+    rows = []
+    for names, config in group_shapes(preset_configs(quick)):
+        head = {"presets": ", ".join(names)}
+        if budget is not None and time.perf_counter() - start > budget:
+            rows.append(
+                {
+                    **head,
+                    "algo": config.algo.label,
+                    "d_model": config.model.d_model,
+                    "status": "not run: budget",
+                }
+            )
+            continue
+        try:
+            row = measure(config, num_steps, peak, QUICK_FLOP_CAP if quick else None)
+        except Exception as err:  # e.g. out of device memory: say so, go on
+            row = {"algo": config.algo.label, "status": f"error: {err!r}"[:300]}
+        rows.append({**head, **row})
+        print(
+            {
+                k: rows[-1].get(k)
+                for k in ("presets", "status", "step_s", "peak_fraction")
+            },
+            flush=True,
+        )
+    return peak, rows
+
+
+def targets(rows: list[dict]) -> list[dict]:
+    """The issue's goal at widths >= 512; the others reported (target 0)."""
+    from common import target
+
+    out = []
+    for r in rows:
+        if r.get("status") != "ok":
+            continue
+        wide = r["d_model"] >= 512
+        out.append(
+            target(
+                f"{r['presets']}: bf16 FLOP/s fraction of the bf16 matmul peak"
+                + ("" if wide else " (reported)"),
+                r["peak_fraction"],
+                WIDE_TARGET if wide else 0.0,
+            )
+        )
+    return out

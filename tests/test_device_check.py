@@ -1,0 +1,248 @@
+"""benchmarks/device_check.sh: its plan, its time limits, its files, and a
+smoke-size run of the same script on the CPU.
+
+The default test runs the script with ``--smoke`` on one small benchmark
+(``train_throughput --gpu --quick``: about a minute of CPU). A reproduction
+step at smoke size takes minutes on the shared 2-core machine (5+ minutes
+each for ``dpt_bandit`` and ``ad_darkroom`` at load 15, most of it in
+evaluation), so the runs of two experiments and of every smoke step are
+``@pytest.mark.long``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "benchmarks" / "device_check.sh"
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import _device_check as check  # noqa: E402
+
+FILES = {
+    "summary.json",
+    "summary.md",
+    "reproductions.md",
+    "benchmarks.md",
+    "archive.tar.gz",
+}
+
+
+def _args(*argv: str):
+    return check.parse(list(argv))
+
+
+def test_every_experiment_with_a_gpu_preset_is_reproduced_in_a_known_order():
+    from agentrl.train.experiments import known_experiments, load_module
+
+    with_gpu = {n for n in known_experiments() if "gpu" in load_module(n).PRESETS}
+    assert set(check.REPRODUCTIONS) == with_gpu
+    assert set(check.experiments_with("gpu")) == with_gpu
+    assert check.reproduction_order("gpu") == list(check.REPRODUCTIONS)
+
+
+def test_plan_runs_reproductions_then_benchmarks(tmp_path):
+    steps = check.plan_steps(_args(), tmp_path)
+    kinds = [s.kind for s in steps]
+    assert kinds == sorted(kinds, key=lambda k: k != "reproduce")
+    first = steps[0]
+    assert first.name == "reproduce:dpt_bandit"
+    assert first.argv[:2] == ["reproduce", "dpt_bandit"]
+    assert (
+        "--preset" in first.argv
+        and first.argv[first.argv.index("--preset") + 1] == "gpu"
+    )
+    assert first.argv[-2:] == ["--seeds", "1"]
+    assert [s.name for s in steps if s.kind == "bench"] == [
+        f"bench:{b[0]}" for b in check.BENCHMARKS
+    ]
+    smoke = check.plan_steps(_args("--smoke"), tmp_path)
+    assert all(
+        "gpu" not in s.argv[s.argv.index("--preset") + 1]
+        for s in smoke
+        if s.kind == "reproduce"
+    )
+
+
+def test_seeds5_mode_runs_each_seed_then_reports(tmp_path):
+    steps = check.plan_steps(_args("--seeds5", "dpt_bandit"), tmp_path)
+    assert [s.name for s in steps] == [
+        *(f"reproduce:dpt_bandit:seed{s}" for s in range(5)),
+        "reproduce:dpt_bandit:report",
+    ]
+    assert all("--controls" in s.argv for s in steps)
+    assert steps[3].argv[-4:] == ["--seeds", "1", "--first-seed", "3"]
+    assert steps[-1].argv[-2:] == ["--seeds", "5"]
+
+
+def test_only_names_unknown_steps():
+    with pytest.raises(SystemExit, match="unknown step"):
+        check.plan_steps(_args("--only", "reproduce:nope"), Path("/tmp"))
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` lives (a zombie, killed but not yet reaped, does not)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    return "\nState:\tZ" not in status
+
+
+def test_a_step_past_its_limit_is_killed_with_its_children(tmp_path):
+    pidfile = tmp_path / "child.pid"
+    sleeper = (
+        "import subprocess, sys, time\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; "
+        "time.sleep(60)'])\n"
+        f"open({str(pidfile)!r}, 'w').write(str(child.pid))\n"
+        "time.sleep(60)\n"
+    )
+    step = check.Step("sleep", "bench", ["-c", sleeper], 3.0, (sys.executable,))
+    start = time.monotonic()
+    status, _, seconds = check.run_step(step, 3.0, tmp_path / "log", dict(os.environ))
+    assert status == "timeout"
+    assert time.monotonic() - start < 20 and seconds < 20
+    child = int(pidfile.read_text())
+    time.sleep(0.5)
+    assert not _running(child)
+
+
+def test_budget_cuts_limits_and_skips_steps_with_no_time(tmp_path, monkeypatch):
+    clock, ran = [0.0], []
+
+    def fake_run(step, limit, log, env):  # every step takes 20 s
+        ran.append((step.name, limit))
+        clock[0] += 20.0
+        return "ok", 0, 20.0
+
+    monkeypatch.setattr(check, "run_step", fake_run)
+    # 100 s: 15 kept for the files, 60 for the benchmarks: the reproductions
+    # end at 25 s, the benchmarks at 85 s
+    args = _args("--budget", "100", "--bench-reserve", "60", "--previous", "")
+    entries = check.run_all(args, tmp_path, now=lambda: clock[0])
+    status = {e["name"]: e["status"] for e in entries}
+    assert ran[0] == ("reproduce:dpt_bandit", 25.0)
+    assert status["reproduce:ad_darkroom"] == "skipped"  # 5 s left < MIN_STEP_S
+    benches = [name for name, _ in ran if name.startswith("bench:")]
+    assert [limit for _, limit in ran[1:]] == [65.0, 45.0, 25.0]
+    assert benches == [f"bench:{b[0]}" for b in check.BENCHMARKS[:3]]
+    assert status[f"bench:{check.BENCHMARKS[3][0]}"] == "skipped"
+    assert len(entries) == len(check.REPRODUCTIONS) + len(check.BENCHMARKS)
+
+
+def test_steps_ok_in_the_previous_summary_are_skipped(tmp_path, monkeypatch):
+    previous = tmp_path / "summary.json"
+    done = {"name": "reproduce:dpt_bandit", "status": "ok", "seconds": 99.0}
+    previous.write_text(json.dumps({"steps": [done]}))
+    ran = []
+
+    def fake_run(step, limit, log, env):
+        ran.append(step.name)
+        return "ok", 0, 1.0
+
+    monkeypatch.setattr(check, "run_step", fake_run)
+    argv = ["--previous", str(previous), "--only"]
+    argv.append("reproduce:dpt_bandit,reproduce:ad_darkroom")
+    entries = check.run_all(_args(*argv), tmp_path / "w1")
+    assert ran == ["reproduce:ad_darkroom"]
+    assert entries[0]["seconds"] == 99.0 and entries[0]["skipped_now"]
+    ran.clear()
+    check.run_all(_args(*argv, "--redo"), tmp_path / "w2")
+    assert ran == ["reproduce:dpt_bandit", "reproduce:ad_darkroom"]
+
+
+def test_wheels_helper_names_a_locked_version_for_every_package():
+    out = subprocess.run(
+        ["bash", str(ROOT / "benchmarks" / "device_wheels.sh"), "--list"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    pins = dict(line.split("==") for line in out.stdout.split())
+    for name in ("tensorflow-datasets", "grain", "array-record", "gymnax", "tyro"):
+        assert pins[name]
+    assert pins["promise"] == "2.3"
+    ignored = subprocess.run(
+        ["git", "check-ignore", "-q", ".whl/x.whl"], cwd=ROOT, check=False
+    )
+    assert ignored.returncode == 0, ".whl/ must be git-ignored"
+
+
+def _smoke(tmp_path: Path, only: str | None) -> dict:
+    out = tmp_path / "out"
+    cmd = ["bash", str(SCRIPT), "--smoke", "--out", str(out)]
+    if only:
+        cmd += ["--only", only]
+    env = {**os.environ, "PYTHON": sys.executable}
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    assert {p.name for p in out.iterdir()} == FILES
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["mode"] == "smoke"
+    with tarfile.open(out / "archive.tar.gz") as tar:
+        names = tar.getnames()
+    assert any(n.startswith("logs/") for n in names)
+    assert not any("checkpoints" in n for n in names)
+    return summary
+
+
+def test_smoke_run_of_a_benchmark(tmp_path):
+    summary = _smoke(tmp_path, "bench:train_throughput")
+    (step,) = summary["steps"]
+    assert step["status"] == "ok", step
+    assert step["records"] == ["train_throughput_gpu"]
+    assert any("bf16 FLOP/s fraction" in t["name"] for t in step["targets"])
+    md = (tmp_path / "out" / "benchmarks.md").read_text()
+    assert "## train_throughput_gpu" in md
+    assert "(none written)" in (tmp_path / "out" / "reproductions.md").read_text()
+
+
+SMALL = "reproduce:dpt_bandit,reproduce:ad_darkroom,bench:train_throughput"
+
+
+@pytest.mark.long
+def test_smoke_run_of_two_experiments_and_a_benchmark(tmp_path):
+    summary = _smoke(tmp_path, SMALL)
+    steps = {s["name"]: s for s in summary["steps"]}
+    assert set(steps) == set(SMALL.split(","))
+    assert all(s["status"] == "ok" for s in steps.values()), steps
+    assert steps["reproduce:dpt_bandit"]["records"] == ["repro_dpt_bandit_smoke"]
+    assert steps["bench:train_throughput"]["records"] == ["train_throughput_gpu"]
+    md = (tmp_path / "out" / "reproductions.md").read_text()
+    assert "repro_dpt_bandit_smoke" in md and "repro_ad_darkroom_smoke" in md
+    assert "train_throughput_gpu" in (tmp_path / "out" / "benchmarks.md").read_text()
+
+
+@pytest.mark.long
+def test_smoke_run_of_every_step(tmp_path):
+    summary = _smoke(tmp_path, None)
+    bad = {s["name"]: s.get("tail") for s in summary["steps"] if s["status"] != "ok"}
+    assert not bad, bad
+
+
+def test_a_benchmarks_budget_is_cut_to_its_steps_limit():
+    argv = ["bench", "train_throughput", "--gpu", "--budget", "140"]
+    assert check.fit_budget(argv, 180.0) == [*argv[:-1], "140"]
+    assert check.fit_budget(argv, 100.0) == [*argv[:-1], "60"]
+    assert check.fit_budget(argv, 30.0) == [*argv[:-1], "10"]
+    assert check.fit_budget(["bench", "x"], 5.0) == ["bench", "x"]
+
+
+def test_long_logs_keep_their_end_in_the_archive(tmp_path):
+    import _device_report as report
+
+    log = tmp_path / "a.log"
+    log.write_bytes(b"x" * 5000 + b"THE END\n")
+    report._keep_tail(log, 1000)
+    text = log.read_text()
+    assert text.startswith("[... first") and text.endswith("THE END\n")
+    assert len(text) < 1100
