@@ -34,6 +34,7 @@ import json
 import math
 import os
 import secrets
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -202,11 +203,15 @@ def _tag(method: str, metric: str) -> str:
 
 
 def write_eval_outputs(
-    summary: dict[str, dict[str, Any]], out_dir: str | Path
+    summary: dict[str, dict[str, Any]],
+    out_dir: str | Path,
+    info_rows: Sequence[dict[str, Any]] = (),
 ) -> dict[str, Path]:
     """Write ``results.csv`` and TensorBoard scalars of an evaluation summary.
 
     ``out_dir``: the evaluation's directory (``RUN_DIR/eval`` for a run).
+    ``info_rows``: more CSV rows (``kind`` ``info``: the checkpoint step, a
+    shift), not sent to TensorBoard.
     When ``out_dir``'s parent is a tracked run (``tracker.json``) and a
     tracker is chosen, the curves and aggregates go to it too. Returns
     ``{"csv": path, "tensorboard": dir}``.
@@ -217,7 +222,7 @@ def write_eval_outputs(
     with open(csv_path, "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=CSV_COLUMNS)
         writer.writeheader()
-        writer.writerows(rows)
+        writer.writerows([*rows, *info_rows])
     from tensorboardX import SummaryWriter
 
     tb_dir = out_dir / "tb"

@@ -10,7 +10,13 @@ reference code draws ``means[a] + normal(0, 0.3)``, a standard deviation of
 ``dpt_bandit`` experiment uses). Give one of ``noise_variance`` and
 ``noise_std``.
 
-Static (constructor): ``num_arms``, ``horizon``, the noise level.
+Arm means are i.i.d. uniform in ``[0, 1]``; ``means_beta=(a, b)`` draws them
+from Beta(a, b) instead (e.g. ``(0.5, 0.5)``: most arms near 0 or 1), a
+shift to evaluate a learner trained on uniform means
+(:mod:`agentrl.evaluate.shift`).
+
+Static (constructor): ``num_arms``, ``horizon``, the noise level,
+``means_beta``.
 Traced (``BanditParams``): ``means [num_arms]``, ``noise_std`` (Gaussian only),
 ``max_steps_in_episode``.
 
@@ -57,12 +63,19 @@ class _Bandit(Environment[BanditState, BanditParams]):
     reward_distribution: str  # "bernoulli" | "gaussian", set by each subclass
     stochastic_reset = False
 
-    def __init__(self, num_arms: int = 5, horizon: int = 100, noise_variance=0.0):
+    def __init__(
+        self,
+        num_arms: int = 5,
+        horizon: int = 100,
+        noise_variance=0.0,
+        means_beta: tuple[float, float] | None = None,
+    ):
         self.num_arms = check_int(self.name, "num_arms", num_arms, 2)
         self.horizon = check_int(self.name, "horizon", horizon, 1)
         self.noise_variance = check_float(
             self.name, "noise_variance", noise_variance, 0
         )
+        self.means_beta = _beta(self.name, means_beta)
 
     @property
     def default_params(self) -> BanditParams:
@@ -78,7 +91,10 @@ class _Bandit(Environment[BanditState, BanditParams]):
         )
 
     def sample_params(self, key: jax.Array) -> BanditParams:
-        """Arm means i.i.d. uniform in ``[0, 1]``."""
+        """Arm means i.i.d. uniform in ``[0, 1]`` (Beta(a, b): ``means_beta``)."""
+        if self.means_beta is not None:
+            a, b = self.means_beta
+            return self._params(jax.random.beta(key, a, b, (self.num_arms,)))
         return self._params(jax.random.uniform(key, (self.num_arms,)))
 
     def reset_env(self, key: jax.Array, params: BanditParams):
@@ -114,13 +130,33 @@ class _Bandit(Environment[BanditState, BanditParams]):
         return params.max_steps_in_episode * jnp.max(params.means)
 
 
+def _beta(env: str, value: Any) -> tuple[float, float] | None:
+    """``means_beta`` as ``(a, b)`` with ``a, b > 0``, or ``None``."""
+    if value is None:
+        return None
+    ok = isinstance(value, list | tuple) and len(value) == 2
+    if ok:
+        ok = all(isinstance(v, int | float) and not isinstance(v, bool) for v in value)
+    if not ok or min(value) <= 0:
+        raise ValueError(
+            f"{env}: `means_beta` must be two numbers (a, b) > 0, e.g. "
+            f"(0.5, 0.5), got {value!r}"
+        )
+    return float(value[0]), float(value[1])
+
+
 class BernoulliBandit(_Bandit):
     """k-armed Bernoulli bandit; the task is the vector of success rates."""
 
     reward_distribution = "bernoulli"
 
-    def __init__(self, num_arms: int = 5, horizon: int = 100):
-        super().__init__(num_arms=num_arms, horizon=horizon)
+    def __init__(
+        self,
+        num_arms: int = 5,
+        horizon: int = 100,
+        means_beta: tuple[float, float] | None = None,
+    ):
+        super().__init__(num_arms=num_arms, horizon=horizon, means_beta=means_beta)
 
     def _reward(self, key, action, params) -> jax.Array:
         p = params.means[action]
@@ -142,6 +178,7 @@ class GaussianBandit(_Bandit):
         horizon: int = 500,
         noise_variance: float | None = None,
         noise_std: float | None = None,
+        means_beta: tuple[float, float] | None = None,
     ):
         if noise_variance is not None and noise_std is not None:
             raise ValueError(
@@ -151,7 +188,10 @@ class GaussianBandit(_Bandit):
         if noise_std is not None:
             noise_variance = check_float(self.name, "noise_std", noise_std, 0) ** 2
         super().__init__(
-            num_arms, horizon, 0.3 if noise_variance is None else noise_variance
+            num_arms,
+            horizon,
+            0.3 if noise_variance is None else noise_variance,
+            means_beta,
         )
 
     def _reward(self, key, action, params) -> jax.Array:

@@ -21,7 +21,15 @@ first arrival at the goal, and the episode terminates there. Optimal return
 ``uniform_state(key, params)`` draws the agent's cell uniformly (DPT's
 uniform roll-in, ``agentrl.sources.rollin``).
 
-Static: ``size``, ``horizon``, ``start``. Traced: ``goal``,
+Goal region: ``min_goal_distance`` and ``max_goal_distance`` (Manhattan
+distance from the start cell; defaults 0 and ``None``: every cell) restrict
+the goals to a band around the start, e.g. train on near goals
+(``max_goal_distance=4``) and evaluate on the far ones
+(``min_goal_distance=5``, :mod:`agentrl.evaluate.shift`). With a region the
+task ids ``0 .. num_tasks - 1`` number its cells in row-major order; without
+one, task id = goal cell id as always.
+
+Static: ``size``, ``horizon``, ``start``, the goal region. Traced: ``goal``,
 ``max_steps_in_episode``.
 """
 
@@ -31,6 +39,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 
 import agentrl.envs.grid as grid
@@ -59,24 +68,64 @@ class DarkRoom(Environment[DarkRoomState, DarkRoomParams]):
     terminate_on_goal = False
     stochastic_reset = False
 
-    def __init__(self, size: int = 9, horizon: int = 20, start: str = "center"):
+    def __init__(
+        self,
+        size: int = 9,
+        horizon: int = 20,
+        start: str = "center",
+        min_goal_distance: int = 0,
+        max_goal_distance: int | None = None,
+    ):
         self.size = check_int(self.name, "size", size, 2)
         self.horizon = check_int(self.name, "horizon", horizon, 1)
         self.start = check_choice(self.name, "start", start, grid.START_CHOICES)
-        self.num_tasks = self.size * self.size
+        self.min_goal_distance = check_int(
+            self.name, "min_goal_distance", min_goal_distance, 0
+        )
+        self.max_goal_distance = max_goal_distance
+        if max_goal_distance is not None:
+            check_int(self.name, "max_goal_distance", max_goal_distance, 0)
+        self._goal_cells = self._region_cells()
+        self.num_tasks = (
+            self.size * self.size if self._goal_cells is None else len(self._goal_cells)
+        )
+
+    def _region_cells(self) -> np.ndarray | None:
+        """The goal cells of the region (row-major), ``None`` for every cell."""
+        if self.min_goal_distance == 0 and self.max_goal_distance is None:
+            return None
+        cells = np.arange(self.size * self.size)
+        x, y = cells % self.size, cells // self.size
+        sx, sy = (int(v) for v in grid.start_position(self.size, self.start))
+        distance = np.abs(x - sx) + np.abs(y - sy)
+        far_enough = distance >= self.min_goal_distance
+        limit = self.max_goal_distance
+        near_enough = distance <= (2 * self.size if limit is None else limit)
+        inside = cells[far_enough & near_enough]
+        if not len(inside):
+            raise ValueError(
+                f"{self.name}: no goal cell lies at a distance in "
+                f"[min_goal_distance={self.min_goal_distance}, max_goal_distance="
+                f"{self.max_goal_distance}] of the start on a {self.size}x"
+                f"{self.size} grid"
+            )
+        return inside.astype(np.int32)
 
     @property
     def default_params(self) -> DarkRoomParams:
         return self.params_for_task(jnp.int32(self.num_tasks - 1))
 
     def params_for_task(self, task_id: jax.Array) -> DarkRoomParams:
+        cell = task_id
+        if self._goal_cells is not None:
+            cell = jnp.asarray(self._goal_cells)[task_id]
         return DarkRoomParams(
             max_steps_in_episode=jnp.int32(self.horizon),
-            goal=grid.cell_pos(task_id, self.size),
+            goal=grid.cell_pos(cell, self.size),
         )
 
     def sample_params(self, key: jax.Array) -> DarkRoomParams:
-        """A goal cell uniform over the whole grid."""
+        """A goal cell uniform over the grid (over the goal region, if any)."""
         return self.params_for_task(jax.random.randint(key, (), 0, self.num_tasks))
 
     def reset_env(self, key: jax.Array, params: DarkRoomParams):
@@ -123,8 +172,15 @@ class DarkRoomHard(DarkRoom):
 
     terminate_on_goal = True
 
-    def __init__(self, size: int = 17, horizon: int = 20, start: str = "center"):
-        super().__init__(size=size, horizon=horizon, start=start)
+    def __init__(
+        self,
+        size: int = 17,
+        horizon: int = 20,
+        start: str = "center",
+        min_goal_distance: int = 0,
+        max_goal_distance: int | None = None,
+    ):
+        super().__init__(size, horizon, start, min_goal_distance, max_goal_distance)
 
     def optimal_return(self, params: DarkRoomParams) -> jax.Array:
         steps = jnp.maximum(grid.manhattan(self._start(), params.goal), 1)

@@ -3,7 +3,12 @@
 A thin layer over :func:`agentrl.evaluate.run.evaluate_run`, which reads the
 run directory written by :func:`agentrl.train.fit` (config, task split,
 latest checkpoint) and writes ``RUN_DIR/eval/results.{json,md,csv}``, plots
-and TensorBoard scalars (``RUN_DIR/tb``, beside the training curves).
+and TensorBoard scalars (``RUN_DIR/tb``, beside the training curves). It
+shows a progress bar (``--no-progress``: none), warns when the checkpoint is
+not the run's last step (a run still training), and ends with a summary:
+each method's first-episode and last-episodes return. ``--env-arg
+KEY=VALUE`` (repeatable) evaluates under shift
+(:mod:`agentrl.evaluate.shift`).
 
 The options are the fields of :class:`Args` (an option is a field: its
 annotation types it, the docstring under it is its ``--help``).
@@ -12,15 +17,20 @@ annotation types it, the docstring under it is its ``--help``).
 from __future__ import annotations
 
 import dataclasses
+import json
+import sys
+import warnings
 from pathlib import Path
 from typing import Annotated, Literal
 
 import tyro
 
 from agentrl.cliargs import (
+    KeyValue,
     NonNegativeInt,
     Positional,
     PositiveInt,
+    Repeatable,
     check_output_path,
     default_is,
 )
@@ -55,6 +65,11 @@ class Args:
     """also evaluate the model under this in-context-learning control"""
     step: Annotated[NonNegativeInt | None, default_is("the latest")] = None
     """checkpoint step to evaluate"""
+    env_arg: Annotated[tuple[KeyValue, ...], Repeatable] = ()
+    """evaluate under shift: a task-family argument changed from training,
+    KEY=VALUE (repeatable), e.g. horizon=1000 or means_beta=(0.5,0.5)"""
+    progress: bool = True
+    """show a progress bar"""
 
 
 def run(args: Args) -> int:
@@ -64,20 +79,32 @@ def run(args: Args) -> int:
         else [b.strip() for b in args.baselines.split(",") if b.strip()]
     )
     check_output_path(args.out, "--out")
+    from agentrl.evaluate.report import screen_summary
     from agentrl.evaluate.run import evaluate_run
 
-    paths = evaluate_run(
-        args.run_dir,
-        num_episodes=args.episodes,
-        num_tasks=args.tasks,
-        seed=args.seed,
-        out_dir=args.out,
-        baselines=baselines,
-        greedy=args.greedy or None,
-        tasks=args.split,
-        control=args.control,
-        step=args.step,
-    )
+    with warnings.catch_warnings():
+        # said at once, before the evaluation's seconds, on one line
+        warnings.simplefilter("once")
+        warnings.showwarning = _show_warning
+        paths = evaluate_run(
+            args.run_dir,
+            num_episodes=args.episodes,
+            num_tasks=args.tasks,
+            seed=args.seed,
+            out_dir=args.out,
+            baselines=baselines,
+            greedy=args.greedy or None,
+            tasks=args.split,
+            control=args.control,
+            step=args.step,
+            env_args=dict(args.env_arg),
+            progress=args.progress,
+        )
+    print(screen_summary(json.loads(paths["json"].read_text())))
     for kind, path in paths.items():
         print(f"{kind}: {path}")
     return 0
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None):
+    print(f"agentrl eval: warning: {message}", file=sys.stderr, flush=True)

@@ -24,8 +24,10 @@ from typing import Any
 
 import jax
 import numpy as np
+from tqdm.auto import tqdm
 
 import agentrl.evaluate.metrics as metrics
+import agentrl.evaluate.programs as programs
 from agentrl.agents.agent import (
     RandomAgent,
     is_agent,
@@ -94,14 +96,20 @@ class EvalResult:
 
 
 def reference_returns(
-    env: Any, params: Any, key: jax.Array, num_random_episodes: int = 32
+    env: Any,
+    params: Any,
+    key: jax.Array,
+    num_random_episodes: int = 32,
+    env_key: str | None = None,
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """Per-task expected one-episode returns of random and oracle policies.
 
     Random: exact for bandits that state their arms' expected rewards
     (:func:`~agentrl.evaluate.metrics.random_return`), otherwise the mean
     of ``num_random_episodes`` episodes of :class:`RandomAgent`. Oracle:
-    ``env.optimal_return`` (``None`` without an oracle).
+    ``env.optimal_return`` (``None`` without an oracle). ``env_key`` (a
+    string naming the environment and its arguments) keeps the compiled
+    programs for the next call (:mod:`agentrl.evaluate.programs`).
 
     Returns:
       ``(random [task], oracle [task] | None)``.
@@ -109,18 +117,33 @@ def reference_returns(
     random = metrics.random_return(env, params)
     if random is None:
         steps = num_random_episodes * env_horizon(env)
-        run = jax.jit(
-            lambda p, k: run_agent_on_tasks(env, RandomAgent(env), p, k, steps)[0]
+        run = _reference_program(
+            env_key,
+            "random",
+            steps,
+            lambda: jax.jit(
+                lambda p, k: run_agent_on_tasks(env, RandomAgent(env), p, k, steps)[0]
+            ),
         )
         random = run(params, key).episode_returns(num_random_episodes).mean(axis=-1)
     oracle = None
     if getattr(env, "has_oracle", False):
-        oracle = np.asarray(jax.jit(jax.vmap(env.optimal_return))(params))
+        build = lambda: jax.jit(jax.vmap(env.optimal_return))  # noqa: E731
+        oracle = np.asarray(_reference_program(env_key, "oracle", 0, build)(params))
     return np.asarray(random, np.float32), oracle
+
+
+def _reference_program(env_key: str | None, name: str, steps: int, build):
+    """``build()``, kept under ``env_key`` when there is one."""
+    if env_key is None:
+        return build()
+    return programs.kept(("reference", name, env_key, steps), build)
 
 
 def _run(env, actor, params, key, num_episodes, kwargs):
     steps = num_episodes * env_horizon(env)
+    if isinstance(actor, programs.Prepared):
+        return actor.run(params, key), actor.kind
     if isinstance(actor, ModelPolicy):
         return run_policy(env, actor, params, key, steps)[0], "model"
     if is_batched(actor):
@@ -212,26 +235,36 @@ def evaluate_methods(
     key: jax.Array,
     num_episodes: int,
     model_kwargs: dict[str, dict[str, Any]] | None = None,
+    env_key: str | None = None,
+    progress: bool = False,
 ) -> dict[str, EvalResult]:
     """Evaluate several methods on the same tasks, keys and references.
 
-    ``model_kwargs[name]`` holds per-method keyword arguments for models.
+    ``model_kwargs[name]`` holds per-method keyword arguments for models;
+    ``env_key``: see :func:`reference_returns`; ``progress``: a bar on
+    stderr, one tick per method.
     """
-    references = reference_returns(env, params, jax.random.fold_in(key, 1))
+    references = reference_returns(
+        env, params, jax.random.fold_in(key, 1), env_key=env_key
+    )
     model_kwargs = model_kwargs or {}
-    return {
-        name: evaluate_online(
-            env,
-            actor,
-            params,
-            key,
-            num_episodes,
-            name=name,
-            references=references,
-            **model_kwargs.get(name, {}),
-        )
-        for name, actor in methods.items()
-    }
+    results = {}
+    bar = tqdm(total=len(methods), desc="eval", unit="method", disable=not progress)
+    with bar:
+        for name, actor in methods.items():
+            bar.set_postfix_str(name)
+            results[name] = evaluate_online(
+                env,
+                actor,
+                params,
+                key,
+                num_episodes,
+                name=name,
+                references=references,
+                **model_kwargs.get(name, {}),
+            )
+            bar.update()
+    return results
 
 
 def evaluate_offline_dpt(

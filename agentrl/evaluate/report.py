@@ -263,16 +263,19 @@ def write_results(
             if run.regret is not None:
                 d["regret_final"] = run.regret[:, -1].tolist()
             runs_json[name].append(d)
+    info = evaluated(results)
     payload = {
         "title": title,
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "agentrl_version": __version__,
+        **info,
         "summary": summary,
         "runs": runs_json,
     }
     paths = {"json": out_dir / "results.json", "markdown": out_dir / "results.md"}
     write_json(paths["json"], payload, indent=1)
-    md = [f"# {title}", "", payload["date"], "", markdown_table(summary), ""]
+    md = [f"# {title}", "", payload["date"], "", *evaluated_lines(info)]
+    md += [markdown_table(summary), ""]
     md += ["Mean [95% stratified bootstrap CI]; score: random = 0, oracle = 1.", ""]
     md += [
         "Episodes to threshold: the first episode at which the mean normalized "
@@ -291,8 +294,89 @@ def write_results(
     if env is not None:
         md += per_task_section(results, env, summary, out_dir, paths)
     write_text(paths["markdown"], "\n".join(md))
-    paths.update(tracking.write_eval_outputs(summary, out_dir))  # csv, tb/
+    rows = evaluated_rows(info, next(iter(results), ""))
+    paths.update(tracking.write_eval_outputs(summary, out_dir, rows))  # csv, tb/
     return paths
+
+
+def evaluated(results: Mapping[str, Any]) -> dict[str, Any]:
+    """What was evaluated, from the results' metadata: ``{"checkpoint": {...}
+    (a list, one per seed, for several), "shift": {...}}`` (each only where
+    recorded; see :func:`agentrl.evaluate.run.checkpoint_status`)."""
+    out: dict[str, Any] = {}
+    for r in results.values():
+        runs = _runs(r)
+        points = [run.metadata.get("checkpoint") for run in runs]
+        if all(isinstance(p, dict) for p in points):
+            out["checkpoint"] = points[0] if len(points) == 1 else points
+            shift = runs[0].metadata.get("shift")
+            if shift:
+                out["shift"] = shift
+            break
+    return out
+
+
+def _checkpoints(info: dict[str, Any]) -> list[dict[str, Any]]:
+    points = info.get("checkpoint", [])
+    return [points] if isinstance(points, dict) else list(points)
+
+
+def evaluated_lines(info: dict[str, Any]) -> list[str]:
+    """Markdown lines on the checkpoint(s) and the shift of ``info``."""
+    md = []
+    points = _checkpoints(info)
+    if points:
+        steps = ", ".join(
+            f"step {p['checkpoint_step']} of {p['train_steps']}" for p in points
+        )
+        if all(p["finished"] for p in points):
+            md += [f"Checkpoint: {steps} (training finished).", ""]
+        else:
+            now = [p["training_now"] for p in points if "training_now" in p]
+            still = f" It is still training ({now[0]})." if now else ""
+            md += [
+                f"**Checkpoint: {steps}: the run had not finished training.**{still}",
+                "",
+            ]
+    if "shift" in info:
+        shift = ", ".join(f"{k}={v!r}" for k, v in info["shift"].items())
+        md += [
+            f"**Under shift**: {shift} (the task family's arguments changed from "
+            "training; the baselines ran on the same shifted tasks).",
+            "",
+        ]
+    return md
+
+
+def evaluated_rows(info: dict[str, Any], method: str) -> list[dict[str, Any]]:
+    """``results.csv`` rows (``kind`` ``info``) of the checkpoint(s) and shift."""
+    rows = []
+    for seed, p in enumerate(_checkpoints(info)):
+        for metric in ("checkpoint_step", "train_steps", "finished"):
+            rows.append(
+                {
+                    "method": method,
+                    "kind": "info",
+                    "metric": metric,
+                    "x": seed,
+                    "mean": int(p[metric]),
+                    "low": "",
+                    "high": "",
+                }
+            )
+    for key, value in info.get("shift", {}).items():
+        rows.append(
+            {
+                "method": method,
+                "kind": "info",
+                "metric": f"shift {key}",
+                "x": "",
+                "mean": repr(value),
+                "low": "",
+                "high": "",
+            }
+        )
+    return rows
 
 
 def _task_ids(results: Mapping[str, Any]) -> list | None:
@@ -331,3 +415,25 @@ def per_task_section(
     )
     md += ["![goal heatmap](goal_heatmap.png)", ""]
     return md
+
+
+def screen_summary(payload: dict[str, Any]) -> str:
+    """The end of ``agentrl eval`` on screen: what was evaluated and each
+    method's first-episode and last-episodes mean return (``payload``: a
+    ``results.json``)."""
+    summary = payload["summary"]
+    lines = [payload["title"], ""]
+    lines += [x for x in evaluated_lines(payload) if x]
+    lines += [f"{'method':24s} {'return ep 1':>12s} {'return last':>12s}"]
+    for name, s in summary.items():
+        first, last = s["return_first"]["mean"], s["return_last"]["mean"]
+        lines.append(f"{name:24s} {first:12.2f} {last:12.2f}")
+    if summary:
+        s = next(iter(summary.values()))
+        lines.append(
+            f"last = mean of the last {s['last_k']} of {s['episodes']} episodes "
+            f"on {s['tasks']} tasks; {next(iter(summary))} changed by "
+            f"{s['return_last']['mean'] - s['return_first']['mean']:+.2f} from "
+            "episode 1 (its weights are frozen: a change comes from its context)."
+        )
+    return "\n".join(lines)

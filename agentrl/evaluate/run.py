@@ -17,13 +17,20 @@ settings and exploration schedule it had in the data).
 from __future__ import annotations
 
 import dataclasses
+import json
+import re
+import socket
+import warnings
 from pathlib import Path
 from typing import Any
 
 import jax
 
+import agentrl.evaluate.programs as programs
 import agentrl.train.learned  # noqa: F401 (registers the learned_learner source)
+from agentrl.agents.agent import is_batched
 from agentrl.cliargs import check_output_path
+from agentrl.envs.base import env_horizon
 from agentrl.envs.registry import make as make_env
 from agentrl.evaluate.agents import BASELINES, make_baseline
 from agentrl.evaluate.controls import (
@@ -33,7 +40,10 @@ from agentrl.evaluate.controls import (
     icl_verdict,
 )
 from agentrl.evaluate.evaluate import evaluate_methods
+from agentrl.evaluate.lanes import lane
 from agentrl.evaluate.report import write_results
+from agentrl.evaluate.shift import describe, shifted_env, shifted_tasks
+from agentrl.safeio import LOCK_FILE, pid_alive
 from agentrl.sources.registry import SOURCES, applicable_sources, make_agent
 from agentrl.tables import write_json
 from agentrl.train.rundir import load_config, load_run
@@ -93,6 +103,8 @@ def evaluate_run(
     tasks: str = "test",
     control: str | None = None,
     step: int | None = None,
+    env_args: dict[str, Any] | None = None,
+    progress: bool = False,
 ) -> dict[str, Path]:
     """Evaluate the run's model and baselines; write results.json, .md, plots.
 
@@ -103,15 +115,29 @@ def evaluate_run(
     model itself and writes ``verdict.json``: the paired difference against
     that control (:func:`~agentrl.evaluate.controls.icl_verdict`; with one
     control, ``learns_in_context`` stays false: the others are missing).
-    ``step`` picks a checkpoint (default the latest). Returns the paths written (see
-    :func:`agentrl.evaluate.write_results`).
+    ``step`` picks a checkpoint (default the latest; one short of the run's
+    ``train.steps`` is evaluated with a warning, :class:`UnfinishedRunWarning`,
+    and every result file says so). ``env_args`` evaluates under shift: the
+    family built with these constructor arguments changed
+    (:mod:`agentrl.evaluate.shift`). ``progress``: a bar on stderr. Returns
+    the paths written (see :func:`agentrl.evaluate.write_results`).
     """
     check_arguments(num_episodes, num_tasks, seed, baselines)
     check_output_path(out_dir, "out_dir")
     if control is not None:
         check_control(control)
     results, title = run_results(
-        run_dir, num_episodes, num_tasks, seed, baselines, greedy, tasks, control, step
+        run_dir,
+        num_episodes,
+        num_tasks,
+        seed,
+        baselines,
+        greedy,
+        tasks,
+        control,
+        step,
+        env_args=env_args,
+        progress=progress,
     )
     out = Path(out_dir or Path(run_dir) / "eval")
     paths = write_results(results, out, title=title, env=_env_of(results))
@@ -156,6 +182,138 @@ def check_arguments(
         raise ValueError(f"`baselines` must be a list of names, got {baselines!r}")
 
 
+class UnfinishedRunWarning(UserWarning):
+    """The checkpoint evaluated is not the run's last training step."""
+
+
+def checkpoint_status(run: Any) -> dict[str, Any]:
+    """``{"checkpoint_step", "train_steps", "finished"[, "training_now"]}``.
+
+    ``training_now`` names the process that holds the run directory's lock
+    (``fit`` is training into it at this moment), when one does.
+    """
+    status = {
+        "checkpoint_step": int(run.step),
+        "train_steps": int(run.config.train.steps),
+        "finished": int(run.step) >= int(run.config.train.steps),
+    }
+    holder = training_process(run.run_dir)
+    if holder:
+        status["training_now"] = holder
+    return status
+
+
+def training_process(run_dir: str | Path) -> str | None:
+    """``"pid P on HOST"`` of a live process training into ``run_dir``, else None.
+
+    Reads the lock ``fit`` holds (:class:`agentrl.safeio.DirectoryLock`)
+    without taking it; a lock left by a dead process is no training.
+    """
+    try:
+        fields = (Path(run_dir) / LOCK_FILE).read_text().split()
+    except OSError:
+        return None
+    if len(fields) < 2 or not fields[0].isdigit():
+        return None
+    here = re.sub(r"[^A-Za-z0-9_.]", "_", socket.gethostname())  # as the lock's
+    if fields[1] == here and not pid_alive(int(fields[0])):
+        return None
+    return f"pid {fields[0]} on {fields[1]}"
+
+
+def unfinished_note(status: dict[str, Any]) -> str | None:
+    """A sentence on an unfinished run's checkpoint, ``None`` for a finished one."""
+    if status["finished"]:
+        return None
+    note = (
+        f"evaluating checkpoint step {status['checkpoint_step']} of "
+        f"{status['train_steps']}: the run has not finished training"
+    )
+    if "training_now" in status:
+        note += f" (still training: {status['training_now']})"
+    return note
+
+
+def _acting_eval(ev: Any, eval_overrides: dict | None, greedy: bool | None) -> Any:
+    """The run's ``EvalConfig`` with the acting-rule overrides applied."""
+    overrides = dict(eval_overrides or {})
+    if greedy:  # --greedy overrides the run's rule
+        overrides["acting"] = "greedy"
+    try:
+        return dataclasses.replace(ev, **overrides)
+    except TypeError as err:
+        raise ValueError(f"eval_overrides: not an eval field ({err})") from None
+
+
+def _held_out(run, env, shift, num_tasks, seed, tasks):
+    """``(params, ids)`` of the held-out tasks (under shift: ``shifted_tasks``)."""
+    count = run.config.eval.num_tasks if num_tasks is None else num_tasks
+    if shift:
+        params, ids = shifted_tasks(run, env, count, seed, tasks)
+    else:
+        params, ids = run.held_out(count, seed, tasks)
+    if num_tasks is not None and ids is not None and len(ids) < num_tasks:
+        # an explicit count is a promise about the reported number: say so
+        raise ValueError(
+            f"num_tasks (--tasks) {num_tasks}: the run's {tasks} split has only "
+            f"{len(ids)} tasks; ask for at most {len(ids)}"
+        )
+    return params, ids
+
+
+def model_methods(
+    run: Any,
+    acting: Any,
+    env: Any,
+    env_key: str,
+    num_steps: int,
+    controls: list[str],
+) -> dict[str, Any]:
+    """``{label: model, "label/control": model under it}``, one program for all.
+
+    Every rule and control is a lane of the model's kept program
+    (:func:`agentrl.evaluate.programs.lane_runner`); an algorithm whose
+    agent cannot be a lane gets one program per rule and control.
+    """
+    label = acting.algo.label
+    runner = programs.lane_runner(acting, env, env_key, run.model, num_steps)
+    rule = acting.eval.acting
+    if runner is None:
+        policy = run.policy(acting, env)
+        methods = {label: policy}
+        methods.update({f"{label}/{c}": control_policy(policy, c) for c in controls})
+        return methods
+
+    def prepared(control: str | None) -> programs.Prepared:
+        which = lane(rule, control)
+        return programs.Prepared(lambda p, k: runner(p, k, which), "model")
+
+    methods = {label: prepared(None)}
+    methods.update({f"{label}/{c}": prepared(c) for c in controls})
+    return methods
+
+
+def prepared_baselines(
+    config: Any, env: Any, env_key: str, names: list[str], num_episodes: int
+) -> dict[str, programs.Prepared]:
+    """:func:`baseline_methods`, each on its kept program."""
+    steps = num_episodes * env_horizon(env)
+    out = {}
+    for name, agent in baseline_methods(config, env, names, num_episodes).items():
+        settings = (
+            [config.data.num_episodes, list(config.data.source_args)]
+            if name == config.data.source
+            else num_episodes
+        )
+        key = json.dumps(
+            [env_key, name, type(agent).__qualname__, settings], default=str
+        )
+        batched = is_batched(agent)
+        run = programs.baseline_runner(key, env, agent, steps, batched)
+        out[name] = programs.Prepared(run, "batched_agent" if batched else "agent")
+    return out
+
+
 def run_results(
     run_dir: str | Path,
     num_episodes: int | None = None,
@@ -167,66 +325,90 @@ def run_results(
     control: str | list[str] | None = None,
     step: int | None = None,
     eval_overrides: dict[str, Any] | None = None,
+    env_args: dict[str, Any] | None = None,
+    progress: bool = False,
+    run: Any = None,
 ) -> tuple[dict[str, Any], str]:
     """``({method: EvalResult}, title)`` of a run (see :func:`evaluate_run`).
 
     ``eval_overrides`` replaces fields of the run's ``EvalConfig`` for the
     model's acting rule (e.g. ``{"acting": "greedy"}``, ``{"temperature":
     0.5}``); ``control`` is one context control or a list of them, each
-    evaluated beside the model and keyed ``"<label>/<control>"``.
+    evaluated beside the model and keyed ``"<label>/<control>"``. ``run``:
+    the run already opened (:func:`~agentrl.train.rundir.load_run` of
+    ``run_dir`` at ``step``), to open it once for several evaluations.
     """
     check_arguments(num_episodes, num_tasks, seed, baselines)
-    run = load_run(run_dir, step)
-    config, env = run.config, run.env
-    ev = config.eval
-    num_episodes = ev.num_episodes if num_episodes is None else num_episodes
-    seed = ev.seed if seed is None else seed
-    overrides = dict(eval_overrides or {})
-    if greedy:  # --greedy overrides the run's rule
-        overrides["acting"] = "greedy"
-    try:
-        acting_eval = dataclasses.replace(ev, **overrides)
-    except TypeError as err:
-        raise ValueError(f"eval_overrides: not an eval field ({err})") from None
-    acting = dataclasses.replace(config, eval=acting_eval)
-    params, ids = run.held_out(
-        ev.num_tasks if num_tasks is None else num_tasks, seed, tasks
+    run = run if run is not None else load_run(run_dir, step)
+    config = run.config
+    shift = dict(env_args or {})
+    trained_args = dict(config.data.env_args)
+    env = shifted_env(config.data.env, trained_args, shift) if shift else run.env
+    note = unfinished_note(checkpoint_status(run))
+    if note:
+        warnings.warn(f"{run.run_dir}: {note}", UnfinishedRunWarning, stacklevel=2)
+    num_episodes = config.eval.num_episodes if num_episodes is None else num_episodes
+    seed = config.eval.seed if seed is None else seed
+    acting = dataclasses.replace(
+        config, eval=_acting_eval(config.eval, eval_overrides, greedy)
     )
-    if num_tasks is not None and ids is not None and len(ids) < num_tasks:
-        # an explicit count is a promise about the reported number: say so
-        raise ValueError(
-            f"num_tasks (--tasks) {num_tasks}: the run's {tasks} split has only "
-            f"{len(ids)} tasks; ask for at most {len(ids)}"
-        )
+    params, ids = _held_out(run, env, shift, num_tasks, seed, tasks)
     names = (
         baselines
         if baselines is not None
         else default_baselines(env, config.data.source)
     )
-    label = config.algo.label
-    methods: dict[str, Any] = {label: run.policy(acting)}
+    used_args = {**trained_args, **shift}
+    env_key = json.dumps([config.data.env, used_args], sort_keys=True, default=str)
     controls = [control] if isinstance(control, str) else list(control or ())
+    steps = num_episodes * env_horizon(env)
+    methods = model_methods(run, acting, env, env_key, steps, controls)
+    methods.update(prepared_baselines(config, env, env_key, names, num_episodes))
+    results = evaluate_methods(
+        env,
+        methods,
+        params,
+        jax.random.key(seed),
+        num_episodes,
+        env_key=env_key,
+        progress=progress,
+    )
+    _record(results, run, acting, shift, tasks, ids, used_args, controls)
+    return results, _title(acting, tasks, controls, shift, checkpoint_status(run))
+
+
+def _title(config, tasks, controls, shift, status) -> str:
+    """``"name (label): env test tasks[, controls ...][, under shift (...)]"``."""
+    title = f"{config.name} ({config.algo.label}): {config.data.env} {tasks} tasks"
     if controls:
-        for c in controls:
-            methods[f"{label}/{c}"] = control_policy(methods[label], c)
-    methods.update(baseline_methods(config, env, names, num_episodes))
-    results = evaluate_methods(env, methods, params, jax.random.key(seed), num_episodes)
-    for name in results:
-        results[name].metadata.update(
+        title += f", controls {', '.join(controls)}"
+    if shift:
+        title += f", under shift ({describe(shift)})"
+    if not status["finished"]:
+        title += f", checkpoint step {status['checkpoint_step']} (not finished)"
+    return title
+
+
+def _record(results, run, acting, shift, tasks, ids, env_args, controls):
+    """Each result's metadata: the tasks, the family (and shift), the
+    checkpoint; the model's (and its controls') run, step and acting rule."""
+    status = checkpoint_status(run)
+    for result in results.values():
+        result.metadata.update(
             tasks=tasks,
             task_ids=ids,
-            env_name=config.data.env,
-            env_args=dict(config.data.env_args),
+            env_name=acting.data.env,
+            env_args=dict(env_args),
+            checkpoint=dict(status),
         )
+        if shift:
+            result.metadata["shift"] = dict(shift)
+    label = acting.algo.label
     for name in [label, *(f"{label}/{c}" for c in controls)]:
         results[name].metadata.update(
             run_dir=str(run.run_dir),
             step=run.step,
-            acting=acting_eval.acting,
-            temperature=acting_eval.temperature,
+            acting=acting.eval.acting,
+            temperature=acting.eval.temperature,
             control=name.split("/", 1)[1] if "/" in name else None,
         )
-    title = f"{config.name} ({label}): {config.data.env} {tasks} tasks"
-    if controls:
-        title += f", controls {', '.join(controls)}"
-    return results, title

@@ -12,6 +12,10 @@ candidate only:
 >>> sel = select(cands)                           # validation tasks only
 >>> results, title = evaluate_choice(sel)         # test tasks, once
 
+Candidates of one run and checkpoint share the run opened once and the
+model's compiled program (every rule is a lane of it:
+:mod:`agentrl.evaluate.programs`), so trying N rules compiles once.
+
 The rule: evaluate every candidate on the same validation tasks with the
 same key, score each by ``criterion`` (default ``"auto"``: the mean
 last-episodes normalized score where the env has an oracle, else minus the
@@ -31,6 +35,7 @@ from typing import Any
 from agentrl.evaluate.report import summarize_method
 from agentrl.evaluate.run import run_results
 from agentrl.train.checkpoint import complete_steps
+from agentrl.train.rundir import load_run
 
 #: ``criterion -> (summary field, sign)``: the chosen candidate maximises
 #: ``sign * summary[field]["mean"]``.
@@ -155,7 +160,11 @@ def select(
         raise ValueError(f"candidate names must be unique, got {names}")
     validation: dict[str, dict[str, Any]] = {}
     field, ids = None, None
+    opened: dict[tuple, Any] = {}  # each run and step opened once
     for cand in candidates:
+        where = (cand.run_dir, cand.step)
+        if where not in opened:
+            opened[where] = load_run(cand.run_dir, cand.step)
         results, _ = run_results(
             cand.run_dir,
             num_episodes,
@@ -165,6 +174,7 @@ def select(
             tasks="validation",
             step=cand.step,
             eval_overrides=cand.eval,
+            run=opened[where],
         )
         result = next(iter(results.values()))
         summary = summarize_method(result, last_k=last_k)

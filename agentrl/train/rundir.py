@@ -291,16 +291,16 @@ class Run:
             which,
         )
 
-    def policy(self, config: ExperimentConfig | None = None):
+    def policy(self, config: ExperimentConfig | None = None, env: Any = None):
         """The model with its algorithm's acting rule (``config.eval`` settings).
 
         A :class:`~agentrl.agents.driver.ModelPolicy` for
         :func:`agentrl.evaluate.evaluate_methods` or ``run_policy``; pass a
         ``config`` with other ``eval`` settings (greedy, temperature) to act
-        differently.
+        differently, an ``env`` to act on another family (a shift).
         """
         config = config or self.config
-        env = self.env
+        env = self.env if env is None else env
         return ModelPolicy(
             self.model,
             lambda handle, n: config.algo.make_agent(handle, env, n, config),
