@@ -326,18 +326,10 @@ def train_sweep(
     members = num_s * num_h
     full = complete_config(config, env, dataset)
     mesh = sweep_mesh(members, config.train.batch_size)
-    samplers = [
-        DeviceSampler(
-            make_sampler(
-                dataclasses.replace(
-                    full, train=dataclasses.replace(full.train, seed=s)
-                ),
-                dataset,
-                env,
-            )
-        )
-        for s in seeds
-    ]
+    samplers = []  # (draw(data, steps [K]) -> batches [K, B, ...], data) per seed
+    for seed in seeds:
+        device = DeviceSampler(make_sampler(_with_seed(full, seed), dataset, env))
+        samplers.append((jax.jit(jax.vmap(device.draw, (None, 0))), device.data))
     start = time.perf_counter()
     graphdef, state = init_member_states(full, env, seeds, num_h)
     member_spec = NamedSharding(mesh, P(parallel.SWEEP))
