@@ -56,8 +56,8 @@ class Learner:
       steps_per_call: most updates per ``advance`` call.
       timings: seconds of the start-up phases so far (:func:`timed`);
         :func:`run_updates` adds ``restore_s`` and ``first_call_s`` (the
-        first call, compile included unless ``compile_s`` is there) and
-        records them in ``run.json`` under ``"startup"``.
+        first call, its compile, ``compile_s``, included) and records them
+        in ``run.json`` under ``"startup"``.
       close: stops what ``begin`` started (a dataset's reader threads).
       lead: whether this process writes logs (process 0 of a multi-host run).
     """
