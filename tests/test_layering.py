@@ -39,7 +39,16 @@ FLOORS: list[tuple[int, tuple[str, ...]]] = [
     (1, ("agentrl.envs",)),
     (2, ("agentrl.history",)),
     (3, ("agentrl.agents", "agentrl.models", "agentrl.rl")),
-    (4, ("agentrl.sources", "agentrl.data", "agentrl.online")),
+    (
+        4,
+        (
+            "agentrl.sources",
+            "agentrl.data",
+            "agentrl.data.columns",
+            "agentrl.data.device_sampler",
+            "agentrl.online",
+        ),
+    ),
     (5, ("agentrl.algos",)),
     (6, ("agentrl.train.config", "agentrl.train.rundir", "agentrl.train.checkpoint")),
     (7, ("agentrl.train",)),

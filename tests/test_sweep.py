@@ -19,6 +19,7 @@ from agentrl.train.experiments import load_experiment
 def test_vmapped_members_match_single_runs(tiny_ad_config, darkroom_dataset):
     from agentrl.configtools import default_hparams
     from agentrl.data import open_dataset
+    from agentrl.data.device_sampler import DeviceSampler
     from agentrl.train.config import complete_config
     from agentrl.train.data import make_sampler
     from agentrl.train.loop import build_model
@@ -36,14 +37,14 @@ def test_vmapped_members_match_single_runs(tiny_ad_config, darkroom_dataset):
         model = build_model(cfg, env)
         graphdef, state0 = init_train_state(model, full)
         step = jax.jit(make_train_step(graphdef, full, env))
-        sampler = make_sampler(full, dataset, env)
+        sampler = DeviceSampler(make_sampler(full, dataset, env))  # fit's draws
         for h, setting in enumerate(settings):
             hp = default_hparams(cfg)
             changes = {k: np.float32(v) for k, v in setting.items()}
             hp["train"] = {**hp["train"], **changes}
             state, losses = state0, []
             for i in range(cfg.train.steps):
-                state, metrics = step(state, sampler.host_batch(i), hp)
+                state, metrics = step(state, sampler.batch(i), hp)
                 losses.append(float(metrics["loss"]))
             np.testing.assert_allclose(sweep.metrics["loss"][s, h], losses, atol=1e-5)
     # members really differ (different seeds and learning rates)

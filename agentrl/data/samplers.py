@@ -45,9 +45,10 @@ above, ``...`` for trailing axes) with ``chex.assert_shape`` before it leaves
 the sampler (:func:`check_batch`).
 
 Records are decoded once into memory when the split is at most
-``cache_bytes`` (default 2 GiB), else read per batch from the ArrayRecord
-files through ``tfds.data_source``; ``iterator`` prefetches batches on
-``grain`` threads.
+``cache_bytes`` (default 2 GiB), all at once with no per-record loop
+(:func:`~agentrl.data.columns.split_columns`), else read per batch from the
+ArrayRecord files through ``tfds.data_source``; ``iterator`` prefetches
+batches on ``grain`` threads.
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ import chex
 import jax
 import numpy as np
 
+from agentrl.data.columns import split_columns
 from agentrl.data.reader import HistoryDataset
 
 DEFAULT_CACHE_BYTES = 2 << 30
@@ -101,8 +103,34 @@ class _Sampler:
         if cache_bytes is None:  # read at call time: tests may lower it
             cache_bytes = DEFAULT_CACHE_BYTES
         if size <= cache_bytes:
-            rows = np.arange(self.num_records)
-            self._cache = self._decode(rows)
+            self._cache = self._decode_split()
+
+    def _decode_split(self) -> dict[str, Any]:
+        """Every record, decoded at once (``split_columns``)."""
+        arrays = tuple(f for f in self.fields if f != "task_id")
+        data = split_columns(self.dataset, self.split, arrays)
+        for f in ("terminated", "truncated"):
+            data[f] = data[f].astype(bool)
+        return {**data, "task_id": self.task_ids}
+
+    def decoded(self) -> dict[str, Any]:
+        """Every record of the split, ``{field: [R, step, ...]}`` (numpy): the
+        in-memory cache, or decoded now when the split is not cached."""
+        if self._cache is not None:
+            return self._cache
+        return self._decode_split()
+
+    def done_flags(self, chunk: int = 256) -> np.ndarray:
+        """``[R, step]`` bool: episode ends (terminated or truncated) of every
+        record, decoded ``chunk`` records at a time."""
+        if self._cache is not None:
+            return np.logical_or(self._cache["terminated"], self._cache["truncated"])
+        parts = []
+        for lo in range(0, self.num_records, chunk):
+            rows = np.arange(lo, min(lo + chunk, self.num_records))
+            flags = self._fetch(rows, ("terminated", "truncated"))
+            parts.append(np.logical_or(flags["terminated"], flags["truncated"]))
+        return np.concatenate(parts)
 
     @property
     def cached(self) -> bool:

@@ -9,9 +9,11 @@ its own batch stream (the sampler seeded with that seed), shared by the
 seed's ``H`` settings, so member ``m`` follows exactly the run that
 ``fit`` would make with that seed and setting.
 
-Steps run in chunks of ``steps_per_call``: the host draws the chunk's
-batches ``[K, M, B, ...]`` and one jitted ``lax.scan`` applies ``K`` vmapped
-steps (``steps_per_call=1`` is a Python loop over one jitted vmapped step).
+Steps run in chunks of ``steps_per_call``: each seed's device sampler
+(:class:`~agentrl.data.device_sampler.DeviceSampler`, the draws of ``fit``)
+draws the chunk's batches ``[K, M, B, ...]`` on the device and one jitted
+``lax.scan`` applies ``K`` vmapped steps (``steps_per_call=1`` is a Python
+loop over one jitted vmapped step).
 With several devices the member axis is placed on the mesh's ``sweep`` axis
 (``NamedSharding``), and a batch axis on ``data`` if devices remain.
 
@@ -43,6 +45,7 @@ import agentrl.configtools as configtools
 import agentrl.train.parallel as parallel
 from agentrl.agents.driver import run_batched_agent
 from agentrl.agents.model_agents import ModelHandle
+from agentrl.data.device_sampler import DeviceSampler
 from agentrl.envs.base import env_horizon
 from agentrl.models.transformer import DecisionModel
 from agentrl.tables import write_bytes
@@ -269,18 +272,18 @@ def make_chunk_fn(graphdef: Any, config: ExperimentConfig, env: Any):
     return jax.jit(run, donate_argnums=0)
 
 
+def _with_seed(config: ExperimentConfig, seed: int) -> ExperimentConfig:
+    return dataclasses.replace(
+        config, train=dataclasses.replace(config.train, seed=seed)
+    )
+
+
 def _stack_batches(samplers: list, steps: range, num_settings: int) -> dict:
-    """Host batches ``[K, M, B, ...]``: sampler ``s`` feeds its seed's settings."""
-    per_step = []
-    for step in steps:
-        rows = [sampler.host_batch(step) for sampler in samplers]
-        per_step.append(
-            {
-                k: np.repeat(np.stack([r[k] for r in rows]), num_settings, 0)
-                for k in rows[0]
-            }
-        )
-    return {k: np.stack([b[k] for b in per_step]) for k in per_step[0]}
+    """Batches ``[K, M, B, ...]``: seed ``s``'s device sampler feeds its
+    settings; the batches ``fit`` draws for that seed at those steps."""
+    index = jnp.arange(steps.start, steps.stop)
+    rows = [draw(data, index) for draw, data in samplers]
+    return jax.tree.map(lambda *x: jnp.repeat(jnp.stack(x, 1), num_settings, 1), *rows)
 
 
 def train_sweep(
@@ -323,14 +326,10 @@ def train_sweep(
     members = num_s * num_h
     full = complete_config(config, env, dataset)
     mesh = sweep_mesh(members, config.train.batch_size)
-    samplers = [
-        make_sampler(
-            dataclasses.replace(full, train=dataclasses.replace(full.train, seed=s)),
-            dataset,
-            env,
-        )
-        for s in seeds
-    ]
+    samplers = []  # (draw(data, steps [K]) -> batches [K, B, ...], data) per seed
+    for seed in seeds:
+        device = DeviceSampler(make_sampler(_with_seed(full, seed), dataset, env))
+        samplers.append((jax.jit(jax.vmap(device.draw, (None, 0))), device.data))
     start = time.perf_counter()
     graphdef, state = init_member_states(full, env, seeds, num_h)
     member_spec = NamedSharding(mesh, P(parallel.SWEEP))

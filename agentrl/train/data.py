@@ -9,14 +9,12 @@ Integrity: the first time a run uses its dataset (no checkpoint yet) every
 file's SHA-256 is checked; a resumed run checks only the files' sizes, so
 resuming on XLand-size data does not re-hash it (``agentrl data verify``
 does the full check on demand). A dataset the run has just written is
-checked by size. :func:`host_batches` reads through grain's prefetching
-iterator when the split is too large for the sampler's in-memory cache.
+checked by size. The batches themselves are drawn on the device
+(:mod:`agentrl.train.batches`).
 """
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -127,21 +125,8 @@ def _import_hdf5(config, env, run_dir: Path, progress: bool, first_use: bool):
     return dataset
 
 
-def host_batches(sampler: Any, start: int) -> Iterator[dict[str, Any]]:
-    """Numpy batches of steps ``start, start + 1, ...`` of ``sampler``.
-
-    From the in-memory cache when the split fits it; otherwise through the
-    sampler's grain iterator, which decodes the next batches from the
-    ArrayRecord files on background threads while the device trains. Both
-    give the same batches (a pure function of the step).
-    """
-    if getattr(sampler, "cached", True):
-        return (sampler.host_batch(step) for step in itertools.count(start))
-    return sampler.iterator(start_step=start)
-
-
 def make_sampler(config: ExperimentConfig, dataset: HistoryDataset, env: Any):
-    """The algorithm's sampler; ``sampler.host_batch(step)`` gives numpy batches.
+    """The algorithm's host sampler: its settings (validated) and decoded split.
 
     A dataset its windows do not fit (a context longer than the histories)
     raises ``ValueError`` naming the algorithm's fields and the data's sizes,

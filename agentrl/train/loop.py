@@ -1,10 +1,12 @@
 """``fit(config) -> run_dir``: the one training loop for CPU, GPU or a mesh.
 
-The loop is thin: the data sampler gives host batches that are a pure
-function of ``(seed, step)``, they are placed on the mesh's ``data`` axis,
-and one jitted update step (:mod:`agentrl.train.step`) consumes them. So a
-run killed at any point and resumed from its last checkpoint (state + step)
-ends with exactly the same parameters as an uninterrupted run.
+The loop is thin: the training split sits on the device and one jitted
+call (:func:`agentrl.train.step.make_train_call`) runs up to
+``train.steps_per_call`` updates, each drawing its batch inside the program
+as a pure function of ``(seed, step)`` (:mod:`agentrl.train.batches`), split
+over the mesh's ``data`` axis. So a run killed at any point and resumed from
+its last checkpoint (state + step) ends with exactly the same parameters as
+an uninterrupted run.
 
 A run directory holds everything the evaluation needs::
 
@@ -39,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 import jax
+import numpy as np
 from flax import nnx
 
 import agentrl.train.parallel as parallel
@@ -48,13 +51,14 @@ from agentrl.envs.registry import make as make_env
 from agentrl.models.transformer import DecisionModel
 from agentrl.safeio import DirectoryLock
 from agentrl.sources.registry import check_settings
+from agentrl.train.batches import make_batches
 from agentrl.train.checkpoint import remove_incomplete_checkpoints
-from agentrl.train.config import ExperimentConfig, complete_config
-from agentrl.train.data import host_batches, make_sampler, prepare_dataset
+from agentrl.train.config import ExperimentConfig, complete_config, steps_per_call
+from agentrl.train.data import make_sampler, prepare_dataset
 from agentrl.train.online import online_learner
 from agentrl.train.rundir import check_resumable, write_run_files
-from agentrl.train.runner import Learner, device_metrics, run_updates
-from agentrl.train.step import init_train_state, make_train_step
+from agentrl.train.runner import Learner, device_metrics, run_updates, timed
+from agentrl.train.step import init_train_state, make_train_call, make_train_step
 
 
 def build_model(config: ExperimentConfig, env: Any) -> DecisionModel:
@@ -126,44 +130,73 @@ def data_learner(config: ExperimentConfig, env: Any):
     """``prepare(run_dir, resume, progress) -> Learner`` of a distilled learner.
 
     Checked now, before the run directory is made: the batch fits the mesh,
-    the model config builds, the data source's settings.
+    the model config builds, the data source's settings. The learner's
+    ``timings`` record the start-up: ``dataset_open_s`` (open and verify, or
+    generate), ``decode_s`` (the split into memory), ``device_data_s`` (its
+    tables, placed on the mesh), ``model_init_s``, ``compile_s``.
     """
     mesh = parallel.make_mesh()
     parallel.check_batch_divisible(config.train.batch_size, mesh)
-    model = build_model(config, env)
+    timings: dict[str, float] = {}
+    with timed(timings, "model_init_s"):
+        model = build_model(config, env)
     _check_data_source(config, env)
 
     def prepare(run_dir: Path, resume: bool, progress: bool) -> Learner:
-        dataset = prepare_dataset(config, env, run_dir, progress=progress)
+        with timed(timings, "dataset_open_s"):
+            dataset = prepare_dataset(config, env, run_dir, progress=progress)
         full = complete_config(config, env, dataset)
         if resume:
             check_resumable(run_dir, full)
-        sampler = make_sampler(full, dataset, env)
+        with timed(timings, "decode_s"):
+            sampler = make_sampler(full, dataset, env)
         if jax.process_index() == 0:
             write_run_files(run_dir, full, dataset)
-        graphdef, state = init_train_state(model, full)
-        state = parallel.replicate(state, mesh)
-        stream = []  # the batch stream begin() starts, for close()
-
-        def begin(start: int):
-            step_fn = jax.jit(make_train_step(graphdef, full, env), donate_argnums=0)
-            hparams = parallel.replicate(default_hparams(full), mesh)
-            stream.append(host_batches(sampler, start))
-            batches = stream[-1]
-            return lambda state: step_fn(
-                state, parallel.shard_batch(next(batches), mesh), hparams
-            )
-
+        with timed(timings, "model_init_s", add=True):
+            graphdef, state = init_train_state(model, full)
+            state = parallel.replicate(state, mesh)
+        with timed(timings, "device_data_s"):
+            batches = make_batches(sampler, mesh)
+        step = make_train_step(graphdef, full, env)
+        call = make_train_call(step, batches.draw, parallel.data_sharding(mesh))
         return Learner(
             config=full,
             state=state,
-            begin=begin,
+            begin=_beginner(
+                jax.jit(call, donate_argnums=0), batches, full, mesh, timings
+            ),
             log_values=lambda since_log: device_metrics(since_log[-1]),
-            close=lambda: [batches.close() for batches in stream],  # grain's threads
+            close=batches.close,  # a streamed split's reader threads
             lead=jax.process_index() == 0,
+            steps_per_call=steps_per_call(full.train, jax.default_backend()),
+            timings=timings,
         )
 
     return prepare
+
+
+def _beginner(call, batches, config: ExperimentConfig, mesh, timings: dict):
+    """``begin(start) -> advance(state, count)``: calls of the jitted ``call``
+    going on from step ``start``. Where every call's arguments have the same
+    shapes (the split on the device), the program is compiled ahead of the
+    first call, timed as ``timings["compile_s"]``."""
+
+    def begin(start: int):
+        hparams = parallel.replicate(default_hparams(config), mesh)
+        position, compiled = [start], []  # the next update's step; the program
+
+        def advance(state, count: int):
+            step = np.int32(position[0])
+            position[0] += count
+            args = (hparams, batches.call_data(int(step), count), step)
+            if not compiled and batches.fixed_shapes:
+                with timed(timings, "compile_s"):
+                    compiled.append(call.lower(state, *args, np.int32(1)).compile())
+            return (compiled or [call])[0](state, *args, np.int32(count))
+
+        return advance
+
+    return begin
 
 
 def _check_data_source(config: ExperimentConfig, env: Any) -> None:

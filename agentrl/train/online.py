@@ -2,7 +2,8 @@
 
 An algorithm trained online by RL (RL², transformer PPO) is trained update by update by
 its program (:meth:`Algorithm.make_online_train`: ``init`` once, then one
-jitted ``update`` per step, ``train.steps`` updates), into the same run
+jitted ``update`` per step, ``train.steps`` updates, dispatched from the
+host one by one), into the same run
 directory layout as a distilled learner::
 
     run_dir/config.json      the full ExperimentConfig
@@ -87,11 +88,19 @@ def online_learner(config: Any, env: Any):
         write_online_run_files(run_dir, full)
         hparams = default_hparams(full)
         state = init(jax.random.key(full.train.seed), hparams)
+
+        def advance(state, count):
+            metrics = []
+            for _ in range(count):
+                state, m = update(state, hparams)
+                metrics.append(m)
+            return state, metrics
+
         return Learner(
             config=full,
             state=state,
-            begin=lambda start: lambda state: update(state, hparams),
-            log_values=mean_metrics,
+            begin=lambda start: advance,
+            log_values=lambda calls: mean_metrics([m for c in calls for m in c]),
         )
 
     return prepare

@@ -34,8 +34,9 @@ from agentrl.train.config import ExperimentConfig
 from agentrl.version import __version__
 
 # What a resumed run may change: how long it trains, how it logs and
-# checkpoints, where its dataset lives, the evaluation settings, and how the
-# model computes the same function (MoE dispatch, attention kernel and block,
+# checkpoints, how many updates a call runs (never changes the results),
+# where its dataset lives, the evaluation settings, and how the model
+# computes the same function (MoE dispatch, attention kernel and block,
 # rematerialisation: tested equal in outputs and gradients), so a run saved
 # before a default implementation changed still resumes.
 RESUME_MAY_CHANGE = (
@@ -43,6 +44,7 @@ RESUME_MAY_CHANGE = (
     "train.log_every",
     "train.checkpoint_every",
     "train.keep_checkpoints",
+    "train.steps_per_call",
     "data.path",
     "eval.",
     "model.moe_dispatch",

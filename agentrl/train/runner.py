@@ -1,11 +1,13 @@
 """The one training loop, for learners trained from data and learners trained online.
 
-:func:`run_updates` runs a :class:`Learner` update by update into a locked
-run directory: the checkpointer and its write probe, exact resume from the
-latest checkpoint, the logger and progress bar, the non-finite loss check,
-a clean stop on SIGINT/SIGTERM (:mod:`agentrl.train.stop`), and the abandon
-path (close everything, remove incomplete checkpoints, report a full disk
-as a :class:`~agentrl.safeio.StorageError`). What differs
+:func:`run_updates` runs a :class:`Learner` into a locked run directory, in
+calls of up to ``steps_per_call`` updates (:func:`call_ends`; the progress
+bar counts updates): the checkpointer and its write probe, exact resume
+from the latest checkpoint, the logger and progress bar, the non-finite
+loss check, a clean stop on SIGINT/SIGTERM at the next call boundary
+(:mod:`agentrl.train.stop`), and the abandon path (close everything, remove
+incomplete checkpoints, report a full disk as a
+:class:`~agentrl.safeio.StorageError`). What differs
 between learners is only how the :class:`Learner` is built:
 :func:`agentrl.train.loop.data_learner` (a decision model distilled from a
 dataset) and :func:`agentrl.train.online.online_learner` (an RL program over
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import math
 import threading
 import time
@@ -27,6 +30,7 @@ import jax
 
 import agentrl.configtools as configtools
 from agentrl.safeio import storage_error, temp_sibling
+from agentrl.tables import write_text
 from agentrl.train.checkpoint import (
     Checkpointer,
     complete_steps,
@@ -47,21 +51,28 @@ class Learner:
     Attributes:
       config: the completed config (saved with every checkpoint).
       state: the initial training state; a resumed run restores into it.
-      begin: ``begin(start_step) -> update``, ``update(state) -> (state,
-        metrics)`` one update from step ``start_step`` on (a data learner
-        starts its batch stream there).
-      log_values: the metrics of the updates since the last log line ->
+      begin: ``begin(start_step) -> advance``, ``advance(state, count) ->
+        (state, metrics)`` the next ``count`` updates (a data learner's
+        batch draws go on from step ``start_step``).
+      log_values: the metrics of the calls since the last log line ->
         the values to log (``{"loss": ..., ...}``).
+      steps_per_call: most updates per ``advance`` call.
+      timings: seconds of the start-up phases so far (:func:`timed`);
+        :func:`run_updates` adds ``restore_s`` and ``first_call_s`` (the
+        first call, its compile, ``compile_s``, included) and records them
+        in ``run.json`` under ``"startup"``.
       close: stops what ``begin`` started (a dataset's reader threads).
       lead: whether this process writes logs (process 0 of a multi-host run).
     """
 
     config: Any
     state: Any
-    begin: Callable[[int], Callable[[Any], tuple[Any, Any]]]
+    begin: Callable[[int], Callable[[Any, int], tuple[Any, Any]]]
     log_values: Callable[[list[Any]], dict[str, Any]]
     close: Callable[[], None] = lambda: None
     lead: bool = True
+    steps_per_call: int = 1
+    timings: dict[str, float] = dataclasses.field(default_factory=dict)
 
 
 def run_updates(
@@ -80,7 +91,8 @@ def run_updates(
     _check_writable(run_dir, ckpt.directory)  # before anything compiles
     state, start = learner.state, 0
     if resume and ckpt.latest_step() is not None:
-        state, meta = ckpt.restore(state)
+        with timed(learner.timings, "restore_s"):
+            state, meta = ckpt.restore(state)
         start = int(meta["step"])
         if learner.lead:
             print(f"resumed at step {start} from {ckpt.directory}", flush=True)
@@ -111,17 +123,48 @@ def run_updates(
     return run_dir
 
 
+@contextlib.contextmanager
+def timed(timings: dict[str, float], name: str, add: bool = False):
+    """Record the seconds the ``with`` block takes as ``timings[name]``
+    (``add``: added to what is there)."""
+    begin = time.perf_counter()
+    yield
+    seconds = time.perf_counter() - begin
+    timings[name] = round(timings.get(name, 0.0) * add + seconds, 4)
+
+
+def call_ends(start: int, end: int, per_call: int, train: Any) -> list[int]:
+    """The steps at which the calls of updates ``start .. end`` end.
+
+    A call runs at most ``per_call`` updates and ends at every multiple of
+    ``train.log_every`` and ``train.checkpoint_every`` and at ``end``, so
+    logs and checkpoints fall on call boundaries exactly where they are due.
+    """
+    ends, step = [], start
+    while step < end:
+        due = [(step // m + 1) * m for m in (train.log_every, train.checkpoint_every)]
+        step = min(end, step + per_call, *due)
+        ends.append(step)
+    return ends
+
+
 def _loop(learner, state, start, end, logger, ckpt, run_dir) -> None:
-    """Updates ``start .. end``: log every ``log_every``, save when due."""
+    """Updates ``start .. end`` in calls: log every ``log_every``, save when due."""
     train = learner.config.train
     meta = {"config": configtools.to_dict(learner.config), "sampler_position": None}
-    update = learner.begin(start)
+    advance = learner.begin(start)
     since_log: list[Any] = []
-    for step in range(start, end):
-        state, metrics = update(state)
+    step = start
+    for done in call_ends(start, end, learner.steps_per_call, train):
+        if step == start:
+            with timed(learner.timings, "first_call_s"):
+                state, metrics = jax.block_until_ready(advance(state, done - step))
+            _record_startup(learner, run_dir)
+        else:
+            state, metrics = advance(state, done - step)
         since_log.append(metrics)
-        done = step + 1
-        logger.advance()
+        logger.advance(done - step)
+        step = done
         stopping = stop_requested()
         if done % train.log_every == 0 or done == end:
             values = learner.log_values(since_log)
@@ -129,7 +172,7 @@ def _loop(learner, state, start, end, logger, ckpt, run_dir) -> None:
             _check_finite(float(values["loss"]), done, ckpt)
             logger.log(done, values)
         if ckpt.should_save(done) or done == end or stopping:
-            _check_finite(float(metrics["loss"]), done, ckpt)
+            _check_finite(float(learner.log_values([metrics])["loss"]), done, ckpt)
             meta["sampler_position"] = done
             # orbax meets an unwritable directory with threads that wait
             # minutes for each other: find out first
@@ -137,6 +180,16 @@ def _loop(learner, state, start, end, logger, ckpt, run_dir) -> None:
             ckpt.save(done, state, meta)
         if stopping:
             return
+
+
+def _record_startup(learner: Learner, run_dir: Path) -> None:
+    """Add the start-up timings to ``run.json`` (``"startup"``, seconds)."""
+    path = run_dir / "run.json"
+    if not learner.lead or not path.is_file():
+        return
+    info = json.loads(path.read_text())
+    info["startup"] = dict(learner.timings)
+    write_text(path, json.dumps(info, indent=2))
 
 
 def _check_finite(loss: float, done: int, ckpt: Checkpointer) -> None:

@@ -84,3 +84,44 @@ def make_train_step(
         return {"params": params, "rest": rest, "opt": opt, "aux": aux}, metrics
 
     return step
+
+
+def make_train_call(
+    step: Callable[[dict, dict, dict], tuple[dict, dict]],
+    draw: Callable[[Any, Any, Any], dict],
+    batch_sharding: Any = None,
+) -> Callable[..., tuple[dict, dict]]:
+    """``call(state, hparams, data, start, count) -> (state, metrics)``: the
+    ``count`` updates of steps ``start .. start + count - 1`` in one program.
+
+    Update ``i`` trains on ``draw(data, start, i)`` (drawn inside the
+    program). The updates run in a ``lax.fori_loop`` with a *traced* trip
+    count (the while loop ``lax.scan`` lowers to), so ONE compiled program
+    serves every call length: the calls cut at log and checkpoint steps, a
+    resumed run's first call, the run's last. Every update runs the same
+    compiled loop body whatever the call's length, so training ``k + m``
+    steps in one call or in two gives bit-identical states. ``metrics`` are
+    the last update's (reduced on the device: one small transfer per call).
+    ``batch_sharding`` (a mesh's data sharding) splits each batch's rows
+    over the devices.
+    """
+
+    def call(state, hp, data, start, count):
+        def update(state, i):
+            batch = draw(data, start, i)
+            if batch_sharding is not None:
+                batch = jax.lax.with_sharding_constraint(batch, batch_sharding)
+            return step(state, batch, hp)
+
+        def body(i, carry):
+            state, metrics = update(carry[0], i)
+            # the carry keeps its (strong) dtypes: a weak-typed metric is cast
+            return state, jax.tree.map(
+                lambda z, m: m.astype(z.dtype), carry[1], metrics
+            )
+
+        shapes = jax.eval_shape(update, state, 0)[1]
+        zeros = jax.tree.map(lambda s: jax.numpy.zeros(s.shape, s.dtype), shapes)
+        return jax.lax.fori_loop(0, count, body, (state, zeros))
+
+    return call

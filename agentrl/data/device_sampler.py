@@ -1,0 +1,368 @@
+"""Training batches drawn on the device, inside the jitted update.
+
+The training split is decoded once (:func:`split_arrays`) into arrays
+``[record, step, ...]`` placed on the device, with small per-record tables
+(episode starts and lengths, steps with a known successor, the records of
+each task). A batch is then a pure function of ``(seed, step)`` computed
+inside the jitted program::
+
+    key = fold_in(fold_in(key(seed), DATA_STREAM), step)
+    batch = gather(spec, data, draw_index(spec, data, key))
+
+so no host work is left per update and resuming at step ``k`` draws exactly
+the batches an uninterrupted run draws. The windows are those of the host
+samplers (:class:`~agentrl.data.samplers.ADSampler`,
+:class:`~agentrl.data.samplers.DPTSampler`), which stay as the reference
+(``tests/test_device_sampler.py`` checks that every device window is one
+the reference may draw, with the same frequencies of rows, offsets and
+episodes) and for sweeps; their numpy random streams differ, so the two
+give different (equally distributed) batch streams:
+
+- AD / DT / T2MIR-AD: ``num_transitions`` consecutive steps at a uniform
+  offset, or ``num_episodes`` episodes ``episode_stride`` apart from a
+  uniform first episode, starting at the episode's first step
+  (``window_start="episode"``) or at a uniform step of it (``"any"``, when
+  the history has an episode after the window to run on into), padded
+  (``mask`` False, fields zero) after short episodes;
+- DPT / T2MIR-DPT: ``context_size`` consecutive steps with a known
+  successor, a uniform query step and its oracle action;
+- ``paired``: rows ``2i, 2i + 1`` from two different records of one task
+  where it has several (:func:`~agentrl.data.samplers.pair_rows`).
+
+Uniform integers are ``jax.random.randint`` draws over the same ranges as
+the host sampler's ``int(u * n)``. The ``DATA_STREAM`` tag keeps the batch
+keys apart from the model's ``nnx.Rngs(seed)`` streams (which fold a
+counter into ``key(seed)``).
+
+A split too large for the device streams instead
+(:class:`StreamedBatches` in :mod:`agentrl.train.batches`): the same index
+draws, computed on the host, gather the windows from records read per batch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+#: folded into ``key(seed)``: the batch stream's own key
+DATA_STREAM = 0xDA7A
+
+
+@dataclasses.dataclass(frozen=True)
+class BatchSpec:
+    """The static description of a sampler's windows (hashable: a jit constant).
+
+    ``kind`` is ``"ad"`` (windows) or ``"dpt"`` (context sets and queries);
+    ``length`` the window (AD) or context (DPT) length in steps.
+    """
+
+    kind: str
+    batch_size: int
+    length: int
+    num_steps: int
+    num_records: int
+    paired: bool = False
+    num_episodes: int | None = None
+    episode_stride: int = 1
+    window_start: str = "episode"
+    stateless: bool = False
+    stored_next: bool = False
+
+    @property
+    def contiguous(self) -> bool:
+        """Whether windows are consecutive steps at a uniform offset."""
+        if self.kind == "dpt":
+            return self.stateless or self.stored_next
+        return self.num_episodes is None or (
+            self.window_start == "any" and self.episode_stride == 1
+        )
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        """The record fields the batches read."""
+        if self.kind == "ad":
+            return ("obs", "action", "reward", "done")
+        extra = ("next_obs",) if self.stored_next else ()
+        return ("obs", "action", "reward", "optimal_action", *extra)
+
+
+def spec_of(sampler: Any) -> BatchSpec:
+    """The :class:`BatchSpec` of a host ``ADSampler`` or ``DPTSampler``."""
+    common = dict(
+        batch_size=sampler.batch_size,
+        num_steps=sampler.num_steps,
+        num_records=sampler.num_records,
+        paired=sampler.paired,
+    )
+    if hasattr(sampler, "context_size"):
+        return BatchSpec(
+            kind="dpt",
+            length=sampler.context_size,
+            stateless=sampler.stateless,
+            stored_next=sampler.stored_next,
+            **common,
+        )
+    return BatchSpec(
+        kind="ad",
+        length=sampler.length,
+        num_episodes=sampler.num_episodes,
+        episode_stride=sampler.episode_stride,
+        window_start=sampler.window_start,
+        **common,
+    )
+
+
+# ----------------------------------------------------------------- tables
+def episode_tables(done: np.ndarray) -> dict[str, np.ndarray]:
+    """Episodes of each record from ``done [R, S]`` (bool), vectorized.
+
+    Returns ``starts [R, E]``, ``lens [R, E]`` (int32; zero past a record's
+    episodes) and ``episodes [R]``, ``E`` the most episodes of any record.
+    Only steps up to a record's last ``done`` belong to an episode (as in
+    the host sampler).
+    """
+    rows, ends = np.nonzero(done)
+    count = done.sum(1).astype(np.int32)
+    width = max(int(count.max(initial=0)), 1)
+    slot = np.cumsum(done, 1)[rows, ends] - 1  # the episode each end closes
+    end_table = np.zeros((done.shape[0], width), np.int32)
+    end_table[rows, slot] = ends
+    start_table = np.zeros_like(end_table)
+    start_table[:, 1:] = end_table[:, :-1] + 1
+    lens = np.where(np.arange(width) < count[:, None], end_table + 1 - start_table, 0)
+    return {"starts": start_table, "lens": lens.astype(np.int32), "episodes": count}
+
+
+def valid_tables(done: np.ndarray, context_size: int) -> dict[str, np.ndarray]:
+    """Steps with a known successor (not episode-final) of each record.
+
+    Returns ``valid [R, S]`` (int32, the record's non-final steps first,
+    in order) and ``num_valid [R]``. Raises ``ValueError`` if a record has
+    fewer than ``context_size`` of them.
+    """
+    num_valid = (~done).sum(1).astype(np.int32)
+    if num_valid.min(initial=context_size) < context_size:
+        raise ValueError(
+            f"a history has {int(num_valid.min())} steps with a known successor, "
+            f"fewer than context_size={context_size}"
+        )
+    order = np.argsort(done, axis=1, kind="stable").astype(np.int32)
+    return {"valid": order, "num_valid": num_valid}
+
+
+def pair_tables(task_ids: np.ndarray) -> dict[str, np.ndarray]:
+    """Per record: its task's records (``order [R]`` sorted by task), where
+    they begin (``task_lo [R]``), how many (``task_count [R]``) and the
+    record's place among them (``task_rank [R]``)."""
+    order = np.argsort(task_ids, kind="stable")
+    sorted_ids = task_ids[order]
+    lo = np.searchsorted(sorted_ids, task_ids, "left")
+    count = np.searchsorted(sorted_ids, task_ids, "right") - lo
+    slot = np.empty_like(order)
+    slot[order] = np.arange(len(order))
+    as32 = lambda x: np.asarray(x, np.int32)  # noqa: E731
+    return {
+        "order": as32(order),
+        "task_lo": as32(lo),
+        "task_count": as32(count),
+        "task_rank": as32(slot - lo),
+    }
+
+
+def index_tables(spec: BatchSpec, done: np.ndarray, task_ids: np.ndarray) -> dict:
+    """The tables :func:`draw_index` needs for ``spec`` (numpy)."""
+    tables = {"task_id": np.asarray(task_ids, np.int32)}
+    if spec.paired:
+        tables.update(pair_tables(np.asarray(task_ids)))
+    if not spec.contiguous:
+        if spec.kind == "ad":
+            tables.update(episode_tables(done))
+        else:
+            tables.update(valid_tables(done, spec.length))
+    return tables
+
+
+# ------------------------------------------------------------------ draws
+def batch_key(seed: int, step: Any) -> jax.Array:
+    """The key of training step ``step`` (a traced int is fine)."""
+    base = jax.random.fold_in(jax.random.key(seed), DATA_STREAM)
+    return jax.random.fold_in(base, step)
+
+
+def draw_rows(spec: BatchSpec, tables: dict, key: jax.Array) -> jax.Array:
+    """Record indices ``[B]``; pairs of one task in rows ``2i, 2i + 1``."""
+    if not spec.paired:
+        return jax.random.randint(key, (spec.batch_size,), 0, spec.num_records)
+    k_first, k_other = jax.random.split(key)
+    pairs = spec.batch_size // 2
+    first = jax.random.randint(k_first, (pairs,), 0, spec.num_records)
+    lo, count = tables["task_lo"][first], tables["task_count"][first]
+    draw = jax.random.randint(k_other, (pairs,), 0, jnp.maximum(count - 1, 1))
+    other = draw + (draw >= tables["task_rank"][first])  # skip the first record
+    pick = tables["order"][lo + jnp.minimum(other, count - 1)]
+    second = jnp.where(count > 1, pick, first)
+    return jnp.stack([first, second], 1).reshape(-1)
+
+
+def _offsets(spec: BatchSpec, key: jax.Array) -> jax.Array:
+    """``[B, length]`` consecutive steps from a uniform offset."""
+    span = spec.num_steps - spec.length + 1
+    start = jax.random.randint(key, (spec.batch_size,), 0, span)
+    return start[:, None] + jnp.arange(spec.length)
+
+
+def episode_windows(spec: BatchSpec, tables: dict, rows, key) -> tuple:
+    """``(idx [B, T], mask [B, T])``: ``num_episodes`` episodes
+    ``episode_stride`` apart, back to back, padded after short ones.
+
+    With ``window_start="any"`` and an episode after the window's last, the
+    window starts at a uniform step of its first episode and runs on.
+    """
+    n, k, length = spec.num_episodes, spec.episode_stride, spec.length
+    k_first, k_offset = jax.random.split(key)
+    count = tables["episodes"][rows]  # [B]
+    tail = (spec.window_start == "any") & (count - n * k >= 1)
+    first = jax.random.randint(
+        k_first, rows.shape, 0, count - (n - jnp.where(tail, 0, 1)) * k
+    )
+    j = jnp.arange(n + 1)
+    chosen = jnp.minimum(first[:, None] + k * j, tables["lens"].shape[1] - 1)
+    used = (j < n) | tail[:, None]  # [B, n + 1]
+    lens = jnp.where(used, tables["lens"][rows[:, None], chosen], 0)
+    starts = tables["starts"][rows[:, None], chosen]
+    offset = jnp.where(tail, jax.random.randint(k_offset, rows.shape, 0, lens[:, 0]), 0)
+    ends = jnp.cumsum(lens, 1)  # [B, n + 1] window position after each episode
+    q = offset[:, None] + jnp.arange(length)  # [B, T] position among the episodes
+    slot = jnp.minimum((q[:, :, None] >= ends[:, None, :]).sum(-1), n)
+    before = jnp.take_along_axis(ends - lens, slot, 1)
+    idx = jnp.take_along_axis(starts, slot, 1) + q - before
+    filled = jnp.minimum(ends[:, -1] - offset, length)  # [B]
+    mask = jnp.arange(length) < filled[:, None]
+    last = jnp.take_along_axis(idx, (filled - 1)[:, None], 1)
+    return jnp.where(mask, idx, last), mask
+
+
+def context_steps(spec: BatchSpec, tables: dict, rows, key) -> jax.Array:
+    """``[B, N]`` DPT context steps: consecutive steps with a known successor."""
+    if spec.contiguous:
+        return _offsets(spec, key)
+    count = tables["num_valid"][rows] - spec.length + 1
+    first = jax.random.randint(key, rows.shape, 0, count)
+    pos = first[:, None] + jnp.arange(spec.length)
+    return tables["valid"][rows[:, None], pos]
+
+
+def draw_index(spec: BatchSpec, tables: dict, key: jax.Array) -> dict[str, Any]:
+    """Which steps a batch takes: ``rows [B]``, ``idx [B, T]``, ``mask [B, T]``
+    and (DPT) ``query [B]``; ``idx`` repeats the last real step where
+    ``mask`` is False."""
+    k_rows, k_win, k_query = jax.random.split(key, 3)
+    rows = draw_rows(spec, tables, k_rows)
+    if spec.kind == "dpt":
+        idx = context_steps(spec, tables, rows, k_win)
+        query = jax.random.randint(k_query, rows.shape, 0, spec.num_steps)
+        return {"rows": rows, "idx": idx, "query": query}
+    if spec.contiguous:
+        idx = _offsets(spec, k_win)
+        return {"rows": rows, "idx": idx, "mask": jnp.ones(idx.shape, bool)}
+    idx, mask = episode_windows(spec, tables, rows, k_win)
+    return {"rows": rows, "idx": idx, "mask": mask}
+
+
+# ----------------------------------------------------------------- gather
+def gather(spec: BatchSpec, data: dict, index: dict) -> dict[str, Any]:
+    """The batch of ``index`` from ``data`` (``{field: [R, S, ...]}`` and
+    ``task_id [R]``); the fields and shapes of the host sampler's batches."""
+    rows, idx = index["rows"], index["idx"]
+    window = lambda x: x[rows[:, None], idx]  # noqa: E731
+    task_id = data["task_id"][rows].astype(jnp.int32)
+    if spec.kind == "dpt":
+        return _dpt_batch(spec, data, index, window, task_id)
+    mask = index["mask"]
+
+    def masked(x):
+        w = window(x)
+        m = mask.reshape(mask.shape + (1,) * (w.ndim - 2))
+        return jnp.where(m, w, jnp.zeros((), w.dtype))
+
+    return {
+        "obs": jax.tree.map(masked, data["obs"]),
+        "action": masked(data["action"]),
+        "reward": masked(data["reward"]).astype(jnp.float32),
+        "done": masked(data["done"]),
+        "mask": mask,
+        "task_id": task_id,
+    }
+
+
+def _dpt_batch(spec, data, index, window, task_id) -> dict[str, Any]:
+    rows, idx, query = index["rows"], index["idx"], index["query"]
+    if spec.stored_next:
+        next_obs = jax.tree.map(window, data["next_obs"])
+    else:
+        following = idx if spec.stateless else idx + 1
+        next_obs = jax.tree.map(lambda x: x[rows[:, None], following], data["obs"])
+    return {
+        "context_obs": jax.tree.map(window, data["obs"]),
+        "context_action": window(data["action"]),
+        "context_reward": window(data["reward"]).astype(jnp.float32),
+        "context_next_obs": next_obs,
+        "query_obs": jax.tree.map(lambda x: x[rows, query], data["obs"]),
+        "label": data["optimal_action"][rows, query],
+        "task_id": task_id,
+    }
+
+
+# ----------------------------------------------------------------- sampler
+def split_arrays(sampler: Any) -> dict[str, Any]:
+    """The fields ``spec_of(sampler)`` reads, ``[R, S, ...]`` numpy, decoded once.
+
+    ``done`` is ``terminated | truncated``; ``task_id [R]`` per record.
+    """
+    decoded = sampler.decoded()
+    done = np.logical_or(decoded["terminated"], decoded["truncated"])
+    out = {f: decoded[f] for f in spec_of(sampler).fields if f != "done"}
+    out["done"] = done
+    return out
+
+
+class DeviceSampler:
+    """Batches drawn inside the jitted update from device-resident data.
+
+    Built from a host sampler (its settings, validation and decoded split).
+    ``data`` is the pytree of arrays the program takes as an argument (never
+    a closed-over constant); ``draw(data, step)`` is the batch of ``step``.
+
+    Args:
+      sampler: an ``ADSampler`` or ``DPTSampler``.
+      put: places the numpy arrays (default ``jax.device_put``; training
+        replicates them over the mesh).
+    """
+
+    def __init__(self, sampler: Any, put: Any = None):
+        self.spec, self.seed = spec_of(sampler), sampler.seed
+        self.batch_shapes = sampler.batch_shapes
+        arrays = split_arrays(sampler)
+        tables = index_tables(self.spec, arrays["done"], sampler.task_ids)
+        if self.spec.kind == "dpt":
+            del arrays["done"]  # read only through the tables
+        put = jax.device_put if put is None else put
+        self.data = put({**arrays, **tables})
+
+    def draw(self, data: dict, step: Any) -> dict[str, Any]:
+        """The batch of training step ``step`` (jittable; ``step`` may be traced)."""
+        index = draw_index(self.spec, data, batch_key(self.seed, step))
+        return gather(self.spec, data, index)
+
+    def index(self, step: int) -> dict[str, np.ndarray]:
+        """:func:`draw_index` of ``step`` on the host (numpy), for tests."""
+        fn = jax.jit(lambda d, s: draw_index(self.spec, d, batch_key(self.seed, s)))
+        return jax.device_get(fn(self.data, step))
+
+    def batch(self, step: int) -> dict[str, Any]:
+        """The batch of ``step`` as numpy arrays (for tests and inspection)."""
+        return jax.device_get(jax.jit(self.draw)(self.data, step))

@@ -1,0 +1,284 @@
+"""The device sampler draws the host sampler's windows, with its frequencies.
+
+On small ragged data (Dark Room hard: episodes end at the goal, several
+histories per task) every window the device draws is one that a reference
+enumeration, built with the host sampler's own window code, allows; over
+many draws the frequencies of (record, window) and of (record, query) and
+(first, second) pairs match the exact probabilities of the reference and the
+host sampler's empirical ones. Tolerance: a chi-square test (scipy) with
+p > 0.001, categories with fewer than 5 expected draws pooled; seeds are
+fixed, so the test is deterministic. The batch the device gathers for an
+index is exactly the host's for the same index.
+"""
+
+import collections
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy import stats
+
+from agentrl import envs
+from agentrl.data import ADSampler, DPTSampler, open_dataset, write_dataset
+from agentrl.data.device_sampler import (
+    DeviceSampler,
+    batch_key,
+    draw_index,
+    episode_tables,
+)
+from agentrl.data.samplers import pair_rows
+from agentrl.sources import source_histories
+
+ROOM = envs.make("darkroom_hard", size=3, horizon=6)  # 9 goals: tasks repeat
+DRAWS = 1500  # batches per frequency test
+P_MIN = 1e-3
+
+
+@pytest.fixture(scope="module")
+def room(tmp_path_factory):
+    out = tmp_path_factory.mktemp("d") / "room"
+    source = source_histories("q_learning", ROOM)
+    write_dataset(out, ROOM, source, 14, 6, 0, chunk_size=14)
+    return open_dataset(out)
+
+
+@pytest.fixture(scope="module")
+def bandit(tmp_path_factory):
+    env = envs.make("bernoulli_bandit", num_arms=3, horizon=12)
+    out = tmp_path_factory.mktemp("d") / "bandit"
+    source = source_histories("dpt_rollin", env)
+    write_dataset(out, env, source, 20, 1, 0, env_name="bernoulli_bandit")
+    return open_dataset(out)
+
+
+def _done(sampler):
+    return sampler.done_flags()
+
+
+class _FixedRng:
+    """Stands in for a numpy Generator: ``random(n)`` returns fixed values."""
+
+    def __init__(self, *values):
+        self.values = list(values)
+
+    def random(self, n):
+        return np.full(n, self.values.pop(0))
+
+
+def _reference_windows(sampler) -> dict:
+    """``{(row, idx, mask): probability}`` of every window ``sampler`` may draw,
+    built by the host sampler's own ``_episode_windows`` at each choice."""
+    done, rows = _done(sampler), sampler.num_records
+    if sampler.num_episodes is None or (
+        sampler.window_start == "any" and sampler.episode_stride == 1
+    ):
+        span = sampler.num_steps - sampler.length + 1
+        return {
+            (r, tuple(range(o, o + sampler.length)), (True,) * sampler.length): 1
+            / (rows * span)
+            for r in range(rows)
+            for o in range(span)
+        }
+    n, k = sampler.num_episodes, sampler.episode_stride
+    lens = episode_tables(done)["lens"]
+    out = collections.defaultdict(float)
+    for r in range(rows):
+        count = int(done[r].sum())
+        tail = sampler.window_start == "any" and count - n * k >= 1
+        firsts = count - (n - (0 if tail else 1)) * k
+        for first in range(firsts):
+            offsets = int(lens[r, first]) if tail else 1
+            for off in range(offsets):
+                rng = _FixedRng((first + 0.5) / firsts, (off + 0.5) / offsets)
+                idx, mask = sampler._episode_windows(rng, done[r : r + 1])
+                key = (r, tuple(idx[0].tolist()), tuple(mask[0].tolist()))
+                out[key] += 1 / (rows * firsts * offsets)
+    return dict(out)
+
+
+def _device_windows(device, draws=DRAWS):
+    fn = jax.jit(
+        jax.vmap(lambda s: draw_index(device.spec, device.data, batch_key(7, s)))
+    )
+    index = jax.device_get(fn(jnp.arange(draws)))
+    return _keys(index["rows"], index["idx"], index["mask"])
+
+
+def _host_windows(sampler, draws=DRAWS):
+    parts = [sampler.window_index(s) for s in range(draws)]
+    return _keys(*(np.stack(p) for p in zip(*parts, strict=True)))
+
+
+def _keys(rows, idx, mask):
+    rows, idx, mask = (
+        np.asarray(x).reshape(-1, *x.shape[2:]) for x in (rows, idx, mask)
+    )
+    return [
+        (int(r), tuple(i.tolist()), tuple(m.tolist()))
+        for r, i, m in zip(rows, idx, mask, strict=True)
+    ]
+
+
+def _fit_p(keys, probs) -> float:
+    """Chi-square goodness of fit of drawn ``keys`` to ``probs`` (pooled)."""
+    counts = collections.Counter(keys)
+    cats = sorted(probs, key=lambda c: probs[c])
+    expected = np.array([probs[c] * len(keys) for c in cats])
+    observed = np.array([counts[c] for c in cats], float)
+    small = expected < 5
+    if small.any():
+        expected = np.append(expected[~small], expected[small].sum())
+        observed = np.append(observed[~small], observed[small].sum())
+    return stats.chisquare(observed, expected * observed.sum() / expected.sum()).pvalue
+
+
+def _same_p(a, b) -> float:
+    """Chi-square homogeneity of two samples of categories."""
+    ca, cb = collections.Counter(a), collections.Counter(b)
+    cats = [c for c in set(ca) | set(cb) if ca[c] + cb[c] >= 10]
+    table = np.array([[ca[c] for c in cats], [cb[c] for c in cats]])
+    return stats.chi2_contingency(table).pvalue
+
+
+AD_CASES = {
+    "episode starts": dict(num_episodes=2, window_start="episode"),
+    "any start": dict(num_episodes=2, window_start="any"),
+    "any start, stride 2": dict(num_episodes=2, episode_stride=2, window_start="any"),
+    "episode starts, stride 2": dict(num_episodes=2, episode_stride=2),
+    "transitions": dict(num_transitions=7),
+}
+
+
+@pytest.mark.parametrize("case", list(AD_CASES))
+def test_ad_device_windows_are_legal_with_the_reference_frequencies(room, case):
+    host = ADSampler(room, 8, seed=7, **AD_CASES[case])
+    reference = _reference_windows(host)
+    assert abs(sum(reference.values()) - 1) < 1e-9
+    drawn = _device_windows(DeviceSampler(host))
+    illegal = [k for k in set(drawn) if k not in reference]
+    assert not illegal, illegal[:3]
+    assert _fit_p(drawn, reference) > P_MIN
+    host_drawn = _host_windows(host)
+    assert _fit_p(host_drawn, reference) > P_MIN  # the reference is the host's
+    assert _same_p(drawn, host_drawn) > P_MIN
+    if "padded" in case or host.window_start == "episode":
+        assert any(not all(m) for _, _, m in drawn)  # ragged: some padding
+
+
+def test_device_batch_equals_the_host_batch_of_the_same_index(room):
+    host = ADSampler(room, 8, num_episodes=2, window_start="any", seed=3)
+    device = DeviceSampler(host)
+    for step in (0, 5):
+        index = device.index(step)
+        host._index = lambda s, i=index: (i["rows"], i["idx"], i["mask"], None)
+        expected, got = host.host_batch(step), device.batch(step)
+        assert sorted(got) == sorted(expected)
+        for name in expected:
+            np.testing.assert_array_equal(got[name], expected[name], err_msg=name)
+            assert got[name].dtype == expected[name].dtype, name
+
+
+def test_device_draws_are_a_pure_function_of_seed_and_step(room):
+    host = ADSampler(room, 8, num_episodes=2, window_start="any", seed=3)
+    a, b = DeviceSampler(host), DeviceSampler(host)
+    for x, y in zip(
+        jax.tree.leaves(a.batch(4)), jax.tree.leaves(b.batch(4)), strict=True
+    ):
+        np.testing.assert_array_equal(x, y)
+    assert not np.array_equal(a.index(4)["rows"], a.index(5)["rows"])
+    other = DeviceSampler(
+        ADSampler(room, 8, num_episodes=2, window_start="any", seed=4)
+    )
+    assert not np.array_equal(a.index(4)["rows"], other.index(4)["rows"])
+
+
+def _pair_probs(task_ids) -> dict:
+    out = {}
+    for r, t in enumerate(task_ids):
+        others = [s for s, u in enumerate(task_ids) if u == t and s != r] or [r]
+        for s in others:
+            out[(r, s)] = 1 / (len(task_ids) * len(others))
+    return out
+
+
+@pytest.mark.parametrize("kind", ["ad", "dpt"])
+def test_pairs_are_two_histories_of_one_task_at_the_host_frequencies(room, kind):
+    if kind == "ad":
+        host = ADSampler(room, 8, num_episodes=2, window_start="any", paired=True)
+    else:
+        host = DPTSampler(room, 8, 4, paired=True)
+    ids = host.task_ids
+    assert len(set(ids.tolist())) < len(ids)  # some tasks have several records
+    device = DeviceSampler(host)
+    fn = jax.jit(
+        jax.vmap(lambda s: draw_index(device.spec, device.data, batch_key(0, s)))
+    )
+    rows = np.asarray(fn(jnp.arange(DRAWS))["rows"]).reshape(-1, 2)
+    pairs = [tuple(p) for p in rows.tolist()]
+    probs = _pair_probs(ids)
+    assert set(pairs) <= set(probs)
+    assert _fit_p(pairs, probs) > P_MIN
+    host_pairs = [
+        tuple(p)
+        for s in range(DRAWS)
+        for p in pair_rows(host.rng(s), ids, 4).reshape(-1, 2).tolist()
+    ]
+    assert _same_p(pairs, host_pairs) > P_MIN
+
+
+def test_dpt_contexts_and_queries(room, bandit):
+    for data, size in ((room, 4), (bandit, 5)):
+        host = DPTSampler(data, 8, size, seed=2)
+        done = _done(host)
+        device = DeviceSampler(host)
+        fn = jax.jit(
+            jax.vmap(lambda s, d=device: draw_index(d.spec, d.data, batch_key(2, s)))
+        )
+        index = jax.device_get(fn(jnp.arange(DRAWS)))
+        rows, idx = index["rows"].reshape(-1), index["idx"].reshape(-1, size)
+        stored = host.stateless or host.stored_next
+        probs = {}
+        for r in range(host.num_records):
+            steps = np.arange(host.num_steps) if stored else np.flatnonzero(~done[r])
+            starts = len(steps) - size + 1
+            for f in range(starts):
+                probs[(r, tuple(steps[f : f + size].tolist()))] = 1 / (
+                    host.num_records * starts
+                )
+        drawn = [(int(r), tuple(i.tolist())) for r, i in zip(rows, idx, strict=True)]
+        assert set(drawn) <= set(probs)
+        assert _fit_p(drawn, probs) > P_MIN
+        query = index["query"].reshape(-1)
+        uniform = {q: 1 / host.num_steps for q in range(host.num_steps)}
+        assert _fit_p(query.tolist(), uniform) > P_MIN
+        decoded = host.decoded()
+        batch = device.batch(11)
+        i = device.index(11)
+        r, q = i["rows"], i["query"]
+        np.testing.assert_array_equal(
+            batch["context_action"], decoded["action"][r[:, None], i["idx"]]
+        )
+        np.testing.assert_array_equal(batch["label"], decoded["optimal_action"][r, q])
+        np.testing.assert_array_equal(batch["task_id"], host.task_ids[r])
+        following = i["idx"] if host.stateless else i["idx"] + 1
+        source = decoded["next_obs"] if host.stored_next else decoded["obs"]
+        nxt = i["idx"] if host.stored_next else following
+        np.testing.assert_array_equal(
+            batch["context_next_obs"], source[r[:, None], nxt]
+        )
+
+
+def test_episode_tables_match_a_loop():
+    rng = np.random.default_rng(0)
+    done = rng.random((5, 17)) < 0.3
+    done[:, -1] = True
+    done[2, :-1] = False
+    tables = episode_tables(done)
+    for r in range(5):
+        ends = np.flatnonzero(done[r])
+        starts = np.concatenate([[0], ends[:-1] + 1])
+        assert tables["episodes"][r] == len(ends)
+        np.testing.assert_array_equal(tables["starts"][r, : len(ends)], starts)
+        np.testing.assert_array_equal(tables["lens"][r, : len(ends)], ends - starts + 1)
+        assert (tables["lens"][r, len(ends) :] == 0).all()
