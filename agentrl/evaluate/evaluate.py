@@ -94,6 +94,20 @@ class EvalResult:
         return out
 
 
+#: ``fold_in`` datum of the references' key (:func:`reference_key`).
+REFERENCE_SALT = 2**32 - 1
+
+
+def reference_key(key: jax.Array) -> jax.Array:
+    """The key of :func:`reference_returns` next to methods evaluated on ``key``.
+
+    Task ``i`` of a method runs on ``split(key, num_tasks)[i]``, which is
+    ``fold_in(key, i)`` (threefry, partitionable), so ``fold_in(key, 1)`` was
+    task 1's own key; no task index reaches :data:`REFERENCE_SALT`.
+    """
+    return jax.random.fold_in(key, REFERENCE_SALT)
+
+
 def reference_returns(
     env: Any, params: Any, key: jax.Array, num_random_episodes: int = 32
 ) -> tuple[np.ndarray, np.ndarray | None]:
@@ -178,7 +192,7 @@ def evaluate_online(
     seconds = time.perf_counter() - start
     regret = metrics.regret_from_history(history)
     if references is None:
-        references = reference_returns(env, params, jax.random.fold_in(key, 1))
+        references = reference_returns(env, params, reference_key(key))
     random, oracle = references
     normalized = None
     if oracle is not None:
@@ -219,14 +233,14 @@ def evaluate_methods(
 
     ``model_kwargs[name]`` holds per-method keyword arguments for models.
     """
-    references = reference_returns(env, params, jax.random.fold_in(key, 1))
+    references = reference_returns(env, params, reference_key(key))
     model_kwargs = model_kwargs or {}
     return {
         name: evaluate_online(
             env,
             actor,
             params,
-            key,
+            jax.random.clone(key),  # the same key for all (common random numbers)
             num_episodes,
             name=name,
             references=references,
