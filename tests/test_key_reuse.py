@@ -3,18 +3,20 @@
 ``jax_debug_key_reuse`` makes JAX raise ``KeyReuseError`` wherever a typed
 key is consumed twice, inside a traced program or across eager calls
 (issue 35, item 6: ``JAX_DEBUG_KEY_REUSE=1 agentrl train ad_darkroom
---preset smoke`` failed at once). Under it, at tiny sizes:
+--preset smoke`` failed at once). Under it, at tiny sizes, the issue's
+command (data generation and training) and the pieces below run; the rest
+of the smoke path is in the ``long`` tests (minutes on 2 cores):
 
 - every registered source generates a dataset through the writer;
-- every algorithm trains (one experiment each; every experiment's smoke
-  preset in the ``long`` test), and its run is evaluated with the default
-  baselines and every context control;
+- every algorithm (one experiment each, then every other experiment's smoke
+  preset) trains, and its run is evaluated with the default baselines and
+  every context control;
 - a sweep trains and evaluates (a distilled and an online learner);
-- the online learners' runs act as the ``learned_learner`` source.
+- an online learner's run acts as the ``learned_learner`` source.
 
 Reuses the checker cannot see (``fold_in`` does not consume a key, and
-``split(key, n)[i] == fold_in(key, i)``): the normalisation references and
-the environment report draw from keys no method's task key shares.
+``split(key, n)[i] == fold_in(key, i)``): the normalisation references
+draw from a key no task's key tree holds.
 """
 
 from __future__ import annotations
@@ -204,6 +206,7 @@ def test_the_issue_command(tmp_path):
     assert (tmp_path / "run" / "metrics.jsonl").read_text().count('"loss"') == 2
 
 
+@pytest.mark.long
 def test_every_source_writes_a_dataset(tmp_path):
     ran = set()
     for env_name, args in SOURCE_ENVS.items():
