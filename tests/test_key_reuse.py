@@ -261,16 +261,12 @@ def test_online_learner_as_a_source(tmp_path):
     config = tiny_experiment("rl2_darkroom")
     run = fit(config, tmp_path / "run", progress=False)
     env = envs.make(config.data.env, **dict(config.data.env_args))
+    split = env.task_split(config.data.split_fraction, config.data.seed)
+    ids = jnp.asarray(split.train[:3], jnp.int32)  # the learner's training tasks
+    params = jax.vmap(env.params_for_task)(ids)
     histories = source_histories("learned_learner", env, run_dir=str(run))
-    write_dataset(
-        tmp_path / "learned",
-        env,
-        histories,
-        3,
-        1,
-        seed=config.data.seed,
-        split_fraction=config.data.split_fraction,
-    )
+    history = histories(params, jax.random.key(3), 1, ids)
+    assert history.action.shape == (3, env.horizon)
 
 
 @pytest.mark.long
