@@ -180,7 +180,9 @@ def tiny(config) -> dict[str, object]:
 
 def tiny_experiment(name: str):
     config = load_experiment(name, "smoke")
-    model = TINY_MODEL if config.model.num_layers > 1 else {}
+    # (T2MIR's mixture-of-experts layers name layer indices: kept)
+    small = config.model.num_layers > 1 and not config.model.moe_layers
+    model = TINY_MODEL if small else {}
     return configtools.override(config, {**tiny(config), **model})
 
 
