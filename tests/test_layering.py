@@ -34,6 +34,7 @@ FLOORS: list[tuple[int, tuple[str, ...]]] = [
             "agentrl.tracking",
             "agentrl.cliargs",
             "agentrl.project",
+            "agentrl.prng",
         ),
     ),
     (1, ("agentrl.envs",)),

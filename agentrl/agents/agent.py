@@ -46,6 +46,7 @@ import jax
 import jax.numpy as jnp
 
 from agentrl.history import History, episode_index
+from agentrl.prng import key_map, key_scan
 
 
 class Step(NamedTuple):
@@ -203,7 +204,7 @@ def _drive(
         record = (obs, action, reward, term, trunc, optimal)
         return (next_obs, next_env_state, agent_state), record
 
-    (_, _, agent_state), record = jax.lax.scan(
+    (_, _, agent_state), record = key_scan(
         body, (obs, env_state, agent_state), key_steps
     )
     # [step, task, ...] -> [task, step, ...]
@@ -260,7 +261,7 @@ def _in_blocks(fn: Callable[[Any], Any], xs: Any, size: int) -> Any:
     head = jax.tree.map(lambda x: x[:full].reshape(-1, size, *x.shape[1:]), xs)
     out = jax.tree.map(
         lambda x, rows: x.reshape(full, *x.shape[2:]) if rows else x,
-        jax.lax.map(fn, head),
+        key_map(fn, head),
         per_row,
     )
     if full == n:

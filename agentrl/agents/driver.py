@@ -44,6 +44,7 @@ from agentrl.agents.model_agents import ModelHandle, split_model
 from agentrl.agents.rolling import ADModelAgent
 from agentrl.envs.base import env_horizon, is_bandit
 from agentrl.history import History
+from agentrl.prng import key_map
 
 #: How a model acts: ``"decode"`` its own history token by token (AD-style,
 #: ``model.decode``) or predict a ``"query"`` state's action from a context
@@ -298,7 +299,7 @@ def run_batched_in_blocks(
         p, k = xs
         return _drive(env, agent, p, k, num_steps, task_id, record)
 
-    history, state = jax.lax.map(one, (jax.tree.map(split, params), split(keys)))
+    history, state = key_map(one, (jax.tree.map(split, params), split(keys)))
     merge = lambda x: x.reshape(num_tasks, *x.shape[2:])  # noqa: E731
     return jax.tree.map(merge, history), state
 

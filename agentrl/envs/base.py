@@ -99,7 +99,7 @@ class Environment(Generic[S, P]):
         params = self.default_params if params is None else params
         if self.stochastic_reset:
             key_step, key_reset = jax.random.split(key)
-        else:
+        else:  # not a reuse: such a family's reset_env ignores its key
             key_step, key_reset = key, key
         obs_st, state_st, reward, terminated, info = self.step_env(
             key_step, state, action, params

@@ -19,8 +19,10 @@ COLUMNS = ("family", "horizon", "random", "oracle", "optimal_return")
 def family_returns(name: str, num_tasks: int = 256, seed: int = 0) -> dict:
     """Mean one-episode return of random and oracle policies over sampled tasks."""
     env = make(name)
-    keys = jax.random.split(jax.random.key(seed), num_tasks)
-    params = jax.vmap(env.sample_params)(keys)
+    # the tasks and the rollouts on them draw from keys of their own
+    key_tasks, key_run = jax.random.split(jax.random.key(seed))
+    params = jax.vmap(env.sample_params)(jax.random.split(key_tasks, num_tasks))
+    keys = jax.random.split(key_run, num_tasks)
     row = {"family": name, "tasks": num_tasks, "horizon": env.horizon}
     policies = {"random": random_policy(env)}
     if getattr(env, "has_oracle", False):
@@ -31,7 +33,9 @@ def family_returns(name: str, num_tasks: int = 256, seed: int = 0) -> dict:
             tr = rollout(env, policy, p, k, env.horizon)
             return episode_returns(tr.reward, tr.done, 1)[0]
 
-        row[label] = float(jnp.mean(jax.jit(jax.vmap(one))(params, keys)))
+        # the same keys for every policy (common random numbers)
+        returns = jax.jit(jax.vmap(one))(params, jax.random.clone(keys))
+        row[label] = float(jnp.mean(returns))
     if "oracle" in policies:
         row["optimal_return"] = float(jnp.mean(jax.vmap(env.optimal_return)(params)))
     return row

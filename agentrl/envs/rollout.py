@@ -15,6 +15,8 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from agentrl.prng import key_scan
+
 Policy = Callable[[jax.Array, Any, Any, Any], jax.Array]
 
 
@@ -73,7 +75,7 @@ def rollout(
         )
         return (next_obs, state), Transitions(obs, action, reward, term, trunc)
 
-    _, transitions = jax.lax.scan(
+    _, transitions = key_scan(
         body, (obs, state), jax.random.split(key_steps, num_steps)
     )
     return transitions

@@ -146,6 +146,8 @@ class ControlledAgent:
             inner=self.agent.init(key, params),
             rewards=jnp.zeros((batch, size), jnp.float32),
             count=jnp.int32(0),
+            # a model agent's init reads only the key's shape: the shuffle
+            # stream is the init key's only use
             key=jax.vmap(lambda k: jax.random.fold_in(k, 0x5F1E))(key),
         )
 

@@ -95,6 +95,20 @@ class EvalResult:
         return out
 
 
+#: ``fold_in`` datum of the references' key (:func:`reference_key`).
+REFERENCE_SALT = 2**32 - 1
+
+
+def reference_key(key: jax.Array) -> jax.Array:
+    """The key of :func:`reference_returns` next to methods evaluated on ``key``.
+
+    Task ``i`` of a method runs on ``split(key, num_tasks)[i]``, which is
+    ``fold_in(key, i)`` (threefry, partitionable), so ``fold_in(key, 1)`` was
+    task 1's own key; no task index reaches :data:`REFERENCE_SALT`.
+    """
+    return jax.random.fold_in(key, REFERENCE_SALT)
+
+
 def reference_returns(
     env: Any,
     params: Any,
@@ -198,7 +212,7 @@ def evaluate_online(
     seconds = time.perf_counter() - start
     regret = metrics.regret_from_history(history, env)
     if references is None:
-        references = reference_returns(env, params, jax.random.fold_in(key, 1))
+        references = reference_returns(env, params, reference_key(key))
     random, oracle = references
     normalized = None
     if oracle is not None:
@@ -244,9 +258,7 @@ def evaluate_methods(
     ``env_key``: see :func:`reference_returns`; ``progress``: a bar on
     stderr, one tick per method.
     """
-    references = reference_returns(
-        env, params, jax.random.fold_in(key, 1), env_key=env_key
-    )
+    references = reference_returns(env, params, reference_key(key), env_key=env_key)
     model_kwargs = model_kwargs or {}
     results = {}
     bar = tqdm(total=len(methods), desc="eval", unit="method", disable=not progress)
@@ -257,7 +269,7 @@ def evaluate_methods(
                 env,
                 actor,
                 params,
-                key,
+                jax.random.clone(key),  # the same key for all (common random numbers)
                 num_episodes,
                 name=name,
                 references=references,

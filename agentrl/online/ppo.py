@@ -48,6 +48,7 @@ import jax.numpy as jnp
 
 from agentrl.envs.trial import MultiEpisodeTrial
 from agentrl.online.cores import GRUCore, step_features
+from agentrl.prng import key_scan
 from agentrl.rl.nets import ActionHead, example
 from agentrl.rl.ppo import (
     Learner,
@@ -373,7 +374,7 @@ class TrialPPO:
         s = self.shape
         key, k_roll, k_perm = jax.random.split(state.key, 3)
         h0 = state.hidden
-        streams, rec = jax.lax.scan(
+        streams, rec = key_scan(
             lambda c, k: self._env_step(state.weights, c, k),
             state.streams(),
             self.rollout_keys(k_roll),

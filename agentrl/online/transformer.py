@@ -63,6 +63,7 @@ from flax import nnx
 import agentrl.envs.spaces as spaces
 from agentrl.models.transformer import DecisionModel
 from agentrl.online.ppo import hparam, trial_optimizer
+from agentrl.prng import key_scan
 from agentrl.rl.nets import categorical_logp_entropy, log_prob
 from agentrl.rl.ppo import (
     Learner,
@@ -342,7 +343,7 @@ class TransformerPPO:
             buf=self._empty_buffers(obs),
         )
         tx = trial_optimizer(s, hp, state.update)
-        carry, (m, acting) = jax.lax.scan(
+        carry, (m, acting) = key_scan(
             lambda c, xs: self._trial_chunk(tx, tasks, hp, c, xs),
             carry,
             (jnp.arange(chunks), jax.random.split(k_chunks, chunks)),
@@ -395,7 +396,7 @@ class TransformerPPO:
         """Act the chunk's K steps from ``start``; the observation after it
         goes into ``buf`` (for the bootstrap value) if the trial goes on."""
         k_len, length = self.shape.update_every, self.shape.trial_steps
-        acting, _ = jax.lax.scan(
+        acting, _ = key_scan(
             lambda c, xs: self._act_step(tasks, c, xs),
             Acting(*(getattr(carry, name) for name in Acting._fields)),
             (start + jnp.arange(k_len), jax.random.split(key, k_len)),

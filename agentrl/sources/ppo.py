@@ -35,6 +35,7 @@ import jax.numpy as jnp
 
 import agentrl.envs.spaces as spaces
 from agentrl.history import History, episode_index
+from agentrl.prng import key_scan
 from agentrl.rl.nets import Policy
 from agentrl.rl.ppo import Learner, gae, optimizer, ppo_loss, sgd_epochs
 
@@ -179,7 +180,7 @@ def _run_one(env, config: PPOConfig, num_steps: int, params, key, task_id):
     obs, env_state = env.reset(k_env, params)
     carry = RunCarry(Learner(weights, run.tx.init(weights)), obs, env_state)
     num_updates = num_steps // config.steps_per_update
-    _, record = jax.lax.scan(run.update, carry, jax.random.split(k_loop, num_updates))
+    _, record = key_scan(run.update, carry, jax.random.split(k_loop, num_updates))
     record = jax.tree.map(lambda a: a.reshape(num_steps, *a.shape[2:]), record)
     done = jnp.logical_or(record["terminated"], record["truncated"])
     return History(
@@ -283,7 +284,7 @@ class TaskRun:
         """One rollout of ``steps_per_update`` steps and its PPO update."""
         k_roll, k_train = jax.random.split(k)
         weights = carry.learner.params
-        acting, (record, learn) = jax.lax.scan(
+        acting, (record, learn) = key_scan(
             self.env_step,
             Acting(weights, carry.obs, carry.env_state),
             jax.random.split(k_roll, self.config.steps_per_update),

@@ -23,6 +23,7 @@ import jax
 import jax.numpy as jnp
 
 from agentrl.history import History
+from agentrl.prng import key_scan
 
 
 def supports_uniform_rollin(env: Any) -> bool:
@@ -60,7 +61,7 @@ def uniform_rollin(
             return None, (obs, action, reward, next_obs, optimal)
 
         keys = jax.random.split(task_key, num_steps)
-        return jax.lax.scan(transition, None, keys)[1]
+        return key_scan(transition, None, keys)[1]
 
     keys = jax.random.split(key, task_id.shape[0])
     obs, action, reward, next_obs, optimal = jax.vmap(one_task)(params, keys)

@@ -38,7 +38,7 @@ import numpy as np
 
 import agentrl.configtools as configtools
 from agentrl.envs.registry import make as make_env
-from agentrl.evaluate.evaluate import reference_returns
+from agentrl.evaluate.evaluate import reference_key, reference_returns
 from agentrl.evaluate.metrics import normalized_score
 from agentrl.safeio import DirectoryLock
 from agentrl.sweep.grid import (
@@ -276,7 +276,7 @@ def _scores(env: Any, params: Any, key: jax.Array, returns: np.ndarray) -> np.nd
     """``[S, H, task]``: normalized (or raw) return of the last episodes."""
     values = returns
     if getattr(env, "has_oracle", False):
-        random, oracle = reference_returns(env, params, jax.random.fold_in(key, 1))
+        random, oracle = reference_returns(env, params, reference_key(key))
         s, h, t, e = returns.shape
         flat = returns.transpose(2, 0, 1, 3).reshape(t, s * h * e)
         values = normalized_score(flat, random, oracle).reshape(t, s, h, e)

@@ -30,7 +30,7 @@ import numpy as np
 
 import agentrl.train.learned  # noqa: F401 (registers the learned_learner source)
 from agentrl.agents.agent import run_agent_on_tasks
-from agentrl.evaluate.evaluate import reference_returns
+from agentrl.evaluate.evaluate import reference_key, reference_returns
 from agentrl.evaluate.metrics import aggregate, normalized_score
 from agentrl.sources.registry import check_settings, make_agent
 
@@ -126,7 +126,7 @@ def source_sweep(
     seconds = time.perf_counter() - start
     normalized = None
     if getattr(env, "has_oracle", False):
-        random, oracle = reference_returns(env, params, jax.random.fold_in(key, 1))
+        random, oracle = reference_returns(env, params, reference_key(key))
         normalized = normalized_score(
             returns.transpose(2, 0, 1, 3), random, oracle
         ).transpose(1, 2, 0, 3)
