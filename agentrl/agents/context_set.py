@@ -27,6 +27,7 @@ from agentrl.envs.base import env_horizon
 
 CONTEXT_UPDATES = ("step", "episode", "none")
 
+
 class Context(NamedTuple):
     """DPT transitions ``[B, N, ...]`` (``reward [B, N]``) and ``count [B]``."""
 
@@ -39,6 +40,7 @@ class Context(NamedTuple):
     @property
     def size(self) -> int:
         return self.reward.shape[-1]
+
 
 def empty_context(env: Any, key: jax.Array, params: Any, size: int) -> Context:
     """Zeros shaped for ``env``: ``[B, size, ...]`` with ``B = key.shape[0]``."""
@@ -54,6 +56,7 @@ def empty_context(env: Any, key: jax.Array, params: Any, size: int) -> Context:
         next_obs=obs,
         count=jnp.zeros((batch,), jnp.int32),
     )
+
 
 def append(ctx: Context, step: Step) -> Context:
     """Write one transition ``[B, ...]`` at position ``count`` (no overflow check)."""
@@ -71,6 +74,7 @@ def append(ctx: Context, step: Step) -> Context:
         next_obs=jax.tree.map(put, ctx.next_obs, step.next_obs),
         count=ctx.count + 1,
     )
+
 
 def commit(ctx: Context, new: Context) -> Context:
     """The last ``ctx.size`` of ``ctx[:count] ++ new[:new.count]``, per row."""
@@ -93,11 +97,13 @@ def commit(ctx: Context, new: Context) -> Context:
         count=jnp.minimum(total, size).astype(jnp.int32),
     )
 
+
 class DPTState(NamedTuple):
     """The context the model conditions on and the running episode's steps."""
 
     context: Context
     pending: Context
+
 
 class DPTModelAgent(ScoredAgent):
     """Decision-Pretrained Transformer acting on its own context set (batched)."""
@@ -167,11 +173,13 @@ class DPTModelAgent(ScoredAgent):
             context, pending._replace(count=jnp.where(done, 0, pending.count))
         )
 
+
 class DPTCachedState(NamedTuple):
     """KV cache and the logits ``[B, A]`` of the next pull."""
 
     cache: Any
     logits: jax.Array
+
 
 class DPTCachedModelAgent(ScoredAgent):
     """DPT on a growing context with a fixed query, decoded with a KV cache.

@@ -33,6 +33,7 @@ class ModelHandle(NamedTuple):
 
         return nnx.merge(self.graphdef, self.weights)
 
+
 def split_model(model: Any) -> ModelHandle:
     """``nnx.split`` an NNX module; wrap any other object as is."""
     if isinstance(model, ModelHandle):
@@ -42,6 +43,7 @@ def split_model(model: Any) -> ModelHandle:
     if isinstance(model, nnx.Module):
         return ModelHandle(*nnx.split(model))
     return ModelHandle(model, None)
+
 
 def select_action(
     key: jax.Array, out: jax.Array, space: Any, greedy: bool, temperature: float
@@ -54,6 +56,7 @@ def select_action(
         return jax.vmap(jax.random.categorical)(key, logits).astype(jnp.int32)
     action = out.astype(space.dtype)
     return jnp.clip(action, space.low, space.high)
+
 
 class ScoredAgent:
     """A model agent that acts from action scores: one model call per step.
@@ -72,6 +75,7 @@ class ScoredAgent:
 
     def act(self, key, state, obs, env_state, params) -> jax.Array:
         return self.select(key, self.scores(state, obs, env_state, params), self.greedy)
+
 
 def out_shape(space: Any) -> tuple[int, ...]:
     return (space.n,) if hasattr(space, "n") else tuple(space.shape)

@@ -38,6 +38,7 @@ class ADState(NamedTuple):
     prev_reward: jax.Array
     logits: jax.Array
 
+
 class ADModelAgent(ScoredAgent):
     """Algorithm Distillation acting online with a KV cache (batched).
 
@@ -91,6 +92,7 @@ class ADModelAgent(ScoredAgent):
             state.cache, step.reset_obs, action, reward
         )
         return ADState(cache, action, reward, out.action.astype(jnp.float32))
+
 
 def rolling_cache_agent(
     model: Any, env: Any, config: Any, agent: Any = None, **settings: Any

@@ -312,9 +312,7 @@ class ModelConfig:
         return bool(self.moe_layers)
 
 
-def complete_model_config(
-    config: ModelConfig, env: Any, algo: Any
-) -> ModelConfig:
+def complete_model_config(config: ModelConfig, env: Any, algo: Any) -> ModelConfig:
     """Fill obs/action kinds and sizes from ``env``'s spaces, and the window.
 
     The algorithm adapts the result (DT appends the return-to-go to the

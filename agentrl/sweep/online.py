@@ -119,7 +119,6 @@ def online_sweep(
       :class:`OnlineSweep` with ``metrics[name] [S, H, steps]``.
     """
 
-
     if not config.algo.by_training(from_data=False, online=True):
         raise ValueError(
             f"online_sweep needs an online learner (RL², transformer PPO); "
