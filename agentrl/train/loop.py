@@ -157,14 +157,16 @@ def data_learner(config: ExperimentConfig, env: Any):
             state = parallel.replicate(state, mesh)
         with timed(timings, "device_data_s"):
             batches = make_batches(sampler, mesh)
-        step = make_train_step(graphdef, full, env)
-        call = make_train_call(step, batches.draw, parallel.data_sharding(mesh))
+
+        def build_call():  # in begin(): after a resume has read its checkpoint
+            step = make_train_step(graphdef, full, env)
+            call = make_train_call(step, batches.draw, parallel.data_sharding(mesh))
+            return jax.jit(call, donate_argnums=0)
+
         return Learner(
             config=full,
             state=state,
-            begin=_beginner(
-                jax.jit(call, donate_argnums=0), batches, full, mesh, timings
-            ),
+            begin=_beginner(build_call, batches, full, mesh, timings),
             log_values=lambda since_log: device_metrics(since_log[-1]),
             close=batches.close,  # a streamed split's reader threads
             lead=jax.process_index() == 0,
@@ -175,13 +177,14 @@ def data_learner(config: ExperimentConfig, env: Any):
     return prepare
 
 
-def _beginner(call, batches, config: ExperimentConfig, mesh, timings: dict):
-    """``begin(start) -> advance(state, count)``: calls of the jitted ``call``
-    going on from step ``start``. Where every call's arguments have the same
-    shapes (the split on the device), the program is compiled ahead of the
-    first call, timed as ``timings["compile_s"]``."""
+def _beginner(build_call, batches, config: ExperimentConfig, mesh, timings: dict):
+    """``begin(start) -> advance(state, count)``: calls of the jitted program
+    ``build_call()`` going on from step ``start``. Where every call's
+    arguments have the same shapes (the split on the device), the program is
+    compiled ahead of the first call, timed as ``timings["compile_s"]``."""
 
     def begin(start: int):
+        call = build_call()
         hparams = parallel.replicate(default_hparams(config), mesh)
         position, compiled = [start], []  # the next update's step; the program
 
