@@ -56,8 +56,9 @@ DATA_STREAM = 0xDA7A
 class BatchSpec:
     """The static description of a sampler's windows (hashable: a jit constant).
 
-    ``kind`` is ``"ad"`` (windows) or ``"dpt"`` (context sets and queries);
-    ``length`` the window (AD) or context (DPT) length in steps.
+    ``kind`` is ``"windows"`` (AD's windows of steps) or ``"context_set"``
+    (DPT's context sets and queries); ``length`` the window (AD) or context
+    (DPT) length in steps.
     """
 
     kind: str
@@ -75,7 +76,7 @@ class BatchSpec:
     @property
     def contiguous(self) -> bool:
         """Whether windows are consecutive steps at a uniform offset."""
-        if self.kind == "dpt":
+        if self.kind == "context_set":
             return self.stateless or self.stored_next
         return self.num_episodes is None or (
             self.window_start == "any" and self.episode_stride == 1
@@ -84,7 +85,7 @@ class BatchSpec:
     @property
     def fields(self) -> tuple[str, ...]:
         """The record fields the batches read."""
-        if self.kind == "ad":
+        if self.kind == "windows":
             return ("obs", "action", "reward", "done")
         extra = ("next_obs",) if self.stored_next else ()
         return ("obs", "action", "reward", "optimal_action", *extra)
@@ -100,14 +101,14 @@ def spec_of(sampler: Any) -> BatchSpec:
     )
     if hasattr(sampler, "context_size"):
         return BatchSpec(
-            kind="dpt",
+            kind="context_set",
             length=sampler.context_size,
             stateless=sampler.stateless,
             stored_next=sampler.stored_next,
             **common,
         )
     return BatchSpec(
-        kind="ad",
+        kind="windows",
         length=sampler.length,
         num_episodes=sampler.num_episodes,
         episode_stride=sampler.episode_stride,
@@ -179,7 +180,7 @@ def index_tables(spec: BatchSpec, done: np.ndarray, task_ids: np.ndarray) -> dic
     if spec.paired:
         tables.update(pair_tables(np.asarray(task_ids)))
     if not spec.contiguous:
-        if spec.kind == "ad":
+        if spec.kind == "windows":
             tables.update(episode_tables(done))
         else:
             tables.update(valid_tables(done, spec.length))
@@ -262,7 +263,7 @@ def draw_index(spec: BatchSpec, tables: dict, key: jax.Array) -> dict[str, Any]:
     ``mask`` is False."""
     k_rows, k_win, k_query = jax.random.split(key, 3)
     rows = draw_rows(spec, tables, k_rows)
-    if spec.kind == "dpt":
+    if spec.kind == "context_set":
         idx = context_steps(spec, tables, rows, k_win)
         query = jax.random.randint(k_query, rows.shape, 0, spec.num_steps)
         return {"rows": rows, "idx": idx, "query": query}
@@ -280,7 +281,7 @@ def gather(spec: BatchSpec, data: dict, index: dict) -> dict[str, Any]:
     rows, idx = index["rows"], index["idx"]
     window = lambda x: x[rows[:, None], idx]  # noqa: E731
     task_id = data["task_id"][rows].astype(jnp.int32)
-    if spec.kind == "dpt":
+    if spec.kind == "context_set":
         return _dpt_batch(spec, data, index, window, task_id)
     mask = index["mask"]
 
@@ -348,7 +349,7 @@ class DeviceSampler:
         self.batch_shapes = sampler.batch_shapes
         arrays = split_arrays(sampler)
         tables = index_tables(self.spec, arrays["done"], sampler.task_ids)
-        if self.spec.kind == "dpt":
+        if self.spec.kind == "context_set":
             del arrays["done"]  # read only through the tables
         put = jax.device_put if put is None else put
         self.data = put({**arrays, **tables})
