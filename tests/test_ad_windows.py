@@ -57,6 +57,7 @@ def test_training_windows_start_where_evaluation_windows_do(room):
     assert _phases(_sampler(room, "episode")) == {0}
 
 
+@pytest.mark.long
 def test_decode_path_likelihood_equals_the_training_loss(room):
     sampler = _sampler(room, "any")
     length = sampler.length

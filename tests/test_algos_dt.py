@@ -5,6 +5,7 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from flax import nnx
 
 from agentrl import envs
@@ -31,6 +32,7 @@ def _dt_model_and_config():
     return env, config, DecisionModel(config.model, rngs=nnx.Rngs(3))
 
 
+@pytest.mark.long
 def test_dt_tokens_condition_on_target_minus_rewards_so_far():
     env, config, model = _dt_model_and_config()
     episodes = config.algo.context_episodes

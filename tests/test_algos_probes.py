@@ -4,6 +4,7 @@ import dataclasses
 
 import jax
 import numpy as np
+import pytest
 
 from agentrl.algos import dpt_loss
 from agentrl.data import DPTSampler, open_dataset
@@ -23,6 +24,7 @@ def _replace(config, data=None, model=None, train=None, algo=None):
     )
 
 
+@pytest.mark.long
 def test_dpt_finds_the_best_arm_of_a_two_armed_bandit(tmp_path):
     config = _replace(
         load_experiment("dpt_bandit", "smoke"),
@@ -53,6 +55,7 @@ def test_dpt_finds_the_best_arm_of_a_two_armed_bandit(tmp_path):
     assert float(metrics["accuracy_full_context"]) >= 0.95
 
 
+@pytest.mark.long
 def test_ad_imitates_q_learning_on_tiny_darkroom(darkroom_dataset, tmp_path):
     config = _replace(
         load_experiment("ad_darkroom", "smoke"),
@@ -68,6 +71,7 @@ def test_ad_imitates_q_learning_on_tiny_darkroom(darkroom_dataset, tmp_path):
     assert metrics[-1]["loss"] < metrics[0]["loss"]
 
 
+@pytest.mark.long
 def test_t2mir_auxiliary_losses_are_finite_and_fall(darkroom_dataset, tmp_path):
     # Per-token routing over 12 experts, on windows cut at any step, makes the
     # task contrast slower to learn than the earlier sequence-mean routing on

@@ -4,6 +4,7 @@ DPT's query token left out (as T2MIR's reference code)."""
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from flax import nnx
 from model_factory import make_model
 
@@ -13,6 +14,7 @@ from agentrl.models import ModelConfig, contrastive_loss, task_router_logits
 from agentrl.models.moe import router_logits
 
 
+@pytest.mark.long
 def test_dpt_contrast_leaves_the_query_token_out():
     cfg = ModelConfig(
         obs_kind="discrete",

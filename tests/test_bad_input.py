@@ -220,6 +220,7 @@ def test_resuming_from_a_damaged_checkpoint_is_refused(
     assert_refused(argv, "checkpoints/3/state", capsys)
 
 
+@pytest.mark.long
 def test_truncated_checkpoint_leaves_no_traceback_in_a_fresh_process(run_dir, tmp_path):
     """Orbax's restore used to fail inside its event loop ('Event loop is
     closed' tracebacks printed by tensorstore's threads at exit)."""

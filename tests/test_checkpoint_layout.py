@@ -45,6 +45,7 @@ def _train_state(run_dir):
     return config, init_train_state(build_model(config, env), config)[1]
 
 
+@pytest.mark.long
 def test_arrays_are_stored_by_name_and_readable_without_agentrl(run_dir):
     run = agentrl.load_run(run_dir)
     kernel = np.asarray(run.model.blocks[0].attn.qkv.kernel[...])
@@ -90,6 +91,7 @@ def test_restore_part_reads_the_model_without_an_optimizer(run_dir):
     assert jax.tree.leaves(part["params"])[0].sharding == ref.sharding
 
 
+@pytest.mark.long
 def test_a_part_of_another_model_names_the_array_and_both_shapes(run_dir):
     config, state = _train_state(run_dir)
     wider = dataclasses.replace(

@@ -112,6 +112,7 @@ def test_bench_passes_the_remaining_arguments_to_the_benchmark(capsys):
     assert "usage: agentrl bench env_throughput [-h] [--quick]" in out
 
 
+@pytest.mark.long
 def test_demo_runs_the_pipeline_end_to_end(tmp_path, capsys):
     """``make demo``'s command at smoke size: data, training, evaluation."""
     out = tmp_path / "demo"

@@ -163,6 +163,7 @@ def test_dpt_samples_room(room):
         DPTSampler(room, 8, context_size=10_000)
 
 
+@pytest.mark.long
 def test_dpt_samples_bandit_and_sharding(bandit):
     mesh = jax.make_mesh((1,), ("data",))
     s = DPTSampler(bandit, 4, context_size=30, sharding=data_sharding(mesh))

@@ -46,6 +46,7 @@ def _generate(out: Path, hash_seed: str) -> subprocess.Popen:
     )
 
 
+@pytest.mark.long
 def test_same_seed_gives_the_same_bytes_in_two_processes(tmp_path):
     """Protobuf's map order is seeded per process: records are serialized
     deterministically, so two processes write the same shard bytes."""

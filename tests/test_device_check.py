@@ -196,6 +196,7 @@ def _smoke(tmp_path: Path, only: str | None) -> dict:
     return summary
 
 
+@pytest.mark.long
 def test_smoke_run_of_a_benchmark(tmp_path):
     summary = _smoke(tmp_path, "bench:train_throughput")
     (step,) = summary["steps"]

@@ -119,6 +119,7 @@ def test_stationary_bandits_state_their_means():
     np.testing.assert_allclose(exact, 5 * means.mean(-1), rtol=1e-5)
 
 
+@pytest.mark.long
 def test_a_bandit_that_cannot_say_gets_no_regret_and_a_note(tmp_path):
     env = HiddenShiftBandit()
     params = _tasks(env)

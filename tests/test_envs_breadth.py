@@ -90,6 +90,7 @@ def test_point_robot_finite_goals_and_split():
         PointRobot().params_for_task(0)
 
 
+@pytest.mark.long
 def test_point_robot_t2mir_goals_and_random_starts():
     """T2MIR's tasks: 50 goals uniform in [-1, 1]^2 from a seed, starts
     uniform in [-0.1, 0.1]^2; the oracle's mean return is optimal_return's."""

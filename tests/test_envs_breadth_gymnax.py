@@ -18,6 +18,7 @@ CONTEXTUAL = (
 
 
 # CartPole in `make test`, the other three in `make test-long`
+@pytest.mark.long
 @pytest.mark.parametrize(
     "name",
     [

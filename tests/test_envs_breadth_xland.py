@@ -36,6 +36,7 @@ def env():
     return make("xland", num_rulesets=16, horizon=30)
 
 
+@pytest.mark.long
 def test_xland_matches_xminigrid_and_auto_resets(env):
     params = env.params_for_task(jnp.int32(2))
     ref, ref_params = xminigrid.make("XLand-MiniGrid-R1-9x9", max_steps=30)

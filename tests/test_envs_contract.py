@@ -16,12 +16,17 @@ def _make(name):
 
 
 ALL = envs.registered()
-# XLand compiles for about 10 s a test: its shapes are checked in `make test`,
-# the rest of its contract in `make test-long` (tests/test_envs_breadth_xland.py
-# steps it too)
-XLAND_LONG = [
-    pytest.param(n, marks=pytest.mark.long) if n == "xland" else n for n in ALL
-]
+# XLand and the gymnax control families compile for seconds a test: `make
+# test` checks the contract on the native families, `make test-long` on every
+# family (tests/test_envs_breadth*.py step XLand and gymnax too)
+SLOW = {
+    "xland",
+    "acrobot_contextual",
+    "cartpole_contextual",
+    "mountaincar_contextual",
+    "pendulum_contextual",
+}
+NATIVE = [pytest.param(n, marks=pytest.mark.long) if n in SLOW else n for n in ALL]
 
 
 def _np(x):
@@ -53,7 +58,7 @@ def _check_obs(env, obs, params):
         assert bool(space.contains(obs))
 
 
-@pytest.mark.parametrize("name", ALL)
+@pytest.mark.parametrize("name", NATIVE)
 def test_reset_step_shapes_and_dtypes(name):
     env = _make(name)
     params = env.default_params
@@ -76,7 +81,7 @@ def test_reset_step_shapes_and_dtypes(name):
         assert env.num_actions == env.action_space(params).n
 
 
-@pytest.mark.parametrize("name", XLAND_LONG)
+@pytest.mark.parametrize("name", NATIVE)
 def test_truncation_auto_reset(name):
     env = _make(name)
     params = env.default_params
@@ -95,7 +100,7 @@ def test_truncation_auto_reset(name):
         assert np.asarray(tr.truncated)[-1] and done.sum() == 1
 
 
-@pytest.mark.parametrize("name", XLAND_LONG)
+@pytest.mark.parametrize("name", NATIVE)
 def test_final_observation_and_reset_obs(name):
     env = _make(name)
     params = env.default_params
@@ -124,7 +129,7 @@ def test_final_observation_and_reset_obs(name):
     assert saw_done
 
 
-@pytest.mark.parametrize("name", XLAND_LONG)
+@pytest.mark.parametrize("name", NATIVE)
 def test_jit_vmap_over_keys_and_params_deterministic(name):
     env = _make(name)
     keys = jax.random.split(jax.random.key(7), 8)

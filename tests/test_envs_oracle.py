@@ -75,6 +75,7 @@ def test_key_to_door_short_horizon_gives_partial_return():
     assert float(got[0]) == 1.0
 
 
+@pytest.mark.long
 def test_key_to_door_reference_form_hides_the_key_and_starts_anywhere():
     """The ICRL form (AD's reference): the cell alone, a random start cell."""
     env = envs.make("dark_key_to_door", size=5, horizon=6)
@@ -96,6 +97,7 @@ def test_key_to_door_reference_form_hides_the_key_and_starts_anywhere():
         envs.make("dark_key_to_door", observe_key=1)
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("name", ["bernoulli_bandit", "gaussian_bandit"])
 def test_bandit_oracle_expected_return(name):
     env = envs.make(name, num_arms=5, horizon=200)

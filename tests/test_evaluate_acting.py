@@ -170,6 +170,7 @@ def test_every_acting_rule_calls_the_model_once_per_step(rule):
     assert model.calls == 1
 
 
+@pytest.mark.long
 def test_rl2_agent_honours_each_acting_rule():
     """RL²'s GRU agent has scores/select: each rule runs on one core step."""
     from test_online_rl2 import FlipBandit, small_shape

@@ -84,6 +84,7 @@ def test_dpt_episode_context_holds_previous_episodes_on_darkroom():
     np.testing.assert_array_equal(state.pending.count, 0)
 
 
+@pytest.mark.long
 def test_offline_dpt_from_random_context():
     env = envs.make("bernoulli_bandit", num_arms=5, horizon=20)
     key = jax.random.key(2)

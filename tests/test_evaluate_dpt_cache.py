@@ -36,6 +36,7 @@ def _bandit_and_model():
     )
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("greedy", [pytest.param(False, marks=pytest.mark.long), True])
 def test_cached_dpt_bandit_equals_recomputing_the_context(greedy):
     env, model = _bandit_and_model()
@@ -69,6 +70,7 @@ def test_cache_is_chosen_only_where_it_equals_the_uncached_agent():
         make_model_agent(model, env, 2 * HORIZON, protocol="query", dpt_cache=True)
 
 
+@pytest.mark.long
 def test_cached_dpt_agent_in_the_driver_copies_no_cache():
     """Zero whole-cache copies per pull in the compiled evaluation loop."""
     from flax import nnx
@@ -109,6 +111,7 @@ def test_cached_dpt_agent_in_the_driver_copies_no_cache():
     assert count_copies_per_iteration(hlo, shapes, carried) == 0
 
 
+@pytest.mark.long
 def test_task_blocks_give_the_same_history():
     from agentrl.agents.driver import ModelPolicy, run_policy
 

@@ -35,6 +35,7 @@ def bandit_results():
     return evaluate_methods(env, methods, params, key, EPISODES)
 
 
+@pytest.mark.long
 def test_shapes_and_metadata(bandit_results):
     for name, res in bandit_results.items():
         assert res.name == name
@@ -68,6 +69,7 @@ def test_repeat_rewarded_model_beats_random(bandit_results):
     assert np.mean(model.normalized) > 0.2
 
 
+@pytest.mark.long
 def test_batched_driver_equals_per_task_driver_on_darkroom():
     env = envs.make("darkroom", size=5, horizon=10)
     params = jax.vmap(env.params_for_task)(np.arange(0, 25, 4))

@@ -46,6 +46,7 @@ def unfinished_run(tmp_path_factory, tiny_ad_config):
     return fit(config, out, progress=False, stop_at_step=1)
 
 
+@pytest.mark.long
 def test_each_lane_acts_as_its_rule_and_control_did_alone(tiny_run):
     from agentrl.agents.driver import run_policy
     from agentrl.evaluate.controls import control_policy
@@ -76,6 +77,7 @@ def test_each_lane_acts_as_its_rule_and_control_did_alone(tiny_run):
         np.testing.assert_array_equal(laned.reward, alone.reward, (rule, control))
 
 
+@pytest.mark.long
 def test_n_rules_then_test_with_controls_compile_the_model_once(tiny_run):
     from agentrl.evaluate.selection import acting_candidates, evaluate_choice, select
 
@@ -94,6 +96,7 @@ def test_n_rules_then_test_with_controls_compile_the_model_once(tiny_run):
     assert before[OLD_PROGRAM] == 3  # the old way: one program per rule
 
 
+@pytest.mark.long
 def test_shared_programs_give_the_same_results(tiny_run):
     from agentrl.evaluate.run import run_results
 
@@ -110,6 +113,7 @@ def test_shared_programs_give_the_same_results(tiny_run):
 # -------------------------------------------- an unfinished run (35.2)
 
 
+@pytest.mark.long
 def test_an_unfinished_run_is_evaluated_with_a_warning_and_says_so_everywhere(
     unfinished_run, tmp_path
 ):

@@ -255,6 +255,7 @@ def tiny_run(tmp_path_factory, tiny_ad_config):
     return fit(config, tmp_path_factory.mktemp("runs") / "ad", progress=False)
 
 
+@pytest.mark.long
 def test_selection_uses_validation_tasks_and_records_its_choice(tiny_run):
     from agentrl.evaluate.selection import (
         acting_candidates,
@@ -297,6 +298,7 @@ def test_eval_with_a_control_writes_its_verdict(tiny_run, tmp_path):
     assert meta["control"] == "zero_rewards" and meta["tasks"] == "validation"
 
 
+@pytest.mark.long
 def test_agentrl_eval_control_and_split_flags(tiny_run, tmp_path, capsys):
     from agentrl.cli import main
 

@@ -13,6 +13,7 @@ from agentrl import envs
 # ------------------------------------------------ the families' new arguments
 
 
+@pytest.mark.long
 def test_bandit_means_from_a_beta_and_uniform_by_default():
     key = jax.random.key(3)
     plain = envs.make("gaussian_bandit", noise_std=0.3)
@@ -86,6 +87,7 @@ def bandit_run(tmp_path_factory):
     return fit(config, tmp_path_factory.mktemp("runs") / "dpt", progress=False)
 
 
+@pytest.mark.long
 def test_a_longer_darkroom_horizon_keeps_the_test_goals(ad_run):
     from agentrl.evaluate.run import run_results
     from agentrl.train.rundir import load_run
@@ -105,6 +107,7 @@ def test_a_longer_darkroom_horizon_keeps_the_test_goals(ad_run):
     assert (model.oracle_return > 30 - 9).all()
 
 
+@pytest.mark.long
 def test_darkroom_goals_outside_the_training_goals(ad_run):
     from agentrl.evaluate.run import run_results
     from agentrl.train.rundir import load_run
@@ -120,6 +123,7 @@ def test_darkroom_goals_outside_the_training_goals(ad_run):
     assert not {tuple(g) for g in goals} & trained
 
 
+@pytest.mark.long
 def test_a_shift_of_a_space_is_refused_naming_it(ad_run, bandit_run, capsys):
     from agentrl.cli import main
     from agentrl.evaluate.run import run_results
@@ -135,6 +139,7 @@ def test_a_shift_of_a_space_is_refused_naming_it(ad_run, bandit_run, capsys):
     assert "nope" in capsys.readouterr().err
 
 
+@pytest.mark.long
 @pytest.mark.parametrize(
     "shift",
     [{"means_beta": (0.5, 0.5)}, {"noise_std": 0.6}, {"horizon": 100}],
@@ -165,6 +170,7 @@ def test_bandit_shifts_reach_the_model_and_the_baselines(bandit_run, shift):
         assert not np.array_equal(model.returns, plain["dpt"].returns)
 
 
+@pytest.mark.long
 def test_agentrl_eval_env_arg_writes_the_shift(bandit_run, tmp_path, capsys):
     from agentrl.cli import main
 

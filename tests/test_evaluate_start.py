@@ -118,6 +118,7 @@ def _assert_same(new, ref):
 LONG = pytest.mark.long
 
 
+@pytest.mark.long
 @pytest.mark.parametrize(
     "layout, greedy",
     [("sar", False), pytest.param("step", False, marks=LONG)]
@@ -131,6 +132,7 @@ def test_ad_agent_equals_the_first_step_cond(layout, greedy):
     )
 
 
+@pytest.mark.long
 @pytest.mark.parametrize(
     "wrap",
     ["sample_then_greedy", "empty_context"]
@@ -235,6 +237,7 @@ def test_every_wrapper_forwards_start(wrap):
         )
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("layout", ["sar", pytest.param("step", marks=LONG)])
 def test_decode_loop_has_no_conditional_and_no_cache_copy(layout):
     """What the start hook is for: ``update`` in the scan is one decode."""
@@ -322,6 +325,7 @@ def _rl2_hidden(state):
     return state
 
 
+@pytest.mark.long
 @pytest.mark.parametrize(
     "rule", ["sample_then_greedy", pytest.param("greedy", marks=LONG)]
 )

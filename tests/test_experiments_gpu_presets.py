@@ -58,6 +58,7 @@ def _tiny(config) -> dict[str, object]:
     }
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("name", EXPERIMENTS)
 def test_gpu_preset_starts_and_trains_on_cpu(name, tmp_path):
     config = load_experiment(name, "gpu")

@@ -219,6 +219,7 @@ def test_dataset_write_leaves_nothing_in_system_tempdir(tmp_path, fresh_tempdir)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["TMPDIR", "d"]
 
 
+@pytest.mark.long
 def test_dataset_read_only_directory(darkroom_dataset, tmp_path):
     prefix = unprivileged_prefix()
     if prefix is None:

@@ -149,6 +149,7 @@ def same_dataset(path: Path, reference: Path) -> bool:
     )
 
 
+@pytest.mark.long
 def test_kill_dataset_generation(darkroom_dataset, tmp_path):
     tally = Tally("data generate", seed=1)
     tmpdir = fresh_tmpdir(tmp_path)

@@ -48,6 +48,7 @@ def _probe(choice: str) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.long
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc malloc")
 def test_tuned_malloc_stops_the_page_faults_of_every_call():
     system, tuned = _probe("system"), _probe("tuned")

@@ -123,6 +123,7 @@ def test_key_scan_is_scan_and_reads_right_under_vmap():
         np.testing.assert_array_equal(mapped, jax.lax.map(jax.random.uniform, keys))
 
 
+@pytest.mark.long
 def test_references_draw_from_no_task_key(monkeypatch):
     """The random reference's key is none of the tasks' keys (nor theirs inside)."""
     env = envs.make("darkroom", size=3, horizon=4)
@@ -148,6 +149,7 @@ def test_references_draw_from_no_task_key(monkeypatch):
     assert set(results) == set(methods)
 
 
+@pytest.mark.long
 def test_envs_report():
     for name in ("bernoulli_bandit", "darkroom", "point_robot"):
         row = family_returns(name, num_tasks=4)
@@ -186,6 +188,7 @@ def tiny_experiment(name: str):
     return configtools.override(config, {**tiny(config), **model})
 
 
+@pytest.mark.long
 def test_the_issue_command(tmp_path):
     """``JAX_DEBUG_KEY_REUSE=1 agentrl train ad_darkroom --preset smoke``, shrunk:
     the dataset is written and the model trained under the checker."""

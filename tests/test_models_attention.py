@@ -42,6 +42,7 @@ def _pair(**kw):
     return fast, model, ref_model
 
 
+@pytest.mark.long
 @pytest.mark.parametrize(
     "layout, moe, routing, window",
     [
@@ -87,6 +88,7 @@ def _all_shapes(jaxpr) -> list[tuple[int, ...]]:
     return shapes
 
 
+@pytest.mark.long
 def test_blockwise_skips_masked_blocks_and_never_builds_t_by_t(monkeypatch):
     """A 64-token pass in 8-token blocks: no [64, 64] array, forward or backward."""
     b, t, h, d, block = 2, 64, 2, 4, 8
@@ -118,7 +120,7 @@ def test_blockwise_skips_masked_blocks_and_never_builds_t_by_t(monkeypatch):
     [
         pytest.param(40, 8, 1 << 18, 1 << 20, marks=pytest.mark.long),
         pytest.param(40, 8, 1 << 18, 0, marks=pytest.mark.long),
-        (12, 8, 96, 0),
+        pytest.param(12, 8, 96, 0, marks=pytest.mark.long),
         (9, 16, 1, 0),
     ],
 )
@@ -171,9 +173,9 @@ def test_window_mean_running_sum_equals_the_mask_matmul():
     "layout, moe, routing, sink",
     [
         ("step", (), "token", False),
-        ("sar", (0, 1), "sequence", False),
-        ("sar", (), "token", True),
-        ("step", (1,), "token", True),
+        pytest.param("sar", (0, 1), "sequence", False, marks=pytest.mark.long),
+        pytest.param("sar", (), "token", True, marks=pytest.mark.long),
+        pytest.param("step", (1,), "token", True, marks=pytest.mark.long),
     ],
 )
 def test_cached_decoding_equals_blockwise_full_pass(layout, moe, routing, sink):

@@ -33,6 +33,7 @@ def test_top_k_gates_sum_to_one_and_pick_the_largest():
     assert (w[:, 0] >= w[:, 1]).all()
 
 
+@pytest.mark.long
 def test_noisy_router_probabilities_and_smooth_load():
     router = Router(8, 6, 16, noisy=True, rngs=nnx.Rngs(0))
     x = jax.random.normal(jax.random.key(1), (128, 8))
@@ -60,6 +61,7 @@ def test_balance_loss_is_minimal_for_uniform_routing():
     assert float(balance_loss(bal, (bal > 0).sum(0).astype(jnp.float32))) < 1e-8
 
 
+@pytest.mark.long
 def test_sorted_dispatch_equals_dense_dispatch():
     moe = MoE(8, 4, 16, 6, 2, 16, False, "sorted", rngs=nnx.Rngs(0))
     x = jax.random.normal(jax.random.key(1), (50, 8))
@@ -130,6 +132,7 @@ def test_aux_router_logits_match_task_router_logits_helper():
     assert model.contrastive_w[...].shape == (4, 4)
 
 
+@pytest.mark.long
 def test_contrastive_loss_falls_on_a_toy_two_task_problem():
     # segments of task 0 and task 1 have different mean features; the router
     # must learn logits that identify the task of a segment

@@ -52,6 +52,7 @@ def _flat(grads):
 
 # top_k = experts in the MoE case: no routing decision can flip between the
 # dtypes (a flipped top-k choice is a different function, not a rounding)
+@pytest.mark.long
 @pytest.mark.parametrize(
     "layout, moe",
     [("sar", ()), pytest.param("step", (1,), marks=pytest.mark.long)],
@@ -93,6 +94,7 @@ def test_bfloat16_step_compiles_bfloat16_matmuls():
     assert all(line.rstrip().endswith("xf32>") for line in dots), dots
 
 
+@pytest.mark.long
 @pytest.mark.parametrize(
     "layout, moe", [("sar", ()), pytest.param("step", (0, 1), marks=pytest.mark.long)]
 )

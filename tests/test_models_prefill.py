@@ -81,6 +81,7 @@ CASES = {
 }
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("case", list(CASES))
 def test_prefill_equals_decoding_and_the_full_pass(case):
     model = make(**CASES[case])
@@ -144,6 +145,7 @@ def instructions(hlo: str) -> int:
     return sum(" = " in line for line in hlo.splitlines())
 
 
+@pytest.mark.long
 def test_prefill_copies_no_cache_and_its_program_does_not_grow_with_length():
     hlo, shapes = hlo_of_prefill(T)
     assert count_copies(hlo, shapes) == 0

@@ -164,6 +164,7 @@ def test_continuous_gaussian_and_training_mode():
     np.testing.assert_allclose(cached, out.action, atol=1e-5, rtol=0)
 
 
+@pytest.mark.long
 def test_dense_model_has_zero_balance_loss_and_gradients_flow():
     cfg = small()
     model = DecisionModel(cfg, rngs=nnx.Rngs(0))
@@ -178,6 +179,7 @@ def test_dense_model_has_zero_balance_loss_and_gradients_flow():
     assert all(n > 0 for n in norms)
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("moe", [(), pytest.param((1,), marks=pytest.mark.long)])
 def test_dpt_prefixes_and_cached_transitions(moe):
     cfg = small(token_layout="transition", moe_layers=moe, max_steps=8)

@@ -30,6 +30,7 @@ def test_notebooks_exist_with_stripped_outputs():
 
 
 # the quickstart in `make test`, every notebook in `make test-long`
+@pytest.mark.long
 @pytest.mark.parametrize(
     "path",
     [

@@ -106,6 +106,7 @@ def test_rl2_solves_the_flip_bandit_in_context():
     assert per_task[best == 0].mean() > 8.5 and per_task[best == 1].mean() > 8.5
 
 
+@pytest.mark.long
 def test_agent_replays_the_training_forward_pass():
     """The evaluation agent acts on what the training unroll computes.
 
@@ -141,6 +142,7 @@ def test_agent_replays_the_training_forward_pass():
     np.testing.assert_array_equal(np.asarray(out).argmax(-1).T, a)
 
 
+@pytest.mark.long
 def test_hidden_state_resets_at_trial_start():
     env = FlipBandit(num_arms=2, horizon=3)
     core = TrialPPO(env, small_shape(), env.sample_params).core
@@ -240,6 +242,7 @@ def tiny_config(env="bernoulli_bandit", env_args=(("num_arms", 2), ("horizon", 6
     )
 
 
+@pytest.mark.long
 def test_fit_resume_is_exact(tmp_path):
     config = tiny_config()
     fit(config, tmp_path / "a", progress=False)

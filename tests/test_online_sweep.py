@@ -88,6 +88,7 @@ def test_members_equal_fit_runs(tmp_path):
     assert not np.allclose(sweep.metrics["loss"][1, 0], sweep.metrics["loss"][1, 1])
 
 
+@pytest.mark.long
 def test_killed_sweep_resumes_exactly(tmp_path, monkeypatch):
     from agentrl.train.checkpoint import Checkpointer
 

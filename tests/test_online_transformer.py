@@ -75,6 +75,7 @@ def forward_logp(trainer, actor, buf):
 LONG = pytest.mark.long
 
 
+@pytest.mark.long
 @pytest.mark.parametrize(
     ("update_every", "sink"),
     [pytest.param(8, False, marks=LONG), pytest.param(4, False, marks=LONG), (4, True)],
@@ -130,6 +131,7 @@ def random_buffer(key, n, length, num_obs=1, num_actions=2):
     }
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("sink", [pytest.param(False, marks=LONG), True])
 def test_chunk_over_the_prefix_cache_equals_the_full_forward(sink):
     """What partial updates train on: a chunk's K steps attending to the cache
@@ -291,6 +293,7 @@ def attention_to_tokens(model, buf):
     return jax.nn.softmax(s, -1)[..., : x.shape[1]].sum(-1)
 
 
+@pytest.mark.long
 def test_attention_sink_lets_a_head_attend_nowhere():
     """Sink-KV (model.attention_sink): with the sink, attention weight on the
     real tokens sums to less than 1 (the rest goes to the learned sink), so

@@ -30,6 +30,7 @@ def ad_run(tmp_path_factory):
     return fit(config, tmp_path_factory.mktemp("ad") / "run", progress=False)
 
 
+@pytest.mark.long
 def test_ad_point_robot_smoke_trains(ad_run):
     config = json.loads((ad_run / "config.json").read_text())
     assert config["model"]["action_kind"] == "continuous"

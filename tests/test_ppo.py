@@ -48,6 +48,7 @@ def test_ppo_point_robot_improves_and_records_env_actions():
     assert last > 0.5 * (first + best)  # more than halfway to the oracle
 
 
+@pytest.mark.long
 def test_ppo_darkroom_improves():
     env = make("darkroom")
     task_id = jnp.array([42, 29, 67, 14])  # goals 2-4 steps from the centre

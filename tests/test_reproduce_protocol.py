@@ -230,6 +230,7 @@ def test_without_learning_histories_the_context_controls_and_no_expert_run(
     assert "expert-distillation control does not apply" in md
 
 
+@pytest.mark.long
 def test_every_online_preset_has_validation_and_test_tasks_for_each_seed():
     """Reproductions of online learners choose the acting rule on validation
     tasks: every preset's run records a split with validation *and* test

@@ -19,6 +19,7 @@ from agentrl.envs import make
 xminigrid = pytest.importorskip("xminigrid")
 
 
+@pytest.mark.long
 def test_onehot_observation_encodes_the_view_and_direction():
     from xminigrid.core.constants import NUM_COLORS, NUM_TILES
 

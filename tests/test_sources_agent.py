@@ -2,6 +2,7 @@
 
 import jax
 import numpy as np
+import pytest
 
 from agentrl import envs, evaluate, sources
 from agentrl.agents.agent import (
@@ -23,6 +24,7 @@ def _equal(a, b):
         np.testing.assert_array_equal(x, y)
 
 
+@pytest.mark.long
 def test_one_task_is_a_row_of_many():
     agent = make_agent("q_learning", ROOM, 4)
     key = jax.random.key(0)
@@ -36,6 +38,7 @@ def test_one_task_is_a_row_of_many():
     assert many.obs.shape == (7, 24) and one.obs.shape == (24,)
 
 
+@pytest.mark.long
 def test_blocks_and_batching_do_not_change_histories():
     agent = make_agent("noisy_oracle", ROOM, 4)
     key = jax.random.key(1)
@@ -84,6 +87,7 @@ class _SharedCounter:
         return state[0] + step.action, state[1] + 1
 
 
+@pytest.mark.long
 def test_blocks_take_batched_agents_with_shared_state_leaves():
     agent = _SharedCounter(ROOM)
     key = jax.random.key(3)

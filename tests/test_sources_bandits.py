@@ -119,6 +119,7 @@ def test_gaussian_regret_sublinear_and_matches_numpy(source):
     )
 
 
+@pytest.mark.long
 def test_bernoulli_thompson_matches_numpy():
     env = envs.make("bernoulli_bandit", num_arms=5, horizon=HORIZON)
     keys = jax.random.split(jax.random.key(5), NUM_TASKS)
@@ -131,6 +132,7 @@ def test_bernoulli_thompson_matches_numpy():
     assert abs(curve[-1] - ref[-1]) <= 0.1 * ref[-1], (curve[-1], ref[-1])
 
 
+@pytest.mark.long
 def test_epsilon_greedy_random_and_dpt_rollin():
     env = envs.make("gaussian_bandit", horizon=200)
     params = jax.vmap(env.sample_params)(jax.random.split(jax.random.key(2), 200))
@@ -163,6 +165,7 @@ def test_bandit_agents_are_plain_agents():
     assert int(jnp.argmax(state.count)) == 2
 
 
+@pytest.mark.long
 def test_dpt_reference_noise_and_baselines():
     """The DPT reference's bandit: noise std 0.3; its UCB1.0 and matched-prior
     Thompson sampling both beat textbook UCB1, which explores far more."""

@@ -57,6 +57,7 @@ def env():
     return make_env("darkroom", **dict(ENV_ARGS))
 
 
+@pytest.mark.long
 def test_histories_are_the_learners_in_context_behaviour(rl2_run):
     from agentrl.agents.driver import run_policy
 

@@ -107,6 +107,7 @@ def test_ppo_dispatches_lazily(room, monkeypatch):
         generate("ppo", env, params, jax.random.key(0), 2, ids)
 
 
+@pytest.mark.long
 def test_task_blocks_give_the_same_histories(room, monkeypatch):
     env, params, ids = room
     whole = generate("q_learning", env, params, jax.random.key(2), 3, ids)

@@ -13,6 +13,7 @@ from agentrl.sources.tabular import linear_epsilon
 EPISODES = 100  # the default schedule reaches >= 90% of oracle within this
 
 
+@pytest.mark.long
 def test_q_learning_reaches_90_percent_of_oracle_on_darkroom():
     env = envs.make("darkroom")  # 9x9, horizon 20, centre start
     ids = jnp.arange(env.num_tasks)  # every goal once

@@ -18,6 +18,7 @@ def _tasks(n):
     return jax.vmap(ROOM.params_for_task)(ids), ids
 
 
+@pytest.mark.long
 def test_transitions_start_uniformly_and_are_labelled_by_the_oracle():
     params, ids = _tasks(4)
     h = generate(

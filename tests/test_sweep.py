@@ -16,6 +16,7 @@ from agentrl.sweep.cli import parse_seeds
 from agentrl.train.experiments import load_experiment
 
 
+@pytest.mark.long
 def test_vmapped_members_match_single_runs(tiny_ad_config, darkroom_dataset):
     from agentrl.configtools import default_hparams
     from agentrl.data import open_dataset

@@ -1,8 +1,11 @@
 """Sweeps evaluate every member in context on held-out tasks (scores with CIs)."""
 
+import pytest
+
 from agentrl.sweep import run_sweep
 
 
+@pytest.mark.long
 def test_sweep_evaluates_members_in_context(tiny_ad_config, tmp_path):
     config = tiny_ad_config(steps=2)
     out = run_sweep(
@@ -19,6 +22,7 @@ def test_sweep_evaluates_members_in_context(tiny_ad_config, tmp_path):
     assert "score" in out.paths["md"].read_text()
 
 
+@pytest.mark.long
 def test_vmapped_evaluation_matches_run_policy(tiny_ad_config, darkroom_dataset):
     import jax
     import numpy as np

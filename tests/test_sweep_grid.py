@@ -1,8 +1,11 @@
 """Sweeps of an experiment: a static grid gives one row per setting and files."""
 
+import pytest
+
 from agentrl.sweep import run_sweep
 
 
+@pytest.mark.long
 def test_static_grid_one_row_per_setting(tiny_ad_config, tmp_path):
     config = tiny_ad_config(steps=2)
     grid = {"lr": ["1e-3", "3e-4"], "d_model": ["8", "16"]}

@@ -8,6 +8,7 @@ from agentrl import envs
 from agentrl.sweep import source_sweep
 
 
+@pytest.mark.long
 def test_q_learning_sweep_rises_and_matches_generate():
     from agentrl.sources.registry import generate
 

@@ -52,6 +52,7 @@ def _copy(tree):
     return jax.tree.map(lambda x: x.copy() if hasattr(x, "copy") else x, tree)
 
 
+@pytest.mark.long
 def test_k_updates_in_one_call_equal_k_single_updates(tiny_ad_config, tmp_path):
     state, step, call, device, hp = _program(tiny_ad_config(6), tmp_path)
     k = 5
@@ -79,6 +80,7 @@ def _params(run_dir):
     return _leaves(nnx.state(model, nnx.Param))
 
 
+@pytest.mark.long
 def test_runs_are_equal_whatever_the_calls_and_resume(tiny_ad_config, tmp_path):
     base = override(
         tiny_ad_config(11), {"train.log_every": 4, "train.checkpoint_every": 6}

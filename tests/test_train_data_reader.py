@@ -5,6 +5,7 @@ A streamed split gives the device path's batches: the same parameters.
 
 import jax
 import numpy as np
+import pytest
 
 import agentrl
 from agentrl.data import reader, samplers
@@ -19,6 +20,7 @@ def _params(run_dir):
     return jax.tree.leaves(nnx.state(run.model, nnx.Param))
 
 
+@pytest.mark.long
 def test_fit_streams_through_grain_when_the_split_does_not_fit(
     tiny_ad_config, tmp_path, monkeypatch
 ):

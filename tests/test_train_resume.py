@@ -59,6 +59,7 @@ KILL_SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.long
 def test_sigkill_then_resume_gives_identical_parameters(darkroom_dataset, tmp_path):
     config = _config(darkroom_dataset)
     straight = fit(config, tmp_path / "straight", progress=False)
@@ -94,6 +95,7 @@ def test_sigkill_then_resume_gives_identical_parameters(darkroom_dataset, tmp_pa
     assert len(split["validation"]) == 8 and len(split["test"]) == 8
 
 
+@pytest.mark.long
 def test_non_finite_loss_stops_and_keeps_last_good_checkpoint(
     darkroom_dataset, tmp_path
 ):

@@ -14,6 +14,7 @@ from agentrl.train.loop import build_model, fit
 from agentrl.train.step import init_train_state
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("name", ["ad_darkroom", "t2mir_ad_darkroom"])
 def test_load_run_restores_exactly_the_saved_parameters(
     name, darkroom_dataset, tmp_path

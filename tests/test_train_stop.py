@@ -66,6 +66,7 @@ def straight(darkroom_dataset, tmp_path_factory):
     return run_dir, proc.stdout
 
 
+@pytest.mark.long
 def test_train_ends_with_its_final_loss_and_run_directory(straight):
     run_dir, stdout = straight
     last = json.loads((run_dir / "metrics.jsonl").read_text().splitlines()[-1])
@@ -128,6 +129,7 @@ def test_stop_signals_checkpoint_and_the_printed_command_resumes_exactly(
     assert temporaries(run_dir) == [] and list(tmpdir.iterdir()) == []
 
 
+@pytest.mark.long
 def test_data_generate_stops_between_chunks_leaving_nothing(tmp_path):
     tmpdir = fresh_tmpdir(tmp_path)
     out = tmp_path / "data" / "dr"
@@ -184,6 +186,7 @@ def tiny_rl2():
     )
 
 
+@pytest.mark.long
 def test_online_learner_stops_on_sigterm_and_resumes_exactly(
     tmp_path, monkeypatch, capsys
 ):

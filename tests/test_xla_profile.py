@@ -2,6 +2,7 @@
 
 import jax
 import jax.numpy as jnp
+import pytest
 import xla_profile as xp
 
 
@@ -30,6 +31,7 @@ def test_instructions_classify_matmuls_and_passes():
         assert not any(name.startswith("param") for name in kinds)
 
 
+@pytest.mark.long
 def test_thunk_seconds_counts_every_call(monkeypatch):
     fn, args, text = _program(vmapped=True)
     jax.block_until_ready(fn(*args))
