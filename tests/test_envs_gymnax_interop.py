@@ -8,6 +8,7 @@ import gymnax
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from flax import struct
 from gymnax.environments import spaces as gspaces
 from gymnax.wrappers.purerl import FlattenObservationWrapper, LogWrapper
@@ -137,6 +138,7 @@ def test_from_gymnax_steps_exactly_as_gymnax_and_samples_tasks():
         np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.long
 def test_histories_from_a_gymnax_task_family(tmp_path):
     # registered, so the dataset can rebuild its environment by name
     if "pendulum_mass" not in envs.registered():
@@ -155,6 +157,7 @@ def test_histories_from_a_gymnax_task_family(tmp_path):
     assert dataset.env.name == family.name  # rebuilt from the registry
 
 
+@pytest.mark.long
 def test_data_generate_takes_a_gymnax_env(tmp_path, capsys):
     out = tmp_path / "d"
     argv = ["data", "generate", "--env", "gymnax:Pendulum-v1", "--source", "random"]

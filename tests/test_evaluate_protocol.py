@@ -282,6 +282,7 @@ def test_selection_uses_validation_tasks_and_records_its_choice(tiny_run):
     assert steps == sorted(steps) and steps[-1] == 2
 
 
+@pytest.mark.long
 def test_eval_with_a_control_writes_its_verdict(tiny_run, tmp_path):
     from agentrl.evaluate.run import evaluate_run
 

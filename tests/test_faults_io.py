@@ -152,6 +152,7 @@ def _array_record_message(path: Path) -> str:
     )
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("shape", ["oserror", "array_record"])
 def test_dataset_full_disk_keeps_previous(
     darkroom_dataset, tmp_path, fresh_tempdir, monkeypatch, shape

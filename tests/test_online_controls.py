@@ -113,6 +113,7 @@ def same(a, b):
     )
 
 
+@pytest.mark.long
 def test_zero_rewards_reach_the_online_agents_inputs(online):
     hist, state = online.run("zero_rewards")
     assert np.asarray(hist.reward).sum() > 0  # the env still pays
