@@ -256,3 +256,27 @@ def train_args(dataset: Path, run_dir: Path, steps: int, *more: str) -> list[str
         "2",
         *more,
     ]
+
+
+def complete_steps(checkpoints: Path) -> list[int]:
+    """The steps with a finished checkpoint under ``checkpoints`` (read from disk,
+    independently of agentrl's own reader)."""
+    if not checkpoints.is_dir():
+        return []
+    return sorted(
+        int(p.name)
+        for p in checkpoints.iterdir()
+        if p.name.isdigit() and (p / "_CHECKPOINT_METADATA").is_file()
+    )
+
+
+def params_of(run_dir: Path) -> list:
+    """The trained parameters of a run, as numpy arrays in tree order."""
+    import jax
+    import numpy as np
+    from flax import nnx
+
+    from agentrl.train.rundir import load_model
+
+    model, _ = load_model(run_dir)
+    return [np.asarray(x) for x in jax.tree.leaves(nnx.state(model, nnx.Param))]

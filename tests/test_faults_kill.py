@@ -31,7 +31,9 @@ import pytest
 from fault_tools import (
     LONG,
     Tally,
+    complete_steps,
     killed,
+    params_of,
     png_complete,
     read_record,
     run_cli,
@@ -87,26 +89,6 @@ def phase(record: dict, target: str) -> tuple[float, list[float]]:
     """``(seconds from the first call of target to exit, call times)``."""
     times = [t for name, _, t in record["calls"] if name == target]
     return record["end"] - times[0], times
-
-
-def complete_steps(checkpoints: Path) -> list[int]:
-    if not checkpoints.is_dir():
-        return []
-    return sorted(
-        int(p.name)
-        for p in checkpoints.iterdir()
-        if p.name.isdigit() and (p / "_CHECKPOINT_METADATA").is_file()
-    )
-
-
-def params_of(run_dir: Path) -> list[np.ndarray]:
-    import jax
-    from flax import nnx
-
-    from agentrl.train.rundir import load_model
-
-    model, _ = load_model(run_dir)
-    return [np.asarray(x) for x in jax.tree.leaves(nnx.state(model, nnx.Param))]
 
 
 @pytest.fixture(scope="module")

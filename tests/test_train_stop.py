@@ -23,31 +23,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fault_tools import run_cli, temporaries, train_args
+from fault_tools import complete_steps, params_of, run_cli, temporaries, train_args
 
 from agentrl.train.stop import Stopped, stop_requested, stop_signals
 
 STEPS = 8
 ADVANCE = "agentrl.train.logger:RunLogger.advance"  # once per update (or call)
 SAVE = "agentrl.train.checkpoint:Checkpointer.save"
-
-
-def complete_steps(checkpoints: Path) -> list[int]:
-    return sorted(
-        int(p.name)
-        for p in checkpoints.iterdir()
-        if p.name.isdigit() and (p / "_CHECKPOINT_METADATA").is_file()
-    )
-
-
-def params_of(run_dir: Path) -> list[np.ndarray]:
-    import jax
-    from flax import nnx
-
-    from agentrl.train.rundir import load_model
-
-    model, _ = load_model(run_dir)
-    return [np.asarray(x) for x in jax.tree.leaves(nnx.state(model, nnx.Param))]
 
 
 def fresh_tmpdir(root: Path) -> Path:
