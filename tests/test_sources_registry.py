@@ -168,6 +168,8 @@ def test_thompson_posterior_follows_the_reward_distribution():
 
 
 def test_baseline_flags():
+    import agentrl.train.learned  # noqa: F401  (registers learned_learner)
+
     flagged = {n for n, s in registry.SOURCES.items() if s.baseline}
     assert flagged == {
         "ucb",
