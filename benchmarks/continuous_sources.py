@@ -40,7 +40,7 @@ from agentrl.project import RESULTS_ENV
 from agentrl.sources.registry import generate
 
 T2MIR_TASKS = {"num_goals": 50, "goals": "uniform", "start_range": 0.1}
-SOURCES = {"ppo": {}, "sac": {"hidden": 64, "batch_size": 128}}
+SOURCES = {"ppo": {}, "sac": {"hidden": 64, "batch_size": 64}}
 
 
 def _rank_correlation(curve: np.ndarray) -> float:
@@ -92,7 +92,7 @@ def main(argv=None) -> None:
     parser.add_argument("--tasks", type=int, default=None)
     parser.add_argument("--episodes", type=int, default=None)
     args = parser.parse_args(argv)
-    tasks = args.tasks or (4 if args.quick else 16)
+    tasks = args.tasks or (4 if args.quick else 8)
     episodes = args.episodes or (20 if args.quick else 100)
     load = os.getloadavg()[0]
     env = envs.make("point_robot", **T2MIR_TASKS)

@@ -1,7 +1,8 @@
 """Point-Robot experiments: the smoke presets train and the AD run evaluates.
 
 The AD smoke preset generates its own PPO histories (8 tasks x 20 episodes)
-and trains 60 steps; the DPT smoke preset trains on the same histories
+and trains 60 steps; the DPT smoke preset (and T2MIR over AD and DPT, long)
+trains on the same histories
 (``data.path`` pointed at the AD run's dataset, which holds the oracle's
 ``optimal_action`` labels), so PPO compiles once and the file stays fast.
 """
@@ -68,14 +69,14 @@ def test_ad_point_robot_evaluates_on_held_out_goals(ad_run, tmp_path):
     assert "distance" in param["name"] and len(param["values"]) == len(split["test"])
 
 
-@pytest.mark.parametrize(
-    "name", ["t2mir_ad_point_robot", pytest.param("t2mir_dpt", marks=pytest.mark.long)]
-)
+@pytest.mark.long
+@pytest.mark.parametrize("name", ["t2mir_ad_point_robot", "t2mir_dpt"])
 def test_t2mir_trains_on_continuous_actions(ad_run, tmp_path, name):
     """T2MIR over AD (sequence-wise task routing, T2MIR's Point-Robot
     setting) and over DPT, with the Gaussian head, on the AD run's PPO
     histories: the loss (base, balance and contrastive terms) stays finite
-    and the Gaussian base loss falls."""
+    and the Gaussian base loss falls. 35-50 s of CPU each (the MoE's
+    compile)."""
     from agentrl.algos import T2MIR
 
     if name == "t2mir_dpt":

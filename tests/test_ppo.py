@@ -88,6 +88,7 @@ def test_ppo_config_defaults_follow_the_env():
     assert make_config(make("point_robot"), 10).labels == "oracle"  # auto
 
 
+@pytest.mark.long  # 3 s of CPU with a warm compilation cache, 18 s cold
 def test_final_policy_labels_are_the_deterministic_final_policy():
     """labels='final_policy' (families without an oracle): one fixed policy's
     deterministic action at each recorded state, so every episode's start

@@ -194,8 +194,8 @@ class TransformerPPO:
         if not policy or self.head.discrete:
             return nnx.split(model, nnx.Param, ...)[1]
         proj, half = model.head.proj, self.head.half.reshape(-1)
-        proj.kernel.value = proj.kernel.value * (0.01 * half)
-        proj.bias.value = jnp.broadcast_to(self.head.center.reshape(-1), half.shape)
+        proj.kernel[...] = proj.kernel[...] * (0.01 * half)
+        proj.bias[...] = jnp.broadcast_to(self.head.center.reshape(-1), half.shape)
         log_std = jnp.full(self.head.out, self.shape.init_log_std, jnp.float32)
         return PolicyParams(nnx.split(model, nnx.Param, ...)[1], log_std)
 
