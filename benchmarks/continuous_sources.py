@@ -82,7 +82,7 @@ def _run(name, env, params, ids, episodes, best) -> dict:
         "label_cosine": _label_cosine(history, params),
         "seconds": seconds,
         "transitions_per_s": returns.shape[0] * episodes * env.horizon / seconds,
-        "curve": curve[:: max(1, episodes // 10)].round(3).tolist(),
+        "curve": [round(float(v), 2) for v in curve[:: max(1, episodes // 10)]],
     }
 
 
