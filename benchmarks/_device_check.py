@@ -75,6 +75,7 @@ REPRODUCTIONS = (
     "dt_darkroom",
     "ad_point_robot",
     "dpt_point_robot",
+    "t2mir_ad_point_robot",
     "rl2_bandit",
     "transformer_ppo_bandit",
     "rl2_darkroom",

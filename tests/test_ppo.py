@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from agentrl.envs import make
+from agentrl.envs.point_robot import PointRobot
 from agentrl.sources.ppo import generate_ppo, make_config
 
 
@@ -72,6 +73,7 @@ def test_ppo_darkroom_improves():
         ({"steps_per_update": 30}, "steps_per_update"),
         ({"num_minibatches": 7}, "num_minibatches"),
         ({"gamma": 1.5}, "gamma"),
+        ({"labels": "expert"}, "labels must be one of"),
     ],
 )
 def test_ppo_rejects_bad_settings(settings, field):
@@ -84,3 +86,43 @@ def test_ppo_config_defaults_follow_the_env():
     assert config.steps_per_update == 2 * 20 and config.ent_coef == 0.0
     config = make_config(make("darkroom"), 12)
     assert config.steps_per_update == 4 * 20 and config.ent_coef == 0.01
+    assert make_config(make("point_robot"), 10).labels == "oracle"  # auto
+
+
+@pytest.mark.long  # 3 s of CPU with a warm compilation cache, 18 s cold
+def test_final_policy_labels_are_the_deterministic_final_policy():
+    """labels='final_policy' (families without an oracle): one fixed policy's
+    deterministic action at each recorded state, so every episode's start
+    (the origin) gets the same label in a task, while the actions taken
+    there changed as PPO learned; the label lies in the action box."""
+    env = make("point_robot", horizon=5)
+    params = jax.vmap(env.sample_params)(jax.random.split(jax.random.key(0), 2))
+    history = generate_ppo(env, params, jax.random.key(1), 8, labels="final_policy")
+    labels, action = np.asarray(history.optimal_action), np.asarray(history.action)
+    assert labels.shape == action.shape == (2, 40, 2)
+    assert np.abs(labels).max() <= 0.1 + 1e-6
+    starts = np.arange(0, 40, 5)  # every episode starts at the origin
+    np.testing.assert_allclose(labels[:, starts], labels[:, :1].repeat(8, 1), atol=1e-6)
+    assert np.abs(np.diff(action[:, starts], axis=1)).max() > 1e-3
+    with pytest.raises(ValueError, match="labels='oracle' needs an env"):
+        make_config(NoOracle(), 10, labels="oracle")
+    assert make_config(NoOracle(), 10).labels == "none"  # auto
+
+
+class NoOracle(PointRobot):
+    has_oracle = False
+
+
+@pytest.mark.long
+def test_final_policy_labels_point_to_the_goal_after_learning():
+    """After 100 episodes the final policy's labels point towards the goal
+    as the oracle's do (mean cosine over every recorded state)."""
+    env = make("point_robot")
+    params = jax.vmap(env.sample_params)(jax.random.split(jax.random.key(0), 4))
+    history = generate_ppo(env, params, jax.random.key(1), 100, labels="final_policy")
+    labels = np.asarray(history.optimal_action)
+    to_goal = np.asarray(params.goal)[:, None] - np.asarray(history.obs)
+    cos = np.sum(labels * to_goal, -1) / (
+        np.linalg.norm(labels, axis=-1) * np.linalg.norm(to_goal, axis=-1) + 1e-9
+    )
+    assert cos.mean() > 0.5, cos.mean()

@@ -51,6 +51,11 @@ def _finite(value: Any) -> bool:
     )
 
 
+def check_finite(name: str, value: Any) -> None:
+    """``value`` a finite number, else a ``ValueError`` naming ``name``."""
+    check(_finite(value), f"{name} must be a finite number, got {value!r}")
+
+
 def check_ppo_coefficients(algo: Any) -> None:
     """PPO's traced coefficients of an online learner: ranges, named ``algo.*``."""
     for name in ("gamma", "gae_lambda"):
@@ -152,10 +157,7 @@ class RL2(Algorithm):
             self.obs_encoding in ("onehot", "grid"),
             f"algo.obs_encoding must be 'onehot' or 'grid', got {self.obs_encoding!r}",
         )
-        check(
-            _finite(self.init_log_std),
-            f"algo.init_log_std must be a finite number, got {self.init_log_std!r}",
-        )
+        check_finite("algo.init_log_std", self.init_log_std)
 
     def check(self, config: Any) -> None:
         pass  # the decision model's layout and MoE settings are not used

@@ -16,7 +16,12 @@ Fields as :class:`agentrl.algos.RL2` (``trial_episodes``, ``num_envs``,
 ``reward_scale``), plus ``update_every``. ``train.steps`` counts trials
 (each ``trial_episodes * horizon`` steps in every env, with ``L / K``
 updates). The attention window ``model.max_steps`` defaults to the trial's
-length (it must cover the trial). Discrete actions only. ReLIC's Sink-KV
+length (it must cover the trial). Actions: categorical over ``Discrete``
+spaces; over ``Box`` spaces a diagonal Gaussian whose mean is the model's
+``"mse"`` head (filled in here) and whose state-independent log std starts
+at ``init_log_std`` (RL²'s field; see :mod:`agentrl.online.transformer`);
+evaluation acts with the clipped mean, as every decision model's
+continuous agent. ReLIC's Sink-KV
 attention is ``model.attention_sink = True`` (learned sink key/value per
 layer and head, in the actor and the critic). A partial update trains its
 K steps against the fixed cache of the steps before them, so training
@@ -29,9 +34,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import agentrl.envs.spaces as spaces
 from agentrl.agents.rolling import rolling_cache_agent
 from agentrl.algos.base import Algorithm, check, register_algorithm
-from agentrl.algos.rl2 import check_ppo_trials
+from agentrl.algos.rl2 import check_finite, check_ppo_trials
 from agentrl.configtools import traced
 from agentrl.envs.base import env_horizon
 from agentrl.online.program import transformer_program
@@ -57,6 +63,8 @@ class TransformerPPO(Algorithm):
       vf_coef: value-loss weight.
       reward_scale: the learner's rewards are multiplied by it (keeps the
         value loss of long trials from swamping the policy gradient).
+      init_log_std: initial log standard deviation (continuous actions), in
+        units of half the action box's width.
     """
 
     name = "transformer_ppo"
@@ -75,9 +83,11 @@ class TransformerPPO(Algorithm):
     ent_coef: float = traced(0.01)
     vf_coef: float = traced(0.5)
     reward_scale: float = traced(1.0)
+    init_log_std: float = -0.5
 
     def __post_init__(self):
         check_ppo_trials(self)
+        check_finite("algo.init_log_std", self.init_log_std)
         check(
             isinstance(self.update_every, int)
             and not isinstance(self.update_every, bool)
@@ -85,6 +95,12 @@ class TransformerPPO(Algorithm):
             f"algo.update_every must be an int >= 0 (0: once per trial), got "
             f"{self.update_every!r}",
         )
+
+    def complete_model(self, model_config: Any, env: Any) -> Any:
+        """Continuous actions: the model's ``"mse"`` head is the Gaussian's mean."""
+        if spaces.is_discrete(env.action_space(env.default_params)):
+            return model_config
+        return dataclasses.replace(model_config, head="mse")
 
     def context_steps(self, env: Any) -> int:
         return self.trial_episodes * env_horizon(env)

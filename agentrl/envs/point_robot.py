@@ -36,6 +36,11 @@ sum. Its return has the closed form
 midpoint grid of start positions (the expectation to within ~1e-3 of an
 episode's return).
 
+Task parameter (the optional ``task_parameter_name`` /
+``task_parameter(params)`` protocol evaluation plots returns against): the
+goal angle on the half circle, the goal's distance from the origin for
+uniform goals.
+
 Static: ``horizon``, ``num_goals``, ``radius``, ``max_action``, ``goals``,
 ``goal_seed``, ``start_range``. Traced: ``goal``, ``max_steps_in_episode``.
 """
@@ -153,6 +158,21 @@ class PointRobot(Environment[PointRobotState, PointRobotParams]):
             r = self.radius
             return self._goal_params(jax.random.uniform(key, (2,), minval=-r, maxval=r))
         return self._params(jax.random.uniform(key, (), maxval=jnp.pi))
+
+    @property
+    def task_parameter_name(self) -> str:
+        """What :meth:`task_parameter` measures (evaluation's plot axis)."""
+        if self.goals == "half_circle":
+            return "goal angle (rad)"
+        return "goal distance from the origin"
+
+    def task_parameter(self, params: PointRobotParams) -> jax.Array:
+        """``[]`` one task's scalar: the goal's angle on the half circle, or
+        its distance from the origin for uniform goals (how far to travel)."""
+        goal = params.goal
+        if self.goals == "half_circle":
+            return jnp.arctan2(goal[1], goal[0])
+        return jnp.linalg.norm(goal)
 
     # ------------------------------------------------------------- dynamics
     def reset_env(self, key: jax.Array, params: PointRobotParams):

@@ -43,6 +43,7 @@ from agentrl.agents.driver import (
     run_policy,
 )
 from agentrl.envs.base import env_horizon
+from agentrl.evaluate.task_parameter import task_parameter_metadata
 from agentrl.tables import json_safe
 
 
@@ -230,6 +231,7 @@ def evaluate_online(
         "seconds": round(seconds, 3),
         **({"regret": note} if (note := metrics.regret_note(env)) else {}),
         **{k: v for k, v in model_kwargs.items() if isinstance(v, str | int | float)},
+        **task_parameter_metadata(env, params),
     }
     return EvalResult(
         name=name,

@@ -27,6 +27,7 @@ import agentrl.evaluate.goals as goals
 import agentrl.evaluate.metrics as metrics
 import agentrl.tracking as tracking
 from agentrl.evaluate.evaluate import EvalResult
+from agentrl.evaluate.task_parameter import has_task_parameter, plot_return_vs_task
 from agentrl.tables import markdown_table as _table
 from agentrl.tables import write_bytes, write_json, write_text
 from agentrl.version import __version__
@@ -240,6 +241,10 @@ def write_results(
 ) -> dict[str, Path]:
     """Write ``results.json``, ``results.md``, ``improvement.png`` (+ ``regret.png``).
 
+    Where the results' metadata holds the tasks' scalar parameter
+    (:mod:`agentrl.evaluate.task_parameter`), also ``return_vs_task.png``:
+    each method's final-episode return per task against it.
+
     ``results.json`` holds the summary and each run's per-task returns and
     normalized scores (regret only as its final value per task).
 
@@ -248,7 +253,8 @@ def write_results(
     (:mod:`agentrl.evaluate.goals`).
 
     Returns:
-      ``{"json", "markdown", "improvement"[, "regret", "heatmap"], "csv",
+      ``{"json", "markdown", "improvement"[, "regret", "heatmap",
+      "return_vs_task"], "csv",
       "tensorboard"}`` paths (see :func:`agentrl.tracking.write_eval_outputs`).
     """
     out_dir = Path(out_dir)
@@ -293,6 +299,11 @@ def write_results(
         md += ["![regret](regret.png)", ""]
     if env is not None:
         md += per_task_section(results, env, summary, out_dir, paths)
+    by_method = {name: _runs(r) for name, r in results.items()}
+    if has_task_parameter(by_method):
+        path = out_dir / "return_vs_task.png"
+        paths["return_vs_task"] = plot_return_vs_task(by_method, path)
+        md += ["![return against the task parameter](return_vs_task.png)", ""]
     write_text(paths["markdown"], "\n".join(md))
     rows = evaluated_rows(info, next(iter(results), ""))
     paths.update(tracking.write_eval_outputs(summary, out_dir, rows))  # csv, tb/

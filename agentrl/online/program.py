@@ -125,6 +125,7 @@ def transformer_program(config: Any, env: Any) -> OnlineProgram:
     shape = TransformerShape(
         trial_steps=trial_steps,
         update_every=algo.update_every or trial_steps,
+        init_log_std=algo.init_log_std,
         **_common(config, env),
     )
     model = complete_model_config(config.model, env, algo)

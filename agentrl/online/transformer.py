@@ -41,9 +41,21 @@ environments, each on a fresh training task:
 
 Advantages run across episode boundaries (the trial is the episode; see
 :func:`agentrl.rl.ppo.gae_across_episodes`); a chunk that ends before
-the trial does bootstraps from the critic's value of the next step. Discrete
-actions only (categorical head). Episodes are assumed to last the env's
-``horizon`` (Dark Room, bandits): a trial is ``L`` steps.
+the trial does bootstraps from the critic's value of the next step.
+Episodes are assumed to last the env's ``horizon`` (Dark Room, bandits,
+Point-Robot): a trial is ``L`` steps.
+
+**Actions** go through :class:`agentrl.rl.nets.ActionHead`, the PPO
+source's and RL²'s head: categorical logits for ``Discrete`` spaces; for
+``Box`` spaces a diagonal Gaussian in units of half the box width, whose
+mean is the model's ``"mse"`` head output (in the env's units, so that
+evaluation's model agents, which act with the clipped mean, act as
+training's greedy policy) and whose log standard deviation is a learned
+state-independent vector (``PolicyParams.log_std``, initialised at
+``init_log_std``). The env gets the clipped, rescaled sample and the
+model's next token the env's action; the log-probability is the unclipped
+sample's. The actor's mean head starts near the box centre (its kernel
+scaled by ``0.01`` x half the width, PPO's small policy-output init).
 
 :class:`TransformerPPO` has the :class:`agentrl.online.ppo.TrialPPO`
 interface: ``init(key, hp)``, ``update(state, hp) -> (state, metrics)``
@@ -60,11 +72,10 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-import agentrl.envs.spaces as spaces
 from agentrl.models.transformer import DecisionModel
 from agentrl.online.ppo import hparam, trial_optimizer
 from agentrl.prng import key_scan
-from agentrl.rl.nets import categorical_logp_entropy, log_prob
+from agentrl.rl.nets import ActionHead
 from agentrl.rl.ppo import (
     Learner,
     epoch_permutations,
@@ -89,10 +100,19 @@ class TransformerShape:
     num_updates: int
     grad_clip: float
     lr_shape: Callable[[Any], Any] | None = None
+    init_log_std: float = -0.5  # continuous actions: the Gaussian's initial log std
+
+
+class PolicyParams(NamedTuple):
+    """The actor of a continuous-action trainer: the model's parameters (its
+    output is the Gaussian's mean) and the state-independent ``log_std [A]``."""
+
+    model: Any  # nnx.State
+    log_std: jax.Array
 
 
 class TransformerState(NamedTuple):
-    actor: Any  # nnx.State of the actor's parameters
+    actor: Any  # nnx.State of the actor's parameters (PolicyParams: Box actions)
     critic: Any
     opt_state: Any
     key: jax.Array
@@ -108,7 +128,7 @@ class Acting(NamedTuple):
     env_state: Any
     prev_action: jax.Array
     prev_reward: jax.Array
-    buf: dict  # the trial's tokens: obs, action, reward, logp [env, L]
+    buf: dict  # the trial's tokens: obs, action, reward, raw, logp [env, L, ...]
 
 
 class ChunkCarry(NamedTuple):
@@ -130,8 +150,14 @@ class TransformerPPO:
     """See the module docstring. ``model_config``: a completed ModelConfig."""
 
     def __init__(self, env: Any, shape: TransformerShape, model_config, sample_task):
-        if not spaces.is_discrete(env.action_space(env.default_params)):
-            raise ValueError("transformer PPO supports discrete actions only")
+        self.head = ActionHead(env.action_space(env.default_params))
+        wanted = "categorical" if self.head.discrete else "mse"
+        if model_config.head != wanted:
+            raise ValueError(
+                f"transformer PPO needs model.head={wanted!r} for this action space "
+                f"(continuous: the model gives the Gaussian's mean), got "
+                f"{model_config.head!r}"
+            )
         if model_config.token_layout != "step":
             raise ValueError(
                 "transformer PPO needs model.token_layout='step', got "
@@ -159,15 +185,42 @@ class TransformerPPO:
         self.config = model_config
         model = DecisionModel(model_config, rngs=nnx.Rngs(0))
         self.graphdef, _, self.rest = nnx.split(model, nnx.Param, ...)
-        self.num_actions = int(env.action_space(env.default_params).n)
 
     # ----------------------------------------------------------- the models
-    def _init_params(self, key):
+    def _init_params(self, key, policy: bool = False):
+        """A model's parameters; ``policy`` with continuous actions: the
+        actor's :class:`PolicyParams` (mean head near the box centre)."""
         model = DecisionModel(self.config, rngs=nnx.Rngs(key))
-        return nnx.split(model, nnx.Param, ...)[1]
+        if not policy or self.head.discrete:
+            return nnx.split(model, nnx.Param, ...)[1]
+        proj, half = model.head.proj, self.head.half.reshape(-1)
+        proj.kernel[...] = proj.kernel[...] * (0.01 * half)
+        proj.bias[...] = jnp.broadcast_to(self.head.center.reshape(-1), half.shape)
+        log_std = jnp.full(self.head.out, self.shape.init_log_std, jnp.float32)
+        return PolicyParams(nnx.split(model, nnx.Param, ...)[1], log_std)
 
     def model(self, params):
+        """The ``DecisionModel`` of ``params`` (an actor's or the critic's)."""
+        if isinstance(params, PolicyParams):
+            params = params.model
         return nnx.merge(self.graphdef, params, self.rest)
+
+    def policy_scores(self, out: jax.Array) -> jax.Array:
+        """The head's input from the model's action output ``[..., A]``:
+        logits, or the Gaussian's mean in half box widths."""
+        out = out.astype(jnp.float32)
+        if self.head.discrete:
+            return out
+        return (out - self.head.center.reshape(-1)) / self.head.half.reshape(-1)
+
+    @staticmethod
+    def log_std(actor) -> jax.Array | None:
+        """The Gaussian's ``log_std [A]`` (``None`` for discrete actions)."""
+        return actor.log_std if isinstance(actor, PolicyParams) else None
+
+    def logp_entropy(self, actor, out: jax.Array, raw: jax.Array):
+        """``(log pi(raw), entropy)`` ``[...]`` of the actor's ``out [..., A]``."""
+        return self.head.logp_entropy(self.policy_scores(out), self.log_std(actor), raw)
 
     def weights(self, state: TransformerState):
         """The trained policy: a ``DecisionModel`` (acts with its KV cache)."""
@@ -180,7 +233,7 @@ class TransformerPPO:
     def init(self, key: jax.Array, hp: dict) -> TransformerState:
         del hp
         k_a, k_c, key = jax.random.split(key, 3)
-        actor, critic = self._init_params(k_a), self._init_params(k_c)
+        actor, critic = self._init_params(k_a, policy=True), self._init_params(k_c)
         opt = trial_optimizer(self.shape, {"lr": 1.0, "weight_decay": 0.0}, 0)
         return TransformerState(
             actor, critic, opt.init((actor, critic)), key, jnp.zeros((), jnp.int32)
@@ -188,10 +241,14 @@ class TransformerPPO:
 
     # ------------------------------------------------------------- the trial
     def _empty_buffers(self, obs_example):
+        """``action``: the env's (the model's input); ``raw``: the head's
+        sample (what the learner scores; the same ints for discrete actions)."""
         n, length = self.shape.num_envs, self.shape.trial_steps
+        space, shape = self.head.space, self.head.shape
         return {
             "obs": jnp.zeros((n, length, *obs_example.shape[1:]), obs_example.dtype),
-            "action": jnp.zeros((n, length), jnp.int32),
+            "action": jnp.zeros((n, length, *shape), space.dtype),
+            "raw": jnp.zeros((n, length, *shape), space.dtype),
             "reward": jnp.zeros((n, length), jnp.float32),
             "logp": jnp.zeros((n, length), jnp.float32),
         }
@@ -301,7 +358,7 @@ class TransformerPPO:
 
     def _loss(self, params, batch, hp, start):
         logits, value = self._outputs(params, batch, start)
-        logp, entropy = categorical_logp_entropy(logits, batch["chunk_action"])
+        logp, entropy = self.logp_entropy(params[0], logits, batch["chunk_raw"])
         return ppo_loss(
             logp,
             batch["logp"],
@@ -338,7 +395,7 @@ class TransformerPPO:
             scratch=scratch,
             obs=obs,
             env_state=env_state,
-            prev_action=jnp.zeros((n,), jnp.int32),
+            prev_action=jnp.zeros((n, *self.head.shape), self.head.space.dtype),
             prev_reward=jnp.zeros((n,), jnp.float32),
             buf=self._empty_buffers(obs),
         )
@@ -372,9 +429,11 @@ class TransformerPPO:
         out, cache = self.model(carry.actor).decode(
             carry.cache, carry.obs, carry.prev_action, carry.prev_reward
         )
-        logits = out.action.astype(jnp.float32)
-        action = jax.random.categorical(k_act, logits).astype(jnp.int32)
-        logp = log_prob(jax.nn.log_softmax(logits), action)
+        scores = self.policy_scores(out.action)
+        log_std = self.log_std(carry.actor)
+        raw = self.head.sample(k_act, scores, log_std)
+        logp, _ = self.head.logp_entropy(scores, log_std, raw)
+        action = self.head.to_env(raw)
         next_obs, env_state, reward, _, _, _ = jax.vmap(self.env.step)(
             jax.random.split(k_step, self.shape.num_envs),
             carry.env_state,
@@ -386,6 +445,7 @@ class TransformerPPO:
         buf = {
             "obs": buf["obs"].at[:, t].set(carry.obs),
             "action": buf["action"].at[:, t].set(action),
+            "raw": buf["raw"].at[:, t].set(raw),
             "reward": buf["reward"].at[:, t].set(reward),
             "logp": buf["logp"].at[:, t].set(logp),
         }
@@ -451,7 +511,7 @@ class TransformerPPO:
             "obs": buf["obs"],
             "action": buf["action"],
             "reward": buf["reward"],
-            "chunk_action": part(buf["action"]),
+            "chunk_raw": part(buf["raw"]),
             "logp": part(buf["logp"]),
             "adv": adv,
             "target": adv + v_chunk,

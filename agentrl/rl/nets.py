@@ -122,7 +122,8 @@ class Policy:
 
     ``features(obs) -> [dim]``; ``sample(w, x, key) -> (raw, logp, value)``;
     ``evaluate(w, x [batch, dim], raw [batch, ...]) -> (logp, entropy, value)``
-    each ``[batch]``; ``to_env(raw)`` maps a raw sample to the env's action.
+    each ``[batch]``; ``to_env(raw)`` maps a raw sample to the env's action;
+    ``greedy_action(w, x)`` is the deterministic policy's env action.
     """
 
     def __init__(self, obs_space: Any, action_space: Any):
@@ -163,6 +164,13 @@ class Policy:
         raw = self.head.sample(key, out, log_std)
         logp, _ = self.head.logp_entropy(out, log_std, raw)
         return raw, logp, self.value(weights, x)
+
+    def greedy_action(self, weights: dict, x: jax.Array) -> jax.Array:
+        """The env's action ``[batch, ...]`` of the deterministic policy (the
+        argmax, or the Gaussian's mean clipped and rescaled) at ``x [batch, dim]``."""
+        out = mlp(weights["actor"], x)
+        raw = self.head.sample(None, out, weights.get("log_std"), greedy=True)
+        return self.to_env(raw)
 
     def evaluate(self, weights: dict, x: jax.Array, raw: jax.Array):
         out = mlp(weights["actor"], x)

@@ -18,6 +18,13 @@ rise over its episodes: the data Algorithm Distillation is trained on.
   ``prev_action``, ``prev_reward`` and ``episode``).
 - Truncated episodes bootstrap from the value of ``final_observation``;
   terminated ones do not.
+- DPT's labels (``optimal_action``), by ``labels``: ``"oracle"`` the env's
+  optimal action at each recorded state; ``"final_policy"`` the run's final
+  policy acting deterministically there (the Gaussian's mean clipped to the
+  box, or the argmax), for families without an oracle (MuJoCo; what the
+  continuous-control references' SAC-collected data amount to, see
+  docs/references.md); ``"none"``; ``"auto"`` (default): the oracle where
+  the env has one, else none.
 
 The whole run, all tasks at once, is one ``jax.jit(jax.vmap(...))`` with the
 network weights ``[task, ...]``. The loss, GAE, optimizer and networks are
@@ -61,6 +68,10 @@ class PPOConfig:
     max_grad_norm: float = 0.5
     hidden: int = 64
     init_log_std: float = -0.5
+    labels: str = "auto"
+
+
+LABELS = ("auto", "oracle", "final_policy", "none")
 
 
 def make_config(env: Any, num_episodes: int, **settings: Any) -> PPOConfig:
@@ -110,7 +121,28 @@ def make_config(env: Any, num_episodes: int, **settings: Any) -> PPOConfig:
     ent = config.ent_coef
     if ent is None:
         ent = 0.01 if discrete else 0.0
-    return dataclasses.replace(config, steps_per_update=steps, ent_coef=float(ent))
+    return dataclasses.replace(
+        config,
+        steps_per_update=steps,
+        ent_coef=float(ent),
+        labels=_labels(env, config.labels),
+    )
+
+
+def _labels(env: Any, labels: Any) -> str:
+    """``labels`` checked, ``"auto"`` resolved for ``env``."""
+    if labels not in LABELS:
+        raise ValueError(f"ppo: labels must be one of {LABELS}, got {labels!r}")
+    has_oracle = bool(getattr(env, "has_oracle", False))
+    if labels == "oracle" and not has_oracle:
+        raise ValueError(
+            f"ppo: labels='oracle' needs an env with an oracle; "
+            f"{getattr(env, 'name', type(env).__name__)} has none (use "
+            "'final_policy')"
+        )
+    if labels == "auto":
+        return "oracle" if has_oracle else "none"
+    return labels
 
 
 def generate_ppo(
@@ -180,8 +212,12 @@ def _run_one(env, config: PPOConfig, num_steps: int, params, key, task_id):
     obs, env_state = env.reset(k_env, params)
     carry = RunCarry(Learner(weights, run.tx.init(weights)), obs, env_state)
     num_updates = num_steps // config.steps_per_update
-    _, record = key_scan(run.update, carry, jax.random.split(k_loop, num_updates))
+    carry, record = key_scan(run.update, carry, jax.random.split(k_loop, num_updates))
     record = jax.tree.map(lambda a: a.reshape(num_steps, *a.shape[2:]), record)
+    if config.labels == "final_policy":
+        final = carry.learner.params
+        x = jax.vmap(run.policy.features)(record["obs"])
+        record["optimal_action"] = run.policy.greedy_action(final, x)
     done = jnp.logical_or(record["terminated"], record["truncated"])
     return History(
         obs=record["obs"],
@@ -202,7 +238,7 @@ class TaskRun:
     def __init__(self, env, config: PPOConfig, params):
         self.env, self.config, self.params = env, config, params
         self.policy = Policy(env.observation_space(params), env.action_space(params))
-        self.record_optimal = bool(getattr(env, "has_oracle", False))
+        self.record_optimal = config.labels == "oracle"
         self.tx = optimizer(config.lr, config.max_grad_norm)
 
     def env_step(self, carry: Acting, k):

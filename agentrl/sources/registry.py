@@ -24,6 +24,8 @@ Sources (settings and defaults in :data:`SOURCES`; add one with
   ``rollin="uniform"`` draws independent transitions from uniform states
   (the DPT paper's Dark Room data; :mod:`agentrl.sources.rollin`);
 - ``ppo``: ``agentrl.sources.ppo.generate_ppo`` (imported on demand);
+- ``sac``: ``agentrl.sources.sac.generate_sac`` (continuous actions; what
+  the MuJoCo references collect their data with);
 - ``learned_learner``: a trained online learner's run (``run_dir=...``)
   acting in context with frozen weights (:mod:`agentrl.train.learned`).
 """
@@ -88,7 +90,8 @@ class Source:
     Attributes:
       name, description: registry name and one line for listings.
       defaults: ``{setting: default}``; ``None`` when the source checks its
-        own settings when it runs (``ppo``: the ``PPOConfig`` fields).
+        own settings when it runs (``ppo``: the ``PPOConfig`` fields; ``sac``:
+        ``SACConfig``'s).
       bounds: ``{setting: (low, high)}`` of numeric settings.
       applies: ``env -> None`` if the source runs on ``env``, else why not.
       build: ``(env, num_episodes, **settings) -> Agent``, the agent that the
@@ -339,29 +342,40 @@ def _run(env, agent, params, key, num_steps, task_id, block_size) -> History:
 expect("source", "learned_learner", "agentrl.train.learned")
 
 
-def _load_ppo() -> Callable[..., History]:
+def _load_learner(name: str) -> Callable[..., History]:
+    """``agentrl.sources.<name>.generate_<name>`` (a learning source)."""
+    module_name = f"agentrl.sources.{name}"
     try:
-        module = importlib.import_module("agentrl.sources.ppo")
+        module = importlib.import_module(module_name)
     except ModuleNotFoundError as err:
-        if err.name != "agentrl.sources.ppo":
-            raise ValueError(f"source 'ppo' is not available: {err}") from err
+        if err.name != module_name:
+            raise ValueError(f"source {name!r} is not available: {err}") from err
         raise ValueError(
-            "source 'ppo' is not available: agentrl/sources/ppo.py is missing"
+            f"source {name!r} is not available: agentrl/sources/{name}.py is missing"
         ) from err
     except ImportError as err:
-        raise ValueError(f"source 'ppo' is not available: {err}") from err
-    fn = getattr(module, "generate_ppo", None)
+        raise ValueError(f"source {name!r} is not available: {err}") from err
+    fn = getattr(module, f"generate_{name}", None)
     if fn is None:
         raise ValueError(
-            "source 'ppo' is not available: agentrl.sources.ppo has no generate_ppo"
+            f"source {name!r} is not available: {module_name} has no generate_{name}"
         )
     return fn
 
 
 def _ppo_histories(env, params, key, num_episodes, task_id, **settings) -> History:
     # imported here: PPO (optax, its networks) is heavy and rarely used
-    history = _load_ppo()(env, params, key, num_episodes, **settings)
+    history = _load_learner("ppo")(env, params, key, num_episodes, **settings)
     return history.replace(task_id=task_id)
+
+
+def _sac_histories(env, params, key, num_episodes, task_id, **settings) -> History:
+    history = _load_learner("sac")(env, params, key, num_episodes, **settings)
+    return history.replace(task_id=task_id)
+
+
+def _need_box_actions(env: Any) -> str | None:
+    return "it needs continuous (Box) actions" if _discrete_actions(env) else None
 
 
 register_source(
@@ -369,6 +383,15 @@ register_source(
     description="PPO over the multi-episode trial",
     defaults=None,
     histories=_ppo_histories,
+    learns=True,
+)
+
+register_source(
+    "sac",
+    description="SAC per task, replay buffer on the device (continuous actions)",
+    defaults=None,
+    applies=_need_box_actions,
+    histories=_sac_histories,
     learns=True,
 )
 

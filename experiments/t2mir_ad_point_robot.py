@@ -1,0 +1,62 @@
+"""T2MIR-AD vs AD on Point-Robot (continuous actions) at equal training budget.
+
+Same tasks, PPO learning histories, optimiser and number of updates as
+``ad_point_robot``; the last layer's FFN becomes T2MIR's token-wise MoE (6
+experts, top-2, noisy gating, balance weight 0.1) in parallel with the
+task-wise MoE (8 experts, top-2, contrastive weight 0.01, EMA router tau
+0.005), each half the width, with the Gaussian action head AD uses on
+Point-Robot. Task-wise routing is over the whole sequence
+(``model.task_routing="sequence"``): T2MIR's Point-Robot AD config
+(``T2MIR-AD/configs/args_point_robot_v0.yaml``: ``task_hard_router: True``)
+routes on the mean of the segment's hidden states, one decision per
+sequence (here the causal running mean inside the attention window, which
+at the last token is that mean; docs/references.md).
+
+Deviations from T2MIR's Point-Robot AD config (width 128, 3 layers, 8 heads,
+batch 32, 100k updates on SAC "mixed" data sorted by return): the presets
+are ``ad_point_robot``'s (PPO learning histories in their learning order,
+its widths and budgets), so the comparison with AD is at equal budget.
+
+- ``smoke``: ``agentrl train t2mir_ad_point_robot --preset smoke`` — as
+  ``ad_point_robot``'s smoke (8 PPO histories of 20 episodes, 60 updates)
+  with the MoE; under a minute, most of it compiling. Plumbing only.
+- ``cpu``: ``agentrl reproduce t2mir_ad_point_robot --compare
+  ad_point_robot --preset cpu`` — ``ad_point_robot``'s cpu preset with the
+  MoE (about 1.4x AD's step time on Dark Room; not yet run end to end).
+  Expected: both rise over the held-out episodes; the paper reports
+  T2MIR-AD ahead on Point-Robot.
+- ``gpu`` / ``full``: ``ad_point_robot``'s with the MoE (the ``full``
+  preset is T2MIR's AD budget: 100k updates, 10k warm-up).
+"""
+
+import dataclasses
+
+import ad_point_robot
+from _t2mir import moe_last
+
+from agentrl.algos import T2MIR
+from agentrl.train.experiments import make_presets
+
+BASE = dataclasses.replace(
+    ad_point_robot.BASE,
+    name="t2mir_ad_point_robot",
+    algo=T2MIR(
+        base=ad_point_robot.BASE.algo,
+        balance_weight=0.1,
+        contrastive_weight=0.01,
+        ema_tau=0.005,
+    ),
+    model=dataclasses.replace(
+        ad_point_robot.BASE.model,
+        moe_layers=(ad_point_robot.BASE.model.num_layers - 1,),
+        token_experts=6,
+        token_top_k=2,
+        task_experts=8,
+        task_top_k=2,
+        task_routing="sequence",  # T2MIR's Point-Robot: task_hard_router
+    ),
+)
+
+LAYERS = BASE.model.num_layers
+CHANGES = {p: moe_last(c, LAYERS) for p, c in ad_point_robot.CHANGES.items()}
+PRESETS = make_presets(BASE, **CHANGES)
