@@ -155,54 +155,54 @@ def make_trainer(num_updates=2, trial=4, **changes):
     return AmagoTrainer(env, shape, cfg, env.sample_params)
 
 
-def _batch(trainer, key):
-    state = trainer.init(key, amago_hparams())
-    trials = trainer.collect(
-        state.params["model"],
-        jax.vmap(trainer.sample_task)(jax.random.split(key, 4)),
-        jnp.zeros(4),
-        key,
-    )
-    return state, trials
-
-
-def test_only_the_critic_loss_trains_the_critics():
+@pytest.fixture(scope="module")
+def tiny():
+    """A tiny trainer, its initial state and one collected batch of trials."""
     trainer = make_trainer()
-    state, batch = _batch(trainer, jax.random.key(0))
-
-    def grads(**coeffs):
-        hp = amago_hparams(**coeffs)
-        return jax.grad(
-            lambda p: trainer.loss(p, state.target, batch, jax.random.key(1), hp)[0]
-        )(state.params)
-
-    actor_only = grads(critic_coeff=0.0)
-    assert all(
-        np.all(np.asarray(x) == 0) for x in jax.tree.leaves(actor_only["critics"])
-    )
-    assert any(np.any(np.asarray(x) != 0) for x in jax.tree.leaves(actor_only["actor"]))
-    critic_only = grads(online_coeff=0.0, offline_coeff=0.0)
-    assert any(
-        np.any(np.asarray(x) != 0) for x in jax.tree.leaves(critic_only["critics"])
-    )
-    assert all(
-        np.all(np.asarray(x) == 0) for x in jax.tree.leaves(critic_only["actor"])
-    )
+    key = jax.random.key(0)
+    state = jax.jit(trainer.init)(key, amago_hparams())
+    tasks = jax.vmap(trainer.sample_task)(jax.random.split(key, 4))
+    batch = jax.jit(trainer.collect)(state.params["model"], tasks, jnp.zeros(4), key)
+    return trainer, state, batch
 
 
-def test_the_acting_policy_is_the_last_discount_of_the_actor():
-    trainer = make_trainer()
-    state, batch = _batch(trainer, jax.random.key(2))
+def _zero(tree) -> bool:
+    return all(np.all(np.asarray(x) == 0) for x in jax.tree.leaves(tree))
+
+
+@pytest.mark.long
+def test_only_the_critic_loss_trains_the_critics(tiny):
+    trainer, state, batch = tiny
+
+    @jax.jit
+    def grads(hp):
+        def loss(p):
+            return trainer.loss(p, state.target, batch, jax.random.key(1), hp)[0]
+
+        return jax.grad(loss)(state.params)
+
+    actor_only = grads(amago_hparams(critic_coeff=0.0))
+    assert _zero(actor_only["critics"]) and not _zero(actor_only["actor"])
+    assert not _zero(actor_only["model"])  # the policy's gradient reaches the trunk
+    critic_only = grads(amago_hparams(online_coeff=0.0, offline_coeff=0.0))
+    assert not _zero(critic_only["critics"]) and _zero(critic_only["actor"])
+    assert not _zero(critic_only["model"])  # so does the critics'
+
+
+@pytest.mark.long
+def test_the_acting_policy_is_the_last_discount_of_the_actor(tiny):
+    trainer, state, batch = tiny
     model = trainer.weights(state)
     acting = model(batch["obs"], batch["action"], batch["reward"]).action
     h = model.features(batch["obs"], batch["action"], batch["reward"])
     logits = trainer.actor_logits(
         state.params["model"]["head"], state.params["actor"], h
     )
-    assert logits.shape == (4, 4, 3, 2)  # [B, L, G = 2 + acting, A]
+    assert logits.shape == (4, 4, 2, 2)  # [B, L, G (the acting one last), A]
     np.testing.assert_allclose(logits[..., -1, :], acting, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.long
 def test_tiny_run_is_jitted_and_vmapped_over_seeds():
     trainer = make_trainer(num_updates=3)
     run = jax.jit(jax.vmap(trainer, in_axes=(0, None)))
