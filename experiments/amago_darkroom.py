@@ -23,14 +23,16 @@ AdamW weight decay 1e-3, gradient clip 1.0, randomised epsilon-greedy from
 
 Deviations (reasons): no PopArt, each critic predicts ``(1 - gamma)`` x its
 return instead, so every discount has the scale of a step's reward (one
-less moving statistic in a vmapped program), hence ``reward_scale`` 1
-instead of 10; linear actor read-outs on the trunk (the acting discount's
-is the model's own head, so the trained policy is a plain ``DecisionModel``)
-instead of a 2-layer MLP; critics of 128 units (the trunk is 64 wide, not
-AMAGO's 256); learning rate 3e-4 without warm-up instead of 1e-4 with 500
-warm-up steps, and epsilon annealed over 40k steps per env instead of 1M
-(the CPU budget is a few hundred updates); a trial ends as a terminal
-state (AMAGO samples sub-sequences of longer rollouts; here a trial is the
+less moving statistic in a vmapped program), with AMAGO's reward
+multiplier 10 so the values are of order one (with 1 the critics' values
+were ~1e-3 and the policy stayed uniform for 50 updates); linear actor
+read-outs on the trunk (the acting discount's is the model's own head, so
+the trained policy is a plain ``DecisionModel``) instead of a 2-layer MLP;
+critics of 128 units (the trunk is 64 wide, not AMAGO's 256); learning
+rate 3e-4 without warm-up instead of 1e-4 with 500 warm-up steps, and
+epsilon annealed over 16k steps per env (100 updates) instead of 1M (the
+CPU budget is a few hundred updates); a trial ends as a terminal state
+(AMAGO samples sub-sequences of longer rollouts; here a trial is the
 sequence); no hindsight relabeling (no goal-conditioned task here).
 
 - ``smoke``: 5x5 room, trials of 2 episodes of 6 steps, 2 updates;
@@ -57,8 +59,8 @@ BASE = ExperimentConfig(
         num_critics=4,
         critics_in_target=2,
         critic_hidden=128,
-        explore_steps=40_000,
-        reward_scale=1.0,
+        explore_steps=16_000,
+        reward_scale=10.0,
     ),
     data=DataConfig(
         env="darkroom", env_args=(("size", 9), ("horizon", 20)), source="random"
