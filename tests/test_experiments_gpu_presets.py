@@ -42,8 +42,10 @@ def _tiny(config) -> dict[str, object]:
     episodes = min(max(span + 1, -(-context // (horizon - 1)) + 1), 200)
     episodes = -(-episodes // 4) * 4  # PPO sources update every 4 episodes
     online = {}
-    if hasattr(algo, "num_envs"):  # online learners: the fewest parallel trials
+    if hasattr(algo, "num_minibatches"):  # PPO learners: the fewest parallel trials
         online = {"algo.num_envs": algo.num_minibatches}
+    elif hasattr(algo, "grad_steps"):  # off-policy (AMAGO): one trial, one step
+        online = {"algo.num_envs": 1, "algo.grad_steps": 1, "algo.batch_size": 1}
     return {
         **online,
         "train.steps": 2,

@@ -14,7 +14,9 @@ learner trained online by RL plugs in). Registered names:
 - ``rl2`` (:class:`RL2`): a GRU policy trained online by PPO over
   multi-episode trials (no dataset; :mod:`agentrl.online`);
 - ``transformer_ppo`` (:class:`TransformerPPO`): the causal transformer
-  trained online by PPO over trials, with ReLIC's partial updates.
+  trained online by PPO over trials, with ReLIC's partial updates;
+- ``amago`` (:class:`Amago`): the causal transformer as a multi-gamma
+  actor-critic trained off-policy from a replay of whole trials.
 
 >>> from agentrl import algos
 >>> algos.get("t2mir_ad")          # the registered defaults
@@ -27,6 +29,7 @@ decorated with :func:`register_algorithm`
 """
 
 from agentrl.algos.ad import AD, ADEps, ad_loss
+from agentrl.algos.amago import Amago
 from agentrl.algos.base import Algorithm, get, names, register_algorithm
 from agentrl.algos.dpt import DPT, dpt_loss
 from agentrl.algos.dt import DT, DTModelAgent, dt_loss, returns_to_go
@@ -38,6 +41,7 @@ __all__ = [
     "AD",
     "ADEps",
     "Algorithm",
+    "Amago",
     "DPT",
     "DT",
     "DTModelAgent",

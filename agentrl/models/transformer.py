@@ -227,6 +227,22 @@ class DecisionModel(nnx.Module):
             h = h[:, 0::3]
         return self._output(h, aux)
 
+    def features(
+        self, obs: jax.Array, action: jax.Array, reward: jax.Array
+    ) -> jax.Array:
+        """The trunk's final hidden states ``[B, T, d]`` (after ``ln_f``) of
+        :meth:`__call__` ("step" layout, deterministic), before the action
+        head: ``head(features(...))[0]`` is ``__call__(...).action``. For
+        learners that put more heads on the shared trunk (AMAGO's critics)."""
+        if self.config.token_layout != "step":
+            raise ValueError(
+                "DecisionModel.features needs ModelConfig.token_layout='step', "
+                f"got {self.config.token_layout!r}"
+            )
+        x = self.embed.steps(obs, action, reward)
+        pos = jnp.arange(x.shape[1], dtype=jnp.int32)
+        return self._trunk(x, pos, self._window(None), True)[0]
+
     def predict_query(
         self,
         query_obs: jax.Array,

@@ -1,0 +1,127 @@
+"""AMAGO on Dark Room 9x9 (H=20): off-policy in-context RL over whole trials.
+
+The causal transformer (3 layers, width 64, the AD Dark Room model's shape,
+``obs_encoding="grid"``) is the shared sequence model of a multi-gamma
+actor and an ensemble of 4 critics, trained off-policy from a replay of
+whole trials of 8 episodes (160 steps, the whole trial in context) on the
+64 training goals; every update collects one trial in each of 16 envs
+(randomised epsilon-greedy) and takes ``grad_steps`` gradient steps on
+batches of 24 replayed trials. Evaluated like AD and transformer PPO
+(rolling KV cache over its own history, the acting discount's policy) on
+the held-out goals for one trial::
+
+    agentrl train amago_darkroom --preset smoke
+    agentrl eval runs/amago_darkroom-smoke
+    agentrl reproduce amago_darkroom --preset cpu --seeds 3 --controls
+
+Settings from AMAGO (``docs/references.md``, "AMAGO"): discounts (0.1,
+0.9, 0.95, 0.97, 0.99, 0.995) plus the acting 0.999, 4 critics with the min
+over 2 drawn for the target, ``tau`` 0.003, online / offline (binary
+filtered BC) coefficients 1.0 / 0.1, critic weight 10, batch 24 trials,
+AdamW weight decay 1e-3, gradient clip 1.0, randomised epsilon-greedy from
+1.0 to 0.05.
+
+Deviations (reasons): no PopArt, each critic predicts ``(1 - gamma)`` x its
+return instead, so every discount has the scale of a step's reward (one
+less moving statistic in a vmapped program), with AMAGO's reward
+multiplier 10 so the values are of order one (with 1 the critics' values
+were ~1e-3 and the policy stayed uniform for 50 updates); linear actor
+read-outs on the trunk (the acting discount's is the model's own head, so
+the trained policy is a plain ``DecisionModel``) instead of a 2-layer MLP;
+critics of 128 units (the trunk is 64 wide, not AMAGO's 256); learning
+rate 3e-4 without warm-up instead of 1e-4 with 500 warm-up steps, and
+epsilon annealed over 16k steps per env (100 updates) instead of 1M (the
+CPU budget is a few hundred updates); a trial ends as a terminal state
+(AMAGO samples sub-sequences of longer rollouts; here a trial is the
+sequence); no hindsight relabeling (no goal-conditioned task here).
+
+- ``smoke``: 5x5 room, trials of 2 episodes of 6 steps, 2 updates;
+  plumbing.
+- ``cpu``: 16 envs x 600 updates (1.54M env steps, transformer PPO's
+  cpu budget), 8 gradient steps an update. Not run to the end: on the
+  shared 2-core CPU at load ~13 an update took 8-12 s (compile 3 min), so
+  a seed is ~1.5-2 h there. Measured (1 seed, stopped at update 50 =
+  128k env steps, 8 test goals): score over 8 episodes 0.012 [-0.009,
+  0.036], random level, as RL² at the same 128k steps (0.004); RL²
+  leaves random level by 256k (0.095). The equal-steps comparison at
+  1.54M with >= 5 seeds is not done.
+  ``benchmarks/results/amago_darkroom_cpu_partial.md``.
+- ``full`` / ``gpu``: 64 envs, trials of 50 episodes (1,000 steps), 2,000
+  updates of 64 gradient steps, AMAGO's 1e-4 learning rate and 1M-step
+  exploration anneal (not run here).
+"""
+
+from agentrl.algos import Amago
+from agentrl.models import ModelConfig
+from agentrl.train.config import DataConfig, EvalConfig, ExperimentConfig, TrainConfig
+from agentrl.train.experiments import make_presets, steps_fields
+
+BASE = ExperimentConfig(
+    name="amago_darkroom",
+    algo=Amago(
+        trial_episodes=8,
+        num_envs=16,
+        capacity=2000,
+        batch_size=24,
+        grad_steps=8,
+        num_critics=4,
+        critics_in_target=2,
+        critic_hidden=128,
+        explore_steps=16_000,
+        reward_scale=10.0,
+    ),
+    data=DataConfig(
+        env="darkroom", env_args=(("size", 9), ("horizon", 20)), source="random"
+    ),
+    model=ModelConfig(
+        num_layers=3,
+        num_heads=4,
+        d_model=64,
+        d_ff=256,
+        dropout=0.0,
+        obs_encoding="grid",
+    ),
+    train=TrainConfig(
+        steps=600,
+        lr=3e-4,
+        weight_decay=1e-3,
+        warmup_steps=0,
+        schedule="constant",
+        grad_clip=1.0,
+        log_every=10,
+        checkpoint_every=150,
+    ),
+    eval=EvalConfig(num_tasks=16, num_episodes=8),
+)
+CHANGES = dict(
+    smoke={
+        "data.env_args": (("size", 5), ("horizon", 6)),
+        "algo.trial_episodes": 2,
+        "algo.num_envs": 4,
+        "algo.capacity": 16,
+        "algo.batch_size": 4,
+        "algo.grad_steps": 2,
+        "algo.critic_hidden": 16,
+        "algo.explore_steps": 24,
+        "model.num_layers": 1,
+        "model.num_heads": 2,
+        "model.d_model": 16,
+        "model.d_ff": 32,
+        **steps_fields(2, logs=2, checkpoints=1),
+        "eval.num_tasks": 4,
+        "eval.num_episodes": 2,
+    },
+    cpu={},
+    full={
+        "algo.num_envs": 64,
+        "algo.trial_episodes": 50,
+        "algo.capacity": 5000,
+        "algo.grad_steps": 64,
+        "algo.explore_steps": 1_000_000,
+        "train.lr": 1e-4,
+        **steps_fields(2000),
+        "eval.num_episodes": 50,
+    },
+)
+CHANGES["gpu"] = CHANGES["full"]
+PRESETS = make_presets(BASE, **CHANGES)
