@@ -33,7 +33,9 @@ context, not cross-attention; no return-to-go conditioning (AD's
 objective, which lets it use the factorised grid embedding); a frozen
 random-feature encoder instead of a frozen pretrained language model; a
 piece's utility return is the reward inside the piece, not its episode's
-return; exact search over the whole memory (no FAISS index, no
+return; the window is the last ``context_len`` steps across episode
+boundaries (AD's "any"-start windows; the reference's stays inside one
+episode); exact search over the whole memory (no FAISS index, no
 deduplication pass); an empty slot in a fraction ``empty_prob`` of training
 rows so that the first episodes at evaluation, with an empty memory, are not
 out of distribution (the reference skips cross-attention there).
@@ -97,6 +99,8 @@ class RADT(Algorithm):
         return_weight: of the piece's (min-maxed) return at evaluation.
       max_similarity: training skips pieces more similar than this
         (near-duplicates); ``None``: none.
+      query_dropout: training queries drop each of their steps with this
+        probability (the reference's 0.2).
       empty_prob: training rows given an empty slot instead of a piece.
       encoder_seed, encoder_hidden, key_dim: the frozen encoder.
     """
@@ -113,6 +117,7 @@ class RADT(Algorithm):
     task_weight: float = 1.0
     return_weight: float = 1.0
     max_similarity: float | None = 0.98
+    query_dropout: float = 0.2
     empty_prob: float = 0.1
     encoder_seed: int = 0
     encoder_hidden: int = 128
@@ -146,10 +151,12 @@ class RADT(Algorithm):
                 isinstance(value, int | float) and value >= 0,
                 f"algo.{field} must be a number >= 0, got {value!r}",
             )
-        check(
-            isinstance(self.empty_prob, int | float) and 0 <= self.empty_prob < 1,
-            f"algo.empty_prob must be in [0, 1), got {self.empty_prob!r}",
-        )
+        for field in ("query_dropout", "empty_prob"):
+            value = getattr(self, field)
+            check(
+                isinstance(value, int | float) and 0 <= value < 1,
+                f"algo.{field} must be in [0, 1), got {value!r}",
+            )
         sim = self.max_similarity
         check(
             sim is None or (isinstance(sim, int | float) and -1 < sim <= 1),
@@ -229,7 +236,7 @@ def previous(x: jax.Array) -> jax.Array:
 
 
 def piece_keys(encoder: FrozenEncoder, obs, action, reward, starts, query_len):
-    """Keys ``[R, J, D]`` and returns ``[R, J]`` of pieces of histories.
+    """Keys ``[R, J, D]`` of the pieces of histories.
 
     ``obs, action, reward [R, S]``; ``starts [J]`` piece starts; the key
     embeds steps ``[s, s + query_len)``, with the history's true previous
@@ -290,25 +297,31 @@ def take_steps(x: jax.Array, rows: jax.Array, idx: jax.Array) -> jax.Array:
     return jnp.where(idx >= 0, x[rows, jnp.maximum(idx, 0)], jnp.zeros((), x.dtype))
 
 
-def query_of(encoder: FrozenEncoder, data: dict, rows, idx) -> jax.Array:
-    """``[B, D]`` query of history steps ``idx [B, q]`` of records ``rows [B]``."""
+def query_of(encoder: FrozenEncoder, data: dict, rows, idx, keep=None) -> jax.Array:
+    """``[B, D]`` query of history steps ``idx [B, q]`` of records ``rows [B]``
+    (only the steps where ``keep [B, q]`` is True, if given)."""
     r = rows[:, None]
     feats = encoder.features(
         data["obs"][r, idx],
         take_steps(data["action"], r, idx - 1),
         take_steps(data["reward"], r, idx - 1),
     )
-    return encoder.pool(feats)
+    return encoder.pool(feats, keep)
 
 
 def retrieve_for_training(algo: RADT, data: dict, index: dict, key: jax.Array):
     """``(entries [B, n], found [B, n])`` of the memory for a batch's windows.
 
-    Excludes pieces that overlap the window in its own history; ``found`` is
-    False for an empty slot (none left, or dropped with ``empty_prob``).
+    The query embeds the window's last ``query_len`` steps, each dropped with
+    ``query_dropout``; pieces that overlap the window in its own history are
+    excluded; ``found`` is False for an empty slot (none left, or dropped
+    with ``empty_prob``).
     """
     mem, rows, idx = data["memory"], index["rows"], index["idx"]
-    query = query_of(data["encoder"], data, rows, idx[:, -algo.query_len :])
+    k_query, k_empty = jax.random.split(key)
+    steps = idx[:, -algo.query_len :]
+    keep = jax.random.bernoulli(k_query, 1.0 - algo.query_dropout, steps.shape)
+    query = query_of(data["encoder"], data, rows, steps, keep)
     lo, hi = idx[:, :1], idx[:, -1:] + 1  # the window's steps [lo, hi)
     overlap = (
         (mem["row"][None] == rows[:, None])
@@ -320,8 +333,8 @@ def retrieve_for_training(algo: RADT, data: dict, index: dict, key: jax.Array):
     utility = (mem["task"][cand] == task[:, None]).astype(jnp.float32)
     _, slot, found = reweight(sim, utility, algo.task_weight, algo.num_retrieved)
     entries = jnp.take_along_axis(cand, slot, 1)
-    keep = jax.random.bernoulli(key, 1.0 - algo.empty_prob, (rows.shape[0], 1))
-    return entries, found & keep
+    kept = jax.random.bernoulli(k_empty, 1.0 - algo.empty_prob, (rows.shape[0], 1))
+    return entries, found & kept
 
 
 def gather_pieces(data: dict, rows, starts, length: int) -> dict:
