@@ -184,6 +184,7 @@ def test_empty_slots_are_marked_as_such(radt_config):
     assert (batch["action"][:, :pieces] == 0).all()
 
 
+@pytest.mark.long  # a whole fit (compile, checkpoints, evaluation): ~15 s
 def test_loss_is_finite_and_falls_on_tiny_data(radt_config, tmp_path):
     from agentrl.train.logger import read_metrics
     from agentrl.train.loop import fit
@@ -220,14 +221,17 @@ def test_agent_retrieves_from_its_own_finished_episodes(radt_config):
     np.testing.assert_array_equal(state.action[:, :steps], history.action)
     np.testing.assert_array_equal(state.reward[:, :steps], history.reward)
 
-    query = agent.encoder.pool(agent.encoder.features(
-        state.obs[:, :3], state.action[:, :3], state.reward[:, :3]))  # fmt: skip
+    enc = agent.encoder
+    query = enc.pool(
+        enc.features(state.obs[:, 1:4], state.action[:, :3], state.reward[:, :3])
+    )
     # an empty memory before the first episode ends: nothing is found
     fresh = agent.init(jax.random.split(jax.random.key(1), 3), params)
     fresh = fresh._replace(count=fresh.count + env.horizon - 1)
-    assert not np.asarray(agent.retrieve(fresh, query)[1]).any()
+    retrieve = jax.jit(agent.retrieve)
+    assert not np.asarray(retrieve(fresh, query)[1]).any()
     # after it: the best piece by similarity + return, from finished steps
-    starts, found, rets = jax.device_get(agent.retrieve(state, query))
+    starts, found, rets = jax.device_get(retrieve(state, query))
     assert found.all() and (starts + algo.piece_len <= steps).all()
     reward = np.asarray(state.reward)
     for b in range(3):
@@ -236,7 +240,8 @@ def test_agent_retrieves_from_its_own_finished_episodes(radt_config):
     # and the model reads the piece: the scores differ with an empty memory
     now = state._replace(count=state.count - 1)
     obs = state.obs[jnp.arange(3), now.count]
-    with_memory = agent.scores(now, obs, None, None)
-    without = agent.scores(now._replace(completed=now.completed * 0), obs, None, None)
+    scores = jax.jit(lambda state: agent.scores(state, obs, None, None))
+    with_memory = scores(now)
+    without = scores(now._replace(completed=now.completed * 0))
     assert with_memory.shape == (3, env.action_space(None).n)
     assert not np.allclose(with_memory, without)
