@@ -27,10 +27,23 @@ Presets (``agentrl train radt_darkroom --preset P``; compare with AD by
 - ``smoke``: ``ad_darkroom``'s smoke sizes; seconds. Plumbing only.
 - ``cpu``: ``ad_darkroom``'s cpu sizes (260 histories of 60 episodes, 3
   layers width 64, 2,000 updates of batch 32, 16 held-out goals x 50
-  episodes). The memory holds 260 x 239 = 62k pieces. Expected (the paper's
-  claim): in-context improvement over the 50 episodes comparable to AD's
-  with a quarter of AD's sequence; see docs/results.md for what was
-  measured.
+  episodes); ``agentrl reproduce radt_darkroom --preset cpu --seeds 3``,
+  about 12 minutes a seed on the shared 2-core machine (load average
+  ~12 from other sessions; 7.5 minutes of it training at ~5 updates/s).
+  The memory holds 260 x 239 = 62k pieces. The paper's claim: in-context
+  improvement comparable to AD's with a fraction of AD's context.
+  Measured (3 seeds x 8 test goals, validation chose ``sample`` in every
+  seed, ``benchmarks/results/repro_radt_darkroom_cpu``): return 1.17 ->
+  7.74 [4.21, 11.9] over the last 10 of 50 episodes, score 0.44 [0.23,
+  0.68]; per seed 11.39 / 6.35 / 5.48. AD (80-step context) on the same
+  seeds, data, splits and test goals (the committed
+  ``repro_ad_darkroom_cpu``, seeds 0-2, trained 2026-11-24, not re-run
+  here): 2.12 -> 11.72; paired difference RA-DT minus AD -3.99 [-7.14,
+  -0.82] (bootstrap over the 24 seed x goal pairs). Not met at this size:
+  comparable to AD in seed 0 only. Not run: the context controls
+  (``--controls``), so the rise is not yet shown to come from retrieval
+  rather than a memorised exploration schedule; AD with the same 20-step
+  sequence; other context lengths.
 - ``gpu``: ``ad_darkroom``'s gpu sizes (2,600 histories of 100 episodes, the
   paper's AD model) with pieces every 10 steps (0.52M pieces); not run (no
   GPU lent to the session that wrote it).
