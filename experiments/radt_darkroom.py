@@ -40,10 +40,14 @@ Presets (``agentrl train radt_darkroom --preset P``; compare with AD by
   ``repro_ad_darkroom_cpu``, seeds 0-2, trained 2026-11-24, not re-run
   here): 2.12 -> 11.72; paired difference RA-DT minus AD -3.99 [-7.14,
   -0.82] (bootstrap over the 24 seed x goal pairs). Not met at this size:
-  comparable to AD in seed 0 only. Not run: the context controls
-  (``--controls``), so the rise is not yet shown to come from retrieval
-  rather than a memorised exploration schedule; AD with the same 20-step
-  sequence; other context lengths.
+  comparable to AD in seed 0 only. One control, seed 0 only (``agentrl
+  eval RUN --control zero_rewards``, the run's ``sample_then_greedy``
+  rule): RA-DT 2.50 -> 8.50, with every reward it reads zeroed (window,
+  pieces and the return utility) 0.38 -> 1.12, difference 7.38 [3.37,
+  11.6] (``repro_radt_darkroom_cpu/control_zero_rewards_seed0``): the
+  rise needs the rewards in context. Not run: the other controls (shuffled
+  rewards, empty context, expert distillation) and their verdict; AD with
+  the same 20-step sequence; other context lengths.
 - ``gpu``: ``ad_darkroom``'s gpu sizes (2,600 histories of 100 episodes, the
   paper's AD model) with pieces every 10 steps (0.52M pieces); not run (no
   GPU lent to the session that wrote it).
