@@ -10,6 +10,8 @@ learner trained online by RL plugs in). Registered names:
   data);
 - ``dpt`` (:class:`DPT`);
 - ``dt`` (:class:`DT`: return-conditioned, evaluated with a target return);
+- ``radt`` (:class:`RADT`: a short context plus sub-trajectories retrieved
+  from an external memory);
 - ``t2mir_ad`` / ``t2mir_dpt``: :class:`T2MIR` wrapping AD or DPT;
 - ``rl2`` (:class:`RL2`): a GRU policy trained online by PPO over
   multi-episode trials (no dataset; :mod:`agentrl.online`);
@@ -33,6 +35,7 @@ from agentrl.algos.amago import Amago
 from agentrl.algos.base import Algorithm, get, names, register_algorithm
 from agentrl.algos.dpt import DPT, dpt_loss
 from agentrl.algos.dt import DT, DTModelAgent, dt_loss, returns_to_go
+from agentrl.algos.radt import RADT
 from agentrl.algos.rl2 import RL2
 from agentrl.algos.t2mir import T2MIR
 from agentrl.algos.transformer_ppo import TransformerPPO
@@ -45,6 +48,7 @@ __all__ = [
     "DPT",
     "DT",
     "DTModelAgent",
+    "RADT",
     "RL2",
     "T2MIR",
     "TransformerPPO",

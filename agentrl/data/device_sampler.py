@@ -367,3 +367,11 @@ class DeviceSampler:
     def batch(self, step: int) -> dict[str, Any]:
         """The batch of ``step`` as numpy arrays (for tests and inspection)."""
         return jax.device_get(jax.jit(self.draw)(self.data, step))
+
+
+def device_sampler_of(sampler: Any, put: Any = None) -> Any:
+    """The device sampler of a host sampler: its own ``device_sampler(put)``
+    where it brings one (a learner whose batches are more than windows, such
+    as RA-DT's retrieved pieces), else :class:`DeviceSampler`."""
+    own = getattr(sampler, "device_sampler", None)
+    return own(put) if own is not None else DeviceSampler(sampler, put)

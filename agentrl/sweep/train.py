@@ -45,7 +45,7 @@ import agentrl.configtools as configtools
 import agentrl.train.parallel as parallel
 from agentrl.agents.driver import run_batched_agent
 from agentrl.agents.model_agents import ModelHandle
-from agentrl.data.device_sampler import DeviceSampler
+from agentrl.data.device_sampler import device_sampler_of
 from agentrl.envs.base import env_horizon
 from agentrl.models.transformer import DecisionModel
 from agentrl.tables import write_bytes
@@ -328,7 +328,7 @@ def train_sweep(
     mesh = sweep_mesh(members, config.train.batch_size)
     samplers = []  # (draw(data, steps [K]) -> batches [K, B, ...], data) per seed
     for seed in seeds:
-        device = DeviceSampler(make_sampler(_with_seed(full, seed), dataset, env))
+        device = device_sampler_of(make_sampler(_with_seed(full, seed), dataset, env))
         samplers.append((jax.jit(jax.vmap(device.draw, (None, 0))), device.data))
     start = time.perf_counter()
     graphdef, state = init_member_states(full, env, seeds, num_h)

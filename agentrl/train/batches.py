@@ -32,8 +32,8 @@ import numpy as np
 
 import agentrl.train.parallel as parallel
 from agentrl.data.device_sampler import (
-    DeviceSampler,
     batch_key,
+    device_sampler_of,
     draw_index,
     gather,
     index_tables,
@@ -54,7 +54,8 @@ class DeviceBatches:
     fixed_shapes = True  # the same arguments every call
 
     def __init__(self, sampler: Any, mesh: Any):
-        self.sampler = DeviceSampler(sampler, put=lambda t: parallel.replicate(t, mesh))
+        put = lambda t: parallel.replicate(t, mesh)  # noqa: E731
+        self.sampler = device_sampler_of(sampler, put)
 
     def call_data(self, start: int, count: int) -> Any:
         return self.sampler.data
