@@ -10,6 +10,8 @@ learner trained online by RL plugs in). Registered names:
   data);
 - ``dpt`` (:class:`DPT`);
 - ``dt`` (:class:`DT`: return-conditioned, evaluated with a target return);
+- ``meta_dt`` (:class:`MetaDT`): DT conditioned on a world model's task
+  representation and a prompt of the largest world-model error;
 - ``t2mir_ad`` / ``t2mir_dpt``: :class:`T2MIR` wrapping AD or DPT;
 - ``rl2`` (:class:`RL2`): a GRU policy trained online by PPO over
   multi-episode trials (no dataset; :mod:`agentrl.online`);
@@ -30,6 +32,7 @@ from agentrl.algos.ad import AD, ADEps, ad_loss
 from agentrl.algos.base import Algorithm, get, names, register_algorithm
 from agentrl.algos.dpt import DPT, dpt_loss
 from agentrl.algos.dt import DT, DTModelAgent, dt_loss, returns_to_go
+from agentrl.algos.meta_dt import MetaDT
 from agentrl.algos.rl2 import RL2
 from agentrl.algos.t2mir import T2MIR
 from agentrl.algos.transformer_ppo import TransformerPPO
@@ -41,6 +44,7 @@ __all__ = [
     "DPT",
     "DT",
     "DTModelAgent",
+    "MetaDT",
     "RL2",
     "T2MIR",
     "TransformerPPO",
