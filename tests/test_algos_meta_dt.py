@@ -153,14 +153,15 @@ def _config(**changes):
 
 
 def _batch(key, rows: int, horizon: int):
-    """Random two-episode windows: cells, actions, 0/1 rewards."""
-    k1, k2, k3 = jax.random.split(key, 3)
+    """Two-episode windows of random cells; the action is the cell mod 5 and
+    the reward 1 on cells below 8 (both learnable from the inputs)."""
     steps = 2 * horizon
     done = jnp.zeros((rows, steps), bool).at[:, [horizon - 1, steps - 1]].set(True)
+    obs = jax.random.randint(key, (rows, steps), 0, 25)
     return {
-        "obs": jax.random.randint(k1, (rows, steps), 0, 25),
-        "action": jax.random.randint(k2, (rows, steps), 0, 5),
-        "reward": jax.random.bernoulli(k3, 0.3, (rows, steps)).astype(jnp.float32),
+        "obs": obs,
+        "action": obs % 5,
+        "reward": (obs < 8).astype(jnp.float32),
         "done": done,
         "mask": jnp.ones((rows, steps), bool),
     }
@@ -310,3 +311,5 @@ def test_bad_settings_name_the_field():
         MetaDT(world_loss_weight=-1.0)
     with pytest.raises(ValueError, match="model.obs_encoding must be 'table'"):
         load_experiment("meta_dt_darkroom", "smoke", {"model.obs_encoding": "grid"})
+    with pytest.raises(ValueError, match="data.num_episodes must be >= 2"):
+        load_experiment("meta_dt_darkroom", "smoke", {"data.num_episodes": 1})

@@ -21,9 +21,10 @@ Training windows are two consecutive episodes of a learning history: the
 first is the prompt's source, the second the episode the policy imitates
 (next-action likelihood). ``no_prompt_fraction`` of every batch's rows see an
 empty prompt (every prompt token ``[0, 0, 0, 1]``), as the first episode on a
-new task does. In context (:class:`MetaDTAgent`) the prompt comes from the
-best episode the agent has played on the task so far, re-selected at every
-episode's end, so no expert demonstration is needed at test time.
+new task does. In context (:class:`~agentrl.agents.prompted.MetaDTAgent`)
+the prompt comes from the best episode the agent has played on the task so
+far, re-selected at every episode's end, so no expert demonstration is
+needed at test time.
 
 Deviations from the reference (NJU-RL/Meta-DT), each for a reason:
 
@@ -32,7 +33,8 @@ Deviations from the reference (NJU-RL/Meta-DT), each for a reason:
   policy sees ``stop_gradient(z)``, so the world model learns only from its
   own loss. The reference pretrains it (Adam 1e-3, 301 epochs) and freezes it;
   agentrl's update step trains one module from one dataset, and a separate
-  stage would need its own runner, checkpoint and resume.
+  stage would need its own runner, checkpoint and resume. Both parts share
+  the run's learning rate (the reference: 1e-3 world model, 1e-4 policy).
 - the prompt's source in training is the episode before the imitated one in
   the same learning history (the reference draws from a separate per-task
   prompt dataset); in context it is the agent's best episode so far (the
@@ -49,15 +51,16 @@ Deviations from the reference (NJU-RL/Meta-DT), each for a reason:
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, NamedTuple
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from agentrl.agents.acting import acting_agent
-from agentrl.agents.model_agents import ScoredAgent, split_model
-from agentrl.algos.ad import check_episodes_fit, check_positive
+from agentrl.agents.model_agents import split_model
+from agentrl.agents.prompted import MetaDTAgent, space_count
+from agentrl.algos.ad import check_positive
 from agentrl.algos.base import Algorithm, check, register_algorithm
 from agentrl.algos.dt import best_episode_return, discrete_obs_count
 from agentrl.algos.losses import action_loss
@@ -66,7 +69,6 @@ from agentrl.data.samplers import ADSampler
 from agentrl.envs.base import env_horizon
 from agentrl.models.world_model import (
     MetaDTModel,
-    Tokens,
     WorldPass,
     episode_tokens,
     features,
@@ -75,7 +77,6 @@ from agentrl.models.world_model import (
     prediction_errors,
     prompt_tokens,
     reverse_cumsum,
-    token_obs,
     world_model_loss,
     world_pass,
 )
@@ -254,7 +255,12 @@ class MetaDT(Algorithm):
             f"representation), got {config.model.obs_encoding!r}",
         )
         # a window is the prompt's source episode and the imitated one
-        check_episodes_fit(config, "algo", 2, 1)
+        check(
+            bool(config.data.path) or config.data.num_episodes >= 2,
+            "data.num_episodes must be >= 2 for algo 'meta_dt' (a training "
+            "window is two consecutive episodes: the prompt's source and the "
+            f"imitated one), got {config.data.num_episodes}",
+        )
 
     def complete_model(self, model_config: Any, env: Any) -> Any:
         extra = 2 + self.context_dim  # rtg, z, prompt flag
@@ -304,7 +310,7 @@ class MetaDT(Algorithm):
             batch,
             hparams,
             num_obs=discrete_obs_count(env),
-            num_actions=discrete_action_count(env),
+            num_actions=space_count(env.action_space(env.default_params)),
             scale=self._scale(env),
             deterministic=deterministic,
         )
@@ -319,229 +325,15 @@ class MetaDT(Algorithm):
             "from the data's best episode return) or set it",
         )
         handle = split_model(model)
+        settings = {
+            "target_return": float(self.target_return),
+            "rtg_scale": self._scale(env),
+            "prompt_length": self.prompt_length,
+            "context_horizon": self.context_horizon,
+            "state_loss_weight": float(self.state_loss_weight),
+            "temperature": config.eval.temperature,
+        }
         return acting_agent(
-            lambda greedy: MetaDTAgent(
-                handle,
-                env,
-                self,
-                greedy=greedy,
-                temperature=config.eval.temperature,
-            ),
+            lambda greedy: MetaDTAgent(handle, env, greedy=greedy, **settings),
             config.eval.acting,
         )
-
-
-def discrete_action_count(env: Any) -> int | None:
-    """Number of discrete actions of ``env`` (``None``: vector actions)."""
-    space = env.action_space(env.default_params)
-    return int(space.n) if hasattr(space, "n") else None
-
-
-# ----- acting in context -----------------------------------------------------------
-class MetaDTState(NamedTuple):
-    """The agent's buffers, one row per task (``H`` = horizon, ``k`` = prompt).
-
-    The current episode: ``obs [B, H, F]`` features (step ``t`` holds the
-    observation to act on), raw ``action [B, H, ...]``, ``reward``, ``rtg``
-    ``[B, H]``, ``z [B, H, Z]``; ``t [B]`` its step and ``ret [B]`` its
-    return so far. The best finished episode: ``best_obs``, ``best_action``,
-    ``best_reward``, ``best_len [B]``, ``best_ret [B]`` (``-inf``: none yet).
-    ``prompt``: the current episode's prompt tokens ``[B, k, ...]``.
-    """
-
-    obs: jax.Array
-    action: jax.Array
-    reward: jax.Array
-    rtg: jax.Array
-    z: jax.Array
-    t: jax.Array
-    ret: jax.Array
-    best_obs: jax.Array
-    best_action: jax.Array
-    best_reward: jax.Array
-    best_len: jax.Array
-    best_ret: jax.Array
-    prompt: Tokens
-
-
-def _write(buf: jax.Array, t: jax.Array, value: jax.Array) -> jax.Array:
-    """``buf [B, H, ...]`` with row b's entry ``t[b]`` set to ``value[b]``
-    (nothing written where ``t >= H``)."""
-    hit = jnp.arange(buf.shape[1])[None, :] == t[:, None]
-    hit = hit.reshape(hit.shape + (1,) * (buf.ndim - 2))
-    return jnp.where(hit, value[:, None].astype(buf.dtype), buf)
-
-
-class MetaDTAgent(ScoredAgent):
-    """Meta-DT acting online (batched over tasks).
-
-    Step ``t`` of an episode: the world model encodes the episode's last
-    ``h`` transitions into ``z_t``; the policy reads the episode's prompt
-    then the episode so far (one full pass over ``k + H`` tokens, causal, so
-    the empty later slots are never seen) and scores step ``t``'s action,
-    conditioned on ``rtg_t = target - rewards so far``. At an episode's end
-    the best episode so far (by return) is kept, and the next episode's
-    prompt is its segment of largest world-model error; the first episode on
-    a task has the empty prompt.
-    """
-
-    def __init__(
-        self,
-        model: Any,
-        env: Any,
-        algo: MetaDT,
-        greedy: bool = False,
-        temperature: float = 1.0,
-    ):
-        self.model = split_model(model)
-        self.env = env
-        self.algo = algo
-        self.greedy = greedy
-        self.temperature = temperature
-        self.space = env.action_space(None)
-        self.horizon = env_horizon(env)
-        self.num_obs = discrete_obs_count(env)
-        self.num_actions = discrete_action_count(env)
-        self.scale = algo._scale(env)
-        self.target = float(algo.target_return)
-
-    def _obs_f(self, obs: jax.Array) -> jax.Array:
-        return features(obs, self.num_obs, 1)
-
-    def _act_f(self, action: jax.Array) -> jax.Array:
-        return features(action, self.num_actions, 2)
-
-    def init(self, key: jax.Array, params: Any) -> MetaDTState:
-        b, h = key.shape[0], self.horizon
-        model = self.model.get()
-        obs_dim = model.world.encoder.obs.in_features
-        action = jnp.zeros((b, h, *self.space.shape), self.space.dtype)
-        empty = jnp.zeros((b, h), jnp.float32)
-        zeros_b = jnp.zeros((b,), jnp.int32)
-        state = MetaDTState(
-            obs=jnp.zeros((b, h, obs_dim), jnp.float32),
-            action=action,
-            reward=empty,
-            rtg=empty,
-            z=jnp.zeros((b, h, self.algo.context_dim), jnp.float32),
-            t=zeros_b,
-            ret=jnp.zeros((b,), jnp.float32),
-            best_obs=jnp.zeros((b, h, obs_dim), jnp.float32),
-            best_action=action,
-            best_reward=empty,
-            best_len=zeros_b,
-            best_ret=jnp.full((b,), -jnp.inf, jnp.float32),
-            prompt=None,
-        )
-        return state._replace(prompt=self._prompt(model, state))
-
-    def _prompt(self, model: Any, state: MetaDTState) -> Tokens:
-        """The prompt from the best finished episode (empty while there is none)."""
-        length = state.best_len
-        valid = jnp.arange(self.horizon)[None, :] < length[:, None]
-        wp = world_pass(
-            model.world,
-            state.best_obs,
-            self._act_f(state.best_action),
-            state.best_reward,
-            valid,
-        )
-        return prompt_tokens(
-            wp,
-            state.best_action,
-            length,
-            length > 0,
-            prediction_errors(wp, float(self.algo.state_loss_weight)),
-            prompt_length=self.algo.prompt_length,
-            context_horizon=self.algo.context_horizon,
-            scale=self.scale,
-        )
-
-    def _enter(self, model, state: MetaDTState, obs, rtg) -> MetaDTState:
-        """Write step ``t``'s observation, return-to-go and ``z_t``."""
-        valid = jnp.arange(self.horizon)[None, :] < state.t[:, None]
-        wp_z = model.world.contexts(
-            state.obs, self._act_f(state.action), state.reward * valid, valid
-        )
-        z_t = gather_steps(wp_z, jnp.minimum(state.t, self.horizon - 1)[:, None])[:, 0]
-        return state._replace(
-            obs=_write(state.obs, state.t, self._obs_f(obs)),
-            rtg=_write(state.rtg, state.t, rtg),
-            z=_write(state.z, state.t, z_t),
-        )
-
-    def start(self, state: MetaDTState, obs: Any) -> MetaDTState:
-        model = self.model.get()
-        rtg = jnp.full(state.t.shape, self.target, jnp.float32)
-        return self._enter(model, state, obs, rtg)
-
-    def scores(self, state: MetaDTState, obs, env_state, params) -> jax.Array:
-        """Action logits ``[B, A]`` of step ``t`` (one policy pass)."""
-        model = self.model.get()
-        valid = jnp.arange(self.horizon)[None, :] <= state.t[:, None]
-        rtg = jnp.where(valid, state.rtg, 0.0)
-        tokens = Tokens(
-            token_obs(state.obs, rtg, state.z, 0.0, self.scale) * valid[..., None],
-            state.action,
-            state.reward,
-        )
-        out = model.policy(*join(state.prompt, tokens), deterministic=True)
-        at = (self.algo.prompt_length + state.t)[:, None]
-        return gather_steps(out.action, at)[:, 0].astype(jnp.float32)
-
-    def update(self, state: MetaDTState, step: Any) -> MetaDTState:
-        model = self.model.get()
-        shape = state.t.shape
-        action = jnp.asarray(step.action, self.space.dtype).reshape(
-            shape + self.space.shape
-        )
-        reward = jnp.asarray(step.reward, jnp.float32).reshape(shape)
-        done = jnp.asarray(step.done).reshape(shape)
-        state = state._replace(
-            action=_write(state.action, state.t, action),
-            reward=_write(state.reward, state.t, reward),
-            ret=state.ret + reward,
-        )
-        state = self._finish(model, state, done)
-        rtg_now = gather_steps(
-            state.rtg, jnp.minimum(state.t, self.horizon - 1)[:, None]
-        )
-        rtg = jnp.where(done, self.target, rtg_now[:, 0] - reward)
-        nxt = state._replace(t=state.t + 1)
-        fresh = self._reset(state)
-        state = jax.tree.map(lambda a, b: _pick(done, a, b), fresh, nxt)
-        return self._enter(model, state, step.reset_obs, rtg)
-
-    def _finish(self, model, state: MetaDTState, done: jax.Array) -> MetaDTState:
-        """At an episode's end: keep it if it is the best, re-select the prompt."""
-        better = done & (state.ret > state.best_ret)
-        best = state._replace(
-            best_obs=_pick(better, state.obs, state.best_obs),
-            best_action=_pick(better, state.action, state.best_action),
-            best_reward=_pick(better, state.reward, state.best_reward),
-            best_len=jnp.where(better, state.t + 1, state.best_len),
-            best_ret=jnp.where(better, state.ret, state.best_ret),
-        )
-        prompt = self._prompt(model, best)
-        return best._replace(
-            prompt=jax.tree.map(lambda a, b: _pick(done, a, b), prompt, state.prompt)
-        )
-
-    @staticmethod
-    def _reset(state: MetaDTState) -> MetaDTState:
-        """The current-episode buffers emptied (the best episode and prompt kept)."""
-        zero = jnp.zeros_like
-        return state._replace(
-            obs=zero(state.obs),
-            action=zero(state.action),
-            reward=zero(state.reward),
-            rtg=zero(state.rtg),
-            z=zero(state.z),
-            t=zero(state.t),
-            ret=zero(state.ret),
-        )
-
-
-def _pick(rows: jax.Array, a: jax.Array, b: jax.Array) -> jax.Array:
-    """``a`` on rows where ``rows [B]`` is True, else ``b``."""
-    return jnp.where(rows.reshape(rows.shape + (1,) * (a.ndim - 1)), a, b)
