@@ -99,6 +99,12 @@ def test_prompt_tokens_carry_the_chosen_steps_and_their_return_to_go():
     np.testing.assert_array_equal(empty.action, 0)
 
 
+def test_grid_cells_get_their_coordinates():
+    f = features(jnp.array([[0, 7, 24 + 25]]), 50, 2, 5)  # 7 = (2, 1)
+    np.testing.assert_array_equal(np.argmax(f[0, :, :50], -1), [0, 7, 49])
+    np.testing.assert_allclose(f[0, :, 50:], [[0, 0], [0.4, 0.2], [0.8, 0.8]])
+
+
 def test_history_windows_hold_the_steps_before_t_in_the_episode():
     x = jnp.arange(1, 6, dtype=jnp.float32)[None]  # steps 0..4 hold 1..5
     valid = jnp.array([[True, True, True, True, False]])
@@ -178,7 +184,7 @@ def test_world_pass_masks_padding_and_episode_ends():
     np.testing.assert_array_equal(first["valid"].sum(1), [6, 4])
     np.testing.assert_array_equal(second["valid"].sum(1), [6, 6])
     np.testing.assert_array_equal(second["obs"][1], batch["obs"][1, 4:10])
-    obs_f = features(first["obs"], 25, 2)
+    obs_f = features(first["obs"], 25, 2, 5)  # one-hot cells and (x, y) / 5
     act_f = features(first["action"], 5, 2)
     wp = world_pass(model.world, obs_f, act_f, first["reward"], first["valid"])
     np.testing.assert_array_equal(wp.mask.sum(1), [5, 3])
@@ -220,7 +226,14 @@ def test_world_model_learns_only_from_its_own_loss():
 
     def loss(model):
         return meta_dt_loss(
-            config.algo, model, batch, hp, num_obs=25, num_actions=5, scale=6.0
+            config.algo,
+            model,
+            batch,
+            hp,
+            num_obs=25,
+            num_actions=5,
+            scale=6.0,
+            grid_size=5,
         )[0]
 
     grads = nnx.grad(loss)(model)
@@ -251,7 +264,7 @@ def test_agent_acts_on_the_tokens_it_trains_on():
         rows = np.arange(4)
         src = world_pass(
             model.world,
-            features(jnp.asarray(obs[rows, best]), 25, 2),
+            features(jnp.asarray(obs[rows, best]), 25, 2, 5),
             features(jnp.asarray(action[rows, best]), 5, 2),
             jnp.asarray(reward[rows, best]),
             valid,
@@ -268,7 +281,7 @@ def test_agent_acts_on_the_tokens_it_trains_on():
         )
         cur = world_pass(
             model.world,
-            features(jnp.asarray(obs[:, e]), 25, 2),
+            features(jnp.asarray(obs[:, e]), 25, 2, 5),
             features(jnp.asarray(action[:, e]), 5, 2),
             jnp.asarray(reward[:, e]),
             valid,

@@ -81,7 +81,8 @@ class MetaDTAgent(ScoredAgent):
 
     Settings are the learner's: ``target_return`` and ``rtg_scale`` (as
     DT's), ``prompt_length`` k, ``context_horizon`` h, ``state_loss_weight``
-    (its weight in the prediction error that picks the prompt).
+    (its weight in the prediction error that picks the prompt), ``grid_size``
+    (cell coordinates in the observation features, or ``None``).
     """
 
     def __init__(
@@ -94,6 +95,7 @@ class MetaDTAgent(ScoredAgent):
         prompt_length: int,
         context_horizon: int,
         state_loss_weight: float = 0.0,
+        grid_size: int | None = None,
         greedy: bool = False,
         temperature: float = 1.0,
     ):
@@ -110,9 +112,10 @@ class MetaDTAgent(ScoredAgent):
         self.prompt_length = int(prompt_length)
         self.context_horizon = int(context_horizon)
         self.state_weight = float(state_loss_weight)
+        self.grid_size = grid_size
 
     def _obs_f(self, obs: jax.Array) -> jax.Array:
-        return features(obs, self.num_obs, 1)
+        return features(obs, self.num_obs, 1, self.grid_size)
 
     def _act_f(self, action: jax.Array) -> jax.Array:
         return features(action, self.num_actions, 2)

@@ -46,6 +46,8 @@ Deviations from the reference (NJU-RL/Meta-DT), each for a reason:
 - one token per step with the return-to-go in the observation (as agentrl's
   DT) instead of three tokens ``(R, s, a)``; prompt tokens carry a flag
   instead of their own embedding layers.
+- on grid families a cell's features are its one-hot and its ``(x, y)``
+  (``grid_coordinates``; the reference's families have vector states).
 """
 
 from __future__ import annotations
@@ -119,6 +121,7 @@ def meta_dt_loss(
     num_obs: int | None,
     num_actions: int | None,
     scale: float,
+    grid_size: int | None = None,
     deterministic: bool = False,
 ):
     """``(loss, metrics, output)``: next-action NLL on the second episode of
@@ -131,7 +134,7 @@ def meta_dt_loss(
     state_w = hparams["state_loss_weight"]
     passes = []
     for ep in (source, target):
-        obs_f = features(ep["obs"], num_obs, 2)
+        obs_f = features(ep["obs"], num_obs, 2, grid_size)
         act_f = features(ep["action"], num_actions, 2)
         passes.append(world_pass(model.world, obs_f, act_f, ep["reward"], ep["valid"]))
     losses = [world_model_loss(*_loss_args(wp), state_w) for wp in passes]
@@ -196,6 +199,10 @@ class MetaDT(Algorithm):
         Point-Robot).
       no_prompt_fraction: share of each batch's rows trained with an empty
         prompt (the first episode on a task has none).
+      grid_coordinates: on a grid family (discrete cells and a ``size``:
+        Dark Room, Key-to-Door) the observation features append the cell's
+        ``(x, y) / size`` to its one-hot, as ``obs_encoding="grid"`` gives AD
+        the geometry a per-cell table lacks.
       rtg_scale, target_return: as DT's (``None``: the horizon; the best
         episode return in the training data).
     """
@@ -211,6 +218,7 @@ class MetaDT(Algorithm):
     world_loss_weight: float = traced(1.0)
     state_loss_weight: float = traced(0.0)
     no_prompt_fraction: float = 0.2
+    grid_coordinates: bool = True
     rtg_scale: float | None = None
     target_return: float | None = None
 
@@ -228,6 +236,11 @@ class MetaDT(Algorithm):
                 isinstance(v, int | float) and np.isfinite(v) and v >= 0,
                 f"algo.{name} must be a finite number >= 0, got {v!r}",
             )
+        check(
+            isinstance(self.grid_coordinates, bool),
+            "algo.grid_coordinates must be true or false, got "
+            f"{self.grid_coordinates!r}",
+        )
         f = self.no_prompt_fraction
         check(
             isinstance(f, int | float) and 0 <= f <= 1,
@@ -262,8 +275,16 @@ class MetaDT(Algorithm):
             f"imitated one), got {config.data.num_episodes}",
         )
 
+    def grid_size(self, env: Any) -> int | None:
+        """The grid size whose cell coordinates the features carry (or None)."""
+        size = getattr(env, "size", None)
+        discrete = discrete_obs_count(env) is not None
+        use = self.grid_coordinates and discrete and isinstance(size, int)
+        return size if use else None
+
     def complete_model(self, model_config: Any, env: Any) -> Any:
-        extra = 2 + self.context_dim  # rtg, z, prompt flag
+        # (x, y) of a grid cell, the rtg, z and the prompt flag
+        extra = (2 if self.grid_size(env) else 0) + 2 + self.context_dim
         return dataclasses.replace(
             model_config,
             obs_kind="continuous",
@@ -312,6 +333,7 @@ class MetaDT(Algorithm):
             num_obs=discrete_obs_count(env),
             num_actions=space_count(env.action_space(env.default_params)),
             scale=self._scale(env),
+            grid_size=self.grid_size(env),
             deterministic=deterministic,
         )
 
@@ -331,6 +353,7 @@ class MetaDT(Algorithm):
             "prompt_length": self.prompt_length,
             "context_horizon": self.context_horizon,
             "state_loss_weight": float(self.state_loss_weight),
+            "grid_size": self.grid_size(env),
             "temperature": config.eval.temperature,
         }
         return acting_agent(

@@ -255,12 +255,21 @@ def select_prompt_start(
 
 
 # ----- the policy's inputs: features, prompt and episode tokens -----------------
-def features(x: jax.Array, count: int | None, batch_dims: int) -> jax.Array:
+def features(
+    x: jax.Array, count: int | None, batch_dims: int, grid_size: int | None = None
+) -> jax.Array:
     """One-hot ``[..., count]`` of int ``x`` (``count`` set), else ``x`` flattened
-    to ``[*batch, -1]`` float32."""
-    if count is not None:
-        return jax.nn.one_hot(x, count, dtype=jnp.float32)
-    return x.astype(jnp.float32).reshape(x.shape[:batch_dims] + (-1,))
+    to ``[*batch, -1]`` float32. ``grid_size`` n: a cell id ``y * n + x`` (of
+    any layer) also gets its coordinates ``(x, y) / n`` appended, the geometry
+    a one-hot cell lacks."""
+    if count is None:
+        return x.astype(jnp.float32).reshape(x.shape[:batch_dims] + (-1,))
+    out = jax.nn.one_hot(x, count, dtype=jnp.float32)
+    if grid_size is None:
+        return out
+    cell = x % (grid_size * grid_size)
+    xy = jnp.stack([cell % grid_size, cell // grid_size], axis=-1)
+    return jnp.concatenate([out, xy.astype(jnp.float32) / grid_size], axis=-1)
 
 
 def gather_steps(x: jax.Array, idx: jax.Array) -> jax.Array:
