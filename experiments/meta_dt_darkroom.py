@@ -12,7 +12,10 @@ episode has no prompt; every later one is prompted by the best episode the
 agent has played there, so it should improve after its first success, and
 needs no expert demonstration.
 
-Acting is ``ad_darkroom``'s ``sample_then_greedy`` (sample until the first
+A cell is observed as its one-hot and its ``(x, y) / 9`` (``algo.grid_coordinates``,
+the geometry ``ad_darkroom``'s factorised grid embedding gives AD; a
+one-hot alone left DT near random on held-out goals). Acting is
+``ad_darkroom``'s ``sample_then_greedy`` (sample until the first
 reward on a goal, then greedy); the target return is the data's best episode
 return (20, a goal on the start cell), as DT's.
 
@@ -41,7 +44,9 @@ Deviations (see ``agentrl.algos.meta_dt``): world model trained jointly with
 the policy (``stop_gradient`` on ``z``) rather than pretrained; the prompt's
 source in training is the previous episode of the same history; 20% of each
 batch trains with the empty prompt instead of 20,000 prompt-free updates;
-the paper evaluates on MuJoCo / Meta-World / Point-Robot, not Dark Room.
+cells carry their coordinates; the paper evaluates on MuJoCo / Meta-World /
+Point-Robot, not Dark Room, and on expert/medium SAC data, not Q-learning
+learning histories.
 """
 
 import dataclasses

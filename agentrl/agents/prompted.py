@@ -168,12 +168,22 @@ class MetaDTAgent(ScoredAgent):
         )
 
     def _enter(self, model, state: MetaDTState, obs, rtg) -> MetaDTState:
-        """Write step ``t``'s observation, return-to-go and ``z_t``."""
-        valid = jnp.arange(self.horizon)[None, :] < state.t[:, None]
-        wp_z = model.world.contexts(
-            state.obs, self._act_f(state.action), state.reward * valid, valid
+        """Write step ``t``'s observation, return-to-go and ``z_t`` (the
+        encoder on the episode's ``h`` transitions before ``t``, zero-padded
+        in front, as :func:`~agentrl.models.world_model.history_windows`)."""
+        h = model.world.context_horizon
+        idx = state.t[:, None] - h + jnp.arange(h)[None, :]  # [B, h]
+        keep = idx >= 0
+
+        def before(x):
+            x = gather_steps(x, jnp.maximum(idx, 0))
+            return jnp.where(keep.reshape(keep.shape + (1,) * (x.ndim - 2)), x, 0)
+
+        z_t = model.world.encoder(
+            before(state.obs),
+            before(self._act_f(state.action)),
+            before(state.reward),
         )
-        z_t = gather_steps(wp_z, jnp.minimum(state.t, self.horizon - 1)[:, None])[:, 0]
         return state._replace(
             obs=_write(state.obs, state.t, self._obs_f(obs)),
             rtg=_write(state.rtg, state.t, rtg),
