@@ -20,16 +20,26 @@ reward on a goal, then greedy); the target return is the data's best episode
 return (20, a goal on the start cell), as DT's.
 
 - ``smoke``: ``agentrl train meta_dt_darkroom --preset smoke`` — 16
-  histories of 40 episodes, a 2-layer width-32 policy, 60 updates; seconds.
-  Checks plumbing.
-- ``cpu``: ``agentrl reproduce meta_dt_darkroom --compare ad_darkroom
-  --preset cpu`` — ``ad_darkroom``'s cpu data, model (3 layers, 4 heads,
+  histories of 40 episodes, a 2-layer width-32 policy, 60 updates; training
+  and evaluating it took 4.4 min at load ~14 on 2 cores (mostly
+  compiling). Checks plumbing.
+- ``cpu``: ``agentrl reproduce meta_dt_darkroom --preset cpu`` (then
+  ``python benchmarks/paired_repro.py repro_meta_dt_darkroom_cpu:meta_dt
+  repro_dt_darkroom_vs_ad_darkroom_cpu:ad
+  repro_dt_darkroom_vs_ad_darkroom_cpu:dt``), or ``--compare ad_darkroom``
+  to train AD beside it — ``ad_darkroom``'s cpu data, model (3 layers, 4 heads,
   width 64), batch 32, lr 1e-3 and 2,000 updates, 50 evaluation episodes.
-  A window is 25 steps (5 prompt + 20), against AD's 80, so an update is
-  about 3x cheaper. Expected: above DT (whose return stays near random on
-  held-out goals) once a goal has been found; below AD, which learns
-  across episodes from its whole context. Measured: see ``docs/results.md``
-  and the report of the session that added it.
+  A window is 25 steps (5 prompt + 20), against AD's 80. Measured (seed 0
+  of the protocol, 8 test goals, the same data seed, split and evaluation
+  key as the committed ``repro_dt_darkroom_vs_ad_darkroom_cpu`` seed 0;
+  2-core CPU at load 12-16, so ~20 min of training and ~5 min of
+  evaluation): return 2.25 -> 9.15 [4.29, 14.1] over the last 10 of 50
+  episodes, score 0.52 [0.25, 0.78] (validation chose ``sample``;
+  ``repro_meta_dt_darkroom_cpu``). Paired with that seed's AD (9.15 vs
+  10.8): -1.65 [-8.6, 5.3]; with its DT (3.75): +5.4 [0.4, 11.0]
+  (``paired_meta_dt_vs_ad_dt``; CIs over the 8 goals only). One seed: the
+  comparison with AD is open, the gain over DT is the first evidence,
+  not a reproduction (5 seeds) yet.
 - ``gpu``: ``ad_darkroom``'s gpu data (2,600 histories of 100 episodes) and
   the reference's Meta-DT transformer (3 layers, 1 head, width 128, FFN 512,
   dropout 0.1) at batch 128, lr 1e-4 with weight decay 1e-4, 5,000 updates,
