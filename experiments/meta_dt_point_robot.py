@@ -11,7 +11,9 @@ exists.
 
 - ``smoke``: ``agentrl train meta_dt_point_robot --preset smoke`` —
   ``ad_point_robot``'s smoke data (8 PPO histories of 20 episodes) and
-  model, 60 updates; well under a minute. Checks plumbing.
+  model, 60 updates: trained (loss 3.4 -> -2.2) and evaluated (3 held-out
+  goals x 3 episodes, -30.8 -> -22.5 against random -15.2; plumbing only)
+  in ~7 min at load ~14 on 2 cores, mostly compiling.
 - ``cpu``: ``ad_point_robot``'s cpu data (180 histories of 100 episodes),
   model and 4,000 updates of batch 32 on 25-step windows (5 prompt + 20);
   not yet run end to end.
