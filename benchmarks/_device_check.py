@@ -73,9 +73,12 @@ REPRODUCTIONS = (
     "t2mir_dpt_darkroom",
     "ad_eps_darkroom",
     "dt_darkroom",
+    "meta_dt_darkroom",
     "ad_point_robot",
     "dpt_point_robot",
     "t2mir_ad_point_robot",
+
+    "meta_dt_point_robot",
     "rl2_bandit",
     "transformer_ppo_bandit",
     "rl2_darkroom",

@@ -9,11 +9,14 @@
 - :mod:`agentrl.agents.model_agents`: model handles and what every model
   agent shares; one module per learner's agent: AD's rolling KV cache
   (:mod:`agentrl.agents.rolling`), DPT's context set
-  (:mod:`agentrl.agents.context_set`);
+  (:mod:`agentrl.agents.context_set`), Meta-DT's prompted episodes
+  (:mod:`agentrl.agents.prompted`);
 - :mod:`agentrl.agents.driver`: a model run online or on a fixed policy,
   in blocks of tasks.
 
 This floor sits below :mod:`agentrl.sources` and :mod:`agentrl.algos`, so
 both build their agents from it; it imports only :mod:`agentrl.envs`,
-:mod:`agentrl.history` and utilities. Import names from the modules.
+:mod:`agentrl.history` and utilities (and, on its own floor, Meta-DT's
+token builders in :mod:`agentrl.models.world_model`). Import names from the
+modules.
 """

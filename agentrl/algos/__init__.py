@@ -12,6 +12,9 @@ learner trained online by RL plugs in). Registered names:
 - ``dt`` (:class:`DT`: return-conditioned, evaluated with a target return);
 - ``radt`` (:class:`RADT`: a short context plus sub-trajectories retrieved
   from an external memory);
+
+- ``meta_dt`` (:class:`MetaDT`): DT conditioned on a world model's task
+  representation and a prompt of the largest world-model error;
 - ``t2mir_ad`` / ``t2mir_dpt``: :class:`T2MIR` wrapping AD or DPT;
 - ``rl2`` (:class:`RL2`): a GRU policy trained online by PPO over
   multi-episode trials (no dataset; :mod:`agentrl.online`);
@@ -35,6 +38,7 @@ from agentrl.algos.amago import Amago
 from agentrl.algos.base import Algorithm, get, names, register_algorithm
 from agentrl.algos.dpt import DPT, dpt_loss
 from agentrl.algos.dt import DT, DTModelAgent, dt_loss, returns_to_go
+from agentrl.algos.meta_dt import MetaDT
 from agentrl.algos.radt import RADT
 from agentrl.algos.rl2 import RL2
 from agentrl.algos.t2mir import T2MIR
@@ -49,6 +53,8 @@ __all__ = [
     "DT",
     "DTModelAgent",
     "RADT",
+
+    "MetaDT",
     "RL2",
     "T2MIR",
     "TransformerPPO",

@@ -10,7 +10,8 @@ the sweep and the evaluation harness only ever ask the object:
 - what it needs from the **model** (:meth:`complete_model`: e.g. DT's
   return-conditioned observation; :meth:`context_steps`: the attention
   window its training windows need, from which ``model.max_steps`` is
-  derived when unset);
+  derived when unset; :meth:`build_model`: the module trained, a
+  ``DecisionModel`` unless the learner trains more beside it);
 - its **batch sampler** (:meth:`make_sampler`) and **loss**
   (:meth:`loss`), with any **auxiliary training state** (:meth:`init_aux`,
   :meth:`update_aux`: T2MIR's EMA router);
@@ -125,6 +126,13 @@ class Algorithm:
         """This algorithm with fields derived from the env or data filled in."""
         return self
 
+    def build_model(self, model_config: Any, rngs: nnx.Rngs) -> Any:
+        """The trained module of a completed ``model_config`` (default: the
+        :class:`~agentrl.models.transformer.DecisionModel`; Meta-DT adds its
+        world model beside it). Its ``nnx.Param`` leaves are what the update
+        step trains and the checkpoint holds."""
+        return DecisionModel(model_config, rngs=rngs)
+
     # ----- training from a dataset ----------------------------------------
     def make_sampler(self, dataset: Any, train: Any, *, paired: bool = False) -> Any:
         """A sampler with ``host_batch(step) -> {name: np.ndarray [B, ...]}``."""
@@ -178,7 +186,7 @@ class Algorithm:
         """
         if self.trains_online:
             return _load_online_policy(config, env, read)
-        model = DecisionModel(config.model, rngs=nnx.Rngs(config.train.seed))
+        model = self.build_model(config.model, nnx.Rngs(config.train.seed))
         graphdef, params, rest = nnx.split(model, nnx.Param, ...)
         part, meta = read({"params": params, "rest": rest}, True)
         return nnx.merge(graphdef, part["params"], part["rest"]), meta

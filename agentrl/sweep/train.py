@@ -47,7 +47,6 @@ from agentrl.agents.driver import run_batched_agent
 from agentrl.agents.model_agents import ModelHandle
 from agentrl.data.device_sampler import device_sampler_of
 from agentrl.envs.base import env_horizon
-from agentrl.models.transformer import DecisionModel
 from agentrl.tables import write_bytes
 from agentrl.train.checkpoint import Checkpointer, remove_incomplete_checkpoints
 from agentrl.train.config import ExperimentConfig, complete_config
@@ -230,7 +229,7 @@ def init_member_states(
     """
     graphdef, states = None, []
     for seed in seeds:
-        model = DecisionModel(config.model, rngs=nnx.Rngs(seed))
+        model = config.algo.build_model(config.model, nnx.Rngs(seed))
         graphdef, state = init_train_state(model, config)
         states.append(state)
     stacked = jax.tree.map(lambda *xs: jnp.stack(xs), *states)

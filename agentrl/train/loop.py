@@ -48,7 +48,6 @@ import agentrl.train.parallel as parallel
 from agentrl.configtools import default_hparams
 from agentrl.data.xland100b import is_hdf5
 from agentrl.envs.registry import make as make_env
-from agentrl.models.transformer import DecisionModel
 from agentrl.safeio import DirectoryLock
 from agentrl.sources.registry import check_settings
 from agentrl.train.batches import make_batches
@@ -61,10 +60,11 @@ from agentrl.train.runner import Learner, device_metrics, run_updates, timed
 from agentrl.train.step import init_train_state, make_train_call, make_train_step
 
 
-def build_model(config: ExperimentConfig, env: Any) -> DecisionModel:
-    """The model of ``config`` (completed for ``env``), initialised from its seed."""
+def build_model(config: ExperimentConfig, env: Any) -> Any:
+    """The model of ``config`` (completed for ``env``), initialised from its seed
+    (the algorithm's module: a ``DecisionModel`` unless it trains more)."""
     model_cfg = complete_config(config, env).model
-    return DecisionModel(model_cfg, rngs=nnx.Rngs(config.train.seed))
+    return config.algo.build_model(model_cfg, nnx.Rngs(config.train.seed))
 
 
 def fit(

@@ -1,0 +1,91 @@
+"""Paired differences between methods of reproductions already written (no training).
+
+    python benchmarks/paired_repro.py repro_meta_dt_darkroom_cpu:meta_dt \\
+        repro_dt_darkroom_vs_ad_darkroom_cpu:ad \\
+        repro_dt_darkroom_vs_ad_darkroom_cpu:dt [--last 10]
+
+The first ``TAG:METHOD`` is compared with each of the others. A reproduction
+gives training seed ``s`` its own data seed, task split and evaluation key
+(``agentrl.evaluate.reproduce``), so two reproductions of experiments with
+the same data settings evaluate seed ``s`` on the same test tasks with the
+same keys, even when run apart: the difference is then paired per
+``[seed, task]`` as ``--compare`` pairs it. This is checked (each seed's test
+task ids must agree, else the script stops) and only the seeds both hold are
+used. Writes ``paired_<first>_vs_<others>.json`` / ``.md`` into the results
+folder (``$AGENTRL_BENCH_RESULTS`` or ``benchmarks/results``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import numpy as np
+
+from agentrl.evaluate.reproduce_record import write_record
+from agentrl.evaluate.reproduce_report import eval_result, paired_difference
+from agentrl.project import results_dir
+
+
+def load_runs(spec: str) -> tuple[str, str, list]:
+    """``(tag, method, runs)`` of ``TAG:METHOD`` (per-seed evaluation results)."""
+    tag, _, method = spec.partition(":")
+    saved = json.loads((results_dir() / tag / "results.json").read_text())
+    if method not in saved["runs"]:
+        raise SystemExit(f"{tag} has no method {method!r}: {sorted(saved['runs'])}")
+    return tag, method, [eval_result(r) for r in saved["runs"][method]]
+
+
+def check_pairs(a: list, b: list, names: tuple[str, str]) -> int:
+    """Seeds both hold, after checking each one's test tasks agree."""
+    seeds = min(len(a), len(b))
+    for s in range(seeds):
+        ta, tb = (r.metadata.get("task_ids") for r in (a[s], b[s]))
+        if ta != tb:
+            raise SystemExit(f"seed {s}: {names[0]} tasks {ta} != {names[1]} {tb}")
+    return seeds
+
+
+def last_mean(runs: list, last: int) -> float:
+    return float(np.mean([np.asarray(r.returns)[:, -last:].mean() for r in runs]))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("first", help="TAG:METHOD compared with the others")
+    parser.add_argument("others", nargs="+", help="TAG:METHOD")
+    parser.add_argument("--last", type=int, default=10, help="last episodes scored")
+    args = parser.parse_args(argv)
+    tag_a, method_a, runs_a = load_runs(args.first)
+    rows, results = [], {}
+    for spec in args.others:
+        tag_b, method_b, runs_b = load_runs(spec)
+        seeds = check_pairs(runs_a, runs_b, (method_a, method_b))
+        mean, low, high = paired_difference(runs_a[:seeds], runs_b[:seeds], args.last)
+        row = {
+            "a": f"{method_a} ({tag_a})",
+            "b": f"{method_b} ({tag_b})",
+            "seeds": seeds,
+            "tasks": len(runs_a[0].metadata.get("task_ids") or []),
+            f"a last-{args.last} return": last_mean(runs_a[:seeds], args.last),
+            f"b last-{args.last} return": last_mean(runs_b[:seeds], args.last),
+            "a minus b": mean,
+            "CI low": low,
+            "CI high": high,
+        }
+        rows.append(row)
+        results[f"{method_a}_vs_{method_b}"] = row
+    others = "_".join(s.partition(":")[2] for s in args.others)
+    notes = (
+        "Paired per [seed, task] over the seeds both reproductions hold (same "
+        "data seed, task split and evaluation key per seed); 95% CIs resample "
+        "seeds, then tasks. Each method's acting rule is its own reproduction's "
+        "validation choice."
+    )
+    path = write_record(f"paired_{method_a}_vs_{others}", results, [], rows, notes)
+    print(f"wrote {path} and its .md")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

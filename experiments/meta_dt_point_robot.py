@@ -1,0 +1,75 @@
+"""Meta-DT on Point-Robot (50 goals, 45/5 split, H=20) from ``ad_point_robot``'s
+PPO histories: the reference's own family (NJU-RL/Meta-DT
+``configs/args_point_robot.py``, docs/references.md "Meta-DT").
+
+The world model reads the last 4 transitions (position, 2-D action, reward
+= minus the distance to the goal) and predicts the reward; the prompt is the
+5-step segment of the agent's best earlier episode where it errs most; the
+policy has a Gaussian action head (the reference: tanh, MSE). Held-out goals
+should be approached more closely from the second episode on, once a prompt
+exists.
+
+- ``smoke``: ``agentrl train meta_dt_point_robot --preset smoke`` —
+  ``ad_point_robot``'s smoke data (8 PPO histories of 20 episodes) and
+  model, 60 updates: trained (loss 3.4 -> -2.2) and evaluated (3 held-out
+  goals x 3 episodes, -30.8 -> -22.5 against random -15.2; plumbing only)
+  in ~7 min at load ~14 on 2 cores, mostly compiling.
+- ``cpu``: ``ad_point_robot``'s cpu data (180 histories of 100 episodes),
+  model and 4,000 updates of batch 32 on 25-step windows (5 prompt + 20);
+  not yet run end to end.
+- ``gpu``: ``ad_point_robot``'s gpu data (450 histories of 200 episodes) and
+  the reference's Meta-DT transformer (3 layers, 1 head, width 128, dropout
+  0.1), batch 128, lr 1e-4, weight decay 1e-4, 10,000 updates; sized, not
+  measured.
+- ``full``: the reference's settings: batch 128, lr 1e-4, weight decay 1e-4,
+  10,000 warm-up steps, 100,000 updates.
+
+Deviations: those of ``agentrl.algos.meta_dt`` (joint training of the world
+model, previous-episode prompts in training, empty-prompt rows), PPO
+learning histories instead of the reference's SAC data, and the 45/5 goals
+of agentrl's Point-Robot (T2MIR's), not the reference's goal file.
+"""
+
+import dataclasses
+
+import ad_point_robot
+from meta_dt_darkroom import REFERENCE_MODEL
+
+from agentrl.algos import MetaDT
+from agentrl.train.experiments import make_presets, steps_fields
+
+BASE = dataclasses.replace(
+    ad_point_robot.BASE,
+    name="meta_dt_point_robot",
+    algo=MetaDT(),
+    model=dataclasses.replace(ad_point_robot.BASE.model, obs_encoding="table"),
+)
+
+
+def _without_window(changes: dict) -> dict:
+    return {k: v for k, v in changes.items() if k != "context_episodes"}
+
+
+PRESETS = make_presets(
+    BASE,
+    smoke=_without_window(ad_point_robot.CHANGES["smoke"]),
+    cpu={},
+    gpu={
+        **REFERENCE_MODEL,
+        "data.num_tasks": 450,
+        "data.num_episodes": 200,
+        **steps_fields(10_000),
+        "train.warmup_steps": 1000,
+        "eval.num_episodes": 100,
+    },
+    full={
+        **REFERENCE_MODEL,
+        "data.num_tasks": 450,
+        "data.num_episodes": 200,
+        "train.steps": 100_000,
+        "train.warmup_steps": 10_000,
+        "train.log_every": 1000,
+        "train.checkpoint_every": 10_000,
+        "eval.num_episodes": 100,
+    },
+)
