@@ -104,6 +104,14 @@ def test_train_task_eval_needs_a_dataset_learner():
     assert grid.static["data.num_train_tasks"] == (4, None)
 
 
+def test_cli_refuses_train_task_scores_for_an_online_learner(capsys):
+    from agentrl.cli import main
+
+    assert main(["sweep", "rl2_bandit", "--eval-train-tasks"]) == 2
+    err = capsys.readouterr().err
+    assert "trained online" in err and "Traceback" not in err
+
+
 def _rows(rng):
     rows = []
     for width in (8, 16):
