@@ -77,8 +77,8 @@ def _targets(rows: list[dict]) -> list[dict]:
             0.1,
         ),
         bench.target(
-            f"generalisation: |train - held-out| at N={large['data.num_train_tasks']}"
-            f" (width {widest})",
+            "generalisation: abs(train - held-out) at "
+            f"N={large['data.num_train_tasks']} (width {widest})",
             abs(large["generalization_gap"]),
             0.05,
             higher_is_better=False,

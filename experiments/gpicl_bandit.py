@@ -59,18 +59,23 @@ tasks, not over draws of the training task set.
   up to 2^14), 2 layers, ``d_ff`` 128, 800 steps of batch 64, 32
   evaluation bandits of each kind. Measured (``agentrl bench gpicl_bandit
   --preset cpu --seeds 3 --tasks 4,256,16384 --widths 16,64``, the 2-core
-  CPU shared with ~6 other jobs, load average 12-19): 6 cells x 3 seeds in
-  ~45 min; a cell of width 16 ~4.5 min (3.5 min training, 1 min
-  evaluation), width 64 ~7 min, each new ``N`` ~1 min of data. Result in
-  ``benchmarks/results/gpicl_bandit.md``: memorisation at ``N=4`` (train
-  0.74 against held-out 0.43 at width 16, CIs apart; 0.72 against 0.47 at
-  width 64); at ``N=256`` both scores fall together (0.31 / 0.27, loss
-  1.39 against 0.41 at ``N=4``): 800 updates are too few to leave the
-  plateau GPICL describes (more tasks, a longer plateau), so the
-  generalising regime is not reached at this budget (the targets say
-  which hold). One full-grid run (7 ``N`` x 3 widths x 5 seeds, 3,000
-  steps) would cost ~10 hours on this loaded machine (~3 hours alone on
-  its 2 cores): the ``gpu`` preset is the study.
+  CPU shared with ~6 other jobs, load average 12-19; run with the 3,000-step
+  preset's log and checkpoint cadence and ``--set train.steps=800 --set
+  eval.num_tasks=32``, the same training): 6 cells x 3 seeds in 37.8 min;
+  a cell of width 16 ~4.5 min (3.5 min training, 1 min evaluation), width
+  64 ~6.5 min, each new ``N`` ~1 min of data; a rerun of two cells gave
+  the same scores to the last digit. Result
+  (``benchmarks/results/gpicl_bandit.md``, ``gpicl_transition.png``):
+  memorisation at ``N=4`` (training-task score 0.74 against held-out 0.43
+  at width 16, 0.72 against 0.47 at width 64, CIs apart); at ``N=256`` and
+  ``N=16384`` the two scores agree (gaps +0.05 to -0.01) but both are low
+  (0.27-0.39) and the loss stays at ~1.3-1.4 (ln 5 = 1.61; 0.4 at ``N=4``):
+  800 updates do not leave the plateau GPICL describes (more tasks, a
+  longer plateau), so the held-out score does not rise with ``N`` (target
+  not met, -0.08 at width 64); the wider model scores higher at every
+  ``N``. One full grid (7 ``N`` x 3 widths x 5 seeds, 3,000 steps) would
+  cost ~10 hours on this loaded machine (~3 hours alone on its 2 cores):
+  the ``gpu`` preset is the study.
 - ``gpu``: H=50, 81,920 histories (``N`` up to 2^16), 4 layers, ``d_ff``
   256, 20,000 steps of batch 128, 256 evaluation bandits of each kind;
   the full grid above (24 cells; estimated, not measured: no GPU was
