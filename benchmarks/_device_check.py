@@ -85,6 +85,7 @@ REPRODUCTIONS = (
     "transformer_ppo_darkroom",
     "xland_ad",
     "rl2_xland",
+    "gpicl_bandit",  # one cell (all tasks); the study itself is a sweep
 )
 
 #: ``(benchmark, gpu arguments, smoke arguments, gpu limit s)`` by value

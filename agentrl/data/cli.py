@@ -63,6 +63,9 @@ class Generate:
     """share of the tasks in the train split"""
     chunk_size: PositiveInt = 1000
     """tasks per jit call (bounds memory)"""
+    num_train_tasks: PositiveInt | None = None
+    """the training histories cycle over this many distinct tasks (default:
+    all of the split's; a continuous family: each history its own task)"""
     overwrite: bool = False
     """replace --out if it exists"""
 
@@ -136,6 +139,7 @@ def _generate(args) -> int:
             split_fraction=args.split_fraction,
             chunk_size=args.chunk_size,
             overwrite=args.overwrite,
+            num_train_tasks=args.num_train_tasks,
             progress=_progress(bar, stop, out),
         )
     print(f"wrote {out}")

@@ -410,6 +410,8 @@ class HistoryDataset:
                 "train_fraction": m["split"]["train_fraction"],
                 "train_tasks": len(m["split"]["train"]),
                 "test_tasks": len(m["split"]["test"]),
+                # the distinct tasks the training histories were made on
+                "distinct_train_tasks": len(set(m["task_ids"].get("train", []))),
             },
             "bytes": sum(f["bytes"] for f in m["files"].values()),
             "files": {k: v["bytes"] for k, v in m["files"].items()},

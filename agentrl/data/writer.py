@@ -130,6 +130,7 @@ def plan_tasks(
     split_fraction: float,
     seed: int,
     validation_share: float = DEFAULT_VALIDATION_SHARE,
+    num_train_tasks: int | None = None,
 ) -> TaskPlan:
     """Task ids per split for ``num_tasks`` histories (see the module docstring).
 
@@ -138,14 +139,57 @@ def plan_tasks(
     not depend on it). A continuous one splits record indices train / test;
     its validation and test tasks are fresh draws at evaluation
     (:func:`agentrl.train.rundir.held_out_params`).
+
+    ``num_train_tasks``: the training histories cycle over only this many
+    distinct tasks (the first of the shuffled training ids; on a continuous
+    family the first training record indices, each index one drawn task),
+    the memorisation-to-generalisation axis of the GPICL study; ``None``:
+    all of them. The held-out ids are those of the unrestricted split.
     """
     if getattr(env, "num_tasks", None):
         split = env.task_split(split_fraction, seed, validation_share)
         order = np.random.default_rng(seed).permutation(split.train)
+        order = order[: _distinct(num_train_tasks, len(order), "training task ids")]
         ids = order[np.arange(num_tasks) % len(order)].astype(np.int32)
         return TaskPlan({"train": ids}, split, True)
     split = split_task_ids(num_tasks, split_fraction, seed)
-    return TaskPlan({"train": split.train, "test": split.test}, split, False)
+    train = split.train
+    train = train[: _distinct(num_train_tasks, len(train), "training histories")]
+    ids = train[np.arange(len(split.train)) % len(train)].astype(np.int32)
+    return TaskPlan({"train": ids, "test": split.test}, split, False)
+
+
+def _distinct(num_train_tasks: int | None, available: int, what: str) -> int:
+    """How many distinct training tasks: ``num_train_tasks`` or all ``available``."""
+    if num_train_tasks is None:
+        return available
+    if (
+        isinstance(num_train_tasks, bool)
+        or not isinstance(num_train_tasks, int)
+        or not 1 <= num_train_tasks <= available
+    ):
+        raise ValueError(
+            f"num_train_tasks (data.num_train_tasks) must be an integer in [1, "
+            f"{available}] (the split has {available} {what}) or None, got "
+            f"{num_train_tasks!r}"
+        )
+    return num_train_tasks
+
+
+def training_tasks(env: Any, metadata: dict[str, Any]) -> tuple[Any, np.ndarray]:
+    """``(params [task, ...], ids [task])``: a dataset's distinct training tasks.
+
+    In the order the training records first use them, from the dataset's
+    ``agentrl.json`` (``task_ids``, ``task_space``, ``seed``): the tasks its
+    histories were generated on, rebuilt as :func:`write_dataset` made them.
+    """
+    records = np.asarray(metadata["task_ids"]["train"], np.int32)
+    _, first = np.unique(records, return_index=True)
+    ids = records[np.sort(first)]
+    finite = metadata.get("task_space") == "finite"
+    plan = TaskPlan({"train": ids}, TaskSplit.from_json(metadata["split"]), finite)
+    key_tasks, _ = jax.random.split(jax.random.key(int(metadata["seed"])))
+    return task_params(env, plan, ids, key_tasks), ids
 
 
 def task_params(env: Any, plan: TaskPlan, ids: np.ndarray, task_key: jax.Array):
@@ -213,6 +257,7 @@ def write_dataset(
     chunk_size: int = 1000,
     overwrite: bool = False,
     progress: Callable[[int], None] | None = None,
+    num_train_tasks: int | None = None,
 ) -> Path:
     """Write ``num_tasks`` histories of ``num_episodes`` episodes into ``out``.
 
@@ -232,6 +277,8 @@ def write_dataset(
       chunk_size: tasks per call of ``histories``.
       overwrite: replace an existing ``out``.
       progress: called with ``n`` after each chunk of ``n`` tasks.
+      num_train_tasks: the training histories cycle over this many distinct
+        tasks (:func:`plan_tasks`); ``None``: all the split's.
 
     Returns ``out``. Raises ``ValueError`` before any compile on a bad size,
     ``source`` or an existing ``out`` without ``overwrite``; after the first
@@ -244,7 +291,9 @@ def write_dataset(
     env_name, env_overrides = env_identity(env, env_name, env_overrides)
     out = Path(out)
     _prepare_out(out, overwrite)
-    plan = plan_tasks(env, num_tasks, split_fraction, seed)
+    plan = plan_tasks(
+        env, num_tasks, split_fraction, seed, num_train_tasks=num_train_tasks
+    )
     key_tasks, key_run = jax.random.split(jax.random.key(seed))
     chunk_size = min(chunk_size, num_tasks)
 
@@ -263,6 +312,7 @@ def write_dataset(
         num_tasks=num_tasks,
         num_episodes=num_episodes,
         chunk_size=chunk_size,
+        num_train_tasks=num_train_tasks,
     )
     return write_histories(
         out,
@@ -285,8 +335,10 @@ def _dataset_metadata(
     num_tasks: int,
     num_episodes: int,
     chunk_size: int,
+    num_train_tasks: int | None = None,
 ) -> dict[str, Any]:
     """The dataset-specific keys of ``agentrl.json`` for :func:`write_dataset`."""
+    restricted = {} if num_train_tasks is None else {"num_train_tasks": num_train_tasks}
     return {
         "env": {"name": env_name, "overrides": env_overrides},
         "source": source,
@@ -301,6 +353,8 @@ def _dataset_metadata(
         "task_space": "finite" if plan.finite else "continuous",
         "task_ids": {k: [int(i) for i in v] for k, v in plan.task_ids.items()},
         "split": plan.split.to_json(),
+        # the distinct tasks of the training histories, when restricted
+        **restricted,
     }
 
 

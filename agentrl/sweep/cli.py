@@ -10,7 +10,9 @@ reward_scale) are trained in one program; any other field gives one program
 per value (the static grid). An online learner (rl2, transformer_ppo) needs
 no dataset: its seeds x traced settings are one vmapped training program.
 Writes results.md, results.csv, results.json and results.png into ``--out``
-(default ``sweeps/<name>-<preset>``).
+(default ``sweeps/<name>-<preset>``). ``--eval-train-tasks`` also scores the
+models on their training tasks (and, over a grid of data.num_train_tasks,
+plots transition.png: memorisation against generalisation).
 """
 
 from __future__ import annotations
@@ -48,6 +50,10 @@ class Args(ExperimentArgs):
     resume: bool = True
     """reuse the finished settings and member checkpoints already in --out
     (--no-resume trains and evaluates everything again)"""
+    eval_train_tasks: bool = False
+    """also score every model on the distinct tasks of its training
+    histories (learners trained from a dataset); with a grid over
+    data.num_train_tasks, transition.png plots both scores against it"""
 
 
 def parse_seeds(text: str, base: int = 0) -> list[int]:
@@ -81,12 +87,16 @@ def parse(argv: list[str]) -> Args:
 
 def prepare(args: Args):
     """``(config, seeds, grid)`` from parsed arguments; all checks, no compile."""
-    from agentrl.sweep.grid import make_grid, parse_grid_args
+    from agentrl.sweep.grid import check_train_task_eval, make_grid, parse_grid_args
 
     config = args.config
     seeds = parse_seeds(args.seeds, config.train.seed)
     grid = make_grid(config, parse_grid_args(list(args.grid)))
     check_output_path(args.out, "--out")
+    try:
+        check_train_task_eval(config, args.eval, args.eval_train_tasks)
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
     return config, seeds, grid
 
 
@@ -106,6 +116,7 @@ def run(args: Args) -> int:
         steps_per_call=args.steps_per_call,
         progress=args.progress,
         resume=args.resume,
+        eval_train_tasks=args.eval_train_tasks,
     )
     print(outcome.paths["md"].read_text())
     print("wrote: " + ", ".join(str(p) for p in outcome.paths.values()))

@@ -30,6 +30,7 @@ DATASET_FIELDS = (
     "data.source",
     "data.source_args",
     "data.num_tasks",
+    "data.num_train_tasks",
     "data.num_episodes",
     "data.path",
 )
@@ -130,6 +131,22 @@ def make_grid(config: Any, grid: dict[str, Any]) -> SweepGrid:
     for setting in spec.static_settings():
         configtools.override(config, setting)  # combinations valid together
     return spec
+
+
+def check_train_task_eval(config: Any, evaluate: bool, eval_train_tasks: bool) -> None:
+    """``ValueError`` where ``eval_train_tasks`` cannot apply: without
+    evaluation, or for an online learner (it trains on fresh tasks of the
+    whole family, so it has no set of training tasks)."""
+    if not eval_train_tasks:
+        return
+    if not evaluate:
+        raise ValueError("--eval-train-tasks needs the evaluation (drop --no-eval)")
+    if config.algo.by_training(from_data=False, online=True):
+        raise ValueError(
+            f"--eval-train-tasks: {config.algo.label} is trained online by RL on "
+            "fresh tasks of the whole family, so it has no training tasks to "
+            "score; it applies to learners trained from a dataset"
+        )
 
 
 def apply_static(config: Any, setting: dict[str, Any]) -> Any:

@@ -62,6 +62,7 @@ def setting_rows(
     fields: dict[str, Any],
     metrics: dict[str, np.ndarray],
     scores: np.ndarray | None = None,
+    train_scores: np.ndarray | None = None,
 ) -> dict[str, Any]:
     """One table row.
 
@@ -70,6 +71,9 @@ def setting_rows(
       fields: the swept fields and their values for this setting.
       metrics: name -> ``[seed, steps]`` training curves.
       scores: ``[seed, task]`` held-out scores, or ``None``.
+      train_scores: ``[seed, task]`` scores on the training tasks, or
+        ``None``; adds ``train_score`` (mean, CI) and ``generalization_gap``
+        (train minus held-out mean).
     """
     seeds = next(iter(metrics.values())).shape[0]
     row: dict[str, Any] = {"setting": label, **fields, "seeds": seeds}
@@ -91,6 +95,17 @@ def setting_rows(
                 "score_iqm_ci_high": agg["iqm_ci"][1],
             }
         )
+    if train_scores is not None:
+        agg = aggregate(train_scores)
+        row.update(
+            {
+                "train_score": agg["mean"],
+                "train_score_ci_low": agg["mean_ci"][0],
+                "train_score_ci_high": agg["mean_ci"][1],
+            }
+        )
+        if scores is not None:
+            row["generalization_gap"] = agg["mean"] - row["score"]
     return row
 
 
@@ -204,6 +219,59 @@ def plot(path: Path, curves: dict[str, np.ndarray], rows: list[dict[str, Any]]) 
     return path
 
 
+def plot_transition(
+    path: Path, rows: list[dict[str, Any]], x_field: str, title: str = ""
+) -> Path:
+    """Held-out and training-task scores against ``x_field`` (log2 axis).
+
+    One colour per combination of the rows' other swept fields (model
+    sizes ...): solid the held-out ``score``, dashed ``train_score``, each
+    with its 95% CI band. A row whose ``x_field`` is ``None`` (every
+    training history its own task) sits one step right of the largest,
+    labelled "all". Rows need ``score`` and ``train_score``.
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    numbers = [r[x_field] for r in rows if r[x_field] is not None]
+    top = 2.0 * max(numbers, default=1)
+    swept = [k for k in rows[0] if "." in k and k != x_field]
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        name = " ".join(f"{k.split('.')[-1]}={r[k]}" for k in swept) or "all"
+        groups.setdefault(name, []).append(r)
+    fig = Figure(figsize=(7, 4.5))
+    ax = fig.subplots()
+    for i, (name, group) in enumerate(groups.items()):
+        group = sorted(group, key=lambda r: top if r[x_field] is None else r[x_field])
+        x = [top if r[x_field] is None else r[x_field] for r in group]
+        colour = f"C{i % 10}"
+        for column, style, what in (
+            ("score", "-", "held-out"),
+            ("train_score", "--", "train tasks"),
+        ):
+            y = [r[column] for r in group]
+            low = [r[f"{column}_ci_low"] for r in group]
+            high = [r[f"{column}_ci_high"] for r in group]
+            ax.plot(x, y, style, marker="o", color=colour, label=f"{name}, {what}")
+            ax.fill_between(x, low, high, color=colour, alpha=0.12)
+    ax.set_xscale("log", base=2)
+    if any(r[x_field] is None for r in rows):
+        ticks = sorted(set(numbers)) + [top]
+        ax.set_xticks(ticks, [f"{t:g}" for t in ticks[:-1]] + ["all"])
+    ax.set(
+        xlabel=f"{x_field} (distinct training tasks)",
+        ylabel="normalized return, last episodes",
+        title=title or "memorisation to generalisation",
+    )
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    png = io.BytesIO()
+    FigureCanvasAgg(fig).print_png(png)
+    write_bytes(path, png.getvalue())
+    return path
+
+
 def write_sweep_results(
     out_dir: str | Path,
     rows: list[dict[str, Any]],
@@ -235,6 +303,12 @@ def write_sweep_results(
         "evaluation episodes on held-out tasks; score_iqm = its interquartile "
         "mean over seeds x tasks, with its own 95% bootstrap CI."
     )
+    if rows and "train_score" in rows[0]:
+        md.append(
+            "\ntrain_score = the same score on the distinct tasks of the training "
+            "histories (same acting rule and evaluation); generalization_gap = "
+            "train_score - score."
+        )
     write_text(paths["md"], "\n".join(md) + "\n")
     write_text(paths["csv"], to_csv(rows))
     payload = {

@@ -19,6 +19,16 @@ the members are checkpointed every ``train.checkpoint_every`` steps into
 ``OUT/settings/<setting>-<hash>.ckpt`` (removed once the setting is done),
 so a killed sweep continues where it was and ends with the same table as an
 uninterrupted one. ``OUT/.lock`` keeps a second sweep out of the directory.
+
+With ``eval_train_tasks`` a distilled learner is also evaluated, in the
+same program, on (up to ``eval.num_tasks`` of) the distinct tasks its
+training histories were made on, cycled to ``eval.num_tasks``
+(:func:`agentrl.data.writer.training_tasks`): rows get ``train_score``
+beside the held-out ``score``, and a static grid over
+``data.num_train_tasks`` draws ``transition.png``, both scores against the
+number of training tasks (the GPICL study, ``experiments/gpicl_bandit.py``).
+The held-out tasks keep their keys (task ``i`` runs on ``fold_in(key, i)``;
+the training tasks follow them), so their numbers do not change.
 """
 
 from __future__ import annotations
@@ -34,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 import agentrl.configtools as configtools
@@ -44,6 +55,7 @@ from agentrl.safeio import DirectoryLock
 from agentrl.sweep.grid import (
     SweepGrid,
     apply_static,
+    check_train_task_eval,
     make_grid,
     setting_label,
 )
@@ -52,12 +64,13 @@ from agentrl.sweep.online import (
     held_out_online,
     online_sweep,
 )
-from agentrl.sweep.report import setting_rows, write_sweep_results
+from agentrl.sweep.report import plot_transition, setting_rows, write_sweep_results
 from agentrl.sweep.train import (
     check_seeds,
     evaluate_members,
     held_out_tasks,
     train_sweep,
+    train_tasks,
 )
 from agentrl.tables import json_safe, write_json
 from agentrl.train.config import ExperimentConfig
@@ -95,6 +108,7 @@ def run_sweep(
     steps_per_call: int = 10,
     progress: bool = True,
     resume: bool = True,
+    eval_train_tasks: bool = False,
 ) -> SweepOutcome:
     """Train and evaluate ``seeds`` x ``grid`` of ``config``; write the table.
 
@@ -109,12 +123,15 @@ def run_sweep(
       steps_per_call: training steps per jitted ``lax.scan`` chunk.
       resume: reuse complete static settings and member checkpoints already
         in ``out_dir`` (see the module docstring); ``False`` recomputes all.
+      eval_train_tasks: also score every member on its training tasks
+        (distilled learners only; see the module docstring).
 
     Returns:
       :class:`SweepOutcome`.
     """
     seeds = check_seeds(seeds)
     spec = grid if isinstance(grid, SweepGrid) else make_grid(config, grid or {})
+    check_train_task_eval(config, evaluate, eval_train_tasks)
     out = Path(out_dir)
     rows, curves, timings = [], {}, []
     # One sweep per directory (process 0 of a multi-host run holds the lock).
@@ -131,6 +148,7 @@ def run_sweep(
                 steps_per_call=steps_per_call,
                 progress=progress,
                 resume=resume,
+                eval_train_tasks=eval_train_tasks,
             )
             rows += part["rows"]
             curves.update(
@@ -150,7 +168,15 @@ def run_sweep(
         }
         title = f"sweep: {config.name} ({config.algo.label}), {len(seeds)} seeds"
         paths = write_sweep_results(out, rows, curves, info, title)
+        if eval_train_tasks and len(spec.static.get(TASKS_FIELD, ())) > 1:
+            paths["transition"] = plot_transition(
+                out / "transition.png", rows, TASKS_FIELD, title
+            )
     return SweepOutcome(rows, curves, paths, info)
+
+
+#: the field a memorisation-to-generalisation sweep varies (``transition.png``)
+TASKS_FIELD = "data.num_train_tasks"
 
 
 def _setting_key(
@@ -160,6 +186,7 @@ def _setting_key(
     seeds: list[int],
     evaluate: bool,
     steps_per_call: int,
+    eval_train_tasks: bool = False,
 ) -> str:
     """``<label>-<hash>``: names what one static setting's results depend on."""
     identity = {
@@ -170,6 +197,8 @@ def _setting_key(
         "steps_per_call": steps_per_call,
         "agentrl_version": __version__,
     }
+    if eval_train_tasks:  # absent otherwise: earlier sweeps keep their keys
+        identity["eval_train_tasks"] = True
     blob = json.dumps(json_safe(identity), sort_keys=True, default=str)
     label = re.sub(r"[^A-Za-z0-9_.=-]+", "_", setting_label(static)) or "base"
     return f"{label[:80]}-{hashlib.sha1(blob.encode()).hexdigest()[:10]}"
@@ -199,10 +228,13 @@ def _static_setting(
     steps_per_call: int,
     progress: bool,
     resume: bool,
+    eval_train_tasks: bool = False,
 ) -> dict[str, Any]:
     """Train (or resume) and evaluate one static setting; its JSON record."""
     cfg = apply_static(config, static)
-    key = _setting_key(cfg, static, settings, seeds, evaluate, steps_per_call)
+    key = _setting_key(
+        cfg, static, settings, seeds, evaluate, steps_per_call, eval_train_tasks
+    )
     path = out / "settings" / f"{key}.json"
     ckpt_dir = out / "settings" / f"{key}.ckpt"
     part = _read_part(path, key) if resume else None
@@ -219,14 +251,14 @@ def _static_setting(
         checkpoint_every=max(cfg.train.checkpoint_every, 0),
     )
     members = cfg.algo.by_training(from_data=_data_members, online=_online_members)
-    sweep, held_out, evaluate_fn = members(cfg, env, seeds, settings, out, chunking)
-    scores, eval_seconds = None, 0.0
+    sweep, tasks, evaluate_fn = members(cfg, env, seeds, settings, out, chunking)
+    scores = train_scores = None
+    eval_seconds = 0.0
     if evaluate:
         start = time.perf_counter()
-        eval_key = jax.random.key(cfg.eval.seed)
-        params = held_out(sweep.config)
-        returns = evaluate_fn(sweep, env, params, eval_key, cfg.eval.num_episodes)
-        scores = _scores(env, params, eval_key, returns)
+        scores, train_scores = _evaluate_setting(
+            sweep, env, tasks, evaluate_fn, eval_train_tasks
+        )
         eval_seconds = time.perf_counter() - start
     rows, curves = [], {}
     for h, traced in enumerate(settings):
@@ -235,7 +267,11 @@ def _static_setting(
         metrics = {k: v[:, h] for k, v in sweep.metrics.items()}
         rows.append(
             setting_rows(
-                label, fields, metrics, None if scores is None else scores[:, h]
+                label,
+                fields,
+                metrics,
+                None if scores is None else scores[:, h],
+                None if train_scores is None else train_scores[:, h],
             )
         )
         curves[label] = metrics["loss"]
@@ -257,19 +293,44 @@ def _static_setting(
     return {**part, "timing": timing}
 
 
+def _evaluate_setting(sweep, env, tasks, evaluate_fn, eval_train_tasks: bool):
+    """``(scores, train_scores | None)``, ``[S, H, task]`` each: the members
+    on the held-out tasks and, with ``eval_train_tasks``, on their training
+    tasks in the same program (placed after the held-out tasks, so those
+    keep their keys and numbers)."""
+    cfg = sweep.config
+    eval_key = jax.random.key(cfg.eval.seed)
+    params = tasks["held_out"](cfg)
+    num_held_out = jax.tree.leaves(params)[0].shape[0]
+    if eval_train_tasks:
+        trained = tasks["train"](cfg)
+        params = jax.tree.map(lambda a, b: jnp.concatenate([a, b]), params, trained)
+    returns = evaluate_fn(sweep, env, params, eval_key, cfg.eval.num_episodes)
+    scores = _scores(env, params, eval_key, returns)
+    if not eval_train_tasks:
+        return scores, None
+    return scores[..., :num_held_out], scores[..., num_held_out:]
+
+
 def _data_members(cfg, env, seeds, settings, out, chunking):
-    """A distilled learner's members: ``(sweep, held_out(config), evaluate)``."""
+    """A distilled learner's members: ``(sweep, tasks, evaluate)``; ``tasks``
+    maps ``"held_out"`` and ``"train"`` to ``params(config)``."""
     progress = chunking["progress"]
     dataset = prepare_dataset(cfg, env, _data_dir(out, cfg), progress=progress)
     sweep = train_sweep(cfg, env, dataset, seeds, settings, **chunking)
-    return sweep, lambda config: held_out_tasks(env, dataset, config), evaluate_members
+    tasks = {
+        "held_out": lambda config: held_out_tasks(env, dataset, config),
+        "train": lambda config: train_tasks(env, dataset, config),
+    }
+    return sweep, tasks, evaluate_members
 
 
 def _online_members(cfg, env, seeds, settings, out, chunking):
     """An online learner's members: trained by RL, no dataset (the program is
-    the run); ``(sweep, held_out(config), evaluate)``."""
+    the run); ``(sweep, {"held_out": params(config)}, evaluate)``."""
     sweep = online_sweep(cfg, env, seeds, settings, **chunking)
-    return sweep, lambda config: held_out_online(env, config), evaluate_online_members
+    tasks = {"held_out": lambda config: held_out_online(env, config)}
+    return sweep, tasks, evaluate_online_members
 
 
 def _scores(env: Any, params: Any, key: jax.Array, returns: np.ndarray) -> np.ndarray:

@@ -46,6 +46,7 @@ import agentrl.train.parallel as parallel
 from agentrl.agents.driver import run_batched_agent
 from agentrl.agents.model_agents import ModelHandle
 from agentrl.data.device_sampler import device_sampler_of
+from agentrl.data.writer import training_tasks
 from agentrl.envs.base import env_horizon
 from agentrl.tables import write_bytes
 from agentrl.train.checkpoint import Checkpointer, remove_incomplete_checkpoints
@@ -401,6 +402,15 @@ def held_out_tasks(env: Any, dataset: Any, config: ExperimentConfig):
     split = dataset.metadata.get("split")
     params, _ = held_out_params(env, split, config.eval.num_tasks, config.eval.seed)
     return params
+
+
+def train_tasks(env: Any, dataset: Any, config: ExperimentConfig):
+    """``params [task, ...]``: the distinct tasks of the training histories,
+    cycled to ``eval.num_tasks`` (the first ``eval.num_tasks`` when there
+    are more), each acted on with its own key."""
+    params, ids = training_tasks(env, dataset.metadata)
+    pick = jnp.arange(config.eval.num_tasks) % len(ids)
+    return jax.tree.map(lambda x: x[pick], params)
 
 
 def evaluate_members(

@@ -81,6 +81,12 @@ class DataConfig:
       source: source algorithm that generates the learning histories.
       source_args: the source's settings, e.g. ``learning_rate=0.5``.
       num_tasks: histories to generate (one task each).
+      num_train_tasks: distinct training tasks the histories cycle over
+        (the first of the split's training tasks; on a continuous family,
+        such as bandits, that many drawn tasks shared by the training
+        histories), for studies of memorisation against generalisation
+        (``experiments/gpicl_bandit.py``); ``None``: all of them (a
+        continuous family: every history its own task).
       num_episodes: episodes per history.
       split_fraction: share of a finite task space in the train split.
       seed: seed of the data generation (tasks and source).
@@ -94,6 +100,7 @@ class DataConfig:
     source: str = "q_learning"
     source_args: tuple[tuple[str, Any], ...] = ()
     num_tasks: int = 64
+    num_train_tasks: int | None = None
     num_episodes: int = 100
     split_fraction: float = 0.8
     seed: int = 0
@@ -114,6 +121,17 @@ class DataConfig:
         _check(
             _is_int(self.num_tasks, 1),
             f"data.num_tasks must be an integer >= 1, got {self.num_tasks!r}",
+        )
+        _check(
+            self.num_train_tasks is None or _is_int(self.num_train_tasks, 1),
+            "data.num_train_tasks must be an integer >= 1 or None (all the "
+            f"split's training tasks), got {self.num_train_tasks!r}",
+        )
+        _check(
+            self.num_train_tasks is None or self.num_train_tasks <= self.num_tasks,
+            f"data.num_train_tasks ({self.num_train_tasks}) must be <= "
+            f"data.num_tasks ({self.num_tasks}): each distinct training task "
+            "needs a history",
         )
         _check(
             _is_int(self.num_episodes, 1),
@@ -367,6 +385,7 @@ def data_used(data: DataConfig, dataset: Any) -> DataConfig:
         source=m["source"]["name"],
         source_args=tuple((k, _as_tuple(v)) for k, v in sorted(settings.items())),
         num_tasks=int(m["num_tasks"]),
+        num_train_tasks=m.get("num_train_tasks"),
         num_episodes=int(m["num_episodes"]),
         seed=int(m["seed"]),
         split_fraction=float(fraction),

@@ -74,6 +74,9 @@ def _generation_args(data, env) -> tuple[tuple, dict]:
     arguments of ``write_dataset`` / ``xland100b.generate_hdf5``: the data
     config's source run on its environment."""
     histories = source_histories(data.source, env, **dict(data.source_args))
+    restricted = {}
+    if data.num_train_tasks is not None:  # write_dataset's only
+        restricted = {"num_train_tasks": data.num_train_tasks}
     return (
         (env, histories, data.num_tasks, data.num_episodes),
         dict(
@@ -81,6 +84,7 @@ def _generation_args(data, env) -> tuple[tuple, dict]:
             env_name=data.env,
             env_overrides=dict(data.env_args),
             split_fraction=data.split_fraction,
+            **restricted,
         ),
     )
 
@@ -92,6 +96,12 @@ def _import_hdf5(config, env, run_dir: Path, progress: bool, first_use: bool):
     env and source (agentrl's histories written in that schema).
     """
     data = config.data
+    if data.num_train_tasks is not None:
+        raise ValueError(
+            "data.num_train_tasks restricts the histories agentrl generates; "
+            f"data.path {data.path} is an XLand-100B-schema file (leave "
+            "data.num_train_tasks unset)"
+        )
     file, path = Path(data.path), run_dir / "dataset"
     lead = jax.process_index() == 0
     written = not path.exists()

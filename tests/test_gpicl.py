@@ -1,0 +1,158 @@
+"""The GPICL study's pieces: N distinct training tasks, train-task scores, plot.
+
+``data.num_train_tasks`` restricts the training histories to N distinct
+tasks (finite and continuous families), held-out tasks stay disjoint, the
+histories are really made on those N tasks, and a sweep with
+``eval_train_tasks`` reports both scores and draws ``transition.png``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import agentrl.configtools as configtools
+from agentrl.data.reader import open_dataset
+from agentrl.data.writer import plan_tasks, training_tasks, write_dataset
+from agentrl.envs.registry import make as make_env
+from agentrl.sources.registry import source_histories
+from agentrl.sweep.grid import check_train_task_eval, make_grid
+from agentrl.sweep.report import plot_transition, setting_rows
+from agentrl.train.config import DataConfig
+from agentrl.train.experiments import load_experiment
+from agentrl.train.rundir import held_out_params
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def test_finite_family_restricted_to_n_tasks():
+    env = make_env("darkroom")
+    full = plan_tasks(env, 40, 0.8, seed=3)
+    plan = plan_tasks(env, 40, 0.8, seed=3, num_train_tasks=5)
+    ids = plan.task_ids["train"]
+    assert len(ids) == 40 and len(set(ids.tolist())) == 5
+    # every distinct task trains 8 times: the histories cycle over them
+    assert sorted(np.bincount(ids)[np.unique(ids)].tolist()) == [8] * 5
+    assert set(ids.tolist()) <= set(plan.split.train.tolist())
+    held_out = set(plan.split.validation.tolist()) | set(plan.split.test.tolist())
+    assert held_out and not held_out & set(ids.tolist())
+    # the held-out split is the unrestricted one's
+    assert np.array_equal(plan.split.test, full.split.test)
+    assert np.array_equal(plan.split.validation, full.split.validation)
+
+
+def test_continuous_family_restricted_to_n_tasks():
+    env = make_env("gaussian_bandit", num_arms=3, horizon=4)
+    plan = plan_tasks(env, 50, 0.8, seed=0, num_train_tasks=4)
+    ids = plan.task_ids["train"]
+    assert len(ids) == 40 and len(set(ids.tolist())) == 4
+    assert not set(ids.tolist()) & set(plan.task_ids["test"].tolist())
+    unrestricted = plan_tasks(env, 50, 0.8, seed=0).task_ids["train"]
+    assert len(set(unrestricted.tolist())) == 40
+
+
+@pytest.mark.parametrize("bad", [0, 41, 2.5, True])
+def test_bad_num_train_tasks_is_refused(bad):
+    env = make_env("gaussian_bandit", num_arms=3, horizon=4)
+    with pytest.raises(ValueError, match="data.num_train_tasks"):
+        plan_tasks(env, 50, 0.8, seed=0, num_train_tasks=bad)
+
+
+def test_config_checks_num_train_tasks():
+    with pytest.raises(ValueError, match="data.num_train_tasks"):
+        DataConfig(num_train_tasks=0)
+    with pytest.raises(ValueError, match="data.num_train_tasks"):
+        DataConfig(num_tasks=8, num_train_tasks=9)
+    assert DataConfig(num_tasks=8, num_train_tasks=8).num_train_tasks == 8
+
+
+def test_histories_are_made_on_the_n_tasks(tmp_path):
+    """The records' own params (stored with each history) are N distinct
+    bandits, the ones :func:`training_tasks` rebuilds; held-out bandits are
+    none of them."""
+    env = make_env("gaussian_bandit", num_arms=3, horizon=4)
+    histories = source_histories("random", env)
+    out = write_dataset(
+        tmp_path / "d", env, histories, 20, 1, seed=5, num_train_tasks=3
+    )
+    dataset = open_dataset(out)
+    assert dataset.metadata["num_train_tasks"] == 3
+    assert dataset.summary()["split"]["distinct_train_tasks"] == 3
+    stored = np.asarray(dataset.load_history("train").params.means)
+    distinct = np.unique(stored.round(6), axis=0)
+    assert len(stored) == 16 and len(distinct) == 3
+    params, ids = training_tasks(env, dataset.metadata)
+    rebuilt = np.asarray(params.means)
+    assert len(ids) == 3
+    np.testing.assert_allclose(np.unique(rebuilt.round(6), axis=0), distinct)
+    held, _ = held_out_params(env, dataset.metadata["split"], 32, seed=1234)
+    gaps = np.abs(np.asarray(held.means)[:, None] - rebuilt[None]).max(-1)
+    assert gaps.min() > 1e-4  # no held-out bandit is a training bandit
+
+
+def test_train_task_eval_needs_a_dataset_learner():
+    config = load_experiment("rl2_bandit", "smoke")
+    with pytest.raises(ValueError, match="trained online"):
+        check_train_task_eval(config, True, True)
+    gpicl = load_experiment("gpicl_bandit", "smoke")
+    with pytest.raises(ValueError, match="--no-eval"):
+        check_train_task_eval(gpicl, False, True)
+    check_train_task_eval(gpicl, True, True)
+    with pytest.raises(ValueError, match="data.num_train_tasks"):
+        make_grid(config, {"num_train_tasks": ["4", "8"]})
+    grid = make_grid(gpicl, {"num_train_tasks": ["4", "None"], "d_model": [8, 16]})
+    assert grid.static["data.num_train_tasks"] == (4, None)
+
+
+def test_cli_refuses_train_task_scores_for_an_online_learner(capsys):
+    from agentrl.cli import main
+
+    assert main(["sweep", "rl2_bandit", "--eval-train-tasks"]) == 2
+    err = capsys.readouterr().err
+    assert "trained online" in err and "Traceback" not in err
+
+
+def _rows(rng):
+    rows = []
+    for width in (8, 16):
+        for n in (4, 16, None):
+            fields = {"data.num_train_tasks": n, "model.d_model": width}
+            metrics = {"loss": rng.normal(size=(3, 20))}
+            held = rng.uniform(size=(3, 8))
+            train = held + (0.5 if n == 4 else 0.0)
+            rows.append(setting_rows(f"n={n}", fields, metrics, held, train))
+    return rows
+
+
+def test_rows_and_transition_plot(tmp_path):
+    rows = _rows(np.random.default_rng(0))
+    assert all("train_score_ci_low" in r for r in rows)
+    np.testing.assert_allclose(rows[0]["generalization_gap"], 0.5, atol=1e-9)
+    assert abs(rows[1]["generalization_gap"]) < 1e-9
+    path = plot_transition(tmp_path / "transition.png", rows, "data.num_train_tasks")
+    assert path.read_bytes()[:8] == PNG
+
+
+@pytest.mark.long
+def test_tiny_sweep_reports_train_and_held_out(tmp_path):
+    """Two values of N: both scores per cell and transition.png; the held-out
+    scores are those of a sweep that does not score the training tasks."""
+    from agentrl.sweep.run import run_sweep
+
+    config = load_experiment("gpicl_bandit", "smoke", {"train.steps": 6})
+    config = configtools.override(config, {"eval.num_tasks": 4})
+    grid = {"num_train_tasks": [2, 8]}
+    outcome = run_sweep(
+        config, [0, 1], grid, tmp_path / "s", progress=False, eval_train_tasks=True
+    )
+    assert [r["data.num_train_tasks"] for r in outcome.rows] == [2, 8]
+    for row in outcome.rows:
+        assert 0 <= row["train_score_ci_low"] <= row["train_score"] + 1e-9
+        assert np.isfinite(row["generalization_gap"])
+    assert outcome.paths["transition"].read_bytes()[:8] == PNG
+    assert "train_score" in outcome.paths["md"].read_text()
+    plain = run_sweep(config, [0, 1], grid, tmp_path / "plain", progress=False)
+    assert "transition" not in plain.paths
+    for a, b in zip(outcome.rows, plain.rows, strict=True):
+        assert "train_score" not in b
+        np.testing.assert_allclose(a["score"], b["score"], rtol=1e-6)
