@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from agentrl import envs
+from agentrl.envs.registry import MUJOCO_FAMILIES
 
 
 def _make(name):
@@ -18,9 +19,17 @@ def _make(name):
 ALL = envs.registered()
 # XLand compiles for about 10 s a test: its shapes are checked in `make test`,
 # the rest of its contract in `make test-long` (tests/test_envs_breadth_xland.py
-# steps it too)
+# steps it too). The MuJoCo families' MJX physics compiles for longer still:
+# their whole contract is in `make test-long` (tests/test_envs_mujoco.py
+# checks one of them against Brax in `make test`).
 XLAND_LONG = [
-    pytest.param(n, marks=pytest.mark.long) if n == "xland" else n for n in ALL
+    pytest.param(n, marks=pytest.mark.long)
+    if n == "xland" or n in MUJOCO_FAMILIES
+    else n
+    for n in ALL
+]
+SHAPES = [
+    pytest.param(n, marks=pytest.mark.long) if n in MUJOCO_FAMILIES else n for n in ALL
 ]
 
 
@@ -53,7 +62,7 @@ def _check_obs(env, obs, params):
         assert bool(space.contains(obs))
 
 
-@pytest.mark.parametrize("name", ALL)
+@pytest.mark.parametrize("name", SHAPES)
 def test_reset_step_shapes_and_dtypes(name):
     env = _make(name)
     params = env.default_params
