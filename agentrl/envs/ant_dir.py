@@ -6,7 +6,8 @@ Meta-DT's ``AntDirEnv``::
 
     reward = v_xy . (cos(angle), sin(angle)) - 0.5 * sum(action ** 2) + 1
 
-where ``v_xy`` is the torso's planar velocity over the step and ``+1`` the
+where ``v_xy`` is the torso's planar velocity over the step (from its pose
+``x``, MuJoCo's ``xpos``, which Meta-DT's ``get_body_com`` reads) and ``+1`` the
 survive reward (paid on every step: the references never terminate). The
 task is ``params.angle`` (a scalar, radians): ``num_tasks=50`` (default,
 Meta-DT's count, 45 for training) fixed angles drawn once from
@@ -68,7 +69,8 @@ class AntDir(ScalarTaskLocomotion):
         return jnp.concatenate([ps.q[2:], ps.qd])
 
     def reward(self, before, after, action, params: AntDirParams):
-        velocity = self.torso_velocity(before, after)[:2]
+        # the torso pose x, as Meta-DT's get_body_com("torso") (mujoco's xpos)
+        velocity = (after.x.pos[0, :2] - before.x.pos[0, :2]) / self.dt
         heading = jnp.stack([jnp.cos(params.angle), jnp.sin(params.angle)])
         ctrl_cost = ANT_CTRL_COST * jnp.sum(jnp.square(action))
         return jnp.dot(velocity, heading) - ctrl_cost + ANT_SURVIVE_REWARD

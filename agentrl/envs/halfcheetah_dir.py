@@ -6,7 +6,7 @@ Brax's ``halfcheetah`` on MJX physics, the observation and start state of
 
     reward = direction * v - 0.05 * sum(action ** 2)
 
-where ``v`` is the torso's forward velocity over the step. Two tasks:
+where ``v = Δq[0] / dt`` is the forward velocity over the step. Two tasks:
 ``params.direction`` is ``+1`` (task 0, forward) or ``-1`` (task 1,
 backward); Meta-DT's task list alternates the two signs and trains on both,
 so a held-out task repeats a training direction (``task_split`` of two tasks
@@ -47,5 +47,5 @@ class HalfCheetahDir(HalfCheetahBase):
         self._table = np.asarray(DIRECTIONS, np.float32)
 
     def reward(self, before, after, action, params: HalfCheetahDirParams):
-        velocity = self.torso_velocity(before, after)[0]
+        velocity = self.forward_velocity(before, after)
         return params.direction * velocity - self.ctrl_cost(action)

@@ -6,7 +6,9 @@ substeps of 0.01 s, ``dt = 0.05``), with the reward of the references'
 
     reward = -|v - target_velocity| - 0.05 * sum(action ** 2)
 
-where ``v`` is the torso's forward velocity over the step. The task is
+where ``v = Δq[0] / dt`` is the forward velocity over the step (the
+references' ``Δqpos[0] / dt``; Brax's own reward differences the torso pose
+``x``, which lags ``q`` by one substep). The task is
 ``params.target_velocity`` (a scalar): ``num_tasks=50`` (default, the
 references' count; T2MIR trains on 45 and evaluates on 5) fixed velocities
 drawn once from ``U(0, max_velocity)`` (``max_velocity=3``, the references'
@@ -99,6 +101,6 @@ class HalfCheetahVel(HalfCheetahBase):
         )
 
     def reward(self, before, after, action, params: HalfCheetahVelParams):
-        velocity = self.torso_velocity(before, after)[0]
+        velocity = self.forward_velocity(before, after)
         gap = jnp.abs(velocity - params.target_velocity)
         return -gap - self.ctrl_cost(action)

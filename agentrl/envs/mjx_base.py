@@ -180,9 +180,15 @@ class MjxLocomotion(Environment[MjxState, Any]):
         """The task's reward for the transition ``before -> after``."""
         raise NotImplementedError
 
-    def torso_velocity(self, before: Any, after: Any) -> jax.Array:
-        """``[3]`` the torso's world velocity over the step (finite difference)."""
-        return (after.x.pos[0] - before.x.pos[0]) / self.dt
+    def forward_velocity(self, before: Any, after: Any) -> jax.Array:
+        """The root's x velocity over the step, ``Δq[0] / dt``: the references'
+        ``Δqpos[0] / dt`` (the planar models' ``rootx`` slide joint).
+
+        Not Brax's ``Δx.pos[0, 0]``: after ``mjx.step`` (as after MuJoCo's
+        ``mj_step``) the body poses ``x`` are those of the last substep's
+        start, one substep behind ``q``.
+        """
+        return (after.q[0] - before.q[0]) / self.dt
 
     @property
     def observation_size(self) -> int:

@@ -143,7 +143,9 @@ class PlanarWalker(RandomPhysics):
 
     Observation: the torso height, the other joint positions ``q[2:]`` and
     ``clip(qd, -10, 10)``, as Brax's and rand_param_envs' (whose ``rootz``
-    position is the height).
+    position is the height). The height is Brax's, the torso pose
+    ``x.pos[0, 2]``, which lags ``q`` by one 2 ms substep; the rewards use
+    ``q`` as the references do (:meth:`torso_height`).
     """
 
     reset_noise = 5e-3
@@ -160,5 +162,11 @@ class PlanarWalker(RandomPhysics):
 
     def forward_reward(self, before: Any, after: Any, action: jax.Array):
         """Forward velocity minus the control cost (both references)."""
-        velocity = self.torso_velocity(before, after)[0]
+        velocity = self.forward_velocity(before, after)
         return velocity - self.ctrl_cost_weight * jnp.sum(jnp.square(action))
+
+    def torso_height(self, ps: Any) -> jax.Array:
+        """The torso's height from ``q`` (the references' ``qpos[1]``, whose
+        ``rootz`` is the height; Brax's ``x.pos[0, 2]`` lags a substep)."""
+        offset = float(self.sys.body_pos[1, 2]) - float(self.sys.qpos0[1])
+        return ps.q[1] + offset

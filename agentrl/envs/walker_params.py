@@ -55,7 +55,7 @@ class WalkerParams(PlanarWalker):
         super().__init__(horizon, num_tasks, task_seed, log_scale_limit, randomise)
 
     def reward(self, before, after, action, params):
-        height, angle = after.x.pos[0, 2], after.q[2]
+        height, angle = self.torso_height(after), after.q[2]
         healthy = (
             (height > HEALTHY_HEIGHT[0])
             & (height < HEALTHY_HEIGHT[1])
