@@ -168,5 +168,5 @@ class PlanarWalker(RandomPhysics):
     def torso_height(self, ps: Any) -> jax.Array:
         """The torso's height from ``q`` (the references' ``qpos[1]``, whose
         ``rootz`` is the height; Brax's ``x.pos[0, 2]`` lags a substep)."""
-        offset = float(self.sys.body_pos[1, 2]) - float(self.sys.qpos0[1])
-        return ps.q[1] + offset
+        body_z = np.asarray(self.sys.body_pos)[1, 2]  # NumPy: concrete in a trace
+        return ps.q[1] + float(body_z - np.asarray(self.sys.qpos0)[1])
