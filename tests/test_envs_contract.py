@@ -17,19 +17,22 @@ def _make(name):
 
 
 ALL = envs.registered()
+# The MuJoCo families' MJX step compiles for minutes on a 2-core CPU, and they
+# share one reset/step (agentrl/envs/mjx_base.py): one of them (a physics-
+# parameter family, the widest path) runs the stepping contract, in `make
+# test-long`; tests/test_envs_mujoco.py checks each against Brax.
+MUJOCO_CONTRACT = "hopper_params"
+STEPPED = [n for n in ALL if n not in MUJOCO_FAMILIES or n == MUJOCO_CONTRACT]
 # XLand compiles for about 10 s a test: its shapes are checked in `make test`,
 # the rest of its contract in `make test-long` (tests/test_envs_breadth_xland.py
-# steps it too). The MuJoCo families' MJX physics compiles for longer still:
-# their whole contract is in `make test-long` (tests/test_envs_mujoco.py
-# checks one of them against Brax in `make test`).
+# steps it too).
 XLAND_LONG = [
-    pytest.param(n, marks=pytest.mark.long)
-    if n == "xland" or n in MUJOCO_FAMILIES
-    else n
-    for n in ALL
+    pytest.param(n, marks=pytest.mark.long) if n in ("xland", MUJOCO_CONTRACT) else n
+    for n in STEPPED
 ]
 SHAPES = [
-    pytest.param(n, marks=pytest.mark.long) if n in MUJOCO_FAMILIES else n for n in ALL
+    pytest.param(n, marks=pytest.mark.long) if n == MUJOCO_CONTRACT else n
+    for n in STEPPED
 ]
 
 

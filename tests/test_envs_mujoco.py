@@ -5,10 +5,12 @@ next state and observation, and its reward is the reference's formula
 (T2MIR's / Meta-DT's) computed from Brax's states; a family's reset gives
 Brax's reset for the same key, and the step after it Brax's step after
 Brax's reset (the reset skips the collision pass: mjx_base's docstring).
-MJX's step compiles for one to two minutes on a 2-core CPU, so every check
-that steps the physics runs in `make test-long` (each compiles as few
+MJX's step compiles for one to several minutes on a 2-core CPU, so every
+check that steps the physics runs in `make test-long` (each compiles as few
 programs as it can: Brax's side and ours, a vmap for two start states); the
-task tables, spaces and errors need no physics and run in `make test`.
+task tables, spaces and errors need no physics and run in `make test`. The
+gymnax contract (auto-reset, final observation, vmap over tasks) runs on
+one MuJoCo family in tests/test_envs_contract.py (they share mjx_base).
 """
 
 import functools
@@ -145,23 +147,6 @@ def test_physics_params_change_the_trajectory_under_vmap():
     obs = np.asarray(jax.jit(jax.vmap(rollout))(params))
     np.testing.assert_array_equal(obs[0], obs[2])  # same task, same data
     assert np.abs(obs[0, -1] - obs[1, -1]).max() > 1e-3  # heavier: other motion
-
-
-@pytest.mark.long
-def test_auto_reset_at_the_horizon():
-    env = _make("hopper_params", horizon=2)
-    params = env.default_params
-    obs, state = env.reset(jax.random.key(0), params)
-    action = jnp.zeros(env.action_size)
-    step = jax.jit(env.step)
-    _, state, _, _, trunc, _ = step(jax.random.key(1), state, action, params)
-    assert not bool(trunc)
-    key = jax.random.key(2)
-    obs, state, _, term, trunc, info = step(key, state, action, params)
-    assert bool(trunc) and not bool(term) and int(state.time) == 0
-    fresh_obs, _ = env.reset(jax.random.split(key)[1], params)
-    _close(obs, fresh_obs)
-    assert np.abs(np.asarray(info["final_observation"] - obs)).max() > 1e-3
 
 
 # ------------------------------------------------------ no physics below
