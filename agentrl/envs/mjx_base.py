@@ -146,6 +146,7 @@ class MjxLocomotion(Environment[MjxState, Any]):
         cvel = base.Motion(vel=data.cvel[1:, 3:], ang=data.cvel[1:, :3])
         offset = data.xpos[1:, :] - data.subtree_com[sys.body_rootid[1:]]
         xd = base.Transform.create(pos=offset).vmap().do(cvel)
+        q, qd = data.qpos, data.qvel  # kinematics normalizes free-joint quaternions
         fields = dict(data.__dict__)
         contact = self._lib.pipeline._reformat_contact(sys, data._impl.contact)
         fields["contact"] = contact
