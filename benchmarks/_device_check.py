@@ -77,14 +77,15 @@ REPRODUCTIONS = (
     "ad_point_robot",
     "dpt_point_robot",
     "t2mir_ad_point_robot",
-
     "meta_dt_point_robot",
+    "radt_darkroom",
     "rl2_bandit",
     "transformer_ppo_bandit",
     "rl2_darkroom",
     "transformer_ppo_darkroom",
     "xland_ad",
     "rl2_xland",
+    "amago_darkroom",
     "gpicl_bandit",  # one cell (all tasks); the study itself is a sweep
 )
 

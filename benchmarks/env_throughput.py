@@ -7,12 +7,24 @@ random policy on N parallel envs (N = 1, 1,024, 16,384) inside one jitted
 every agentrl family at least as fast as gymnax's BernoulliBandit at 16,384
 envs (ratio >= 1.0 in the same run).
 
+The MuJoCo families (extra ``mujoco``) are measured apart, with ``--mujoco``:
+each against Brax's own env step on the same system (``brax.envs.
+get_environment(..., backend="mjx")``, reset and step vmapped over
+``--mujoco-envs`` envs in one jitted ``lax.scan``, no auto-reset), the same
+uniform random actions in both; per-round time ratios (paired rounds, the
+order alternating) give a median and a bootstrap CI. Target: every family
+>= 0.9x Brax's steps/s. Our side carries what Brax's bare step does not:
+the branch-free auto-reset, a key per env and step, and (``*_params``) a
+``sys`` batched over tasks. Written to ``env_throughput_mujoco``.
+
     agentrl bench env_throughput [--quick]
+    agentrl bench env_throughput --mujoco [--mujoco-envs 16] [--mujoco-steps 40]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
 import common as bench
@@ -20,6 +32,7 @@ import jax
 import jax.numpy as jnp
 
 from agentrl import envs
+from agentrl.envs.registry import MUJOCO_FAMILIES
 
 SIZES = (1, 1024, 16384)
 STEPS = {1: 2000, 1024: 200, 16384: 50}
@@ -78,12 +91,26 @@ def main(argv: list[str] | None = None) -> None:
         prog="agentrl bench env_throughput", description=__doc__.splitlines()[0]
     )
     parser.add_argument("--quick", action="store_true", help="only 16,384 envs")
+    parser.add_argument(
+        "--mujoco",
+        action="store_true",
+        help="only the MuJoCo families, each against Brax's own step",
+    )
+    parser.add_argument("--mujoco-envs", type=_positive, default=16, metavar="N")
+    parser.add_argument("--mujoco-steps", type=_positive, default=40, metavar="N")
+    parser.add_argument("--mujoco-rounds", type=_positive, default=5, metavar="N")
     args = parser.parse_args(argv)
+    if args.mujoco:
+        mujoco_main(args.mujoco_envs, args.mujoco_steps, args.mujoco_rounds)
+        return
     sizes = (16384,) if args.quick else SIZES
     import gymnax
 
     subjects = []
     for name in envs.registered():
+        if name in MUJOCO_FAMILIES:
+            print(f"skip {name}: --mujoco measures it against Brax's own step")
+            continue
         try:
             env = envs.make(name)
         except ImportError as e:
@@ -138,6 +165,130 @@ def main(argv: list[str] | None = None) -> None:
         rows,
         notes="Random policy, one jitted lax.scan; compile time excluded "
         "(listed in the JSON).",
+    )
+    print(bench.markdown_table(rows))
+    print(f"wrote {path}")
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text}")
+    return value
+
+
+def mujoco_runners(env, num_envs: int, num_steps: int):
+    """Jitted ``(ours, brax)``: ``num_envs`` envs, ``num_steps`` random steps.
+
+    Both draw the same uniform actions from the same keys; ours steps
+    ``env`` with a task per env (``sample_params``), Brax's steps
+    ``env.brax_env`` (its default system) without auto-reset.
+    """
+    brax_env, size = env.brax_env, env.action_size
+
+    def actions(k):
+        return jax.random.uniform(k, (num_envs, size), minval=-1.0, maxval=1.0)
+
+    def consume(obs, reward):  # keep XLA from dropping any of the dynamics
+        return reward.sum() + 1e-9 * obs.sum()
+
+    def ours(key):
+        keys = jax.random.split(key, num_envs)
+        params = jax.vmap(env.sample_params)(keys)
+        _, state = jax.vmap(env.reset)(keys, params)
+
+        def body(carry, k):
+            state, total = carry
+            k_act, k_step = jax.random.split(k)
+            step_keys = jax.random.split(k_step, num_envs)
+            obs, state, reward, *_ = jax.vmap(env.step)(
+                step_keys, state, actions(k_act), params
+            )
+            return (state, total + consume(obs, reward)), None
+
+        steps = jax.random.split(key, num_steps)
+        return jax.lax.scan(body, (state, jnp.float32(0)), steps)[0][1]
+
+    def brax(key):
+        state = jax.vmap(brax_env.reset)(jax.random.split(key, num_envs))
+
+        def body(carry, k):
+            state, total = carry
+            k_act, _ = jax.random.split(k)
+            state = jax.vmap(brax_env.step)(state, actions(k_act))
+            return (state, total + consume(state.obs, state.reward)), None
+
+        steps = jax.random.split(key, num_steps)
+        return jax.lax.scan(body, (state, jnp.float32(0)), steps)[0][1]
+
+    return jax.jit(ours), jax.jit(brax)
+
+
+def _compile_seconds(fn, key) -> float:
+    start = time.perf_counter()
+    jax.block_until_ready(fn(key))
+    return time.perf_counter() - start
+
+
+def mujoco_main(num_envs: int, num_steps: int, rounds: int) -> None:
+    """Each MuJoCo family against Brax's own step (module doc)."""
+    load_start = os.getloadavg()[0]
+    key = jax.random.key(0)
+    results, rows, targets = {}, [], []
+    for name in MUJOCO_FAMILIES:
+        env = envs.make(name)  # an ImportError names the extra
+        ours, brax = mujoco_runners(env, num_envs, num_steps)
+        compile_s = {"agentrl": _compile_seconds(ours, key)}
+        compile_s["brax"] = _compile_seconds(brax, key)
+        seconds = bench.paired_rounds(
+            {"agentrl": (ours, (key,)), "brax": (brax, (key,))}, rounds
+        )
+        ratios = [
+            b / a for a, b in zip(seconds["agentrl"], seconds["brax"], strict=True)
+        ]
+        median, low, high = bench.median_ci(ratios)
+        steps = num_envs * num_steps
+        sps = {lib: steps / min(sec) for lib, sec in seconds.items()}
+        results[name] = {
+            "num_envs": num_envs,
+            "num_steps": num_steps,
+            "seconds_per_round": seconds,
+            "compile_s": compile_s,
+            "steps_per_s": sps,
+            "ratio_median": median,
+            "ratio_ci95": [low, high],
+        }
+        rows.append(
+            {
+                "family": name,
+                "brax env": env.brax_name,
+                "agentrl steps/s": sps["agentrl"],
+                "brax steps/s": sps["brax"],
+                "ratio (median)": median,
+                "95% CI": f"[{low:.3f}, {high:.3f}]",
+                "compile s (agentrl / brax)": (
+                    f"{compile_s['agentrl']:.1f} / {compile_s['brax']:.1f}"
+                ),
+            }
+        )
+        targets.append(bench.target(f"{name} / Brax {env.brax_name} step", median, 0.9))
+        print(
+            f"{name:16s} {sps['agentrl']:.3e} vs brax {sps['brax']:.3e} steps/s: "
+            f"x{median:.3f} [{low:.3f}, {high:.3f}] (compile "
+            f"{compile_s['agentrl']:.1f}s / {compile_s['brax']:.1f}s)",
+            flush=True,
+        )
+    path = bench.write_record(
+        "env_throughput_mujoco",
+        results,
+        targets,
+        rows,
+        notes=(
+            f"{num_envs} envs x {num_steps} steps in one jitted lax.scan, "
+            f"{rounds} paired rounds; ratio = Brax's seconds / ours per round "
+            "(median, bootstrap 95% CI); steps/s from each side's best round; "
+            f"compile time excluded (listed). {bench.load_note(load_start)}."
+        ),
     )
     print(bench.markdown_table(rows))
     print(f"wrote {path}")

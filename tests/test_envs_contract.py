@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from agentrl import envs
+from agentrl.envs.registry import MUJOCO_FAMILIES
 
 
 def _make(name):
@@ -16,17 +17,24 @@ def _make(name):
 
 
 ALL = envs.registered()
-# XLand and the gymnax control families compile for seconds a test: `make
-# test` checks the contract on the native families, `make test-long` on every
-# family (tests/test_envs_breadth*.py step XLand and gymnax too)
+# The MuJoCo families' MJX step compiles for minutes on a 2-core CPU, and they
+# share one reset/step (agentrl/envs/mjx_base.py): one of them (a physics-
+# parameter family, the widest path) runs the stepping contract, in `make
+# test-long`; tests/test_envs_mujoco.py checks each against Brax.
+MUJOCO_CONTRACT = "hopper_params"
+STEPPED = [n for n in ALL if n not in MUJOCO_FAMILIES or n == MUJOCO_CONTRACT]
+# XLand, the gymnax control families and MuJoCo compile for seconds to minutes
+# a test: `make test` checks the contract on the native families, `make
+# test-long` on the rest (tests/test_envs_breadth*.py step XLand and gymnax too)
 SLOW = {
     "xland",
     "acrobot_contextual",
     "cartpole_contextual",
     "mountaincar_contextual",
     "pendulum_contextual",
+    MUJOCO_CONTRACT,
 }
-NATIVE = [pytest.param(n, marks=pytest.mark.long) if n in SLOW else n for n in ALL]
+NATIVE = [pytest.param(n, marks=pytest.mark.long) if n in SLOW else n for n in STEPPED]
 
 
 def _np(x):

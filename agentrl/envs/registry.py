@@ -88,7 +88,36 @@ BUILTIN_FAMILIES: dict[str, tuple[str, str]] = {
         "agentrl.envs.xland:XLandMiniGrid",
         "an XLand-MiniGrid environment; the ruleset is the task (extra xminigrid)",
     ),
+    # MuJoCo locomotion on Brax/MJX (extra mujoco; brax is imported on make)
+    "halfcheetah_vel": (
+        "agentrl.envs.halfcheetah_vel:HalfCheetahVel",
+        "HalfCheetah running at a hidden target velocity in [0, 3] (extra mujoco)",
+    ),
+    "halfcheetah_dir": (
+        "agentrl.envs.halfcheetah_dir:HalfCheetahDir",
+        "HalfCheetah running forward or backward (extra mujoco)",
+    ),
+    "ant_dir": (
+        "agentrl.envs.ant_dir:AntDir",
+        "Ant walking in a hidden direction on the circle (extra mujoco)",
+    ),
+    "walker_params": (
+        "agentrl.envs.walker_params:WalkerParams",
+        "Walker2d with randomised masses, inertia, damping, friction (extra mujoco)",
+    ),
+    "hopper_params": (
+        "agentrl.envs.hopper_params:HopperParams",
+        "Hopper with randomised masses, inertia, damping, friction (extra mujoco)",
+    ),
 }
+#: the MuJoCo families (Brax/MJX physics, the extra ``agentrl[mujoco]``)
+MUJOCO_FAMILIES = (
+    "halfcheetah_vel",
+    "halfcheetah_dir",
+    "ant_dir",
+    "walker_params",
+    "hopper_params",
+)
 for _name, (_target, _description) in BUILTIN_FAMILIES.items():
     ENVS.register_lazy(_name, _target, _description)
 

@@ -1,0 +1,66 @@
+"""Walker-Params: Walker2d with randomised physics (T2MIR's WalkerRandParams).
+
+Brax's ``walker2d`` on MJX physics (:mod:`agentrl.envs.mjx_base`; 4
+substeps of 2 ms, ``dt = 0.008``, the references' frame skip: their
+``RandomEnv`` builds the model with 4 whatever the subclass asks), whose
+task is its body masses, inertias, joint damping and geom friction, drawn as
+rand_param_envs draws them (:mod:`agentrl.envs.mjx_physics`:
+``1.5 ** U(-3, 3)`` factors, ``1.3 ** U(-3, 3)`` for damping). Reward, as
+T2MIR's ``WalkerRandParamsEnv`` (which turns termination into a lost alive
+bonus)::
+
+    reward = v + 1[healthy] - 1e-3 * sum(action ** 2)
+    healthy = 0.8 < torso height < 2.0 and -1 < torso angle < 1
+
+Episodes never terminate and are truncated after ``horizon=200`` steps. The
+start state is Brax's: ``init_q + U(-5e-3, 5e-3)`` positions and
+``U(-5e-3, 5e-3)`` velocities.
+
+Observation ``[17]`` float32 (torso height, ``q[2:]``, ``clip(qd, -10,
+10)``; T2MIR's and Brax's). Action ``[6]`` in ``[-1, 1]``. No oracle.
+``num_tasks=50`` fixed tasks (T2MIR: 45 train, 5 test) or ``0``
+(continuous); ``randomise`` picks the fields (Meta-DT's walker randomises
+only ``("body_mass", "geom_friction")``).
+
+Static: ``horizon``, ``num_tasks``, ``task_seed``, ``log_scale_limit``,
+``randomise``. Traced: every field of :class:`~agentrl.envs.mjx_physics.
+PhysicsParams`.
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+
+from agentrl.envs.mjx_base import RANDOMISED_FIELDS
+from agentrl.envs.mjx_physics import PlanarWalker
+
+HEALTHY_HEIGHT = (0.8, 2.0)
+HEALTHY_ANGLE = (-1.0, 1.0)
+
+
+class WalkerParams(PlanarWalker):
+    """Walker2d whose physics is the hidden task (see the module doc)."""
+
+    brax_name = "walker2d"
+    brax_kwargs = {"n_frames": 4}
+
+    def __init__(
+        self,
+        horizon: int = 200,
+        num_tasks: int = 50,
+        task_seed: int = 0,
+        log_scale_limit: float = 3.0,
+        randomise: tuple[str, ...] = tuple(RANDOMISED_FIELDS),
+    ):
+        super().__init__(horizon, num_tasks, task_seed, log_scale_limit, randomise)
+
+    def reward(self, before, after, action, params):
+        height, angle = self.torso_height(after), after.q[2]
+        healthy = (
+            (height > HEALTHY_HEIGHT[0])
+            & (height < HEALTHY_HEIGHT[1])
+            & (angle > HEALTHY_ANGLE[0])
+            & (angle < HEALTHY_ANGLE[1])
+        )
+        bonus = jnp.where(healthy, 1.0, 0.0)
+        return self.forward_reward(before, after, action) + bonus
