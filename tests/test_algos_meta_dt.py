@@ -173,6 +173,7 @@ def _batch(key, rows: int, horizon: int):
     }
 
 
+@pytest.mark.long
 def test_world_pass_masks_padding_and_episode_ends():
     env, config = _config()
     model = config.algo.build_model(config.model, nnx.Rngs(0))
@@ -205,6 +206,7 @@ def trainer():
     return state, step, default_hparams(config), env
 
 
+@pytest.mark.long
 def test_loss_is_finite_and_falls_on_tiny_data(trainer):
     state, step, hp, env = trainer
     batch = _batch(jax.random.key(2), 8, env.horizon)
@@ -218,6 +220,7 @@ def test_loss_is_finite_and_falls_on_tiny_data(trainer):
     assert np.mean(world[-5:]) < 0.7 * world[0], world
 
 
+@pytest.mark.long
 def test_world_model_learns_only_from_its_own_loss(trainer):
     """The policy reads z without gradient: with the world-model loss (and
     weight decay) off, updates leave the world model exactly as it was and
@@ -270,6 +273,7 @@ def _training_logits(model, algo, source, has_prompt, episode, rtg):
     return out.action[:, algo.prompt_length :]
 
 
+@pytest.mark.long
 def test_agent_acts_on_the_tokens_it_trains_on():
     """Greedy acting over 2 episodes: re-building each episode's prompt (the
     best earlier episode's segment of largest error) and tokens with the

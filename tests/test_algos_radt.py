@@ -200,6 +200,7 @@ def test_loss_is_finite_and_falls_on_tiny_data(radt_config, tmp_path):
 
 
 # ------------------------------------------------------------ evaluation
+@pytest.mark.long
 def test_agent_retrieves_from_its_own_finished_episodes(radt_config):
     from flax import nnx
 

@@ -73,6 +73,7 @@ def test_arrays_are_stored_by_name_and_readable_without_agentrl(run_dir):
     assert any(n.startswith("aux.") for n in names), sorted(names)[:5]
 
 
+@pytest.mark.long
 def test_restore_part_reads_the_model_without_an_optimizer(run_dir):
     config, state = _train_state(run_dir)
     ckpt = Checkpointer(run_dir / "checkpoints", 0, create=False)
@@ -135,6 +136,7 @@ def _write_flat_layout(run_dir, state):
     return saved
 
 
+@pytest.mark.long
 def test_a_run_in_the_pre_release_flat_layout_is_refused(run_dir, tmp_path):
     """0.1.0 reads only checkpoints stored by name (the converter is gone)."""
     path = shutil.copytree(run_dir, tmp_path / "run")

@@ -150,6 +150,7 @@ AD_CASES = {
 }
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("case", list(AD_CASES))
 def test_ad_device_windows_are_legal_with_the_reference_frequencies(room, case):
     host = ADSampler(room, 8, seed=7, **AD_CASES[case])

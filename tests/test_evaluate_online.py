@@ -52,6 +52,7 @@ def test_shapes_and_metadata(bandit_results):
     )
 
 
+@pytest.mark.long
 def test_random_scores_zero_oracle_one_and_oracle_has_no_regret(bandit_results):
     oracle, random = bandit_results["oracle"], bandit_results["random"]
     np.testing.assert_array_equal(oracle.regret, 0.0)

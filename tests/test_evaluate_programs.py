@@ -137,6 +137,7 @@ def test_an_unfinished_run_is_evaluated_with_a_warning_and_says_so_everywhere(
     assert "ad,info,finished,0,0,," in csv
 
 
+@pytest.mark.long
 def test_a_finished_run_says_its_step_and_no_warning(tiny_run, tmp_path):
     from agentrl.evaluate.run import evaluate_run
 
@@ -151,6 +152,7 @@ def test_a_finished_run_says_its_step_and_no_warning(tiny_run, tmp_path):
     assert "ad,info,checkpoint_step,0,2,," in paths["csv"].read_text()
 
 
+@pytest.mark.long
 def test_a_live_lock_holder_is_named_as_still_training(tiny_run):
     from agentrl.evaluate.run import training_process
     from agentrl.safeio import LOCK_FILE
@@ -172,6 +174,7 @@ def test_a_live_lock_holder_is_named_as_still_training(tiny_run):
 # ---------------------------------------- progress and summary (35.8)
 
 
+@pytest.mark.long
 def test_agentrl_eval_shows_progress_warns_and_ends_with_a_summary(
     unfinished_run, tmp_path, capsys
 ):

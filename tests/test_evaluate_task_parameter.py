@@ -13,6 +13,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from agentrl.envs.point_robot import PointRobot
 from agentrl.evaluate.evaluate import EvalResult, evaluate_methods
@@ -38,6 +39,7 @@ def test_point_robot_task_parameter():
     np.testing.assert_allclose(dist, np.linalg.norm(params.goal, axis=-1), rtol=1e-5)
 
 
+@pytest.mark.long
 def test_evaluation_writes_return_vs_task(tmp_path):
     env = PointRobot(horizon=5, goals="uniform")
     params = jax.vmap(env.sample_params)(jax.random.split(jax.random.key(1), 6))

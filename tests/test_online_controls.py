@@ -147,6 +147,7 @@ class Recording:
         return self.agent.update(inner, step), shown, t + 1
 
 
+@pytest.mark.long
 def test_shuffled_rewards_reach_the_online_agents_inputs(online):
     """On a bandit paying 0 or 1 at random, the agent is shown rewards in
     another order than paid, and its state is the one they give."""

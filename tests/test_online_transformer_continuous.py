@@ -59,6 +59,7 @@ def gaussian_logp(raw, mean, log_std):
     return np.sum(-0.5 * z**2 - log_std - 0.5 * math.log(2 * math.pi), -1)
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("update_every", [8, pytest.param(4, marks=pytest.mark.long)])
 def test_logged_logp_is_the_gaussian_of_the_acting_weights(update_every):
     trainer = make_trainer(update_every=update_every)

@@ -28,6 +28,7 @@ def _tasks(env, n, seed=0):
     return jax.vmap(env.sample_params)(jax.random.split(jax.random.key(seed), n))
 
 
+@pytest.mark.long
 def test_history_shapes_actions_and_final_policy_labels():
     """Through the registry (one compile): exact length, the env's actions,
     final-policy labels the same at every episode start (the origin)."""

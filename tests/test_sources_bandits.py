@@ -95,6 +95,7 @@ def _check_sublinear(curve: np.ndarray, random_curve_end: float):
     assert curve[-1] < 0.4 * random_curve_end
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("source", ["ucb", "ucb_dpt", "thompson"])
 def test_gaussian_regret_sublinear_and_matches_numpy(source):
     env, params = _dpt_bandit_tasks()

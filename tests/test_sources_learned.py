@@ -154,6 +154,7 @@ def _fake_distilled_run(rl2_run, tmp_path):
     return other
 
 
+@pytest.mark.long
 def test_bad_run_dirs_are_named(rl2_run, tmp_path):
     e = env()
     (tmp_path / "empty").mkdir()

@@ -113,6 +113,7 @@ def test_non_finite_loss_stops_and_keeps_last_good_checkpoint(
         assert all(np.isfinite(np.asarray(x)).all() for x in leaves)
 
 
+@pytest.mark.long
 def test_resume_refuses_a_different_config(darkroom_dataset, tmp_path):
     config = _config(darkroom_dataset)
     run_dir = fit(config, tmp_path / "run", progress=False, stop_at_step=5)

@@ -79,8 +79,9 @@ class Amago(Algorithm):
       offline_coeff: weight of the filtered BC term.
       critic_coeff: weight of the critic loss.
       reward_scale: rewards are multiplied by it in the TD targets.
-      eps_start / eps_end: epsilon-greedy ceiling, annealed linearly (each
-        trial explores with a uniform fraction of it).
+      eps_start: epsilon-greedy ceiling at the start, annealed linearly to
+        ``eps_end`` (each trial explores with a uniform fraction of it).
+      eps_end: epsilon-greedy ceiling after ``explore_steps``.
     """
 
     name = "amago"

@@ -90,13 +90,15 @@ class RADT(Algorithm):
 
     Attributes:
       context_len: steps of the agent's own history in the model input.
-      piece_len: steps of a retrieved piece; query_len: steps its key (and
-        a query) embed, the piece's first ``query_len`` (the rest is what
-        followed); piece_stride: a piece starts every this many steps.
-      top_k: candidates of the inner product search; num_retrieved: pieces
-        kept after rescoring.
-      task_weight: utility weight of a same-task piece in training;
-        return_weight: of the piece's (min-maxed) return at evaluation.
+      piece_len: steps of a retrieved piece.
+      query_len: steps its key (and a query) embed, the piece's first
+        ``query_len`` (the rest is what followed).
+      piece_stride: a piece starts every this many steps.
+      top_k: candidates of the inner product search.
+      num_retrieved: pieces kept after rescoring.
+      task_weight: utility weight of a same-task piece in training.
+      return_weight: utility weight of the piece's (min-maxed) return at
+        evaluation.
       max_similarity: training skips pieces more similar than this
         (near-duplicates); ``None``: none.
       query_dropout: training queries drop each of their steps with this
