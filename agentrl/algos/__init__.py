@@ -53,7 +53,6 @@ __all__ = [
     "DT",
     "DTModelAgent",
     "RADT",
-
     "MetaDT",
     "RL2",
     "T2MIR",

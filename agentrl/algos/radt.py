@@ -147,6 +147,11 @@ class RADT(Algorithm):
             f"algo.num_retrieved must be <= algo.top_k ({self.top_k}), "
             f"got {self.num_retrieved}",
         )
+        seed = self.encoder_seed
+        check(
+            isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0,
+            f"algo.encoder_seed must be an integer >= 0, got {seed!r}",
+        )
         for field in ("task_weight", "return_weight"):
             value = getattr(self, field)
             check(
@@ -159,10 +164,12 @@ class RADT(Algorithm):
                 isinstance(value, int | float) and 0 <= value < 1,
                 f"algo.{field} must be in [0, 1), got {value!r}",
             )
+        # a near-duplicate cutoff: at or below 0 it would skip every piece
+        # that points the query's way, the ones retrieval is for
         sim = self.max_similarity
         check(
-            sim is None or (isinstance(sim, int | float) and -1 < sim <= 1),
-            f"algo.max_similarity must be in (-1, 1] or None, got {sim!r}",
+            sim is None or (isinstance(sim, int | float) and 0 < sim <= 1),
+            f"algo.max_similarity must be in (0, 1] or None, got {sim!r}",
         )
 
     def context_steps(self, env: Any) -> int:
