@@ -31,6 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from jax.errors import KeyReuseError
+from tiny_runs import tiny_overrides
 
 import agentrl
 import agentrl.evaluate.evaluate as evaluate_module
@@ -156,36 +157,12 @@ def test_envs_report():
         assert np.isfinite(row["random"])
 
 
-def tiny(config) -> dict[str, object]:
-    """Overrides that shrink an experiment's smoke preset to seconds."""
-    algo = getattr(config.algo, "base", config.algo)
-    env = envs.make(config.data.env, **dict(config.data.env_args))
-    span = getattr(algo, "context_episodes", 1) * getattr(algo, "episode_stride", 1)
-    # DPT: enough steps with a known successor for its context
-    context = getattr(algo, "context_size", 0)
-    episodes = min(max(span + 1, -(-context // (env.horizon - 1)) + 1), 200)
-    episodes = -(-episodes // 4) * 4  # PPO sources update every 4 episodes
-    small = {
-        "train.steps": 2,
-        "train.batch_size": 2,
-        "train.log_every": 1,
-        "train.checkpoint_every": 2,
-        "data.num_tasks": 4,
-        "data.num_episodes": min(episodes, config.data.num_episodes),
-        "eval.num_tasks": 2,
-        "eval.num_episodes": 2,
-    }
-    if hasattr(algo, "num_envs"):  # online learners: the fewest parallel trials
-        return {**small, "algo.num_envs": algo.num_minibatches}
-    return {**small, "train.warmup_steps": 1}
-
-
 def tiny_experiment(name: str):
     config = load_experiment(name, "smoke")
     # (T2MIR's mixture-of-experts layers name layer indices: kept)
     small = config.model.num_layers > 1 and not config.model.moe_layers
     model = TINY_MODEL if small else {}
-    return configtools.override(config, {**tiny(config), **model})
+    return configtools.override(config, {**tiny_overrides(config), **model})
 
 
 @pytest.mark.long
@@ -193,7 +170,7 @@ def test_the_issue_command(tmp_path):
     """``JAX_DEBUG_KEY_REUSE=1 agentrl train ad_darkroom --preset smoke``, shrunk:
     the dataset is written and the model trained under the checker."""
     config = load_experiment("ad_darkroom", "smoke")
-    sizes = {**tiny(config), **TINY_MODEL}
+    sizes = {**tiny_overrides(config), **TINY_MODEL}
     argv = ["train", "ad_darkroom", "--preset", "smoke", "--no-progress"]
     argv += ["--run-dir", str(tmp_path / "run")]
     argv += [f"--{field}={value}" for field, value in sizes.items()]

@@ -1,0 +1,38 @@
+"""Overrides that shrink an experiment's preset to a run of seconds.
+
+Shared by the tests that train every experiment at tiny cost (the gpu
+presets' CPU runs, the key-reuse checker): only the sizes that set the cost
+change, never the shapes a preset is about (environment, context, model).
+"""
+
+from __future__ import annotations
+
+from agentrl import envs
+
+
+def tiny_overrides(config, *, eval_episodes: int = 2) -> dict[str, object]:
+    """``{dotted field: value}``: 2 updates on 4 tasks, 2 evaluation tasks."""
+    algo = getattr(config.algo, "base", config.algo)
+    horizon = envs.make(config.data.env, **dict(config.data.env_args)).horizon
+    span = getattr(algo, "context_episodes", 1) * getattr(algo, "episode_stride", 1)
+    # DPT: enough steps with a known successor for its context
+    context = getattr(algo, "context_size", 0)
+    episodes = min(max(span + 1, -(-context // (horizon - 1)) + 1), 200)
+    episodes = -(-episodes // 4) * 4  # PPO sources update every 4 episodes
+    online = {}
+    if hasattr(algo, "num_minibatches"):  # PPO learners: the fewest parallel trials
+        online = {"algo.num_envs": algo.num_minibatches}
+    elif hasattr(algo, "grad_steps"):  # off-policy (AMAGO): one trial, one step
+        online = {"algo.num_envs": 1, "algo.grad_steps": 1, "algo.batch_size": 1}
+    return {
+        **online,
+        "train.steps": 2,
+        "train.batch_size": 2,
+        "train.log_every": 1,
+        "train.checkpoint_every": 2,
+        "train.warmup_steps": 1,
+        "data.num_tasks": 4,
+        "data.num_episodes": min(episodes, config.data.num_episodes),
+        "eval.num_tasks": 2,
+        "eval.num_episodes": eval_episodes,
+    }
