@@ -12,7 +12,7 @@ endif
 # known-good set that `make` and CI install (`make lock` regenerates it).
 CONSTRAINTS := constraints.txt
 
-.PHONY: setup demo test test-long lint bench lock clean
+.PHONY: setup demo test test-long test-heavy lint bench lock clean
 
 $(VENV)/.installed: pyproject.toml $(CONSTRAINTS)
 	@if [ -z "$(PYTHON)" ]; then echo "error: no Python 3.12 found (set PYTHON=/path/to/python3.12)"; exit 1; fi
@@ -26,14 +26,19 @@ setup: $(VENV)/.installed
 demo: setup
 	$(PY) -m agentrl.cli demo
 
-# `make test`: ruff and every test not marked `long` (about 10 minutes on 2
-# cores); `make test-long`: the `long` ones (CI runs both).
+# `make test`: ruff and every test not marked `long` or `heavy` (about 10
+# minutes on 2 cores); `make test-long`: the `long` ones (CI runs both);
+# `make test-heavy`: the `heavy` ones, the same paths again for every other
+# experiment preset and MuJoCo family (not in CI: its 90 minutes).
 test: setup
 	$(PY) -m ruff check .
-	$(PY) -m pytest -n 2 --dist loadfile -m "not long" tests
+	$(PY) -m pytest -n 2 --dist loadfile -m "not long and not heavy" tests
 
 test-long: setup
 	$(PY) -m pytest -n 2 --dist loadfile -m long tests
+
+test-heavy: setup
+	$(PY) -m pytest -n 2 --dist loadfile -m heavy tests
 
 lint: setup
 	$(PY) -m ruff check .

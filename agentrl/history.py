@@ -104,6 +104,14 @@ def check_history(history: History) -> History:
     return history
 
 
+def task_ids(params: Any, task_id: Any | None = None) -> jax.Array:
+    """``[task]`` int32 ids to record for ``params [task, ...]`` (``-1`` if None)."""
+    if task_id is None:
+        num_tasks = jax.tree.leaves(params)[0].shape[0]
+        return jnp.full((num_tasks,), -1, jnp.int32)
+    return jnp.asarray(task_id, jnp.int32)
+
+
 def episode_index(done: jax.Array) -> jax.Array:
     """``[..., step]`` episode index of each step from ``done [..., step]``."""
     done = done.astype(jnp.int32)

@@ -4,7 +4,16 @@ import os
 import tempfile
 
 # Tests run on the CPU; keep XLA from grabbing all threads of the 2-core box.
-os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false")
+# LLVM's optimisations are off: the tests spend most of their time compiling,
+# and this cut three compile-bound long tests from 183 s to 109 s (2 cores,
+# 2026-11-27). The programs are the same; only machine code and floating-point
+# rounding differ from a default build (experiments and benchmarks run
+# outside the tests at XLA's defaults).
+os.environ.setdefault(
+    "XLA_FLAGS",
+    "--xla_cpu_multi_thread_eigen=false --xla_backend_optimization_level=0 "
+    "--xla_llvm_disable_expensive_passes=true",
+)
 # A persistent compilation cache shared by the test process and the
 # subprocesses it starts (resume, multi-device, multi-host tests compile the
 # same programs): set before JAX is imported, inherited through the env.
@@ -21,6 +30,27 @@ import pytest  # noqa: E402
 from agentrl.host_memory import configure_malloc  # noqa: E402
 
 configure_malloc()
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _free_compiled_programs():
+    """Drop JAX's compiled programs after each test file.
+
+    Every XLA:CPU executable keeps its machine code in memory mappings of its
+    own (a few per kernel) for as long as a cache holds it. A test worker that
+    compiles for an hour (``make test-long``) reached Linux's 65,530 mappings
+    per process (``vm.max_map_count``) and crashed inside XLA when the next
+    executable was loaded or serialised (CI, 2026-11-27: 49,000 mappings in
+    one worker at 85% of the suite). Tests of one file still share their
+    compiles; the persistent cache serves the next file's.
+    """
+    yield
+    import gc
+
+    import jax
+
+    jax.clear_caches()
+    gc.collect()
 
 
 @pytest.fixture(scope="session")

@@ -6,8 +6,9 @@ next state and observation, and its reward is the reference's formula
 Brax's reset for the same key, and the step after it Brax's step after
 Brax's reset (the reset skips the collision pass: mjx_base's docstring).
 MJX's step compiles for one to several minutes on a 2-core CPU, so every
-check that steps the physics runs in `make test-long` (each compiles as few
-programs as it can: Brax's side and ours, a vmap for two start states); the
+check that steps the physics runs in `make test-long`, or for three of the
+five families' parity in `make test-heavy` (each compiles as few programs as
+it can: Brax's side and ours, a vmap for two start states); the
 task tables, spaces and errors need no physics and run in `make test`. The
 gymnax contract (auto-reset, final observation, vmap over tasks) runs on
 one MuJoCo family in tests/test_envs_contract.py (they share mjx_base).
@@ -80,8 +81,20 @@ def _close(a, b, tol=1e-5):
     np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=tol, atol=tol)
 
 
-@pytest.mark.long
-@pytest.mark.parametrize("name", MUJOCO_FAMILIES)
+#: CI (``long``) checks one family of each kind against Brax, a scalar-task
+#: one and a physics-parameter one; ``make test-heavy`` checks the others.
+PARITY = [
+    pytest.param(
+        name,
+        marks=pytest.mark.long
+        if name in ("halfcheetah_vel", "hopper_params")
+        else pytest.mark.heavy,
+    )
+    for name in MUJOCO_FAMILIES
+]
+
+
+@pytest.mark.parametrize("name", PARITY)
 def test_step_and_reset_match_brax(name):
     env = _make(name)
     brax_env, params = env.brax_env, _brax_params(env)

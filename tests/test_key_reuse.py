@@ -8,9 +8,9 @@ command (data generation and training) and the pieces below run; the rest
 of the smoke path is in the ``long`` tests (minutes on 2 cores):
 
 - every registered source generates a dataset through the writer;
-- every algorithm (one experiment each, then every other experiment's smoke
-  preset) trains, and its run is evaluated with the default baselines and
-  every context control;
+- every algorithm (one experiment each in ``make test-long``, every other
+  experiment's smoke preset in ``make test-heavy``) trains, and its run is
+  evaluated with the default baselines and every context control;
 - a sweep trains and evaluates (a distilled and an online learner);
 - an online learner's run acts as the ``learned_learner`` source.
 
@@ -31,7 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from jax.errors import KeyReuseError
-from tiny_runs import tiny_overrides
+from tiny_runs import by_experiment, tiny_overrides
 
 import agentrl
 import agentrl.evaluate.evaluate as evaluate_module
@@ -49,15 +49,6 @@ from agentrl.train.experiments import known_experiments, load_experiment
 from agentrl.train.loop import fit
 
 #: One experiment per algorithm (the ``long`` test trains every experiment).
-ONE_PER_ALGORITHM = (
-    "ad_darkroom",
-    "ad_eps_darkroom",
-    "dpt_bandit",
-    "dt_darkroom",
-    "t2mir_ad_darkroom",
-    "rl2_bandit",
-    "transformer_ppo_darkroom",
-)
 #: Families the sources run on (each source on every one it applies to).
 SOURCE_ENVS = {
     "bernoulli_bandit": {"num_arms": 3, "horizon": 4},
@@ -216,17 +207,12 @@ def train_and_evaluate(name: str, run_dir) -> None:
         assert np.isfinite(result.returns).all()
 
 
-@pytest.mark.long
-@pytest.mark.parametrize("name", ONE_PER_ALGORITHM)
-def test_every_algorithm_trains_and_evaluates(name, tmp_path):
-    train_and_evaluate(name, tmp_path / name)
+#: One experiment per algorithm in CI, the others in `make test-heavy`
+#: (XLand's are left out: minutes of compiling, and no key path of their own)
+EXPERIMENTS = by_experiment([n for n in known_experiments() if "xland" not in n])
 
 
-@pytest.mark.long
-@pytest.mark.parametrize(
-    "name",
-    [n for n in known_experiments() if n not in ONE_PER_ALGORITHM and "xland" not in n],
-)
+@pytest.mark.parametrize("name", EXPERIMENTS)
 def test_every_experiment_trains_and_evaluates(name, tmp_path):
     train_and_evaluate(name, tmp_path / name)
 

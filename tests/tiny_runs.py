@@ -1,13 +1,18 @@
-"""Overrides that shrink an experiment's preset to a run of seconds.
+"""Tiny runs of every experiment: the overrides and the tests' tiers.
 
 Shared by the tests that train every experiment at tiny cost (the gpu
-presets' CPU runs, the key-reuse checker): only the sizes that set the cost
-change, never the shapes a preset is about (environment, context, model).
+presets' CPU runs, the key-reuse checker, the bad-input properties): only
+the sizes that set the cost change, never the shapes a preset is about
+(environment, context, model). CI runs one experiment per algorithm
+(``long``); ``make test-heavy`` runs the others (``heavy``).
 """
 
 from __future__ import annotations
 
+import pytest
+
 from agentrl import envs
+from agentrl.train.experiments import load_experiment
 
 
 def tiny_overrides(config, *, eval_episodes: int = 2) -> dict[str, object]:
@@ -36,3 +41,25 @@ def tiny_overrides(config, *, eval_episodes: int = 2) -> dict[str, object]:
         "eval.num_tasks": 2,
         "eval.num_episodes": eval_episodes,
     }
+
+
+def one_per_algorithm(names: list[str]) -> set[str]:
+    """The first experiment (by name) of each algorithm among ``names``."""
+    first: dict[str, str] = {}
+    for name in sorted(names):
+        first.setdefault(load_experiment(name, "smoke").algo.name, name)
+    return set(first.values())
+
+
+def by_experiment(names: list[str], fast: frozenset[str] = frozenset()) -> list:
+    """``names`` as pytest params: those in ``fast`` unmarked (``make test``),
+    one experiment per algorithm ``long`` (CI), the rest ``heavy``."""
+    ci = one_per_algorithm(names)
+    return [
+        name
+        if name in fast
+        else pytest.param(
+            name, marks=pytest.mark.long if name in ci else pytest.mark.heavy
+        )
+        for name in names
+    ]

@@ -45,7 +45,7 @@ from typing import Any, NamedTuple, Protocol
 import jax
 import jax.numpy as jnp
 
-from agentrl.history import History, episode_index
+from agentrl.history import History, episode_index, task_ids
 from agentrl.prng import key_map, key_scan
 
 
@@ -313,10 +313,8 @@ def run_agent_on_tasks(
     """
     batched = as_batched(agent)
     record = _record_optimal(env, record_optimal_action)
-    num_tasks = jax.tree.leaves(params)[0].shape[0]
-    if task_id is None:
-        task_id = jnp.full((num_tasks,), -1, jnp.int32)
-    task_id = jnp.asarray(task_id, jnp.int32)
+    task_id = task_ids(params, task_id)
+    num_tasks = task_id.shape[0]
     keys = jax.random.split(key, num_tasks)
 
     def run(xs):

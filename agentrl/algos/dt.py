@@ -84,6 +84,21 @@ def dt_loss(
     return loss, metrics, out
 
 
+def check_return_conditioning(rtg_scale: Any, target_return: Any) -> None:
+    """Refuse a return-to-go scale that is not > 0 or a non-finite target."""
+    if rtg_scale is not None:
+        check(
+            isinstance(rtg_scale, int | float) and rtg_scale > 0,
+            f"algo.rtg_scale must be a number > 0 or None, got {rtg_scale!r}",
+        )
+    if target_return is not None:
+        check(
+            isinstance(target_return, int | float) and np.isfinite(target_return),
+            "algo.target_return must be a finite number or None, got "
+            f"{target_return!r}",
+        )
+
+
 def discrete_obs_count(env: Any) -> int | None:
     """Number of discrete observations of ``env`` (``None``: vector obs)."""
     space = env.observation_space(env.default_params)
@@ -125,18 +140,7 @@ class DT(Algorithm):
 
     def __post_init__(self):
         check_positive("algo", context_episodes=self.context_episodes)
-        if self.rtg_scale is not None:
-            check(
-                isinstance(self.rtg_scale, int | float) and self.rtg_scale > 0,
-                f"algo.rtg_scale must be a number > 0 or None, got {self.rtg_scale!r}",
-            )
-        if self.target_return is not None:
-            check(
-                isinstance(self.target_return, int | float)
-                and np.isfinite(self.target_return),
-                "algo.target_return must be a finite number or None, got "
-                f"{self.target_return!r}",
-            )
+        check_return_conditioning(self.rtg_scale, self.target_return)
 
     def check(self, config: Any) -> None:
         super().check(config)

@@ -64,7 +64,11 @@ from agentrl.agents.model_agents import split_model
 from agentrl.agents.prompted import MetaDTAgent, space_count
 from agentrl.algos.ad import check_positive
 from agentrl.algos.base import Algorithm, check, register_algorithm
-from agentrl.algos.dt import best_episode_return, discrete_obs_count
+from agentrl.algos.dt import (
+    best_episode_return,
+    check_return_conditioning,
+    discrete_obs_count,
+)
 from agentrl.algos.losses import action_loss
 from agentrl.configtools import traced
 from agentrl.data.samplers import ADSampler
@@ -246,18 +250,7 @@ class MetaDT(Algorithm):
             isinstance(f, int | float) and 0 <= f <= 1,
             f"algo.no_prompt_fraction must be in [0, 1], got {f!r}",
         )
-        if self.rtg_scale is not None:
-            check(
-                isinstance(self.rtg_scale, int | float) and self.rtg_scale > 0,
-                f"algo.rtg_scale must be a number > 0 or None, got {self.rtg_scale!r}",
-            )
-        if self.target_return is not None:
-            check(
-                isinstance(self.target_return, int | float)
-                and np.isfinite(self.target_return),
-                "algo.target_return must be a finite number or None, got "
-                f"{self.target_return!r}",
-            )
+        check_return_conditioning(self.rtg_scale, self.target_return)
 
     def check(self, config: Any) -> None:
         super().check(config)

@@ -25,7 +25,6 @@ PhysicsParams`.
 
 from __future__ import annotations
 
-from agentrl.envs.mjx_base import RANDOMISED_FIELDS
 from agentrl.envs.mjx_physics import PlanarWalker
 
 
@@ -34,16 +33,6 @@ class HopperParams(PlanarWalker):
 
     brax_name = "hopper"
     brax_kwargs = {"n_frames": 4}
-
-    def __init__(
-        self,
-        horizon: int = 200,
-        num_tasks: int = 50,
-        task_seed: int = 0,
-        log_scale_limit: float = 3.0,
-        randomise: tuple[str, ...] = tuple(RANDOMISED_FIELDS),
-    ):
-        super().__init__(horizon, num_tasks, task_seed, log_scale_limit, randomise)
 
     def reward(self, before, after, action, params):
         return self.forward_reward(before, after, action)

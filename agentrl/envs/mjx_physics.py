@@ -59,11 +59,11 @@ class RandomPhysics(MjxLocomotion):
 
     def __init__(
         self,
-        horizon: int,
-        num_tasks: int,
-        task_seed: int,
-        log_scale_limit: float,
-        randomise: tuple[str, ...],
+        horizon: int = 200,
+        num_tasks: int = 50,
+        task_seed: int = 0,
+        log_scale_limit: float = 3.0,
+        randomise: tuple[str, ...] = tuple(RANDOMISED_FIELDS),
     ):
         super().__init__(horizon, num_tasks, task_seed)
         limit = check_float(self.name, "log_scale_limit", log_scale_limit, 0.0, 10.0)

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-from agentrl.envs.mjx_base import RANDOMISED_FIELDS
 from agentrl.envs.mjx_physics import PlanarWalker
 
 HEALTHY_HEIGHT = (0.8, 2.0)
@@ -43,16 +42,6 @@ class WalkerParams(PlanarWalker):
 
     brax_name = "walker2d"
     brax_kwargs = {"n_frames": 4}
-
-    def __init__(
-        self,
-        horizon: int = 200,
-        num_tasks: int = 50,
-        task_seed: int = 0,
-        log_scale_limit: float = 3.0,
-        randomise: tuple[str, ...] = tuple(RANDOMISED_FIELDS),
-    ):
-        super().__init__(horizon, num_tasks, task_seed, log_scale_limit, randomise)
 
     def reward(self, before, after, action, params):
         height, angle = self.torso_height(after), after.q[2]

@@ -41,7 +41,7 @@ import jax
 import jax.numpy as jnp
 
 import agentrl.envs.spaces as spaces
-from agentrl.history import History, episode_index
+from agentrl.history import History, episode_index, task_ids
 from agentrl.prng import key_scan
 from agentrl.rl.nets import Policy
 from agentrl.rl.ppo import Learner, gae, optimizer, ppo_loss, sgd_epochs
@@ -169,17 +169,9 @@ def generate_ppo(
       ``action`` is what the env received.
     """
     config = make_config(env, num_episodes, **settings)
-    num_tasks = jax.tree.leaves(params)[0].shape[0]
-    if task_id is None:
-        task_id = jnp.full((num_tasks,), -1, jnp.int32)
-    return _run_tasks(
-        env,
-        config,
-        num_episodes * env.horizon,
-        params,
-        jax.random.split(key, num_tasks),
-        jnp.asarray(task_id, jnp.int32),
-    )
+    task_id = task_ids(params, task_id)
+    keys = jax.random.split(key, task_id.shape[0])
+    return _run_tasks(env, config, num_episodes * env.horizon, params, keys, task_id)
 
 
 @partial(jax.jit, static_argnums=(0, 1, 2))

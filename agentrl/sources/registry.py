@@ -45,7 +45,7 @@ import agentrl.sources.bandits as bandits
 import agentrl.sources.tabular as tabular
 from agentrl.agents.agent import RandomAgent, run_agent_on_tasks
 from agentrl.envs.base import is_bandit
-from agentrl.history import History
+from agentrl.history import History, task_ids
 from agentrl.registry import Registry, caller_module, expect
 from agentrl.sources.rollin import supports_uniform_rollin, uniform_rollin
 
@@ -505,9 +505,7 @@ def generate(
     if not leaves or jnp.ndim(leaves[0]) < 1:
         raise ValueError("`params` must have a leading task axis: leaves [task, ...]")
     num_tasks = leaves[0].shape[0]
-    if task_id is None:
-        task_id = jnp.full((num_tasks,), -1, jnp.int32)
-    task_id = jnp.asarray(task_id, jnp.int32)
+    task_id = task_ids(params, task_id)
     if task_id.shape != (num_tasks,):
         raise ValueError(
             f"`task_id` must have shape [{num_tasks}], got {task_id.shape}"
