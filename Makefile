@@ -26,7 +26,7 @@ setup: $(VENV)/.installed
 demo: setup
 	$(PY) -m agentrl.cli demo
 
-# `make test`: ruff and every test not marked `long` or `heavy` (about 10
+# `make test`: ruff and every test not marked `long` or `heavy` (about 7
 # minutes on 2 cores); `make test-long`: the `long` ones (CI runs both);
 # `make test-heavy`: the `heavy` ones, the same paths again for every other
 # experiment preset and MuJoCo family (not in CI: its 90 minutes).
