@@ -5,7 +5,7 @@
 #
 # Prepare here (PyPI reachable), once per session, from the checkout's root:
 #
-#     bash benchmarks/device_wheels.sh      # the locked wheels into .whl/ (~12 MiB,
+#     bash benchmarks/device_wheels.sh      # the locked wheels into .whl/ (~25 MiB,
 #                                           # git-ignored; travels with carry)
 #
 # Then the exact call of the session's `run` tool (the GPU machine gets a copy

@@ -10,9 +10,10 @@
 #
 # The GPU image already holds jax (CUDA), flax, optax, chex, orbax-checkpoint,
 # tensorstore, numpy, matplotlib, seaborn, absl-py, etils, protobuf, pyarrow,
-# psutil, requests, tqdm, wrapt, cloudpickle, attrs, six, rich, imageio and
-# typing-extensions; PACKAGES below is what it lacks (agentrl's own needs and
-# their small dependencies, xminigrid for the XLand experiments; protobuf and
+# psutil, requests, tqdm, wrapt, cloudpickle, attrs, six, rich, imageio,
+# scipy, pillow, pyyaml and typing-extensions; PACKAGES below is what it lacks
+# (agentrl's own needs and their small dependencies, xminigrid for the XLand
+# experiments, the extra agentrl[mujoco] for the MuJoCo families; protobuf and
 # typing-extensions at the locked versions, in case the image's are older). Each is
 # fetched with --no-deps; a package PyPI ships only as source (promise) is
 # built into a wheel here (pure Python). The folder must stay under the run
@@ -26,6 +27,9 @@ PACKAGES=(
   tensorboardX docstring-parser typeguard dm-tree immutabledict promise
   simple-parsing termcolor toml googleapis-common-protos nest-asyncio2
   gymnasium farama-notifications portpicker xminigrid
+  # agentrl[mujoco], and what building and stepping a family imports besides
+  # the image's (glfw: mujoco's default GL backend; jaxopt: brax; trimesh: mjx)
+  brax mujoco mujoco-mjx glfw jaxopt trimesh
   # in the image, but maybe older than these need (googleapis-common-protos:
   # protobuf >= 6.33.5; typeguard: typing-extensions >= 4.14)
   protobuf typing-extensions
@@ -76,6 +80,28 @@ for whl in "$DEST"/*.whl; do
     rm -f "$whl"
   fi
 done
+# Files no run here imports, out of the wheels (and their RECORD), so the
+# folder fits beside the working tree: MuJoCo's experimental viewer (Studio,
+# Dear ImGui, ImPlot; 15 MiB) and MJX's test models (6 MiB).
+"$PY" - "$DEST" <<'EOF'
+import os, sys, zipfile
+from pathlib import Path
+DROP = ("mujoco/experimental/", "mujoco/mjx/test_data/")
+for whl in Path(sys.argv[1]).glob("mujoco*.whl"):
+    with zipfile.ZipFile(whl) as z:
+        keep = [i for i in z.infolist() if not i.filename.startswith(DROP)]
+        if len(keep) == len(z.infolist()):
+            continue
+        with zipfile.ZipFile(f"{whl}.tmp", "w") as out:
+            for info in keep:
+                data = z.read(info)
+                if info.filename.endswith(".dist-info/RECORD"):
+                    lines = data.decode().splitlines(keepends=True)
+                    data = "".join(l for l in lines if not l.startswith(DROP))
+                out.writestr(info, data)
+    os.replace(f"{whl}.tmp", whl)
+    print(f"slimmed {whl.name}: {whl.stat().st_size / 2**20:.1f} MiB")
+EOF
 count=$(ls "$DEST"/*.whl | wc -l)
 mib=$(du -sm "$DEST" | cut -f1)
 echo "$count wheels, $mib MiB in $DEST"
