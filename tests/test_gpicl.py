@@ -13,7 +13,8 @@ import pytest
 
 import agentrl.configtools as configtools
 from agentrl.data.reader import open_dataset
-from agentrl.data.writer import plan_tasks, training_tasks, write_dataset
+from agentrl.data.task_plan import plan_tasks, training_tasks
+from agentrl.data.writer import write_dataset
 from agentrl.envs.registry import make as make_env
 from agentrl.sources.registry import source_histories
 from agentrl.sweep.grid import check_train_task_eval, make_grid

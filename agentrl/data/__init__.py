@@ -19,7 +19,8 @@ XLand-100B HDF5 files through it.
 
 from agentrl.data.reader import DatasetIntegrityError, HistoryDataset, open_dataset
 from agentrl.data.samplers import ADSampler, DPTSampler, check_batch, data_sharding
-from agentrl.data.writer import TaskPlan, plan_tasks, write_dataset, write_histories
+from agentrl.data.task_plan import TaskPlan, plan_tasks
+from agentrl.data.writer import write_dataset, write_histories
 
 __all__ = [
     "ADSampler",

@@ -30,7 +30,7 @@ import numpy as np
 
 import agentrl.envs as envs
 from agentrl.data.features import records_to_history
-from agentrl.data.writer import FORMAT_VERSION, METADATA_FILE, sha256
+from agentrl.data.files import FORMAT_VERSION, METADATA_FILE, sha256
 
 VERIFY_CHOICES = ("full", "size", "none")
 

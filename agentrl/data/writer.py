@@ -3,61 +3,39 @@
 >>> from agentrl.sources import source_histories
 >>> write_dataset(out, env, source_histories("q_learning", env), 1000, 100)
 
-:func:`write_dataset` plans the tasks (:func:`plan_tasks`), asks a
-``histories`` callable for the histories of ``chunk_size`` tasks at a time
-(one jitted call per chunk) and streams the per-task records (one record
-per task, in task order: record ``i`` of a split is its ``i``-th task) into
-one ArrayRecord shard per split with ``array_record``'s own writer. The TFDS
-metadata (``dataset_info.json``, ``features.json``) is written through
-TFDS's public API for externally written data
-(``tfds.folder_dataset.write_metadata``), so ``tfds.data_source``,
-``tfds.builder_from_directory`` and grain read the dataset with no
-TensorFlow installed. It writes whatever histories it is given: the
-callable is usually a source algorithm
-(:func:`agentrl.sources.source_histories`), but this module knows only the
-:class:`~agentrl.history.History` schema, not the sources;
-:func:`write_histories` writes histories that already exist (an importer's,
-e.g. :mod:`agentrl.data.xland100b`).
+:func:`write_dataset` plans the tasks (:func:`~agentrl.data.task_plan.plan_tasks`),
+asks a ``histories`` callable for the histories of ``chunk_size`` tasks at a
+time (one jitted call per chunk) and hands them to :func:`write_histories`,
+which streams them into one ArrayRecord shard per split and writes the TFDS
+metadata (:mod:`agentrl.data.shards`: a writer thread encodes and writes one
+chunk while the next is generated; at most three chunks are in memory). It
+writes whatever histories it is given: the callable is usually a source
+algorithm (:func:`agentrl.sources.source_histories`), but this module knows
+only the :class:`~agentrl.history.History` schema, not the sources;
+:func:`write_histories` writes histories that already exist (an
+importer's, e.g. :mod:`agentrl.data.xland100b`).
 
-At most three chunks of histories are in memory at a time: one being
-generated, one waiting and one being encoded and written by a writer thread
-(records go to the shard as they are encoded), so the host's encoding and
-the file writes overlap the generation of the next chunk on the device.
 The bytes depend only on the histories: the same arguments and seed give
-byte-identical shards and TFDS metadata, in one process or two (records are
-serialized deterministically: :func:`agentrl.data.features.record_serializer`),
-and an ``agentrl.json`` that differs only in its ``created`` time.
+byte-identical shards and TFDS metadata, in one process or two, and an
+``agentrl.json`` that differs only in its ``created`` time.
 
 The dataset is built in a temporary sibling directory and renamed onto
 ``out`` only when complete, with ``agentrl.json`` (metadata: env and
 overrides, source and settings, seed, task ids and split, agentrl version,
 and a size and SHA-256 per file) written last, so an interrupted run leaves
-nothing that opens as a dataset. The temporary sibling is named after its
-process (:func:`agentrl.safeio.temp_sibling`); the next write of ``out``
-removes those of killed writers, and puts back a dataset that a writer
-killed mid-replacement had moved aside. A full disk or an unwritable
+nothing that opens as a dataset (:mod:`agentrl.data.files`: killed writers
+are undone by the next write of ``out``). A full disk or an unwritable
 directory raises :class:`agentrl.safeio.StorageError` naming ``out`` and
 leaves any previous dataset unchanged; nothing is left in the system
-temporary directory.
-
-Splits: for a finite task space (Dark Room goals) the env's task ids are
-split ``split_fraction`` / rest with ``seed``, the rest halved into
-validation and test ids (recorded), and histories cycle over the *train*
-ids (one ``train`` split). For a continuous task space (bandits) the
-tasks are ``sample_params(fold_in(task_key, i))`` for ``i < num_tasks``, and
-the indices are split into ``train`` and ``test`` splits.
+temporary directory. The splits and the task of each record:
+:mod:`agentrl.data.task_plan`.
 """
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
 import datetime
-import hashlib
 import json
-import queue
 import shutil
-import threading
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -66,36 +44,24 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-import agentrl.data.features as features
 import agentrl.envs.registry as registry
-from agentrl.envs.base import is_bandit
-from agentrl.envs.tasks import DEFAULT_VALIDATION_SHARE, TaskSplit, split_task_ids
-from agentrl.history import History, check_history
-from agentrl.safeio import (
-    remove,
-    remove_stale_siblings,
-    stale_siblings,
-    storage_error,
-    temp_sibling,
+from agentrl.data.files import (
+    FORMAT_VERSION,
+    METADATA_FILE,
+    file_checksums,
+    move_into_place,
+    prepare_out,
 )
+from agentrl.data.shards import write_shards, write_tfds_metadata
+from agentrl.data.task_plan import TaskPlan, plan_tasks, task_params
+from agentrl.envs.base import is_bandit
+from agentrl.history import History, check_history
+from agentrl.safeio import storage_error, temp_sibling
 from agentrl.version import __version__
 
 #: ``histories(params [task, ...], key, num_episodes, task_id [task]) ->
 #: History [task, num_episodes * env.horizon, ...]``: one chunk of tasks.
 HistoriesFn = Callable[[Any, jax.Array, int, jax.Array], History]
-
-METADATA_FILE = "agentrl.json"
-FORMAT_VERSION = 1
-BUILDER_NAME = "agentrl_history"
-
-
-@dataclasses.dataclass(frozen=True)
-class TaskPlan:
-    """Which task each record holds: ``task_ids[split] [record]`` and the split."""
-
-    task_ids: dict[str, np.ndarray]
-    split: TaskSplit
-    finite: bool
 
 
 def env_identity(
@@ -122,102 +88,6 @@ def env_identity(
             if hasattr(env, k) and getattr(env, k) != default
         }
     return name, dict(overrides)
-
-
-def plan_tasks(
-    env: Any,
-    num_tasks: int,
-    split_fraction: float,
-    seed: int,
-    validation_share: float = DEFAULT_VALIDATION_SHARE,
-    num_train_tasks: int | None = None,
-) -> TaskPlan:
-    """Task ids per split for ``num_tasks`` histories (see the module docstring).
-
-    A finite task space is split train / validation / test
-    (``validation_share`` of the held-out ids validate; the training ids do
-    not depend on it). A continuous one splits record indices train / test;
-    its validation and test tasks are fresh draws at evaluation
-    (:func:`agentrl.train.rundir.held_out_params`).
-
-    ``num_train_tasks``: the training histories cycle over only this many
-    distinct tasks (the first of the shuffled training ids; on a continuous
-    family the first training record indices, each index one drawn task),
-    the memorisation-to-generalisation axis of the GPICL study; ``None``:
-    all of them. The held-out ids are those of the unrestricted split.
-    """
-    if getattr(env, "num_tasks", None):
-        split = env.task_split(split_fraction, seed, validation_share)
-        order = np.random.default_rng(seed).permutation(split.train)
-        order = order[: _distinct(num_train_tasks, len(order), "training task ids")]
-        ids = order[np.arange(num_tasks) % len(order)].astype(np.int32)
-        return TaskPlan({"train": ids}, split, True)
-    split = split_task_ids(num_tasks, split_fraction, seed)
-    train = split.train
-    train = train[: _distinct(num_train_tasks, len(train), "training histories")]
-    ids = train[np.arange(len(split.train)) % len(train)].astype(np.int32)
-    return TaskPlan({"train": ids, "test": split.test}, split, False)
-
-
-def _distinct(num_train_tasks: int | None, available: int, what: str) -> int:
-    """How many distinct training tasks: ``num_train_tasks`` or all ``available``."""
-    if num_train_tasks is None:
-        return available
-    if (
-        isinstance(num_train_tasks, bool)
-        or not isinstance(num_train_tasks, int)
-        or not 1 <= num_train_tasks <= available
-    ):
-        raise ValueError(
-            f"num_train_tasks (data.num_train_tasks) must be an integer in [1, "
-            f"{available}] (the split has {available} {what}) or None, got "
-            f"{num_train_tasks!r}"
-        )
-    return num_train_tasks
-
-
-def training_tasks(env: Any, metadata: dict[str, Any]) -> tuple[Any, np.ndarray]:
-    """``(params [task, ...], ids [task])``: a dataset's distinct training tasks.
-
-    In the order the training records first use them, from the dataset's
-    ``agentrl.json`` (``task_ids``, ``task_space``, ``seed``): the tasks its
-    histories were generated on, rebuilt as :func:`write_dataset` made them.
-    """
-    records = np.asarray(metadata["task_ids"]["train"], np.int32)
-    _, first = np.unique(records, return_index=True)
-    ids = records[np.sort(first)]
-    finite = metadata.get("task_space") == "finite"
-    plan = TaskPlan({"train": ids}, TaskSplit.from_json(metadata["split"]), finite)
-    key_tasks, _ = jax.random.split(jax.random.key(int(metadata["seed"])))
-    return task_params(env, plan, ids, key_tasks), ids
-
-
-def task_params(env: Any, plan: TaskPlan, ids: np.ndarray, task_key: jax.Array):
-    """Params ``[task, ...]`` of task ``ids``."""
-    ids = jnp.asarray(ids, jnp.int32)
-    if plan.finite:
-        return jax.vmap(env.params_for_task)(ids)
-    keys = jax.vmap(lambda i: jax.random.fold_in(task_key, i))(ids)
-    return jax.vmap(env.sample_params)(keys)
-
-
-def file_checksums(directory: Path) -> dict[str, dict[str, Any]]:
-    """``{relative name: {"bytes", "sha256"}}`` of every file under ``directory``."""
-    out = {}
-    for path in sorted(p for p in directory.rglob("*") if p.is_file()):
-        name = path.relative_to(directory).as_posix()
-        if name == METADATA_FILE:
-            continue
-        out[name] = {"bytes": path.stat().st_size, "sha256": sha256(path)}
-    return out
-
-
-def sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _source_metadata(histories: Any, source: dict[str, Any] | None) -> dict:
@@ -290,7 +160,7 @@ def write_dataset(
     _check_dataset_sizes(num_tasks, num_episodes, chunk_size)
     env_name, env_overrides = env_identity(env, env_name, env_overrides)
     out = Path(out)
-    _prepare_out(out, overwrite)
+    prepare_out(out, overwrite)
     plan = plan_tasks(
         env, num_tasks, split_fraction, seed, num_train_tasks=num_train_tasks
     )
@@ -399,20 +269,6 @@ def _split_chunks(
         yield start, jax.tree.map(lambda x: x[:n], jax.device_get(history))
 
 
-def _prepare_out(out: Path, overwrite: bool) -> None:
-    """Undo killed writers of ``out``; refuse an existing one without overwrite."""
-    restored = _recover(out)
-    if out.exists() and not overwrite:
-        how = " (put back: a killed overwrite had moved it aside)" if restored else ""
-        raise ValueError(f"`out` {out} already exists{how} (pass overwrite=True)")
-    _check_writable(out)
-
-
-def shard_name(split: str) -> str:
-    """The file name of ``split``'s (single) ArrayRecord shard, TFDS's template."""
-    return f"{BUILDER_NAME}-{split}.array_record-00000-of-00001"
-
-
 def write_histories(
     out: str | Path,
     splits: dict[str, Iterable[History]],
@@ -445,15 +301,15 @@ def write_histories(
     for it (``ValueError`` otherwise; nothing is left behind).
     """
     out = Path(out)
-    _prepare_out(out, overwrite)
+    prepare_out(out, overwrite)
     tmp = temp_sibling(out)
     existed = out.exists()
     try:
         tmp.mkdir(parents=True)
-        spec, first, param_names, lengths = _write_shards(
+        spec, first, param_names, lengths = write_shards(
             tmp, out, splits, metadata, progress
         )
-        _write_tfds_metadata(tmp, spec, lengths, description)
+        write_tfds_metadata(tmp, spec, lengths, description)
         full = {
             "format_version": FORMAT_VERSION,
             "agentrl_version": __version__,
@@ -467,7 +323,7 @@ def write_histories(
             "files": file_checksums(tmp),
         }
         (tmp / METADATA_FILE).write_text(json.dumps(full, indent=1))
-        _move_into_place(tmp, out)
+        move_into_place(tmp, out)
     except Exception as err:
         after = "the existing dataset is unchanged" if existed else ""
         storage = storage_error(err, f"write the dataset {out}", after)
@@ -477,211 +333,3 @@ def write_histories(
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return out
-
-
-def _write_shards(
-    tmp: Path,
-    out: Path,
-    splits: dict[str, Iterable[History]],
-    metadata: dict[str, Any],
-    progress: Callable[[int], None] | None,
-) -> tuple[Any, dict[str, Any], list[str], dict[str, int]]:
-    """One ArrayRecord shard per split in ``tmp``, each checked for its length.
-
-    A :class:`_ShardWriter` thread encodes and writes each chunk while this
-    thread asks ``chunks`` for the next one (the source's jitted call runs
-    on the device meanwhile). Returns ``(spec, first record, param names,
-    {split: records})``; the first record fixes the feature spec.
-    """
-    layout = _RecordLayout()
-    lengths: dict[str, int] = {}
-    for split, chunks in splits.items():
-        with _ShardWriter(tmp / shard_name(split), layout, progress) as writer:
-            for history in chunks:
-                writer.put(history)
-        want = len(metadata["task_ids"][split])
-        if writer.count != want:
-            raise ValueError(
-                f"split {split!r} of {out} got {writer.count} histories, its task "
-                f"ids list {want}"
-            )
-        lengths[split] = writer.count
-    if layout.spec is None:
-        raise ValueError(f"no histories to write into {out}")
-    return layout.spec, layout.first, layout.param_names, lengths
-
-
-class _RecordLayout:
-    """The feature spec, first record and param names the first record fixes."""
-
-    def __init__(self):
-        self.spec: Any = None
-        self.serialize: Callable[[dict[str, Any]], bytes] | None = None
-        self.first: dict[str, Any] = {}
-        self.param_names: list[str] = []
-
-    def fix(self, record: dict[str, Any], history: History) -> None:
-        self.spec, self.first = features.feature_spec(record), record
-        self.serialize = features.record_serializer(self.spec)
-        params = jax.tree.map(lambda x: x[0], history.params)
-        self.param_names = features.param_names(params)
-
-
-class _ShardWriter:
-    """Writes host history chunks into one ArrayRecord shard from a thread.
-
-    ``put(history)`` hands a chunk over (blocking while one is still
-    queued: at most one chunk waits, one is being written); leaving the
-    ``with`` block waits for the last one and closes the shard, and raises
-    what the thread raised. The records go out in the order the chunks
-    came, so the bytes are those of a sequential write.
-    """
-
-    _DONE = object()
-
-    def __init__(self, path: Path, layout: _RecordLayout, progress):
-        from array_record.python.array_record_module import ArrayRecordWriter
-
-        self.layout, self.progress, self.count = layout, progress, 0
-        self.error: BaseException | None = None
-        self._queue: queue.Queue = queue.Queue(maxsize=1)
-        self._writer = ArrayRecordWriter(str(path), "group_size:1")
-        self._thread = threading.Thread(
-            target=self._run, name=f"agentrl-shard-{path.name}", daemon=True
-        )
-        self._thread.start()
-
-    def put(self, history: History) -> None:
-        if not self._hand_over(history):
-            raise self.error or RuntimeError("the shard writer thread stopped")
-
-    def _hand_over(self, item: Any) -> bool:
-        """Queue ``item`` unless the thread has stopped (an error): whether queued."""
-        while self.error is None and self._thread.is_alive():
-            try:
-                self._queue.put(item, timeout=0.1)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def _run(self) -> None:
-        try:
-            while (history := self._queue.get()) is not self._DONE:
-                self._write(history)
-        except BaseException as err:  # re-raised in the caller's thread
-            self.error = err
-        finally:
-            self._writer.close()
-
-    def _write(self, history: History) -> None:
-        for record in features.history_records(history):
-            if self.layout.spec is None:  # the first record fixes the spec
-                self.layout.fix(record, history)
-            self._writer.write(self.layout.serialize(record))
-            self.count += 1
-        if self.progress is not None:
-            self.progress(history.num_tasks)
-
-    def __enter__(self) -> _ShardWriter:
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        self._hand_over(self._DONE)  # a thread that stopped on an error needs none
-        self._thread.join()
-        if self.error is not None and exc_info[0] is None:
-            raise self.error
-
-
-def _write_tfds_metadata(
-    directory: Path, spec: Any, lengths: dict[str, int], description: str
-) -> None:
-    """``dataset_info.json`` + ``features.json`` through TFDS's public API.
-
-    ``tfds.folder_dataset.write_metadata`` describes files written outside a
-    TFDS builder; the split infos are given (no file is re-read) and no data
-    check runs (it would need TensorFlow). Nothing in them depends on the
-    time or the machine: same shards, same bytes.
-    """
-    import tensorflow_datasets as tfds
-
-    template = tfds.core.ShardedFileTemplate(
-        data_dir=directory,
-        template="{DATASET}-{SPLIT}.{FILEFORMAT}-{SHARD_X_OF_Y}",
-        dataset_name=BUILDER_NAME,
-        filetype_suffix="array_record",
-    )
-    infos = [
-        tfds.core.SplitInfo(
-            name=split,
-            shard_lengths=[n],
-            num_bytes=(directory / shard_name(split)).stat().st_size,
-            filename_template=template.replace(split=split),
-        )
-        for split, n in lengths.items()
-    ]
-    tfds.folder_dataset.write_metadata(
-        data_dir=directory,
-        features=spec,
-        split_infos=infos,
-        filename_template=template,
-        check_data=False,
-        description=description,
-        homepage="https://github.com/agentrl/agentrl",
-        disable_shuffling=True,
-    )
-
-
-def _recover(out: Path) -> bool:
-    """Clean up after writers of ``out`` that were killed; True if one is undone.
-
-    A killed writer leaves its temporary build beside ``out`` (removed). One
-    killed between moving the dataset it replaced aside and renaming the new
-    one into place (before its commit) leaves the old dataset aside: it is
-    put back, as if the overwrite had not started.
-    """
-    restored = False
-    for old in stale_siblings(out, ("old",)):
-        if out.exists():
-            remove(old)
-        else:
-            with contextlib.suppress(OSError):  # unwritable: _check_writable says
-                old.rename(out)
-                restored = True
-    remove_stale_siblings(out, ("tmp",))
-    return restored
-
-
-def _check_writable(out: Path) -> None:
-    """A clear error, before anything is computed, if ``out`` cannot be written."""
-    probe = temp_sibling(out)
-    try:
-        probe.mkdir(parents=True)
-        probe.rmdir()
-    except OSError as err:
-        after = "the existing dataset is unchanged" if out.exists() else ""
-        storage = storage_error(err, f"write the dataset {out}", after)
-        raise (storage or err) from None
-
-
-def _move_into_place(built: Path, out: Path) -> None:
-    """Rename the complete ``built`` onto ``out``, replacing a previous dataset."""
-    if not out.exists():
-        try:
-            built.rename(out)
-        except OSError as err:
-            if out.exists():
-                raise ValueError(
-                    f"`out` {out} was created by another process while this one "
-                    "wrote it; nothing was replaced"
-                ) from err
-            raise
-        return
-    old = temp_sibling(out, "old")
-    out.rename(old)
-    try:
-        built.rename(out)
-    except BaseException:
-        old.rename(out)
-        raise
-    shutil.rmtree(old, ignore_errors=True)

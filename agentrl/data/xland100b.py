@@ -57,7 +57,8 @@ import jax.numpy as jnp
 import numpy as np
 
 import agentrl.envs as envs
-from agentrl.data.writer import HistoriesFn, plan_tasks, task_params, write_histories
+from agentrl.data.task_plan import plan_tasks, task_params
+from agentrl.data.writer import HistoriesFn, write_histories
 from agentrl.envs.tasks import TaskSplit, split_task_ids
 from agentrl.history import History, check_history
 

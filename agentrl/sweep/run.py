@@ -23,7 +23,7 @@ uninterrupted one. ``OUT/.lock`` keeps a second sweep out of the directory.
 With ``eval_train_tasks`` a distilled learner is also evaluated, in the
 same program, on (up to ``eval.num_tasks`` of) the distinct tasks its
 training histories were made on, cycled to ``eval.num_tasks``
-(:func:`agentrl.data.writer.training_tasks`): rows get ``train_score``
+(:func:`agentrl.data.task_plan.training_tasks`): rows get ``train_score``
 beside the held-out ``score``, and a static grid over
 ``data.num_train_tasks`` draws ``transition.png``, both scores against the
 number of training tasks (the GPICL study, ``experiments/gpicl_bandit.py``).

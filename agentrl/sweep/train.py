@@ -46,7 +46,7 @@ import agentrl.train.parallel as parallel
 from agentrl.agents.driver import run_batched_agent
 from agentrl.agents.model_agents import ModelHandle
 from agentrl.data.device_sampler import device_sampler_of
-from agentrl.data.writer import training_tasks
+from agentrl.data.task_plan import training_tasks
 from agentrl.envs.base import env_horizon
 from agentrl.tables import write_bytes
 from agentrl.train.checkpoint import Checkpointer, remove_incomplete_checkpoints
