@@ -62,7 +62,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 #: the experiments whose ``gpu`` preset is reproduced, most valuable first:
 #: the issue's headline (DPT on bandits), AD and DPT on Dark Room, T2MIR
-#: against them, AD-eps and DT, Point-Robot, the online learners, XLand
+#: against them, AD-eps and DT, Point-Robot, MuJoCo (SAC histories on MJX:
+#: needs the carried agentrl[mujoco] wheels), the online learners, XLand
 #: (the largest data) last. An experiment with a ``gpu`` preset missing
 #: here is appended (tests/test_device_check.py keeps the list complete).
 REPRODUCTIONS = (
@@ -78,6 +79,9 @@ REPRODUCTIONS = (
     "dpt_point_robot",
     "t2mir_ad_point_robot",
     "meta_dt_point_robot",
+    "ad_halfcheetah_vel",
+    "t2mir_ad_halfcheetah_vel",
+    "ad_walker_params",
     "radt_darkroom",
     "rl2_bandit",
     "transformer_ppo_bandit",

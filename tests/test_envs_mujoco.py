@@ -25,6 +25,7 @@ import pytest
 
 from agentrl import envs
 from agentrl.envs.registry import MUJOCO_FAMILIES
+from agentrl.evaluate.task_parameter import task_parameter
 
 #: name -> (observation size, action size)
 SIZES = {
@@ -222,6 +223,25 @@ def test_physics_tasks_are_log_uniform_scalings(name):
     free = _make(name, num_tasks=0)
     drawn = jax.vmap(free.sample_params)(jax.random.split(jax.random.key(0), 4))
     assert len(np.unique(np.asarray(drawn.body_mass), axis=0)) == 4
+
+
+@pytest.mark.parametrize("name", MUJOCO_FAMILIES)
+def test_task_parameter_is_the_task(name):
+    """Evaluation's return-against-task plot reads one scalar per task: the
+    target velocity, direction or angle, or the total mass over the default."""
+    env = _make(name)
+    n = min(env.num_tasks, 6)
+    params = jax.vmap(env.params_for_task)(jnp.arange(n))
+    label, values = task_parameter(env, params)
+    assert label == env.task_parameter_name and label
+    if name.endswith("_params"):
+        total = np.asarray(params.body_mass).sum(-1)
+        expected = total / env.defaults["body_mass"].sum()
+        assert 1 / 1.5**3 < expected.min() and expected.max() < 1.5**3
+    else:
+        expected = env.task_values()[:n]
+    np.testing.assert_allclose(values, expected, rtol=1e-5)
+    assert len(np.unique(values)) == n  # tells the tasks apart
 
 
 @pytest.mark.parametrize(

@@ -56,6 +56,7 @@ class AntDir(ScalarTaskLocomotion):
     reset_noise = 0.1
     velocity_noise = "normal"
     task_field = "angle"
+    task_parameter_name = "direction angle (rad)"
     params_class = AntDirParams
 
     def __init__(self, horizon: int = 200, num_tasks: int = 50, task_seed: int = 0):

@@ -40,6 +40,7 @@ class HalfCheetahDir(HalfCheetahBase):
     """Run in a hidden direction (see the module doc)."""
 
     task_field = "direction"
+    task_parameter_name = "direction (+1 forward, -1 backward)"
     params_class = HalfCheetahDirParams
 
     def __init__(self, horizon: int = 200, observe_torso: bool = True):

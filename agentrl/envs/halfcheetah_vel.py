@@ -85,6 +85,7 @@ class HalfCheetahVel(HalfCheetahBase):
     """Hold a hidden target velocity (see the module doc)."""
 
     task_field = "target_velocity"
+    task_parameter_name = "target velocity (m/s)"
     params_class = HalfCheetahVelParams
 
     def __init__(

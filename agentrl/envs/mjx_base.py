@@ -218,6 +218,8 @@ class ScalarTaskLocomotion(MjxLocomotion):
 
     task_field: str = ""
     params_class: Any = None
+    #: The task's name on evaluation's return-against-task plot, with units.
+    task_parameter_name: str = ""
 
     def __init__(self, horizon, num_tasks, task_seed, low: float, high: float):
         super().__init__(horizon, num_tasks, task_seed)
@@ -235,6 +237,11 @@ class ScalarTaskLocomotion(MjxLocomotion):
                 "(a continuous task space)"
             )
         return self._table.copy()
+
+    def task_parameter(self, params: Any) -> jax.Array:
+        """``[]`` one task's value (the optional task-parameter protocol of
+        :mod:`agentrl.evaluate.task_parameter`)."""
+        return getattr(params, self.task_field)
 
     def params_of(self, value: Any) -> Any:
         return self.params_class(

@@ -129,6 +129,15 @@ class RandomPhysics(MjxLocomotion):
             fields[f] = self._scaled(f, exponents)
         return self.params_of(fields)
 
+    #: The scalar evaluation plots returns against (the task is many numbers;
+    #: the total mass is the one that most sets how fast a body can run).
+    task_parameter_name = "total body mass (x default)"
+
+    def task_parameter(self, params: PhysicsParams) -> jax.Array:
+        """``[]`` the task's total body mass over the default model's."""
+        default_total = float(self.defaults["body_mass"].sum())
+        return jnp.sum(params.body_mass) / default_total
+
     def task_sys(self, params: PhysicsParams) -> Any:
         return self.sys.replace(
             body_mass=params.body_mass,

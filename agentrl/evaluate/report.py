@@ -282,7 +282,9 @@ def write_results(
     write_json(paths["json"], payload, indent=1)
     md = [f"# {title}", "", payload["date"], "", *evaluated_lines(info)]
     md += [markdown_table(summary), ""]
-    md += ["Mean [95% stratified bootstrap CI]; score: random = 0, oracle = 1.", ""]
+    oracles = {run.metadata.get("oracle") for r in results.values() for run in _runs(r)}
+    oracle = " / ".join(sorted(oracles - {None})) or "oracle"  # source_runs' stand-in
+    md += [f"Mean [95% stratified bootstrap CI]; score: random = 0, {oracle} = 1.", ""]
     md += [
         "Episodes to threshold: the first episode at which the mean normalized "
         "score reaches the threshold, 'never' when it does not within the "

@@ -11,7 +11,10 @@ goals), or fresh tasks from an evaluation-only key for continuous ones
 on the same tasks and keys: random and oracle always; UCB and Thompson
 sampling on bandits; the source algorithm that made the training data
 (e.g. Q-learning, run online for the same number of episodes, with the
-settings and exploration schedule it had in the data).
+settings and exploration schedule it had in the data). A source that runs
+only whole (PPO, SAC) learns from scratch on the same tasks
+(:mod:`agentrl.evaluate.source_runs`); on a family without an oracle its
+converged return is the oracle of the normalized scores.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from agentrl.evaluate.evaluate import evaluate_methods
 from agentrl.evaluate.lanes import lane
 from agentrl.evaluate.report import write_results
 from agentrl.evaluate.shift import describe, shifted_env, shifted_tasks
+from agentrl.evaluate.source_runs import add_source_runs, is_history_source
 from agentrl.safeio import LOCK_FILE, pid_alive
 from agentrl.sources.registry import SOURCES, applicable_sources, make_agent
 from agentrl.tables import write_json
@@ -57,9 +61,8 @@ def default_baselines(env: Any, source: str | None) -> list[str]:
     applicable = applicable_sources(env)
     for extra in ("ucb", "ucb_dpt", "thompson", source):
         if extra and extra in applicable and extra not in names:
-            if not SOURCES[extra].baseline:  # e.g. a random roll-in, PPO
-                continue
-            names.append(extra)
+            if SOURCES[extra].baseline or is_history_source(extra):
+                names.append(extra)  # not e.g. a random roll-in
     return names
 
 
@@ -363,16 +366,14 @@ def run_results(
     controls = [control] if isinstance(control, str) else list(control or ())
     steps = num_episodes * env_horizon(env)
     methods = model_methods(run, acting, env, env_key, steps, controls)
-    methods.update(prepared_baselines(config, env, env_key, names, num_episodes))
+    whole_runs = [n for n in names if is_history_source(n)]
+    agents = [n for n in names if n not in whole_runs]
+    methods.update(prepared_baselines(config, env, env_key, agents, num_episodes))
+    key = jax.random.key(seed)
     results = evaluate_methods(
-        env,
-        methods,
-        params,
-        jax.random.key(seed),
-        num_episodes,
-        env_key=env_key,
-        progress=progress,
+        env, methods, params, key, num_episodes, env_key=env_key, progress=progress
     )
+    add_source_runs(results, env, config.data, whole_runs, params, key, num_episodes)
     _record(results, run, acting, shift, tasks, ids, used_args, controls)
     return results, _title(acting, tasks, controls, shift, checkpoint_status(run))
 

@@ -1,0 +1,116 @@
+"""What the AD experiments on the MuJoCo families share: SAC learning
+histories, the model and the budgets of each preset.
+
+The data are SAC learning histories (``source="sac"``, Meta-DT's and
+T2MIR's collector, docs/references.md), one SAC run per training task
+learning from scratch; AD reads a context of 4 whole episodes (T2MIR's).
+The presets differ in horizon, data and model size:
+
+- ``smoke``: 4 histories of 4 episodes of 20 steps, a 2-layer width-32
+  model, 40 updates; plumbing only (most of its minutes are compiling MJX).
+- ``cpu``: 100-step episodes (the references': 200; halved so that the SAC
+  data, the 400-step context and the evaluation fit a 2-core CPU), 16
+  histories on 16 of the 45 training tasks, 120 SAC episodes each (12,000
+  steps: SAC learns part of the task in that time, not all of it), a
+  3-layer width-64 model, 1,500 updates of batch 16, 30 evaluation episodes.
+- ``gpu``: the references' horizon (200), one history per training task
+  (45), 100 SAC episodes (20,000 steps), T2MIR's AD width (3 layers, 8
+  heads, width 256, bfloat16 matmuls), 3,000 updates of batch 24.
+- ``full``: T2MIR's AD settings (3 layers, 8 heads, width 256, FFN 1024,
+  dropout 0.05, batch 24, AdamW lr 3e-4, wd 1e-4, 10k warm-up, 100k
+  updates) on 45 histories of 1,000 SAC episodes (200,000 steps; T2MIR's
+  collector runs 250k steps for HalfCheetah-Vel, 1M for Walker).
+
+Deviations from T2MIR's AD (docs/references.md): one token per step
+(``obs_t``, ``a_{t-1}``, ``r_{t-1}``; T2MIR: three tokens per step through
+MLP embeddings), a Gaussian action head (T2MIR: MSE through a tanh; ``--set
+model.head=mse`` gives that), no state normalisation, and the histories are
+SAC's learning runs in their learning order (T2MIR's "mixed" data sorted by
+return).
+"""
+
+from typing import Any
+
+from agentrl.algos import AD
+from agentrl.models import ModelConfig
+from agentrl.train.config import DataConfig, EvalConfig, ExperimentConfig, TrainConfig
+from agentrl.train.experiments import steps_fields
+
+
+def ad_base(name: str, env: str, eval_episodes: int) -> ExperimentConfig:
+    """The ``cpu``-sized AD experiment ``name`` on the MuJoCo family ``env``."""
+    return ExperimentConfig(
+        name=name,
+        algo=AD(context_episodes=4),
+        data=DataConfig(
+            env=env,
+            env_args=(("horizon", 100),),
+            source="sac",
+            num_tasks=16,
+            num_episodes=120,
+            split_fraction=0.9,  # the references' 45 training / 5 test tasks
+        ),
+        model=ModelConfig(
+            num_layers=3, num_heads=4, d_model=64, d_ff=256, dropout=0.05
+        ),
+        train=TrainConfig(
+            steps=1500,
+            batch_size=16,
+            lr=1e-3,
+            warmup_steps=150,
+            log_every=50,
+            checkpoint_every=500,
+        ),
+        eval=EvalConfig(num_tasks=5, num_episodes=eval_episodes),
+    )
+
+
+def ad_changes(eval_episodes: int) -> dict[str, dict[str, Any]]:
+    """Each preset's changes to :func:`ad_base` (module docstring)."""
+    t2mir_model = {
+        "model.num_heads": 8,
+        "model.d_model": 256,
+        "model.d_ff": 1024,
+    }
+    return dict(
+        smoke={
+            "data.env_args": (("horizon", 20),),
+            "data.num_tasks": 4,
+            "data.num_episodes": 4,
+            "context_episodes": 2,
+            "model.num_layers": 2,
+            "model.num_heads": 2,
+            "model.d_model": 32,
+            "model.d_ff": 64,
+            "model.dropout": 0.0,
+            "train.batch_size": 4,
+            "train.warmup_steps": 4,
+            **steps_fields(40, logs=4, checkpoints=2),
+            "eval.num_tasks": 2,
+            "eval.num_episodes": 3,
+        },
+        cpu={},
+        gpu={
+            "data.env_args": (("horizon", 200),),
+            "data.num_tasks": 45,
+            "data.num_episodes": 100,
+            **t2mir_model,
+            "model.compute_dtype": "bfloat16",
+            "train.batch_size": 24,
+            "train.lr": 3e-4,
+            "train.warmup_steps": 300,
+            **steps_fields(3000),
+            "eval.num_episodes": eval_episodes,
+        },
+        full={
+            "data.env_args": (("horizon", 200),),
+            "data.num_tasks": 45,
+            "data.num_episodes": 1000,
+            **t2mir_model,
+            "train.batch_size": 24,
+            "train.lr": 3e-4,
+            "train.warmup_steps": 10_000,
+            **steps_fields(100_000),
+            "eval.num_episodes": eval_episodes,
+        },
+    )

@@ -1,0 +1,41 @@
+"""AD on HalfCheetah-Vel (50 target velocities, 45/5) from SAC learning histories.
+
+Algorithm Distillation on MuJoCo locomotion (T2MIR's HalfCheetahVel-v0,
+docs/references.md): the cheetah is paid ``-|v - v_target| - 0.05 |a|^2``
+each step for a hidden target velocity in ``[0, 3]``; SAC learns each
+training velocity from scratch (``source="sac"``) and a causal transformer
+with a Gaussian action head imitates those across-episode histories. On the
+5 held-out velocities the model should hold the target better episode after
+episode, with frozen weights. Evaluation runs SAC learning online on the
+same velocities beside it (its converged return is the oracle of the
+normalized score: HalfCheetah has none), random play, and writes
+``return_vs_task.png`` (final-episode return against the target velocity).
+Needs the extra ``agentrl[mujoco]``. Shared settings, presets and the
+deviations from T2MIR's AD: ``experiments/_locomotion.py``.
+
+Presets (2-core CPU of the development machine):
+
+- ``smoke``: ``agentrl train ad_halfcheetah_vel --preset smoke`` — 4 SAC
+  histories of 4 episodes of 20 steps, 40 updates; about 3-4 min, nearly
+  all compiling MJX and SAC. Plumbing only.
+- ``cpu``: ``agentrl train ad_halfcheetah_vel --preset cpu`` then
+  ``agentrl eval runs/ad_halfcheetah_vel-cpu --control zero_rewards
+  --control shuffle_rewards --control empty_context`` — 100-step episodes,
+  16 SAC histories of 120 episodes (about 10 min of data), 1,500 updates,
+  30 evaluation episodes on the 5 held-out velocities. Measured and reported
+  in ``benchmarks/results/halfcheetah_vel_cpu.md``.
+- ``gpu``: 200-step episodes, 45 histories of 100 SAC episodes, T2MIR's
+  width, 3,000 updates; sized for about 3 min on one H100 (estimated, not
+  measured: no GPU was lent when it was written).
+- ``full``: T2MIR's AD settings on 45 histories of 1,000 SAC episodes.
+"""
+
+from _locomotion import ad_base, ad_changes
+
+from agentrl.train.experiments import make_presets
+
+EVAL_EPISODES = 30  # T2MIR's HalfCheetah-Vel evaluation
+
+BASE = ad_base("ad_halfcheetah_vel", "halfcheetah_vel", EVAL_EPISODES)
+CHANGES = ad_changes(EVAL_EPISODES)
+PRESETS = make_presets(BASE, **CHANGES)

@@ -1,0 +1,55 @@
+"""T2MIR-AD vs AD on HalfCheetah-Vel at equal training budget.
+
+Same SAC learning histories, optimiser and number of updates as
+``ad_halfcheetah_vel``; the last layer's FFN becomes T2MIR's token-wise MoE
+(6 experts, top-2, noisy gating, balance weight 0.1) in parallel with the
+task-wise MoE (8 experts, top-2, contrastive weight 0.01, EMA router tau
+0.005), each half the width. Task-wise routing is per token
+(``model.task_routing="token"``), as T2MIR's HalfCheetahVel-v0 AD config
+(``task_hard_router: False``; docs/references.md). Deviations: those of
+``ad_halfcheetah_vel`` (``experiments/_locomotion.py``), and the
+contrastive loss reads the routers' logits where that config feeds it their
+softmax (``add_softmax: True``).
+
+- ``smoke``: ``agentrl train t2mir_ad_halfcheetah_vel --preset smoke`` —
+  ``ad_halfcheetah_vel``'s smoke with the MoE. Plumbing only.
+- ``cpu``: ``agentrl train t2mir_ad_halfcheetah_vel --preset cpu
+  --data.path runs/ad_halfcheetah_vel-cpu/dataset`` (AD's histories, so the
+  pair is compared on the same data) then ``agentrl eval``; measured beside
+  AD in ``benchmarks/results/halfcheetah_vel_cpu.md``. The paper reports
+  T2MIR-AD ahead of AD on HalfCheetah-Vel.
+- ``gpu`` / ``full``: ``ad_halfcheetah_vel``'s with the MoE (``full`` is
+  T2MIR's AD budget: 100k updates, 10k warm-up).
+"""
+
+import dataclasses
+
+import ad_halfcheetah_vel
+from _t2mir import moe_last
+
+from agentrl.algos import T2MIR
+from agentrl.train.experiments import make_presets
+
+BASE = dataclasses.replace(
+    ad_halfcheetah_vel.BASE,
+    name="t2mir_ad_halfcheetah_vel",
+    algo=T2MIR(
+        base=ad_halfcheetah_vel.BASE.algo,
+        balance_weight=0.1,
+        contrastive_weight=0.01,
+        ema_tau=0.005,
+    ),
+    model=dataclasses.replace(
+        ad_halfcheetah_vel.BASE.model,
+        moe_layers=(ad_halfcheetah_vel.BASE.model.num_layers - 1,),
+        token_experts=6,
+        token_top_k=2,
+        task_experts=8,
+        task_top_k=2,
+        task_routing="token",  # T2MIR's HalfCheetahVel-v0: task_hard_router False
+    ),
+)
+
+LAYERS = BASE.model.num_layers
+CHANGES = {p: moe_last(c, LAYERS) for p, c in ad_halfcheetah_vel.CHANGES.items()}
+PRESETS = make_presets(BASE, **CHANGES)
