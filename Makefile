@@ -30,15 +30,17 @@ demo: setup
 # minutes on 2 cores); `make test-long`: the `long` ones (CI runs both);
 # `make test-heavy`: the `heavy` ones, the same paths again for every other
 # experiment preset and MuJoCo family (not in CI: its 90 minutes).
+# --max-worker-restart=0: a crashed worker fails the run at once (with
+# --dist loadfile, xdist would hang on the files left to the dead worker).
 test: setup
 	$(PY) -m ruff check .
-	$(PY) -m pytest -n 2 --dist loadfile -m "not long and not heavy" tests
+	$(PY) -m pytest -n 2 --dist loadfile --max-worker-restart=0 -m "not long and not heavy" tests
 
 test-long: setup
-	$(PY) -m pytest -n 2 --dist loadfile -m long tests
+	$(PY) -m pytest -n 2 --dist loadfile --max-worker-restart=0 -m long tests
 
 test-heavy: setup
-	$(PY) -m pytest -n 2 --dist loadfile -m heavy tests
+	$(PY) -m pytest -n 2 --dist loadfile --max-worker-restart=0 -m heavy tests
 
 lint: setup
 	$(PY) -m ruff check .

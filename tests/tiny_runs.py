@@ -9,6 +9,8 @@ the sizes that set the cost change, never the shapes a preset is about
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 
 from agentrl import envs
@@ -47,8 +49,15 @@ def one_per_algorithm(names: list[str]) -> set[str]:
     """The first experiment (by name) of each algorithm among ``names``."""
     first: dict[str, str] = {}
     for name in sorted(names):
-        first.setdefault(load_experiment(name, "smoke").algo.name, name)
+        first.setdefault(_algorithm(name), name)
     return set(first.values())
+
+
+@functools.cache
+def _algorithm(name: str) -> str:
+    """The algorithm of experiment ``name`` (loaded once per test session:
+    every test file that tiers its experiments asks)."""
+    return load_experiment(name, "smoke").algo.name
 
 
 def by_experiment(names: list[str], fast: frozenset[str] = frozenset()) -> list:
