@@ -19,13 +19,14 @@ import numpy as np
 import pytest
 
 from agentrl.envs.point_robot import PointRobot
-from agentrl.evaluate.evaluate import evaluate_methods
+from agentrl.evaluate.evaluate import EvalResult, evaluate_methods
 from agentrl.evaluate.report import write_results
 from agentrl.evaluate.run import baseline_agent, default_baselines
 from agentrl.evaluate.source_runs import (
     SOURCE_SALT,
     add_source_runs,
     is_history_source,
+    share_stand_in_oracle,
 )
 from agentrl.sources import registry
 from agentrl.sources.registry import generate
@@ -96,3 +97,34 @@ def test_source_run_and_its_converged_return(whole_run_source, env_class, tmp_pa
         np.testing.assert_allclose(result.normalized, expected, rtol=1e-5)
     report = write_results(results, tmp_path)["markdown"].read_text()
     assert f"random = 0, {SOURCE} converged = 1" in report  # names its oracle
+
+
+def _result(returns, oracle=None, label=None, tasks=(3, 5)):
+    returns = np.asarray(returns, float)
+    metadata = {"task_ids": list(tasks), **({"oracle": label} if label else {})}
+    return EvalResult(
+        name="m",
+        returns=returns,
+        random_return=np.zeros(len(returns)),
+        oracle_return=None if oracle is None else np.asarray(oracle, float),
+        metadata=metadata,
+    )
+
+
+def test_a_method_evaluated_apart_gets_the_stand_in_oracle():
+    """The expert-distillation control is evaluated without baselines; on a
+    family without an oracle it takes the seed's stand-in, on the same tasks
+    only, so its normalized score shares the others' scale."""
+    seed = {
+        "ad": _result([[1.0, 2.0], [3.0, 4.0]], [4.0, 8.0], "sac converged"),
+        "ad/expert_distillation": _result([[2.0, 2.0], [4.0, 4.0]]),
+        "elsewhere": _result([[1.0, 1.0], [1.0, 1.0]], tasks=(7, 9)),
+    }
+    shared = share_stand_in_oracle(seed)
+    ed = shared["ad/expert_distillation"]
+    assert ed.metadata["oracle"] == "sac converged"
+    np.testing.assert_allclose(ed.normalized, [[0.5, 0.5], [0.5, 0.5]])
+    assert shared["elsewhere"].oracle_return is None  # other tasks: untouched
+    assert shared["ad"] is seed["ad"]
+    plain = {"ad": _result([[1.0]], [2.0]), "x": _result([[1.0]])}
+    assert share_stand_in_oracle(plain) is plain  # a real oracle: nothing shared

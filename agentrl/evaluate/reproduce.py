@@ -73,6 +73,7 @@ from agentrl.evaluate.selection import (
     evaluate_choice,
     select,
 )
+from agentrl.evaluate.source_runs import share_stand_in_oracle
 from agentrl.project import RESULTS_ENV
 from agentrl.tables import write_json
 from agentrl.train.experiments import load_experiment
@@ -146,7 +147,7 @@ def train_and_evaluate(
             n = expert_episodes or default_expert_episodes(config)
             results[ed], record["expert_distillation"] = _expert(config, root, n, rules)
             _save_seed(cache, results, record)
-        for method, result in results.items():
+        for method, result in share_stand_in_oracle(results).items():
             per_method.setdefault(method, []).append(result)
         run_dirs.append(root)
         protocol.append(record)

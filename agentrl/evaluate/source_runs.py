@@ -111,9 +111,32 @@ def _normalized(returns, random, oracle) -> np.ndarray | None:
 def _converged_as_oracle(results, source: str, converged: np.ndarray) -> None:
     """Every result's ``oracle_return``: the source's converged return."""
     for name, result in list(results.items()):
-        results[name] = dataclasses.replace(
-            result,
-            oracle_return=converged,
-            normalized=_normalized(result.returns, result.random_return, converged),
-            metadata={**result.metadata, "oracle": f"{source} converged"},
-        )
+        results[name] = _with_oracle(result, converged, f"{source} converged")
+
+
+def _with_oracle(result: EvalResult, oracle: np.ndarray, label: str) -> EvalResult:
+    return dataclasses.replace(
+        result,
+        oracle_return=oracle,
+        normalized=_normalized(result.returns, result.random_return, oracle),
+        metadata={**result.metadata, "oracle": label},
+    )
+
+
+def share_stand_in_oracle(results: dict[str, EvalResult]) -> dict[str, EvalResult]:
+    """``results`` of one seed, where a method evaluated apart on the same
+    tasks (the expert-distillation control: no baselines beside it) gets the
+    stand-in oracle the others carry (:func:`add_source_runs`), so that its
+    normalized score is on the same scale; unchanged otherwise."""
+    stand_ins = [r for r in results.values() if "oracle" in r.metadata]
+    donor = next((r for r in stand_ins if r.oracle_return is not None), None)
+    if donor is None:
+        return results
+    tasks = donor.metadata.get("task_ids")
+    out = {}
+    for name, result in results.items():
+        lacks = result.oracle_return is None and result.random_return is not None
+        if lacks and result.metadata.get("task_ids") == tasks:
+            result = _with_oracle(result, donor.oracle_return, donor.metadata["oracle"])
+        out[name] = result
+    return out
