@@ -21,9 +21,15 @@ Presets (2-core CPU of the development machine):
 - ``cpu``: ``agentrl train ad_halfcheetah_vel --preset cpu`` then
   ``agentrl eval runs/ad_halfcheetah_vel-cpu --control zero_rewards
   --control shuffle_rewards --control empty_context`` — 100-step episodes,
-  16 SAC histories of 120 episodes (about 10 min of data), 1,500 updates,
-  30 evaluation episodes on the 5 held-out velocities. Measured and reported
-  in ``benchmarks/results/halfcheetah_vel_cpu.md``.
+  16 SAC histories of 120 episodes, 1,500 updates, 30 evaluation episodes
+  on the held-out velocities (2 validation, 3 test). Measured, 1 seed, with
+  another job on the cores: data 18 min, training 7 min, ``agentrl
+  reproduce ... --controls`` 22 min more. Result: AD is flat at SAC's
+  converged level from episode 1 (score 0.69 [0.50, 0.88], random 0, SAC
+  converged 1) and does not beat the empty-context control (−3.8 [−5.2,
+  −2.3]): **no in-context learning at this size**; docs/mujoco.md says
+  why, ``benchmarks/results/repro_ad_halfcheetah_vel_cpu.md`` has the
+  record.
 - ``gpu``: 200-step episodes, 45 histories of 100 SAC episodes, T2MIR's
   width, 3,000 updates; sized for about 3 min on one H100 (estimated, not
   measured: no GPU was lent when it was written).

@@ -16,8 +16,11 @@ softmax (``add_softmax: True``).
 - ``cpu``: ``agentrl train t2mir_ad_halfcheetah_vel --preset cpu
   --data.path runs/ad_halfcheetah_vel-cpu/dataset`` (AD's histories, so the
   pair is compared on the same data) then ``agentrl eval``; measured beside
-  AD in ``benchmarks/results/halfcheetah_vel_cpu.md``. The paper reports
-  T2MIR-AD ahead of AD on HalfCheetah-Vel.
+  AD (``agentrl reproduce t2mir_ad_halfcheetah_vel --compare
+  ad_halfcheetah_vel --preset cpu --seeds 1``, 28 min with AD's run done):
+  T2MIR-AD minus AD +0.38 [−3.0, 2.2] return, paired over 3 test
+  velocities, 1 seed: no difference resolved (both flat; docs/mujoco.md).
+  The paper reports T2MIR-AD ahead of AD on HalfCheetah-Vel.
 - ``gpu`` / ``full``: ``ad_halfcheetah_vel``'s with the MoE (``full`` is
   T2MIR's AD budget: 100k updates, 10k warm-up).
 """
