@@ -47,33 +47,13 @@ seed -0.98, -4.74, -4.49, +0.39, +3.96: no difference at this budget
 (``repro_t2mir_ad_darkroom_vs_ad_darkroom_cpu``).
 """
 
-import dataclasses
-
 import ad_darkroom
-from _t2mir import moe_last
+from _t2mir import moe_last, t2mir_ad
 
-from agentrl.algos import T2MIR
 from agentrl.train.experiments import make_presets
 
-BASE = dataclasses.replace(
-    ad_darkroom.BASE,
-    name="t2mir_ad_darkroom",
-    algo=T2MIR(
-        base=ad_darkroom.BASE.algo,
-        balance_weight=0.1,
-        contrastive_weight=0.01,
-        ema_tau=0.005,
-    ),
-    model=dataclasses.replace(
-        ad_darkroom.BASE.model,
-        moe_layers=(ad_darkroom.BASE.model.num_layers - 1,),
-        token_experts=6,
-        token_top_k=2,
-        task_experts=12,  # T2MIR's Dark Room AD config
-        task_top_k=2,
-        task_routing="token",
-    ),
-)
+# T2MIR's Dark Room AD config: 12 task experts, routing per token
+BASE = t2mir_ad(ad_darkroom.BASE, "t2mir_ad_darkroom", "token", task_experts=12)
 
 LAYERS = BASE.model.num_layers
 CHANGES = {

@@ -25,33 +25,13 @@ softmax (``add_softmax: True``).
   T2MIR's AD budget: 100k updates, 10k warm-up).
 """
 
-import dataclasses
-
 import ad_halfcheetah_vel
-from _t2mir import moe_last
+from _t2mir import moe_last, t2mir_ad
 
-from agentrl.algos import T2MIR
 from agentrl.train.experiments import make_presets
 
-BASE = dataclasses.replace(
-    ad_halfcheetah_vel.BASE,
-    name="t2mir_ad_halfcheetah_vel",
-    algo=T2MIR(
-        base=ad_halfcheetah_vel.BASE.algo,
-        balance_weight=0.1,
-        contrastive_weight=0.01,
-        ema_tau=0.005,
-    ),
-    model=dataclasses.replace(
-        ad_halfcheetah_vel.BASE.model,
-        moe_layers=(ad_halfcheetah_vel.BASE.model.num_layers - 1,),
-        token_experts=6,
-        token_top_k=2,
-        task_experts=8,
-        task_top_k=2,
-        task_routing="token",  # T2MIR's HalfCheetahVel-v0: task_hard_router False
-    ),
-)
+# T2MIR's HalfCheetahVel-v0 AD config routes per token (task_hard_router False)
+BASE = t2mir_ad(ad_halfcheetah_vel.BASE, "t2mir_ad_halfcheetah_vel", "token")
 
 LAYERS = BASE.model.num_layers
 CHANGES = {p: moe_last(c, LAYERS) for p, c in ad_halfcheetah_vel.CHANGES.items()}

@@ -29,33 +29,13 @@ its widths and budgets), so the comparison with AD is at equal budget.
   preset is T2MIR's AD budget: 100k updates, 10k warm-up).
 """
 
-import dataclasses
-
 import ad_point_robot
-from _t2mir import moe_last
+from _t2mir import moe_last, t2mir_ad
 
-from agentrl.algos import T2MIR
 from agentrl.train.experiments import make_presets
 
-BASE = dataclasses.replace(
-    ad_point_robot.BASE,
-    name="t2mir_ad_point_robot",
-    algo=T2MIR(
-        base=ad_point_robot.BASE.algo,
-        balance_weight=0.1,
-        contrastive_weight=0.01,
-        ema_tau=0.005,
-    ),
-    model=dataclasses.replace(
-        ad_point_robot.BASE.model,
-        moe_layers=(ad_point_robot.BASE.model.num_layers - 1,),
-        token_experts=6,
-        token_top_k=2,
-        task_experts=8,
-        task_top_k=2,
-        task_routing="sequence",  # T2MIR's Point-Robot: task_hard_router
-    ),
-)
+# T2MIR's Point-Robot AD config routes once per sequence (task_hard_router)
+BASE = t2mir_ad(ad_point_robot.BASE, "t2mir_ad_point_robot", "sequence")
 
 LAYERS = BASE.model.num_layers
 CHANGES = {p: moe_last(c, LAYERS) for p, c in ad_point_robot.CHANGES.items()}
