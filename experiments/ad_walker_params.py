@@ -20,9 +20,14 @@ Presets (2-core CPU of the development machine):
   Plumbing only.
 - ``cpu``: ``agentrl train ad_walker_params --preset cpu`` then
   ``agentrl eval runs/ad_walker_params-cpu`` — 100-step episodes, 16 SAC
-  histories of 120 episodes, 1,500 updates, 40 evaluation episodes
-  (estimated at 40-50 min from ``ad_halfcheetah_vel``'s measured cpu run;
-  not run end to end).
+  histories of 120 episodes, 1,500 updates, 40 evaluation episodes.
+  Measured, 1 seed, with other jobs on the cores: data 23 min, training
+  15 min, the protocol with controls 25 min more. SAC's histories
+  learn (mean return 9.6 → 125.5 over their episodes), but AD declines in
+  context (148.3 → 128.6 on 3 test bodies) and loses to the rewards-zeroed
+  and empty-context controls (−25.0 [−38.6, −11.4], −24.4 [−41.9, −9.3]):
+  **no in-context learning at this size** (docs/mujoco.md,
+  ``benchmarks/results/repro_ad_walker_params_cpu.md``).
 - ``gpu``: 200-step episodes, 45 histories of 100 SAC episodes, T2MIR's
   width, 3,000 updates; sized for about 3 min on one H100 (estimated, not
   measured).
