@@ -17,6 +17,7 @@
 This floor sits below :mod:`agentrl.sources` and :mod:`agentrl.algos`, so
 both build their agents from it; it imports only :mod:`agentrl.envs`,
 :mod:`agentrl.history` and utilities (and, on its own floor, Meta-DT's
-token builders in :mod:`agentrl.models.world_model`). Import names from the
+token builders in :mod:`agentrl.models.world_model` and the action heads'
+sampling in :mod:`agentrl.models.heads`). Import names from the
 modules.
 """

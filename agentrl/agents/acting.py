@@ -13,7 +13,13 @@ experiment on validation tasks, not a property of the algorithm:
   (Dark Room, Key-to-Door); with dense or negative rewards it is
   ``"sample"`` or ``"greedy"`` from the first step.
 
-Continuous actions are the model's mean under every rule.
+Continuous actions (a ``Box`` space) follow the same rules on the model's
+Gaussian: ``"sample"`` draws ``mean + temperature * std * N(0, 1)``,
+``"greedy"`` takes the mean, each clipped to the space's bounds
+(:func:`~agentrl.agents.model_agents.select_action`). A model without a
+std (the ``"mse"`` head; transformer PPO's, whose learned std is not part
+of the model it hands to evaluation) samples its mean: every rule then
+acts alike.
 
 :func:`acting_agent` builds the batched agent of a rule from a factory of
 the model's agent, ``make(greedy: bool)``. ``sample_then_greedy`` wraps the

@@ -2,7 +2,8 @@
 
 Model contract: ``model.predict_query(query_obs [B, ...], ctx_obs [B, N,
 ...], ctx_action [B, N, ...], ctx_reward [B, N], ctx_next_obs [B, N, ...])
--> out`` with ``out.action [B, N + 1, A]``, where position ``i`` depends
+-> out`` with ``out.action [B, N + 1, A]`` (and ``out.log_std`` of a
+Gaussian head, the same shape), where position ``i`` depends
 only on the query and the first ``i`` context transitions; the cached
 variant (bandits) ``decode_query`` and ``decode_transition``.
 
@@ -22,7 +23,13 @@ import jax
 import jax.numpy as jnp
 
 from agentrl.agents.agent import Step
-from agentrl.agents.model_agents import ScoredAgent, out_shape, split_model
+from agentrl.agents.model_agents import (
+    ScoredAgent,
+    action_scores,
+    out_shape,
+    scores_at,
+    split_model,
+)
 from agentrl.envs.base import env_horizon
 
 CONTEXT_UPDATES = ("step", "episode", "none")
@@ -154,8 +161,10 @@ class DPTModelAgent(ScoredAgent):
         out = self.model.get().predict_query(
             obs, ctx.obs, ctx.action, ctx.reward, ctx.next_obs
         )
-        pos = jnp.minimum(ctx.count, ctx.size).reshape(-1, 1, 1)
-        return jnp.take_along_axis(out.action, pos, axis=1)[:, 0]
+        # every position's scores, then the query's at ``count``: a
+        # Gaussian's mean and log std of the same position
+        pos = jnp.minimum(ctx.count, ctx.size)
+        return scores_at(action_scores(out, self.space), pos)
 
     def update(self, state: DPTState, step: Step) -> DPTState:
         if self.context_update == "none":
@@ -175,7 +184,8 @@ class DPTModelAgent(ScoredAgent):
 
 
 class DPTCachedState(NamedTuple):
-    """KV cache and the logits ``[B, A]`` of the next pull."""
+    """KV cache and the scores of the next pull (``[B, A]`` logits, or
+    :func:`~agentrl.agents.model_agents.action_scores`' mean and log std)."""
 
     cache: Any
     logits: jax.Array
@@ -224,7 +234,7 @@ class DPTCachedModelAgent(ScoredAgent):
     def start(self, state: DPTCachedState, obs: Any) -> DPTCachedState:
         """Decode the query ``obs [B, ...]`` (the first token)."""
         out, cache = self.model.get().decode_query(state.cache, obs)
-        return DPTCachedState(cache, out.action.astype(jnp.float32))
+        return DPTCachedState(cache, action_scores(out, self.space))
 
     def scores(self, state: DPTCachedState, obs, env_state, params) -> jax.Array:
         return state.logits
@@ -236,4 +246,4 @@ class DPTCachedModelAgent(ScoredAgent):
         out, cache = self.model.get().decode_transition(
             state.cache, step.obs, action, reward, step.next_obs
         )
-        return DPTCachedState(cache, out.action.astype(jnp.float32))
+        return DPTCachedState(cache, action_scores(out, self.space))

@@ -19,6 +19,8 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from agentrl.models.heads import ModelOutput, sample_action
+
 
 class ModelHandle(NamedTuple):
     """A model as ``(graphdef, weights)``; ``weights is None`` for plain objects."""
@@ -45,26 +47,73 @@ def split_model(model: Any) -> ModelHandle:
     return ModelHandle(model, None)
 
 
+def action_scores(out: Any, space: Any) -> jax.Array:
+    """The scores a model agent keeps of a model output, float32.
+
+    ``out`` is a :class:`~agentrl.models.heads.ModelOutput` (or any object
+    with ``action`` and, optionally, ``log_std``) whose ``action`` is
+    ``[..., A]`` logits (discrete) or ``[..., *action_shape]`` means
+    (continuous). Discrete: the logits ``[..., A]``. Continuous: the
+    Gaussian, ``[..., 2, *action_shape]``, its mean at index 0 and its
+    ``log_std`` at index 1 of the axis before the action's; without a std
+    (the ``"mse"`` head: ``log_std is None``) the log std is ``-inf``, a std
+    of zero, so that sampling is the mean.
+    """
+    action = jnp.asarray(out.action).astype(jnp.float32)
+    if hasattr(space, "n"):
+        return action
+    log_std = getattr(out, "log_std", None)
+    if log_std is None:
+        log_std = jnp.full_like(action, -jnp.inf)
+    axis = action.ndim - len(space.shape)
+    return jnp.stack([action, jnp.asarray(log_std, jnp.float32)], axis=axis)
+
+
+def scores_at(scores: jax.Array, pos: jax.Array) -> jax.Array:
+    """Row ``b``'s scores at position ``pos[b]``: ``[B, T, ...] -> [B, ...]``
+    (every trailing axis alike: a Gaussian's mean and log std of one step)."""
+    idx = jnp.asarray(pos).reshape((-1,) + (1,) * (scores.ndim - 1))
+    return jnp.take_along_axis(scores, idx, axis=1)[:, 0]
+
+
 def select_action(
-    key: jax.Array, out: jax.Array, space: Any, greedy: bool, temperature: float
+    key: jax.Array, scores: jax.Array, space: Any, greedy: bool, temperature: float
 ) -> jax.Array:
-    """Action ``[B, ...]`` from logits ``[B, A]`` (discrete) or means (continuous)."""
+    """Action ``[B, ...]`` from :func:`action_scores` ``[B, ...]``, one key per row.
+
+    Discrete: ``scores`` = logits ``[B, A]``; the argmax, or a categorical
+    sample of ``logits / temperature``. Continuous: ``scores`` = ``[B, 2,
+    *action_shape]`` (mean, log std); the mean, or ``mean + temperature *
+    exp(log_std) * N(0, 1)`` (:func:`agentrl.models.heads.sample_action`;
+    the mean itself for an ``"mse"`` head, whose std is zero), clipped to
+    the space's bounds. ``key [B]`` is unused when ``greedy``.
+    """
     if hasattr(space, "n"):
         if greedy:
-            return jnp.argmax(out, axis=-1).astype(jnp.int32)
-        logits = out.astype(jnp.float32) / temperature
+            return jnp.argmax(scores, axis=-1).astype(jnp.int32)
+        logits = scores.astype(jnp.float32) / temperature
         return jax.vmap(jax.random.categorical)(key, logits).astype(jnp.int32)
-    action = out.astype(space.dtype)
-    return jnp.clip(action, space.low, space.high)
+    mean, log_std = scores[:, 0], scores[:, 1]
+    if greedy:
+        action = mean
+    else:
+        action = jax.vmap(
+            lambda k, m, s: sample_action(
+                "gaussian", ModelOutput(m, s, {}), k, temperature
+            )
+        )(key, mean, log_std)
+    return jnp.clip(action.astype(space.dtype), space.low, space.high)
 
 
 class ScoredAgent:
     """A model agent that acts from action scores: one model call per step.
 
-    ``scores(state, obs, env_state, params) -> [B, A]`` (logits; means for
-    continuous actions) and ``select(key, scores, greedy) -> [B, ...]`` split
-    ``act``, so an acting rule that needs both the sampled and the greedy
-    action (:mod:`agentrl.agents.acting`) computes the scores once.
+    ``scores(state, obs, env_state, params)`` (:func:`action_scores`:
+    logits ``[B, A]``, or mean and log std ``[B, 2, *action_shape]`` for
+    continuous actions) and ``select(key, scores, greedy) -> [B, ...]``
+    (:func:`select_action`) split ``act``, so an acting rule that needs both
+    the sampled and the greedy action (:mod:`agentrl.agents.acting`)
+    computes the scores once.
     Subclasses set ``space``, ``greedy`` and ``temperature``.
     """
 
@@ -78,4 +127,5 @@ class ScoredAgent:
 
 
 def out_shape(space: Any) -> tuple[int, ...]:
-    return (space.n,) if hasattr(space, "n") else tuple(space.shape)
+    """The shape of one row's :func:`action_scores`: ``(A,)`` or ``(2, *shape)``."""
+    return (space.n,) if hasattr(space, "n") else (2, *space.shape)

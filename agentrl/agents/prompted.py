@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from agentrl.agents.model_agents import ScoredAgent, split_model
+from agentrl.agents.model_agents import ScoredAgent, action_scores, split_model
 from agentrl.envs.base import env_horizon
 from agentrl.models.world_model import (
     Tokens,
@@ -196,7 +196,9 @@ class MetaDTAgent(ScoredAgent):
         return self._enter(model, state, obs, rtg)
 
     def scores(self, state: MetaDTState, obs, env_state, params) -> jax.Array:
-        """Action logits ``[B, A]`` of step ``t`` (one policy pass)."""
+        """Step ``t``'s action scores (one policy pass): logits ``[B, A]``, or
+        mean and log std ``[B, 2, *action_shape]``
+        (:func:`~agentrl.agents.model_agents.action_scores`)."""
         model = self.model.get()
         valid = jnp.arange(self.horizon)[None, :] <= state.t[:, None]
         rtg = jnp.where(valid, state.rtg, 0.0)
@@ -207,7 +209,7 @@ class MetaDTAgent(ScoredAgent):
         )
         out = model.policy(*join(state.prompt, tokens), deterministic=True)
         at = (self.prompt_length + state.t)[:, None]
-        return gather_steps(out.action, at)[:, 0].astype(jnp.float32)
+        return gather_steps(action_scores(out, self.space), at)[:, 0]
 
     def update(self, state: MetaDTState, step: Any) -> MetaDTState:
         model = self.model.get()

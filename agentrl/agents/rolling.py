@@ -4,9 +4,10 @@ Model contract: ``model.init_cache(batch, max_steps) -> cache`` and the
 jittable ``model.decode(cache, obs [B, ...], prev_action [B, ...],
 prev_reward [B]) -> (out, cache)``, ``out.action`` = logits ``[B, A]`` for
 the action to take in ``obs`` (the mean ``[B, *action_shape]`` for
-continuous actions). One token per step; ``decode`` rolls its window when
-the context outgrows the cache. Decoding is functional: the model must not
-mutate itself.
+continuous actions, with ``out.log_std`` of a Gaussian head; the agent keeps
+both, :func:`~agentrl.agents.model_agents.action_scores`). One token per
+step; ``decode`` rolls its window when the context outgrows the cache.
+Decoding is functional: the model must not mutate itself.
 
 Protocol: the context runs across episodes; at step ``t`` the model reads
 ``(obs_t, a_{t-1}, r_{t-1})``, with zeros before the first step and the
@@ -27,11 +28,18 @@ import jax.numpy as jnp
 
 from agentrl.agents.acting import acting_agent
 from agentrl.agents.agent import Step
-from agentrl.agents.model_agents import ScoredAgent, out_shape, split_model
+from agentrl.agents.model_agents import (
+    ScoredAgent,
+    action_scores,
+    out_shape,
+    split_model,
+)
 
 
 class ADState(NamedTuple):
-    """KV cache, last action/reward ``[B, ...]`` and the next logits ``[B, A]``."""
+    """KV cache, last action/reward ``[B, ...]`` and the next action's scores
+    ``logits`` (:func:`~agentrl.agents.model_agents.action_scores`: ``[B,
+    A]``, or ``[B, 2, *action_shape]`` mean and log std)."""
 
     cache: Any
     prev_action: jax.Array
@@ -43,7 +51,7 @@ class ADModelAgent(ScoredAgent):
     """Algorithm Distillation acting online with a KV cache (batched).
 
     ``start`` must run before the first ``act`` (the driver calls it): it
-    decodes the first observation, whose logits ``act`` then uses.
+    decodes the first observation, whose scores ``act`` then uses.
     """
 
     def __init__(
@@ -76,7 +84,7 @@ class ADModelAgent(ScoredAgent):
         out, cache = self.model.get().decode(
             state.cache, obs, state.prev_action, state.prev_reward
         )
-        return state._replace(cache=cache, logits=out.action.astype(jnp.float32))
+        return state._replace(cache=cache, logits=action_scores(out, self.space))
 
     def scores(self, state: ADState, obs, env_state, params) -> jax.Array:
         return state.logits
@@ -91,7 +99,7 @@ class ADModelAgent(ScoredAgent):
         out, cache = self.model.get().decode(
             state.cache, step.reset_obs, action, reward
         )
-        return ADState(cache, action, reward, out.action.astype(jnp.float32))
+        return ADState(cache, action, reward, action_scores(out, self.space))
 
 
 def rolling_cache_agent(

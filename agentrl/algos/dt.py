@@ -261,7 +261,7 @@ class DTModelAgent:
         return self.inner.greedy
 
     def scores(self, state: DTState, obs, env_state, params) -> jax.Array:
-        """Action logits ``[B, A]`` (one model call per step, in ``update``)."""
+        """Action scores, AD's (one model call per step, in ``update``)."""
         return self.inner.scores(
             state.inner, self._obs(obs, state.rtg), env_state, params
         )

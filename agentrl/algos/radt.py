@@ -52,7 +52,12 @@ import numpy as np
 
 from agentrl.agents.acting import acting_agent
 from agentrl.agents.agent import Step
-from agentrl.agents.model_agents import ScoredAgent, split_model
+from agentrl.agents.model_agents import (
+    ScoredAgent,
+    action_scores,
+    scores_at,
+    split_model,
+)
 from agentrl.algos.ad import ad_loss, check_positive
 from agentrl.algos.base import Algorithm, check, register_algorithm
 from agentrl.data.device_sampler import (
@@ -530,8 +535,7 @@ class RADTAgent(ScoredAgent):
         batch = model_input(pieces, found, window, self.num_obs)
         out = self.model.get()(batch["obs"], batch["action"], batch["reward"])
         read = algo.num_retrieved * algo.piece_len + (count - lo)
-        logits = jnp.take_along_axis(out.action, read[:, None, None], 1)[:, 0]
-        return logits.astype(jnp.float32)
+        return scores_at(action_scores(out, self.space), read)
 
     def update(self, state: RADTState, step: Step) -> RADTState:
         count = state.count

@@ -20,8 +20,9 @@ length (it must cover the trial). Actions: categorical over ``Discrete``
 spaces; over ``Box`` spaces a diagonal Gaussian whose mean is the model's
 ``"mse"`` head (filled in here) and whose state-independent log std starts
 at ``init_log_std`` (RL²'s field; see :mod:`agentrl.online.transformer`);
-evaluation acts with the clipped mean, as every decision model's
-continuous agent. ReLIC's Sink-KV
+evaluation acts with the clipped mean under every acting rule (the learned
+std stays with the trainer: the evaluated model's ``"mse"`` head has none
+to sample with). ReLIC's Sink-KV
 attention is ``model.attention_sink = True`` (learned sink key/value per
 layer and head, in the actor and the critic). A partial update trains its
 K steps against the fixed cache of the steps before them, so training

@@ -49,8 +49,9 @@ Point-Robot): a trial is ``L`` steps.
 source's and RL²'s head: categorical logits for ``Discrete`` spaces; for
 ``Box`` spaces a diagonal Gaussian in units of half the box width, whose
 mean is the model's ``"mse"`` head output (in the env's units, so that
-evaluation's model agents, which act with the clipped mean, act as
-training's greedy policy) and whose log standard deviation is a learned
+evaluation's model agents act as training's greedy policy: the model has
+no std, so every acting rule, ``"sample"`` included, acts with its clipped
+mean) and whose log standard deviation is a learned
 state-independent vector (``PolicyParams.log_std``, initialised at
 ``init_log_std``). The env gets the clipped, rescaled sample and the
 model's next token the env's action; the log-probability is the unclipped
