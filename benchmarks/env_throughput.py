@@ -19,6 +19,11 @@ the branch-free auto-reset, a key per env and step, and (``*_params``) a
 
     agentrl bench env_throughput [--quick]
     agentrl bench env_throughput --mujoco [--mujoco-envs 16] [--mujoco-steps 40]
+    agentrl bench env_throughput --mujoco --mujoco-families hopper_params
+
+``--mujoco-families`` measures a subset (each family compiles for minutes
+on 2 cores) into ``env_throughput_mujoco_<families>``, beside the record of
+all five.
 """
 
 from __future__ import annotations
@@ -99,9 +104,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--mujoco-envs", type=_positive, default=16, metavar="N")
     parser.add_argument("--mujoco-steps", type=_positive, default=40, metavar="N")
     parser.add_argument("--mujoco-rounds", type=_positive, default=5, metavar="N")
+    parser.add_argument(
+        "--mujoco-families",
+        type=_families,
+        default=MUJOCO_FAMILIES,
+        metavar="A,B",
+        help="with --mujoco: only these families (default: all five)",
+    )
     args = parser.parse_args(argv)
     if args.mujoco:
-        mujoco_main(args.mujoco_envs, args.mujoco_steps, args.mujoco_rounds)
+        sizes = (args.mujoco_envs, args.mujoco_steps, args.mujoco_rounds)
+        mujoco_main(*sizes, args.mujoco_families)
         return
     sizes = (16384,) if args.quick else SIZES
     import gymnax
@@ -177,6 +190,17 @@ def _positive(text: str) -> int:
     return value
 
 
+def _families(text: str) -> tuple[str, ...]:
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    unknown = [n for n in names if n not in MUJOCO_FAMILIES]
+    if not names or unknown:
+        raise argparse.ArgumentTypeError(
+            f"unknown MuJoCo families {unknown or text!r}; allowed: "
+            f"{', '.join(MUJOCO_FAMILIES)}"
+        )
+    return names
+
+
 def mujoco_runners(env, num_envs: int, num_steps: int):
     """Jitted ``(ours, brax)``: ``num_envs`` envs, ``num_steps`` random steps.
 
@@ -230,12 +254,17 @@ def _compile_seconds(fn, key) -> float:
     return time.perf_counter() - start
 
 
-def mujoco_main(num_envs: int, num_steps: int, rounds: int) -> None:
-    """Each MuJoCo family against Brax's own step (module doc)."""
+def mujoco_main(
+    num_envs: int,
+    num_steps: int,
+    rounds: int,
+    families: tuple[str, ...] = MUJOCO_FAMILIES,
+) -> None:
+    """Each MuJoCo family of ``families`` against Brax's own step (module doc)."""
     load_start = os.getloadavg()[0]
     key = jax.random.key(0)
     results, rows, targets = {}, [], []
-    for name in MUJOCO_FAMILIES:
+    for name in families:
         env = envs.make(name)  # an ImportError names the extra
         ours, brax = mujoco_runners(env, num_envs, num_steps)
         compile_s = {"agentrl": _compile_seconds(ours, key)}
@@ -278,8 +307,9 @@ def mujoco_main(num_envs: int, num_steps: int, rounds: int) -> None:
             f"{compile_s['agentrl']:.1f}s / {compile_s['brax']:.1f}s)",
             flush=True,
         )
+    subset = "" if set(families) == set(MUJOCO_FAMILIES) else "_" + "_".join(families)
     path = bench.write_record(
-        "env_throughput_mujoco",
+        "env_throughput_mujoco" + subset,
         results,
         targets,
         rows,

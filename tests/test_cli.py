@@ -112,6 +112,18 @@ def test_bench_passes_the_remaining_arguments_to_the_benchmark(capsys):
     assert "usage: agentrl bench env_throughput [-h] [--quick]" in out
 
 
+def test_bench_mujoco_families_must_be_known(capsys):
+    """A subset of the MuJoCo throughput families: an unknown name is refused
+    (exit 2) with the allowed ones, before anything is built or compiled."""
+    argv = ["bench", "env_throughput", "--mujoco", "--mujoco-families", "hopper,ant"]
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "--mujoco-families" in err and "['hopper', 'ant']" in err
+    assert "allowed: halfcheetah_vel, halfcheetah_dir, ant_dir" in err
+
+
 @pytest.mark.long
 def test_demo_runs_the_pipeline_end_to_end(tmp_path, capsys):
     """``make demo``'s command at smoke size: data, training, evaluation."""
