@@ -45,10 +45,11 @@ near one second) and a replay of 1,000 trials.
   and 1M-step exploration anneal, 4 layers of width 128 (not run here).
 """
 
-from agentrl.algos import Amago
+from _amago import FULL, SMOKE, amago, amago_train
+
 from agentrl.models import ModelConfig
-from agentrl.train.config import DataConfig, EvalConfig, ExperimentConfig, TrainConfig
-from agentrl.train.experiments import make_presets, steps_fields
+from agentrl.train.config import DataConfig, EvalConfig, ExperimentConfig
+from agentrl.train.experiments import make_presets
 
 
 def _env_args(horizon: int) -> tuple:
@@ -57,60 +58,27 @@ def _env_args(horizon: int) -> tuple:
 
 BASE = ExperimentConfig(
     name="amago_bandit",
-    algo=Amago(
-        trial_episodes=1,
-        num_envs=16,
-        capacity=1000,
-        batch_size=24,
-        grad_steps=4,
-        num_critics=4,
-        critics_in_target=2,
-        critic_hidden=128,
-        explore_steps=10_000,
-        reward_scale=10.0,
-    ),
+    algo=amago(trial_episodes=1, capacity=1000, grad_steps=4, explore_steps=10_000),
     data=DataConfig(env="gaussian_bandit", env_args=_env_args(100), source="random"),
     model=ModelConfig(num_layers=2, num_heads=4, d_model=64, d_ff=256, dropout=0.0),
-    train=TrainConfig(
-        steps=600,
-        lr=3e-4,
-        weight_decay=1e-3,
-        warmup_steps=0,
-        schedule="constant",
-        grad_clip=1.0,
-        log_every=10,
-        checkpoint_every=150,
-    ),
+    train=amago_train(600),
     eval=EvalConfig(num_tasks=200, num_episodes=1),
 )
 CHANGES = dict(
     smoke={
+        **SMOKE,
         "data.env_args": _env_args(10),
-        "algo.num_envs": 4,
-        "algo.capacity": 16,
-        "algo.batch_size": 4,
-        "algo.grad_steps": 2,
-        "algo.critic_hidden": 16,
         "algo.explore_steps": 20,
-        "model.num_layers": 1,
-        "model.num_heads": 2,
-        "model.d_model": 16,
-        "model.d_ff": 32,
-        **steps_fields(2, logs=2, checkpoints=1),
         "eval.num_tasks": 8,
     },
     cpu={},
     full={
+        **FULL,
         "data.env_args": _env_args(500),
-        "algo.num_envs": 64,
-        "algo.capacity": 5000,
         "algo.grad_steps": 16,
-        "algo.explore_steps": 1_000_000,
         "model.d_model": 128,
         "model.num_layers": 4,
         "model.d_ff": 512,
-        "train.lr": 1e-4,
-        **steps_fields(2000),
     },
 )
 CHANGES["gpu"] = CHANGES["full"]
