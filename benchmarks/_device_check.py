@@ -90,6 +90,8 @@ REPRODUCTIONS = (
     "xland_ad",
     "rl2_xland",
     "amago_darkroom",
+    "amago_bandit",
+    "amago_key_to_door",
     "gpicl_bandit",  # one cell (all tasks); the study itself is a sweep
 )
 

@@ -51,25 +51,15 @@ sequence); no hindsight relabeling (no goal-conditioned task here).
   exploration anneal (not run here).
 """
 
-from agentrl.algos import Amago
+from _amago import amago, amago_train, grid_changes
+
 from agentrl.models import ModelConfig
-from agentrl.train.config import DataConfig, EvalConfig, ExperimentConfig, TrainConfig
-from agentrl.train.experiments import make_presets, steps_fields
+from agentrl.train.config import DataConfig, EvalConfig, ExperimentConfig
+from agentrl.train.experiments import make_presets
 
 BASE = ExperimentConfig(
     name="amago_darkroom",
-    algo=Amago(
-        trial_episodes=8,
-        num_envs=16,
-        capacity=2000,
-        batch_size=24,
-        grad_steps=8,
-        num_critics=4,
-        critics_in_target=2,
-        critic_hidden=128,
-        explore_steps=16_000,
-        reward_scale=10.0,
-    ),
+    algo=amago(trial_episodes=8, capacity=2000, grad_steps=8, explore_steps=16_000),
     data=DataConfig(
         env="darkroom", env_args=(("size", 9), ("horizon", 20)), source="random"
     ),
@@ -81,47 +71,9 @@ BASE = ExperimentConfig(
         dropout=0.0,
         obs_encoding="grid",
     ),
-    train=TrainConfig(
-        steps=600,
-        lr=3e-4,
-        weight_decay=1e-3,
-        warmup_steps=0,
-        schedule="constant",
-        grad_clip=1.0,
-        log_every=10,
-        checkpoint_every=150,
-    ),
+    train=amago_train(600),
     eval=EvalConfig(num_tasks=16, num_episodes=8),
 )
-CHANGES = dict(
-    smoke={
-        "data.env_args": (("size", 5), ("horizon", 6)),
-        "algo.trial_episodes": 2,
-        "algo.num_envs": 4,
-        "algo.capacity": 16,
-        "algo.batch_size": 4,
-        "algo.grad_steps": 2,
-        "algo.critic_hidden": 16,
-        "algo.explore_steps": 24,
-        "model.num_layers": 1,
-        "model.num_heads": 2,
-        "model.d_model": 16,
-        "model.d_ff": 32,
-        **steps_fields(2, logs=2, checkpoints=1),
-        "eval.num_tasks": 4,
-        "eval.num_episodes": 2,
-    },
-    cpu={},
-    full={
-        "algo.num_envs": 64,
-        "algo.trial_episodes": 50,
-        "algo.capacity": 5000,
-        "algo.grad_steps": 64,
-        "algo.explore_steps": 1_000_000,
-        "train.lr": 1e-4,
-        **steps_fields(2000),
-        "eval.num_episodes": 50,
-    },
+PRESETS = make_presets(
+    BASE, **grid_changes((("size", 5), ("horizon", 6)), full_episodes=50)
 )
-CHANGES["gpu"] = CHANGES["full"]
-PRESETS = make_presets(BASE, **CHANGES)

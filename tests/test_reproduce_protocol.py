@@ -74,7 +74,9 @@ def test_ad_darkroom_targets_name_value_ci_and_verdict():
     assert auc["met"] and auc["value"] > 0.4 and auc["ci"].startswith("[")
 
 
-@pytest.mark.parametrize("experiment", ["rl2_darkroom", "transformer_ppo_darkroom"])
+@pytest.mark.parametrize(
+    "experiment", ["rl2_darkroom", "transformer_ppo_darkroom", "amago_darkroom"]
+)
 def test_online_darkroom_targets_score_and_gain_from_episode_one(experiment):
     # 8-episode trials: "last 10" is the whole trial; episode 1 scores ~0.1,
     # later ones ~0.5, so the gain is positive and the 0.8 score is not met
@@ -91,7 +93,9 @@ def test_online_darkroom_targets_score_and_gain_from_episode_one(experiment):
     assert gain["ci"].startswith("[")
 
 
-@pytest.mark.parametrize("experiment", ["rl2_bandit", "transformer_ppo_bandit"])
+@pytest.mark.parametrize(
+    "experiment", ["rl2_bandit", "transformer_ppo_bandit", "amago_bandit"]
+)
 def test_online_bandit_target_is_the_paired_regret_ratio_to_thompson(experiment):
     rng = np.random.default_rng(3)
 

@@ -145,14 +145,14 @@ def targets_for(
         ratio, lo, hi = paired_ratio(regret(algo), regret("random"))
         out.append(_with_ci("DPT / random regret at H", ratio, lo, hi, 0.5,
                             ratio <= 0.5, False))  # fmt: skip
-    elif name in ("rl2_bandit", "transformer_ppo_bandit"):
-        # issue 18's bandit target, for both online learners
+    elif name in ("rl2_bandit", "transformer_ppo_bandit", "amago_bandit"):
+        # issue 18's bandit target, for the online learners
         regret = _final_regret(combined)
         ratio, lo, hi = paired_ratio(regret(algo), regret("thompson"))
         out.append(_with_ci(f"{algo} / Thompson regret at H", ratio, lo, hi, 1.5,
                             ratio <= 1.5, False))  # fmt: skip
-    elif name in ("rl2_darkroom", "transformer_ppo_darkroom"):
-        # issue 18's Dark Room target, for both online learners: the score
+    elif name in ("rl2_darkroom", "transformer_ppo_darkroom", "amago_darkroom"):
+        # issue 18's Dark Room target, for the online learners: the score
         # over the trial's last (up to 10) episodes, and its rise from the first
         k = s["last_k"]
         m = s["score_last"]

@@ -1,0 +1,54 @@
+"""AMAGO on Dark Key-to-Door 9x9 (H=50): the memory task, over whole trials.
+
+The AD paper's Dark Key-to-Door (``agentrl.envs.key_to_door``): the agent
+sees only its cell, starts each episode at a random cell, gets 1 for the
+key and 1 for the door while holding it; the (key, door) pair is the task,
+held out by the data split. It must remember within an episode whether it
+holds the key and across episodes where the key and door are. The causal
+transformer (3 layers, width 64, as ``amago_darkroom``) is the shared
+sequence model of AMAGO's multi-gamma actor and 4 critics, trained
+off-policy from a replay of whole trials of 4 episodes (200 steps, the
+whole trial in context) on the training pairs; evaluated on held-out pairs
+for one trial, acting with its KV cache, beside random and the oracle::
+
+    agentrl train amago_key_to_door --preset smoke
+    agentrl reproduce amago_key_to_door --preset cpu --seeds 5 --controls
+
+Settings and deviations as ``amago_darkroom`` (its docstring): AMAGO's
+discounts, critics, ``tau``, coefficients, batch and optimiser; no PopArt
+(critics predict ``(1 - gamma)`` x return, reward multiplier 10), linear
+actor read-outs, critics of 128 units, learning rate 3e-4 without warm-up,
+epsilon annealed over 20k steps per env (100 updates) instead of 1M.
+
+- ``smoke``: 3x3 room, trials of 2 episodes of 6 steps, 2 updates;
+  plumbing.
+- ``cpu``: 16 envs x 600 updates (1.92M env steps), 8 gradient steps an
+  update. Not run yet: a 200-step trial costs about what
+  ``amago_darkroom``'s 160-step one does (1-3 s an update on a quiet
+  2-core CPU), so a seed is 20-30 min there.
+- ``full`` / ``gpu``: 64 envs, trials of 10 episodes (500 steps), 2,000
+  updates of 64 gradient steps, AMAGO's 1e-4 learning rate and 1M-step
+  exploration anneal (not run here).
+"""
+
+from _amago import amago, amago_train, grid_changes
+
+from agentrl.models import ModelConfig
+from agentrl.train.config import DataConfig, EvalConfig, ExperimentConfig
+from agentrl.train.experiments import make_presets
+
+BASE = ExperimentConfig(
+    name="amago_key_to_door",
+    algo=amago(trial_episodes=4, capacity=2000, grad_steps=8, explore_steps=20_000),
+    data=DataConfig(
+        env="dark_key_to_door",
+        env_args=(("size", 9), ("horizon", 50)),
+        source="random",
+    ),
+    model=ModelConfig(num_layers=3, num_heads=4, d_model=64, d_ff=256, dropout=0.0),
+    train=amago_train(600),
+    eval=EvalConfig(num_tasks=16, num_episodes=4),
+)
+PRESETS = make_presets(
+    BASE, **grid_changes((("size", 3), ("horizon", 6)), full_episodes=10)
+)

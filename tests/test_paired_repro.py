@@ -1,0 +1,55 @@
+"""benchmarks/paired_repro.py: reproductions written apart pair per (seed,
+task) only when their test tasks agree; for families whose tasks are drawn
+rather than indexed (bandits: no task ids) the oracle's per-task return is
+what must agree."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from agentrl.evaluate.evaluate import EvalResult
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import paired_repro  # noqa: E402
+
+
+def _write(root: Path, tag: str, method: str, oracle: np.ndarray, returns, ids=None):
+    runs = [
+        EvalResult(
+            method,
+            np.asarray(r, np.float64)[:, None],
+            oracle_return=oracle,
+            metadata={"task_ids": ids},
+        ).to_json()
+        for r in returns
+    ]
+    (root / tag).mkdir()
+    (root / tag / "results.json").write_text(json.dumps({"runs": {method: runs}}))
+
+
+def test_drawn_tasks_pair_by_their_oracle_returns(tmp_path, monkeypatch):
+    monkeypatch.setenv("AGENTRL_BENCH_RESULTS", str(tmp_path))
+    oracle = np.array([80.0, 90.0, 70.0])
+    _write(tmp_path, "a", "amago", oracle, [[76.0, 85.0, 66.0]] * 2)
+    _write(tmp_path, "b", "rl2", oracle, [[70.0, 80.0, 60.0]] * 2)
+    _write(tmp_path, "c", "ppo", oracle + [0.0, 0.0, 5.0], [[70.0, 80.0, 60.0]] * 2)
+    assert paired_repro.main(["a:amago", "b:rl2", "--last", "1"]) == 0
+    row = json.loads((tmp_path / "paired_amago_vs_rl2.json").read_text())
+    (result,) = row["results"].values()
+    assert result["tasks"] == 3 and result["a minus b"] == pytest.approx(5.667, 1e-3)
+    with pytest.raises(SystemExit, match="seed 0: amago tasks"):
+        paired_repro.main(["a:amago", "c:ppo", "--last", "1"])
+
+
+def test_indexed_tasks_pair_by_their_ids(tmp_path, monkeypatch):
+    monkeypatch.setenv("AGENTRL_BENCH_RESULTS", str(tmp_path))
+    oracle = np.array([10.0, 10.0])
+    _write(tmp_path, "a", "ad", oracle, [[5.0, 6.0]], ids=[3, 7])
+    _write(tmp_path, "b", "dt", oracle, [[4.0, 6.0]], ids=[3, 8])
+    with pytest.raises(SystemExit, match=r"tasks \[3, 7\] != dt \[3, 8\]"):
+        paired_repro.main(["a:ad", "b:dt"])
