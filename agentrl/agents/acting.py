@@ -17,9 +17,10 @@ Continuous actions (a ``Box`` space) follow the same rules on the model's
 Gaussian: ``"sample"`` draws ``mean + temperature * std * N(0, 1)``,
 ``"greedy"`` takes the mean, each clipped to the space's bounds
 (:func:`~agentrl.agents.model_agents.select_action`). A model without a
-std (the ``"mse"`` head; transformer PPO's, whose learned std is not part
-of the model it hands to evaluation) samples its mean: every rule then
-acts alike.
+std (the ``"mse"`` head) samples its mean: every rule then acts alike.
+Transformer PPO's policy is its ``"mse"`` model with the learned
+state-independent std attached
+(:class:`agentrl.online.transformer.GaussianPolicy`), so it samples.
 
 :func:`acting_agent` builds the batched agent of a rule from a factory of
 the model's agent, ``make(greedy: bool)``. ``sample_then_greedy`` wraps the

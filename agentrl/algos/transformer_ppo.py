@@ -20,9 +20,11 @@ length (it must cover the trial). Actions: categorical over ``Discrete``
 spaces; over ``Box`` spaces a diagonal Gaussian whose mean is the model's
 ``"mse"`` head (filled in here) and whose state-independent log std starts
 at ``init_log_std`` (RL²'s field; see :mod:`agentrl.online.transformer`);
-evaluation acts with the clipped mean under every acting rule (the learned
-std stays with the trainer: the evaluated model's ``"mse"`` head has none
-to sample with). ReLIC's Sink-KV
+the evaluated policy carries the learned std
+(:class:`agentrl.online.transformer.GaussianPolicy`), so ``eval.acting =
+"sample"`` draws mean + ``eval.temperature`` x std x N(0, 1) as training
+did (at temperature 1) and ``"greedy"`` takes the mean, both clipped to the
+box. ReLIC's Sink-KV
 attention is ``model.attention_sink = True`` (learned sink key/value per
 layer and head, in the actor and the critic). A partial update trains its
 K steps against the fixed cache of the steps before them, so training

@@ -48,15 +48,17 @@ Point-Robot): a trial is ``L`` steps.
 **Actions** go through :class:`agentrl.rl.nets.ActionHead`, the PPO
 source's and RL²'s head: categorical logits for ``Discrete`` spaces; for
 ``Box`` spaces a diagonal Gaussian in units of half the box width, whose
-mean is the model's ``"mse"`` head output (in the env's units, so that
-evaluation's model agents act as training's greedy policy: the model has
-no std, so every acting rule, ``"sample"`` included, acts with its clipped
-mean) and whose log standard deviation is a learned
-state-independent vector (``PolicyParams.log_std``, initialised at
-``init_log_std``). The env gets the clipped, rescaled sample and the
-model's next token the env's action; the log-probability is the unclipped
-sample's. The actor's mean head starts near the box centre (its kernel
-scaled by ``0.01`` x half the width, PPO's small policy-output init).
+mean is the model's ``"mse"`` head output (in the env's units) and whose
+log standard deviation is a learned state-independent vector
+(``PolicyParams.log_std``, initialised at ``init_log_std``). The env gets
+the clipped, rescaled sample and the model's next token the env's action;
+the log-probability is the unclipped sample's. The actor's mean head
+starts near the box centre (its kernel scaled by ``0.01`` x half the
+width, PPO's small policy-output init). The policy evaluation gets
+(:meth:`TransformerPPO.weights`) is then a :class:`GaussianPolicy`: the
+model with the learned log std in the env's units, so that the acting rule
+``"sample"`` at temperature 1 draws from the distribution training's
+rollouts drew from and ``"greedy"`` takes the clipped mean (tested).
 
 :class:`TransformerPPO` has the :class:`agentrl.online.ppo.TrialPPO`
 interface: ``init(key, hp)``, ``update(state, hp) -> (state, metrics)``
@@ -110,6 +112,47 @@ class PolicyParams(NamedTuple):
 
     model: Any  # nnx.State
     log_std: jax.Array
+
+
+class GaussianPolicy(nnx.Module):
+    """Transformer PPO's trained policy over ``Box`` actions, as evaluation gets it.
+
+    The actor's ``DecisionModel`` (``model``; its ``"mse"`` head gives the
+    Gaussian's mean in the env's units) and the learned state-independent
+    log std in the env's units (``log_std [A]``:
+    :meth:`agentrl.rl.nets.ActionHead.env_log_std` of the trainer's), which
+    every output carries as ``out.log_std``, broadcast to its mean's shape.
+    The model agents' acting rules
+    (:func:`~agentrl.agents.model_agents.select_action`) then act with the
+    Gaussian training sampled from: ``"sample"`` at temperature 1 draws
+    from the distribution training's rollouts drew from (mean + std x N(0,
+    1), clipped to the box), ``"greedy"`` takes the clipped mean.
+    ``config`` is the model's; ``init_cache`` and ``prefill`` are the
+    model's, ``decode`` and ``__call__`` the model's with the std.
+    """
+
+    def __init__(self, model: DecisionModel, log_std: jax.Array):
+        self.config = model.config
+        self.model = model
+        self.log_std = nnx.Param(jnp.asarray(log_std, jnp.float32))
+
+    def _with_std(self, out):
+        std = jnp.broadcast_to(self.log_std[...], out.action.shape)
+        return out.replace(log_std=std)
+
+    def __call__(self, *args: Any, **kwargs: Any):
+        return self._with_std(self.model(*args, **kwargs))
+
+    def init_cache(self, *args: Any, **kwargs: Any):
+        return self.model.init_cache(*args, **kwargs)
+
+    def decode(self, cache, obs, prev_action, prev_reward):
+        out, cache = self.model.decode(cache, obs, prev_action, prev_reward)
+        return self._with_std(out), cache
+
+    def prefill(self, *args: Any, **kwargs: Any):
+        """The model's (its outputs are the means, an array)."""
+        return self.model.prefill(*args, **kwargs)
 
 
 class TransformerState(NamedTuple):
@@ -224,8 +267,17 @@ class TransformerPPO:
         return self.head.logp_entropy(self.policy_scores(out), self.log_std(actor), raw)
 
     def weights(self, state: TransformerState):
-        """The trained policy: a ``DecisionModel`` (acts with its KV cache)."""
-        return self.model(state.actor)
+        """The trained policy (acts with its KV cache): the actor's
+        ``DecisionModel``; over ``Box`` actions a :class:`GaussianPolicy`,
+        the model with the learned log std (in the env's units)."""
+        return self.policy(state.actor)
+
+    def policy(self, actor):
+        """The policy evaluation acts with, of the actor's parameters."""
+        model = self.model(actor)
+        if not isinstance(actor, PolicyParams):
+            return model
+        return GaussianPolicy(model, self.head.env_log_std(actor.log_std))
 
     def forward(self, params, obs, action, reward):
         """``[B, L, A]`` outputs of the model over whole token buffers."""

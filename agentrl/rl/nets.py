@@ -88,6 +88,14 @@ class ActionHead:
     def _log_std(self, log_std):
         return jnp.clip(log_std, -5.0, 2.0)
 
+    def env_log_std(self, log_std: jax.Array) -> jax.Array:
+        """The Gaussian's log std ``[A]`` in the env's units: the one
+        :meth:`sample` draws with (clipped to ``[-5, 2]``) plus ``log`` of
+        half the box width (:meth:`to_env`'s scale), so that ``center + half
+        * mean`` and this std give, clipped to the box, the distribution of
+        :meth:`to_env` of :meth:`sample`."""
+        return self._log_std(log_std) + jnp.log(self.half.reshape(-1))
+
     def logp_entropy(self, out, log_std, raw):
         """``(log pi(raw), entropy)``, each ``[...]`` for ``out [..., A]``."""
         if self.discrete:
@@ -100,7 +108,9 @@ class ActionHead:
         return logp, entropy
 
     def sample(self, key, out, log_std, greedy=False, temperature=1.0):
-        """A raw action ``[...]`` / ``[..., *shape]`` from ``out [..., A]``."""
+        """A raw action ``[...]`` / ``[..., *shape]`` from ``out [..., A]``:
+        the argmax / mean when ``greedy``, else a draw at ``temperature``
+        (logits divided by it; the Gaussian's std multiplied by it)."""
         if self.discrete:
             if greedy:
                 return jnp.argmax(out, -1).astype(jnp.int32)
@@ -108,7 +118,7 @@ class ActionHead:
         if greedy:
             return out.reshape(*out.shape[:-1], *self.shape)
         std = jnp.exp(self._log_std(log_std))
-        raw = out + std * jax.random.normal(key, out.shape)
+        raw = out + temperature * std * jax.random.normal(key, out.shape)
         return raw.reshape(*out.shape[:-1], *self.shape)
 
     def to_env(self, raw: jax.Array) -> jax.Array:
