@@ -279,9 +279,9 @@ class EvalConfig:
     """Online in-context evaluation on held-out tasks.
 
     ``acting`` is the acting rule (:mod:`agentrl.agents.acting`):
-    ``"sample"`` at ``temperature``, ``"greedy"`` (argmax), or
-    ``"sample_then_greedy"`` (sample until a task's first positive reward,
-    then argmax); discrete actions only.
+    ``"sample"`` at ``temperature``, ``"greedy"`` (argmax; over ``Box``
+    actions the mean), or ``"sample_then_greedy"`` (sample until a task's
+    first positive reward, then greedy), over discrete and ``Box`` actions.
 
     Attributes:
       num_tasks: held-out tasks evaluated.
