@@ -209,3 +209,6 @@ CHANGES["t2mir_setup_gpu"] = {
     "eval.num_episodes": 50,
 }
 PRESETS = make_presets(BASE, **CHANGES)
+
+# the targets `agentrl reproduce` judges it by (agentrl.evaluate.targets)
+TARGET = "ad_darkroom"

@@ -118,3 +118,6 @@ CHANGES = dict(
     },
 )
 PRESETS = make_presets(BASE, **CHANGES)
+
+# the targets `agentrl reproduce` judges it by (agentrl.evaluate.targets)
+TARGET = "ad_eps"

@@ -77,3 +77,6 @@ BASE = ExperimentConfig(
 PRESETS = make_presets(
     BASE, **grid_changes((("size", 5), ("horizon", 6)), full_episodes=50)
 )
+
+# the targets `agentrl reproduce` judges it by (agentrl.evaluate.targets)
+TARGET = "online_darkroom"

@@ -113,3 +113,6 @@ CHANGES = dict(
     full={**steps_fields(100_000), "train.batch_size": 64, "train.lr": 1e-4},
 )
 PRESETS = make_presets(BASE, **CHANGES)
+
+# the targets `agentrl reproduce` judges it by (agentrl.evaluate.targets)
+TARGET = "dpt_bandit"

@@ -92,3 +92,6 @@ CHANGES = dict(
 )
 CHANGES["gpu"] = CHANGES["full"]
 PRESETS = make_presets(BASE, **CHANGES)
+
+# the targets `agentrl reproduce` judges it by (agentrl.evaluate.targets)
+TARGET = "online_bandit"

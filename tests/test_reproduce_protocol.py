@@ -7,10 +7,11 @@ import pytest
 
 import agentrl.evaluate.reproduce as reproduce
 import agentrl.evaluate.reproduce_report as reproduce_report
+import agentrl.evaluate.targets as targets
 from agentrl.evaluate.controls import CONTEXT_CONTROLS
 from agentrl.evaluate.evaluate import EvalResult
 from agentrl.evaluate.report import summarize
-from agentrl.train.experiments import load_experiment
+from agentrl.train.experiments import known_experiments, load_experiment
 
 
 def test_each_training_seed_gets_its_own_data_seed_split_and_eval_key():
@@ -38,10 +39,10 @@ def test_paired_ratio_and_its_ci():
     rng = np.random.default_rng(0)
     b = rng.uniform(10, 20, (3, 50))
     a = 1.5 * b + rng.normal(0, 0.5, b.shape)
-    ratio, low, high = reproduce_report.paired_ratio(a, b)
+    ratio, low, high = targets.paired_ratio(a, b)
     assert ratio == pytest.approx(a.mean() / b.mean())
     assert low < ratio < high and 1.4 < low and high < 1.6
-    one = reproduce_report.paired_ratio(a[:1], b[:1])  # one seed: tasks resampled only
+    one = targets.paired_ratio(a[:1], b[:1])  # one seed: tasks resampled only
     assert one[1] < one[0] < one[2]
 
 
@@ -68,8 +69,7 @@ def test_ad_darkroom_targets_name_value_ci_and_verdict():
          for _ in range(2)]  # fmt: skip
     combined = {"ad": ad, "q_learning": q}
     summary = summarize(combined, resample="both")
-    targets = reproduce_report.targets_for("ad_darkroom", summary, combined, [])
-    score, auc = targets
+    score, auc = targets.targets_for("ad_darkroom", summary, combined, [])
     assert score["target"] == 0.75 and score["met"] == (score["value"] >= 0.75)
     assert auc["met"] and auc["value"] > 0.4 and auc["ci"].startswith("[")
 
@@ -86,7 +86,7 @@ def test_online_darkroom_targets_score_and_gain_from_episode_one(experiment):
             for _ in range(3)]  # fmt: skip
     combined = {"m": runs}
     summary = summarize(combined, resample="both")
-    score, gain = reproduce_report.targets_for(experiment, summary, combined, [])
+    score, gain = targets.targets_for(experiment, summary, combined, [])
     assert "last 8 episodes" in score["name"] and score["target"] == 0.8
     assert score["value"] == pytest.approx(0.45, abs=0.01) and not score["met"]
     assert gain["value"] == pytest.approx(0.35, abs=0.01) and gain["met"]
@@ -107,9 +107,36 @@ def test_online_bandit_target_is_the_paired_regret_ratio_to_thompson(experiment)
 
     combined = {"m": runs(2.0), "thompson": runs(1.0)}
     summary = summarize(combined, resample="both")
-    (ratio,) = reproduce_report.targets_for(experiment, summary, combined, [])
+    (ratio,) = targets.targets_for(experiment, summary, combined, [])
     assert ratio["target"] == 1.5 and not ratio["met"] and ratio["ci"].startswith("[")
     assert 1.5 < ratio["value"] < 2.6
+
+
+def test_every_experiment_declares_a_known_target_kind():
+    kinds = {name: targets.target_kind(name) for name in known_experiments()}
+    assert kinds["ad_darkroom"] == "ad_darkroom"
+    assert kinds["amago_bandit"] == kinds["rl2_bandit"] == "online_bandit"
+    assert kinds["amago_darkroom"] == "online_darkroom"
+    assert kinds["t2mir_ad_darkroom"] == targets.DEFAULT_KIND  # declares none
+
+
+def test_an_unknown_target_kind_is_refused_naming_the_experiment(tmp_path):
+    path = tmp_path / "my_exp.py"
+    path.write_text("PRESETS = {}\nTARGET = 'beats_everyone'\n")
+    with pytest.raises(ValueError, match=r"my_exp\.py: TARGET must be one of"):
+        targets.target_kind(str(path))
+
+
+def test_targets_follow_the_kind_the_experiment_declares(tmp_path):
+    # the same results judged as an online bandit experiment: the regret ratio
+    path = tmp_path / "bandit_like.py"
+    path.write_text("PRESETS = {}\nTARGET = 'online_bandit'\n")
+    regret = np.outer(np.linspace(5, 15, 20), np.linspace(0, 1, 10))
+    runs = lambda k: [EvalResult("m", np.zeros((20, 1)), regret=k * regret)]  # noqa: E731
+    combined = {"m": runs(1.0), "thompson": runs(1.0)}
+    summary = summarize(combined, resample="tasks")
+    (ratio,) = targets.targets_for(str(path), summary, combined, [])
+    assert ratio["value"] == pytest.approx(1.0) and ratio["met"]
 
 
 def test_a_cache_without_controls_is_completed_not_reused(tmp_path, monkeypatch):

@@ -74,6 +74,7 @@ from agentrl.evaluate.selection import (
     select,
 )
 from agentrl.evaluate.source_runs import share_stand_in_oracle
+from agentrl.evaluate.targets import target_kind
 from agentrl.project import RESULTS_ENV
 from agentrl.tables import write_json
 from agentrl.train.experiments import load_experiment
@@ -306,8 +307,9 @@ def run(args: argparse.Namespace) -> int:
         os.environ[RESULTS_ENV] = args.out
     names = [args.experiment] + ([args.compare] if args.compare else [])
     overrides = parse_sets(args.set)
-    for name in names:  # bad fields fail here, before any training
+    for name in names:  # bad fields and targets fail here, before any training
         load_experiment(name, args.preset, overrides)
+    target_kind(names[0])
     if args.rescore:
         combined, dirs, protocol = load_written(
             result_tag(names, args.preset, overrides)

@@ -19,14 +19,13 @@ from typing import Any
 
 import numpy as np
 
-import agentrl.evaluate.metrics as metrics
-from agentrl.data.reader import open_dataset
 from agentrl.envs.registry import make as make_env
 from agentrl.evaluate.controls import controls_for, icl_verdict
 from agentrl.evaluate.controls import paired_difference as paired_control_difference
 from agentrl.evaluate.evaluate import EvalResult
 from agentrl.evaluate.report import summarize, write_results
 from agentrl.evaluate.reproduce_record import target, write_record
+from agentrl.evaluate.targets import resample_for, targets_for, with_ci
 from agentrl.project import results_dir
 from agentrl.tables import markdown_table
 from agentrl.train.experiments import load_experiment
@@ -64,126 +63,6 @@ def eval_result(saved: dict) -> EvalResult:
     )
 
 
-def data_best_return(dataset: Path, last_fraction: float = 0.1) -> float:
-    """Mean return of the data's best (last, least noisy) episodes."""
-    ds = open_dataset(dataset)
-    history = ds.load_history("train")
-    episodes = ds.metadata["num_episodes"]
-    returns = np.asarray(history.episode_returns(episodes))
-    k = max(1, int(last_fraction * episodes))
-    return float(returns[:, -k:].mean())
-
-
-def _resample(runs: int) -> str:
-    """Seeds then tasks where there are several seeds; tasks otherwise."""
-    return "both" if runs > 1 else "tasks"
-
-
-def paired_ratio(
-    a: np.ndarray, b: np.ndarray, num_samples: int = 2000, seed: int = 0
-) -> tuple[float, float, float]:
-    """``mean(a) / mean(b)`` over ``[seed, task]`` with a paired bootstrap CI.
-
-    Seeds, then tasks within them, are resampled jointly for ``a`` and ``b``
-    (or tasks only with one seed).
-    """
-    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
-    runs, tasks = a.shape
-    rng = np.random.default_rng(seed)
-    ri, ti = metrics._resample_index(rng, runs, tasks, num_samples, _resample(runs))
-    ratios = a[ri, ti].mean(axis=(1, 2)) / b[ri, ti].mean(axis=(1, 2))
-    low, high = np.quantile(ratios, [0.025, 0.975])
-    return float(a.mean() / b.mean()), float(low), float(high)
-
-
-def _curves(runs: list) -> np.ndarray:
-    """``[seed, task, episode]`` normalized score (else return)."""
-    field = "normalized" if all(r.normalized is not None for r in runs) else "returns"
-    return np.stack([np.asarray(getattr(r, field), np.float64) for r in runs])
-
-
-def _final_regret(combined: dict):
-    """``method -> [seed, task]`` cumulative regret at the horizon."""
-    return lambda m: np.stack([np.asarray(r.regret)[:, -1] for r in combined[m]])
-
-
-def _with_ci(name: str, value: float, low: float, high: float, goal: float,
-             met: bool, higher: bool = True) -> dict:  # fmt: skip
-    t = target(name, value, goal, higher)
-    t["ci"] = f"[{low:.3g}, {high:.3g}]"
-    t["met"] = bool(met)
-    return t
-
-
-def targets_for(
-    name: str, summary: dict, combined: dict, run_dirs: list[Path]
-) -> list[dict]:
-    """The issue's targets for ``name``, each with its value, CI and verdict."""
-    algo = next(iter(summary))
-    s = summary[algo]
-    out = []
-    if name == "ad_darkroom":
-        m = s["score_last"]
-        lo, hi = m["mean_ci"]
-        out.append(_with_ci("AD normalized score, last 10 episodes (test goals)",
-                            m["mean"], lo, hi, 0.75, m["mean"] >= 0.75))  # fmt: skip
-        source = next((k for k in ("q_learning",) if k in combined), None)
-        if source is not None:
-            diff = metrics.curve_auc(_curves(combined[algo])) - metrics.curve_auc(
-                _curves(combined[source])
-            )  # [seed, task]
-            low, high = metrics.bootstrap_ci(diff, resample=_resample(len(diff)))
-            out.append(_with_ci(
-                f"AD minus {source} (online, same goals): area under the curve",
-                float(diff.mean()), low, high, 0.0, low >= 0.0,
-            ))  # fmt: skip
-    elif name == "dpt_bandit":
-        regret = _final_regret(combined)
-        ratio, lo, hi = paired_ratio(regret(algo), regret("thompson"))
-        out.append(_with_ci("DPT / Thompson regret at H", ratio, lo, hi, 1.2,
-                            ratio <= 1.2, False))  # fmt: skip
-        ratio, lo, hi = paired_ratio(regret(algo), regret("random"))
-        out.append(_with_ci("DPT / random regret at H", ratio, lo, hi, 0.5,
-                            ratio <= 0.5, False))  # fmt: skip
-    elif name in ("rl2_bandit", "transformer_ppo_bandit", "amago_bandit"):
-        # issue 18's bandit target, for the online learners
-        regret = _final_regret(combined)
-        ratio, lo, hi = paired_ratio(regret(algo), regret("thompson"))
-        out.append(_with_ci(f"{algo} / Thompson regret at H", ratio, lo, hi, 1.5,
-                            ratio <= 1.5, False))  # fmt: skip
-    elif name in ("rl2_darkroom", "transformer_ppo_darkroom", "amago_darkroom"):
-        # issue 18's Dark Room target, for the online learners: the score
-        # over the trial's last (up to 10) episodes, and its rise from the first
-        k = s["last_k"]
-        m = s["score_last"]
-        lo, hi = m["mean_ci"]
-        out.append(_with_ci(f"{algo} normalized score, last {k} episodes",
-                            m["mean"], lo, hi, 0.8, m["mean"] >= 0.8))  # fmt: skip
-        curves = _curves(combined[algo])  # [seed, task, episode]
-        gain = curves[..., -k:].mean(-1) - curves[..., 0]
-        lo, hi = metrics.bootstrap_ci(gain, resample=_resample(len(gain)))
-        out.append(_with_ci(
-            f"{algo} score gain, last {k} episodes minus episode 1",
-            float(gain.mean()), lo, hi, 0.0, lo > 0.0,
-        ))  # fmt: skip
-    elif name == "ad_eps_darkroom":
-        best = np.array([data_best_return(d / "dataset") for d in run_dirs])
-        k = s["last_k"]
-        last = np.stack([r.returns for r in combined[algo]])[..., -k:].mean(-1)
-        rel = last / np.maximum(best, 1e-9)[:, None]  # [seed, task]
-        low, high = metrics.bootstrap_ci(rel, resample=_resample(len(rel)))
-        out.append(_with_ci(
-            "AD-eps last-episodes return / best return in its data",
-            float(rel.mean()), low, high, 1.0, low > 1.0,
-        ))  # fmt: skip
-    else:
-        m = s.get("score_last", s["return_last"])
-        lo, hi = m["mean_ci"]
-        out.append(_with_ci(f"{algo} normalized score, last episodes",
-                            m["mean"], lo, hi, 0.0, lo > 0.0))  # fmt: skip
-    return out
-
-
 def paired_difference(a_runs: list, b_runs: list, last_k: int) -> tuple:
     """Mean last-``last_k``-episodes return of A minus B, with a 95% CI.
 
@@ -192,7 +71,7 @@ def paired_difference(a_runs: list, b_runs: list, last_k: int) -> tuple:
     and bootstrapped over seeds, then tasks within them.
     """
     d = paired_control_difference(
-        a_runs, b_runs, last_k, resample=_resample(len(a_runs))
+        a_runs, b_runs, last_k, resample=resample_for(len(a_runs))
     )
     return d["mean"], d["low"], d["high"]
 
@@ -230,7 +109,7 @@ def report(
     configs = {n: load_experiment(n, preset, overrides) for n in names}
     tag = result_tag(names, preset, overrides)
     runs = len(next(iter(combined.values())))
-    resample = _resample(runs)
+    resample = resample_for(runs)
     write_results(
         combined,
         results_dir() / tag,
@@ -247,7 +126,7 @@ def report(
         diff, low, high = paired_difference(
             combined[a], combined[b], summary[a]["last_k"]
         )
-        targets.append(_with_ci(
+        targets.append(with_ci(
             f"{a} minus {b}, last-episodes return (reported, no target)",
             diff, low, high, float("-inf"), True,
         ))  # fmt: skip
@@ -291,7 +170,7 @@ def _verdict(
         applicable=applicable,
     )
     for c, v in verdict["controls"].items():
-        targets.append(_with_ci(
+        targets.append(with_ci(
             f"{label} minus control {c}, last-episodes return",
             v["mean"], v["low"], v["high"], 0.0, v["beaten"],
         ))  # fmt: skip

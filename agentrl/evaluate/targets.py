@@ -1,0 +1,202 @@
+"""The papers' targets a reproduction is judged against, by kind.
+
+An experiment module names the kind of its targets in ``TARGET`` (a key of
+:data:`KINDS`; ``"improves"`` when it names none)::
+
+    TARGET = "online_bandit"  # experiments/rl2_bandit.py
+
+:func:`targets_for` computes them from a reproduction's results: each a
+record row (:func:`agentrl.evaluate.reproduce_record.target`) with its
+value, goal, 95% CI (seeds, then tasks within them, resampled where there
+are several seeds) and verdict. The kinds and their goals (the issues'):
+
+- ``ad_darkroom``: AD's normalized score over the last 10 episodes >= 0.75,
+  and its area under the curve above the source learning online on the
+  same goals (``q_learning``);
+- ``dpt_bandit``: DPT's regret at the horizon <= 1.2x Thompson's and
+  <= 0.5x random's (paired ratios);
+- ``online_bandit``: an online learner's regret <= 1.5x Thompson's;
+- ``online_darkroom``: an online learner's score over the trial's last (up
+  to 10) episodes >= 0.8, and its gain over episode 1 above 0;
+- ``ad_eps``: AD-ε's last-episodes return above the best return in its
+  data (the CI's low end above 1x);
+- ``improves``: the learner's last-episodes score (else return) above 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import agentrl.evaluate.metrics as metrics
+from agentrl.data.reader import open_dataset
+from agentrl.evaluate.reproduce_record import target
+from agentrl.train.experiments import load_module
+
+#: the kind an experiment without ``TARGET`` gets
+DEFAULT_KIND = "improves"
+
+
+def resample_for(runs: int) -> str:
+    """Seeds then tasks where there are several seeds; tasks otherwise."""
+    return "both" if runs > 1 else "tasks"
+
+
+def with_ci(name: str, value: float, low: float, high: float, goal: float,
+            met: bool, higher: bool = True) -> dict:  # fmt: skip
+    """A target row with its CI ``[low, high]`` and verdict ``met``."""
+    row = target(name, value, goal, higher)
+    row["ci"] = f"[{low:.3g}, {high:.3g}]"
+    row["met"] = bool(met)
+    return row
+
+
+def paired_ratio(
+    a: np.ndarray, b: np.ndarray, num_samples: int = 2000, seed: int = 0
+) -> tuple[float, float, float]:
+    """``mean(a) / mean(b)`` over ``[seed, task]`` with a paired bootstrap CI.
+
+    Seeds, then tasks within them, are resampled jointly for ``a`` and ``b``
+    (or tasks only with one seed).
+    """
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    runs, tasks = a.shape
+    rng = np.random.default_rng(seed)
+    ri, ti = metrics._resample_index(rng, runs, tasks, num_samples, resample_for(runs))
+    ratios = a[ri, ti].mean(axis=(1, 2)) / b[ri, ti].mean(axis=(1, 2))
+    low, high = np.quantile(ratios, [0.025, 0.975])
+    return float(a.mean() / b.mean()), float(low), float(high)
+
+
+def data_best_return(dataset: Path, last_fraction: float = 0.1) -> float:
+    """Mean return of the data's best (last, least noisy) episodes."""
+    ds = open_dataset(dataset)
+    history = ds.load_history("train")
+    episodes = ds.metadata["num_episodes"]
+    returns = np.asarray(history.episode_returns(episodes))
+    k = max(1, int(last_fraction * episodes))
+    return float(returns[:, -k:].mean())
+
+
+def _curves(runs: list) -> np.ndarray:
+    """``[seed, task, episode]`` normalized score (else return)."""
+    field = "normalized" if all(r.normalized is not None for r in runs) else "returns"
+    return np.stack([np.asarray(getattr(r, field), np.float64) for r in runs])
+
+
+def _final_regret(combined: dict, method: str) -> np.ndarray:
+    """``[seed, task]`` cumulative regret of ``method`` at the horizon."""
+    return np.stack([np.asarray(r.regret)[:, -1] for r in combined[method]])
+
+
+def _bootstrap(values: np.ndarray) -> tuple[float, float]:
+    """95% CI of the mean of ``values [seed, task]``."""
+    return metrics.bootstrap_ci(values, resample=resample_for(len(values)))
+
+
+# ------------------------------------------------------------------ kinds
+# Each kind: (learner's label, summary, combined results, run dirs) -> rows.
+def ad_darkroom(algo: str, summary: dict, combined: dict, run_dirs: list) -> list:
+    m = summary[algo]["score_last"]
+    rows = [with_ci("AD normalized score, last 10 episodes (test goals)",
+                    m["mean"], *m["mean_ci"], 0.75, m["mean"] >= 0.75)]  # fmt: skip
+    if "q_learning" in combined:
+        diff = metrics.curve_auc(_curves(combined[algo])) - metrics.curve_auc(
+            _curves(combined["q_learning"])
+        )  # [seed, task]
+        low, high = _bootstrap(diff)
+        rows.append(with_ci(
+            "AD minus q_learning (online, same goals): area under the curve",
+            float(diff.mean()), low, high, 0.0, low >= 0.0,
+        ))  # fmt: skip
+    return rows
+
+
+def dpt_bandit(algo: str, summary: dict, combined: dict, run_dirs: list) -> list:
+    rows = []
+    pairs = (("thompson", "Thompson", 1.2), ("random", "random", 0.5))
+    for baseline, name, goal in pairs:
+        ratio, lo, hi = paired_ratio(
+            _final_regret(combined, algo), _final_regret(combined, baseline)
+        )
+        rows.append(with_ci(f"DPT / {name} regret at H", ratio,
+                            lo, hi, goal, ratio <= goal, False))  # fmt: skip
+    return rows
+
+
+def online_bandit(algo: str, summary: dict, combined: dict, run_dirs: list) -> list:
+    ratio, lo, hi = paired_ratio(
+        _final_regret(combined, algo), _final_regret(combined, "thompson")
+    )
+    return [with_ci(f"{algo} / Thompson regret at H", ratio, lo, hi, 1.5,
+                    ratio <= 1.5, False)]  # fmt: skip
+
+
+def online_darkroom(algo: str, summary: dict, combined: dict, run_dirs: list) -> list:
+    k, m = summary[algo]["last_k"], summary[algo]["score_last"]
+    curves = _curves(combined[algo])  # [seed, task, episode]
+    gain = curves[..., -k:].mean(-1) - curves[..., 0]
+    low, high = _bootstrap(gain)
+    return [
+        with_ci(f"{algo} normalized score, last {k} episodes",
+                m["mean"], *m["mean_ci"], 0.8, m["mean"] >= 0.8),
+        with_ci(f"{algo} score gain, last {k} episodes minus episode 1",
+                float(gain.mean()), low, high, 0.0, low > 0.0),
+    ]  # fmt: skip
+
+
+def ad_eps(algo: str, summary: dict, combined: dict, run_dirs: list) -> list:
+    best = np.array([data_best_return(d / "dataset") for d in run_dirs])
+    k = summary[algo]["last_k"]
+    last = np.stack([r.returns for r in combined[algo]])[..., -k:].mean(-1)
+    rel = last / np.maximum(best, 1e-9)[:, None]  # [seed, task]
+    low, high = _bootstrap(rel)
+    return [with_ci("AD-eps last-episodes return / best return in its data",
+                    float(rel.mean()), low, high, 1.0, low > 1.0)]  # fmt: skip
+
+
+def improves(algo: str, summary: dict, combined: dict, run_dirs: list) -> list:
+    m = summary[algo].get("score_last", summary[algo]["return_last"])
+    low, high = m["mean_ci"]
+    return [with_ci(f"{algo} normalized score, last episodes",
+                    m["mean"], low, high, 0.0, low > 0.0)]  # fmt: skip
+
+
+KINDS: dict[str, Callable[..., list]] = {
+    "ad_darkroom": ad_darkroom,
+    "dpt_bandit": dpt_bandit,
+    "online_bandit": online_bandit,
+    "online_darkroom": online_darkroom,
+    "ad_eps": ad_eps,
+    "improves": improves,
+}
+
+
+def target_kind(experiment: str) -> str:
+    """The ``TARGET`` experiment ``experiment`` declares (else the default).
+
+    Raises ``ValueError`` naming the experiment and the kinds allowed.
+    """
+    kind = getattr(load_module(experiment), "TARGET", DEFAULT_KIND)
+    if kind not in KINDS:
+        raise ValueError(
+            f"experiment {experiment}: TARGET must be one of {sorted(KINDS)}, "
+            f"got {kind!r}"
+        )
+    return kind
+
+
+def targets_for(
+    experiment: str, summary: dict, combined: dict, run_dirs: list[Path]
+) -> list[dict[str, Any]]:
+    """The targets of ``experiment``'s kind, each with its value, CI and verdict.
+
+    ``summary``/``combined`` as :func:`agentrl.evaluate.report.summarize`
+    takes and gives them, the learner first; ``run_dirs`` its runs, one per
+    seed.
+    """
+    algo = next(iter(summary))
+    return KINDS[target_kind(experiment)](algo, summary, combined, run_dirs)
