@@ -120,4 +120,4 @@ CHANGES = dict(
 PRESETS = make_presets(BASE, **CHANGES)
 
 # the targets `agentrl reproduce` judges it by (agentrl.evaluate.targets)
-TARGET = "ad_eps"
+TARGET = "beats_its_data"

@@ -18,7 +18,7 @@ are several seeds) and verdict. The kinds and their goals (the issues'):
 - ``online_bandit``: an online learner's regret <= 1.5x Thompson's;
 - ``online_darkroom``: an online learner's score over the trial's last (up
   to 10) episodes >= 0.8, and its gain over episode 1 above 0;
-- ``ad_eps``: AD-ε's last-episodes return above the best return in its
+- ``beats_its_data``: AD-ε's last-episodes return above the best return in its
   data (the CI's low end above 1x);
 - ``improves``: the learner's last-episodes score (else return) above 0.
 """
@@ -148,7 +148,7 @@ def online_darkroom(algo: str, summary: dict, combined: dict, run_dirs: list) ->
     ]  # fmt: skip
 
 
-def ad_eps(algo: str, summary: dict, combined: dict, run_dirs: list) -> list:
+def beats_its_data(algo: str, summary: dict, combined: dict, run_dirs: list) -> list:
     best = np.array([data_best_return(d / "dataset") for d in run_dirs])
     k = summary[algo]["last_k"]
     last = np.stack([r.returns for r in combined[algo]])[..., -k:].mean(-1)
@@ -170,7 +170,7 @@ KINDS: dict[str, Callable[..., list]] = {
     "dpt_bandit": dpt_bandit,
     "online_bandit": online_bandit,
     "online_darkroom": online_darkroom,
-    "ad_eps": ad_eps,
+    "beats_its_data": beats_its_data,
     "improves": improves,
 }
 
