@@ -49,16 +49,19 @@ Presets (2-core CPU of the development machine; ``gpu`` for one H100):
   --controls`` — AD's ``cpu`` data (16 SAC histories of 120 episodes of
   100 steps) with the labels, context 100 (one episode), 4 layers width
   64, 3,000 updates of batch 32, 30 evaluation episodes on the held-out
-  velocities. Estimated ~35-45 min a seed on the shared 2-core CPU, not
-  measured: SAC's histories alone took 18 min for ``ad_halfcheetah_vel``
-  (the same runs), its protocol evaluation with controls ~20 min; the
-  3,000 updates (101-token windows) an estimated 5-10 min. **Not run.**
-  What it can show: the rise from episode 1 (empty context) to episode 2
-  (one episode in context: reward and velocity identify the target), and
-  the context controls. Expected: a rise after episode 1 only if 16
-  training velocities are enough to generalise the context-to-gait map;
-  its ceiling is SAC's final policy at 12,000 steps (a weak gait, see
-  docs/mujoco.md), so the score is bounded near SAC's converged 1.
+  velocities. Estimated from measured pieces (shared 2-core CPU): SAC's
+  histories 18 min (``ad_halfcheetah_vel``'s measurement: the same runs),
+  0.27 s an update (measured over 40 updates on 2 tiny histories: 3,000
+  take ~14 min), an evaluation ~5-6 min (measured 3.3 min with SAC beside
+  for 30 episodes; the preset's 120 add ~2). So a seed is ~37 min and
+  ``reproduce --controls`` ~45-50 min: **not run**. Not feasible within
+  30 min on 2 cores: the SAC data alone (192k steps, one SAC update each)
+  is 18 min, and fewer SAC steps would weaken the labels (SAC's final
+  policy) further. What it can show: the rise from episode 1 (empty
+  context) to episode 2 (one episode in context: reward and velocity
+  identify the target), and the context controls. Its ceiling is SAC's
+  final policy after 12,000 steps (a weak gait, docs/mujoco.md), so the
+  score is bounded near SAC's converged 1.
 - ``gpu``: the references' horizon (200), AD's ``gpu`` data (45 histories
   of 100 SAC episodes) with the labels, context 200 (T2MIR-DPT's one-
   episode prompt), T2MIR-DPT's model (4 layers, 4 heads, width 128, FFN

@@ -35,15 +35,22 @@ Presets (2-core CPU of the development machine; ``gpu`` for one H100):
   MJX (trainer, evaluation, SAC baseline). Plumbing only.
 - ``cpu``: ``agentrl reproduce rl2_halfcheetah_vel --preset cpu --seeds 1
   --controls`` — 100-step episodes, 32 envs x 100-step rollouts (a quarter
-  trial each), 300 updates (960k env steps, 2,400 trials), one evaluation
-  trial on the held-out velocities. Estimated ~30 min a seed on the
-  shared 2-core CPU (MJX's ~1,000 steps/s bounds it; the compiles add
-  minutes); **not run** to the end (over this session's 15-minute cap).
-  What is feasible at that budget: the policy learns to move towards the
-  speeds that pay on average (return above random, towards SAC's
-  converged level); adapting its speed to the target within a trial is
-  not expected at ~1M env steps (meta-RL papers train RL² on
-  HalfCheetah-Vel for tens of millions of steps and more).
+  trial each), 200 updates (640k env steps, 1,600 trials), one evaluation
+  trial on the held-out velocities. Measured on the shared 2-core CPU (8
+  updates, then one evaluation): compile and first update 56 s, then 6.5 s
+  an update (3,200 MJX steps and 10 epochs of GRU replay); one evaluation
+  on the 3 test velocities 4.9 min, nearly all of it SAC learning beside
+  for 120 episodes. So a seed is ~28 min (training 23, evaluation 5) and
+  ``reproduce --controls`` (validation, test, three controls) ~35-40 min:
+  **not run** to the end (estimated from those measurements). What is
+  feasible at that budget: the policy learns to move at speeds that pay
+  on average (return above random's, towards SAC's converged level);
+  adapting its speed to the target within a trial is not expected at
+  under 1M env steps (meta-RL papers train RL² on HalfCheetah-Vel for
+  tens of millions of steps and more). After 8 updates (26k env steps)
+  the training trials' return was still at its initial level (about -200
+  an episode) and one test trial scored at random's (-155 in episode 1,
+  -152 over the 4; random -159, -151).
 - ``gpu``: the references' 200-step episodes (800-step trials), 1,024
   envs x 200-step rollouts, 40 updates (8.2M env steps), 256 GRU units;
   sized for about 3 min on one H100 (estimated, not measured: no GPU was
@@ -77,11 +84,11 @@ BASE = ExperimentConfig(
     # the evaluation's SAC baseline (and oracle); RL² trains on no dataset
     data=sac_histories("halfcheetah_vel"),
     train=online_train_config(
-        steps=300,
+        steps=200,
         lr=2.5e-4,
         schedule="constant",
         log_every=10,
-        checkpoint_every=100,
+        checkpoint_every=50,
     ),
     eval=EvalConfig(num_tasks=5, num_episodes=TRIAL_EPISODES),
 )

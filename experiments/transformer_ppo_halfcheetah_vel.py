@@ -36,12 +36,20 @@ Presets (2-core CPU of the development machine; ``gpu`` for one H100):
   compiling MJX (trainer, evaluation, SAC baseline). Plumbing only.
 - ``cpu``: ``agentrl reproduce transformer_ppo_halfcheetah_vel --preset
   cpu --seeds 1 --controls`` — 100-step episodes (400-step trials), 16
-  envs, 2 layers width 64, 100 trials (640k env steps), one evaluation
-  trial on the held-out velocities. Estimated ~30 min a seed on the
-  shared 2-core CPU; **not run** to the end (over this session's 15-minute
-  cap). What is feasible at that budget: a return above random, moving
-  towards the speeds that pay on average; in-context adaptation of the
-  speed within a trial is not expected at well under 1M env steps.
+  envs, 2 layers width 64, 100 trials (640k env steps, as ``rl2``'s cpu
+  preset), one evaluation trial on the held-out velocities. Measured on
+  the shared 2-core CPU (4 trials): compile and first trial 67 s, then ~12
+  s a trial (6,400 MJX steps, 4 partial updates); an evaluation on the 3
+  test velocities is ~5 min (SAC learning beside it for 120 episodes, as
+  measured for ``rl2_halfcheetah_vel``). So a seed is ~26 min (training
+  21, evaluation 5) and ``reproduce --controls`` ~33-38 min: **not run**
+  to the end (estimated from those measurements). What is feasible at
+  that budget: a return above random's, moving at the speeds that pay on
+  average; in-context adaptation of the speed within a trial is not
+  expected at under 1M env steps. Over the 4 measured trials the training
+  trials' return rose from -767 to -647 (400 steps; the first episode's
+  -196 to -158), the last episode no better than the first (-168 at the
+  4th trial).
 - ``gpu``: TrMRL's shape: 200-step episodes (800-step trials), 2 layers, 8
   heads, width 128, FFN 512, 512 envs, 20 trials (8.2M env steps);
   sized for about 3 min on one H100 (estimated, not measured: no GPU was
