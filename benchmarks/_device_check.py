@@ -64,8 +64,12 @@ ROOT = Path(__file__).resolve().parent.parent
 #: the issue's headline (DPT on bandits), AD and DPT on Dark Room, T2MIR
 #: against them, AD-eps and DT, Point-Robot, MuJoCo (SAC histories on MJX:
 #: needs the carried agentrl[mujoco] wheels), the online learners, XLand
-#: (the largest data) last. An experiment with a ``gpu`` preset missing
-#: here is appended (tests/test_device_check.py keeps the list complete).
+#: (the largest data) last; then the later additions, by value among
+#: themselves: DPT, RL² and transformer PPO on HalfCheetah-Vel (issue 36:
+#: DPT first, a distilled learner with SAC's final-policy labels; the
+#: online learners after it, RL² the cheaper). An experiment with a ``gpu``
+#: preset missing here is appended (tests/test_device_check.py keeps the
+#: list complete).
 REPRODUCTIONS = (
     "dpt_bandit",
     "ad_darkroom",
@@ -93,6 +97,9 @@ REPRODUCTIONS = (
     "amago_bandit",
     "amago_key_to_door",
     "gpicl_bandit",  # one cell (all tasks); the study itself is a sweep
+    "dpt_halfcheetah_vel",
+    "rl2_halfcheetah_vel",
+    "transformer_ppo_halfcheetah_vel",
 )
 
 #: ``(benchmark, gpu arguments, smoke arguments, gpu limit s)`` by value

@@ -1,5 +1,12 @@
-"""What the AD experiments on the MuJoCo families share: SAC learning
-histories, the model and the budgets of each preset.
+"""What the experiments on the MuJoCo families share: SAC learning
+histories, AD's model and the budgets of each preset.
+
+:func:`sac_histories` and :data:`DATA_CHANGES` are the data of every
+preset (horizon, histories, SAC episodes), shared by AD, DPT (which adds
+SAC's final-policy labels) and the online learners (RL², transformer PPO:
+no dataset, but SAC learning from scratch with these settings is their
+evaluation's baseline and its converged return their normalized score's
+oracle, as for AD).
 
 The data are SAC learning histories (``source="sac"``, Meta-DT's and
 T2MIR's collector, docs/references.md), one SAC run per training task
@@ -36,20 +43,49 @@ from agentrl.models import ModelConfig
 from agentrl.train.config import DataConfig, EvalConfig, ExperimentConfig, TrainConfig
 from agentrl.train.experiments import steps_fields
 
+#: Each preset's changes to :func:`sac_histories` (module docstring).
+DATA_CHANGES: dict[str, dict[str, Any]] = dict(
+    smoke={
+        "data.env_args": (("horizon", 20),),
+        "data.num_tasks": 4,
+        "data.num_episodes": 4,
+    },
+    cpu={},
+    gpu={
+        "data.env_args": (("horizon", 200),),
+        "data.num_tasks": 45,
+        "data.num_episodes": 100,
+    },
+    full={
+        "data.env_args": (("horizon", 200),),
+        "data.num_tasks": 45,
+        "data.num_episodes": 1000,
+    },
+)
+
+
+def sac_histories(env: str, **source_args: Any) -> DataConfig:
+    """The ``cpu`` preset's SAC histories on the MuJoCo family ``env``:
+    16 of the 45 training tasks, 120 episodes of 100 steps each.
+    ``source_args``: :class:`agentrl.sources.sac.SACConfig` fields (DPT's
+    ``labels="final_policy"``)."""
+    return DataConfig(
+        env=env,
+        env_args=(("horizon", 100),),
+        source="sac",
+        source_args=tuple(source_args.items()),
+        num_tasks=16,
+        num_episodes=120,
+        split_fraction=0.9,  # the references' 45 training / 5 test tasks
+    )
+
 
 def ad_base(name: str, env: str, eval_episodes: int) -> ExperimentConfig:
     """The ``cpu``-sized AD experiment ``name`` on the MuJoCo family ``env``."""
     return ExperimentConfig(
         name=name,
         algo=AD(context_episodes=4),
-        data=DataConfig(
-            env=env,
-            env_args=(("horizon", 100),),
-            source="sac",
-            num_tasks=16,
-            num_episodes=120,
-            split_fraction=0.9,  # the references' 45 training / 5 test tasks
-        ),
+        data=sac_histories(env),
         model=ModelConfig(
             num_layers=3, num_heads=4, d_model=64, d_ff=256, dropout=0.05
         ),
@@ -74,9 +110,7 @@ def ad_changes(eval_episodes: int) -> dict[str, dict[str, Any]]:
     }
     return dict(
         smoke={
-            "data.env_args": (("horizon", 20),),
-            "data.num_tasks": 4,
-            "data.num_episodes": 4,
+            **DATA_CHANGES["smoke"],
             "context_episodes": 2,
             "model.num_layers": 2,
             "model.num_heads": 2,
@@ -91,9 +125,7 @@ def ad_changes(eval_episodes: int) -> dict[str, dict[str, Any]]:
         },
         cpu={},
         gpu={
-            "data.env_args": (("horizon", 200),),
-            "data.num_tasks": 45,
-            "data.num_episodes": 100,
+            **DATA_CHANGES["gpu"],
             **t2mir_model,
             "model.compute_dtype": "bfloat16",
             "train.batch_size": 24,
@@ -103,9 +135,7 @@ def ad_changes(eval_episodes: int) -> dict[str, dict[str, Any]]:
             "eval.num_episodes": eval_episodes,
         },
         full={
-            "data.env_args": (("horizon", 200),),
-            "data.num_tasks": 45,
-            "data.num_episodes": 1000,
+            **DATA_CHANGES["full"],
             **t2mir_model,
             "train.batch_size": 24,
             "train.lr": 3e-4,

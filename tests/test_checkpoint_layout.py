@@ -147,3 +147,38 @@ def test_a_run_in_the_pre_release_flat_layout_is_refused(run_dir, tmp_path):
     }
     with pytest.raises(CheckpointError, match=r"checkpoints/4: .*different model"):
         agentrl.load_run(path)
+
+
+def test_empty_arrays_are_left_out_and_rebuilt(tmp_path):
+    """Arrays with no elements (an MJX physics state's contact arrays, in an
+    online learner's environment states) are not stored -- orbax refuses
+    them -- and come back from the restored structure's shapes; the other
+    arrays round-trip, whole or by part."""
+    import jax.numpy as jnp
+
+    state = {
+        "env": {"q": jnp.arange(6.0).reshape(2, 3), "contact": jnp.zeros((2, 0, 9))},
+        "key": jax.random.key(3),
+        "none": jax.random.split(jax.random.key(1), 0),
+        "rest": {"w": jnp.ones(4, jnp.int32)},
+    }
+    assert "contact" not in checkpoint.named_state(state)["env"]
+    ckpt = Checkpointer(tmp_path / "ckpt", every=1)
+    ckpt.save(1, state, {"note": "x"})
+    ckpt.wait()
+    like = jax.tree.map(jnp.zeros_like, state)
+    like["key"], like["none"] = jax.random.key(0), state["none"]
+    restored, meta = ckpt.restore(like)
+    assert meta["note"] == "x"
+    for got, want in zip(
+        jax.tree.leaves(restored), jax.tree.leaves(state), strict=True
+    ):
+        assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_array_equal(restored["env"]["q"], state["env"]["q"])
+    assert jax.random.key_data(restored["key"]).tolist() == (
+        jax.random.key_data(state["key"]).tolist()
+    )
+    part, _ = ckpt.restore_part({"env": like["env"]})
+    np.testing.assert_array_equal(part["env"]["q"], state["env"]["q"])
+    assert part["env"]["contact"].shape == (2, 0, 9)
+    ckpt.close()

@@ -108,12 +108,27 @@ def _get(tree: dict[str, Any], parts: tuple[str, ...]) -> Any:
     return tree
 
 
+def _empty(x: Any) -> bool:
+    """An array (or spec) with no elements: not stored (orbax refuses them),
+    rebuilt from the structure on restore (a shape holds all it has)."""
+    return 0 in tuple(np.shape(x))
+
+
+def _stored(tree: Any) -> tuple[list[tuple[str, ...]], list[Any]]:
+    """The names and leaves of ``tree`` a checkpoint holds (not the empty
+    ones: e.g. an MJX physics state's ``[0]`` contact arrays, in an online
+    learner's environment states)."""
+    pairs = zip(leaf_names(tree), jax.tree.leaves(tree), strict=True)
+    kept = [(n, x) for n, x in pairs if not _empty(x)]
+    return [n for n, _ in kept], [x for _, x in kept]
+
+
 def named_state(tree: Any) -> dict[str, Any]:
-    """``tree`` as nested dicts of its leaf names (keys stored as key data)."""
-    leaves = [
-        jax.random.key_data(x) if _is_key(x) else x for x in jax.tree.leaves(tree)
-    ]
-    return _nest(leaf_names(tree), leaves)
+    """``tree`` as nested dicts of its leaf names (keys stored as key data;
+    arrays with no elements left out)."""
+    names, leaves = _stored(tree)
+    data = [jax.random.key_data(x) if _is_key(x) else x for x in leaves]
+    return _nest(names, data)
 
 
 def _spec(x: Any) -> jax.ShapeDtypeStruct:
@@ -129,15 +144,24 @@ def _spec(x: Any) -> jax.ShapeDtypeStruct:
 
 def _abstract(tree: Any) -> dict[str, Any]:
     """:func:`named_state` of shapes, dtypes and shardings (nothing allocated)."""
-    return _nest(leaf_names(tree), [_spec(x) for x in jax.tree.leaves(tree)])
+    names, leaves = _stored(tree)
+    return _nest(names, [_spec(x) for x in leaves])
+
+
+def _zeros(ref: Any) -> jax.Array:
+    """The array of an empty leaf ``ref`` (on its sharding, if it has one)."""
+    spec = _spec(ref)
+    x = jnp.zeros(spec.shape, spec.dtype)
+    return x if spec.sharding is None else jax.device_put(x, spec.sharding)
 
 
 def from_named(named: dict[str, Any], like: Any) -> Any:
-    """Inverse of :func:`named_state`: the arrays of ``named`` in ``like``'s tree."""
+    """Inverse of :func:`named_state`: the arrays of ``named`` in ``like``'s
+    tree (its empty leaves rebuilt from their shapes)."""
     leaves, treedef = jax.tree.flatten(like)
     out = []
     for parts, ref in zip(leaf_names(like), leaves, strict=True):
-        x = _get(named, parts)
+        x = _zeros(ref) if _empty(ref) else _get(named, parts)
         if _is_key(ref):
             x = _wrap_key(x, ref)
         out.append(x)
@@ -236,8 +260,8 @@ class Checkpointer:
         where = self.directory / str(step)
         if saved is None:  # not an OCDBT checkpoint: orbax will check
             return
-        names = leaf_names(like)
-        shapes = [tuple(_spec(x).shape) for x in jax.tree.leaves(like)]
+        names, leaves = _stored(like)
+        shapes = [tuple(_spec(x).shape) for x in leaves]
         parts = {n[0] for n in names}
         stored = {
             n: s for n, s in saved.items() if not partial or n.split(".")[0] in parts

@@ -1,0 +1,129 @@
+"""Transformer PPO on HalfCheetah-Vel (50 target velocities, 45/5): 4-episode trials.
+
+The causal transformer of :mod:`agentrl.models` (its ``"mse"`` head the
+Gaussian's mean, a learned state-independent log std) is trained by PPO
+over trials of 4 episodes on one target velocity (the 45 training
+velocities of the split; the reward ``-|v - v_target| - 0.05 |a|^2``, the
+target hidden), its context the whole trial so far, with ReLIC's partial
+updates once per episode (the context carried on with the new weights).
+Evaluated like AD (rolling KV cache over its own history, across
+episodes) for one trial on the held-out velocities, next to random play
+and SAC learning from scratch on the same velocities (SAC's converged
+return is the normalized score's oracle, as for ``ad_halfcheetah_vel``:
+the ``data`` block only configures that baseline; transformer PPO trains
+on no dataset). The in-context improvement is episode 1 against episodes
+2-4. Needs ``agentrl[mujoco]``.
+
+Settings: TrMRL's HalfCheetahVel example (Melo, 2022;
+luckeciano/transformers-metarl ``transformer_ppo_halfcheetah.py``: 200-step
+episodes, 4 episodes a trial, 2 layers, 8 heads, width 128, FFN 512, no
+dropout, gamma 0.99, GAE lambda 0.95, clip 0.2, lr 2.5e-4, 10 epochs) at
+``gpu``/``full``; ``cpu`` halves the horizon and the width. Deviations:
+the policy attends over the whole trial (TrMRL: a working memory of the
+last 75 steps feeding an episodic memory of 4, with T-Fixup
+initialisation), partial updates every episode (ReLIC's; TrMRL updates
+once per batch of trials), a loss-side entropy bonus 0.01 (TrMRL: 0.02 as
+"max" entropy in the rewards), 4 epochs x 4 minibatches (TrMRL: 10 epochs
+of minibatches of 64), ``reward_scale=0.1`` (as every transformer PPO
+experiment here), no observation normalisation, target velocities in
+[0, 3] (T2MIR's family; TrMRL's garage env: [0, 2]), MJX physics
+(docs/references.md).
+
+Presets (2-core CPU of the development machine; ``gpu`` for one H100):
+
+- ``smoke``: ``agentrl train transformer_ppo_halfcheetah_vel --preset
+  smoke`` — 20-step episodes, trials of 2, 4 envs, 2 trials; minutes of
+  compiling MJX (trainer, evaluation, SAC baseline). Plumbing only.
+- ``cpu``: ``agentrl reproduce transformer_ppo_halfcheetah_vel --preset
+  cpu --seeds 1 --controls`` — 100-step episodes (400-step trials), 16
+  envs, 2 layers width 64, 100 trials (640k env steps, as ``rl2``'s cpu
+  preset), one evaluation trial on the held-out velocities. Measured on
+  the shared 2-core CPU (4 trials): compile and first trial 67 s, then ~12
+  s a trial (6,400 MJX steps, 4 partial updates); an evaluation on the 3
+  test velocities is ~5 min (SAC learning beside it for 120 episodes, as
+  measured for ``rl2_halfcheetah_vel``). So a seed is ~26 min (training
+  21, evaluation 5) and ``reproduce --controls`` ~33-38 min: **not run**
+  to the end (estimated from those measurements). What is feasible at
+  that budget: a return above random's, moving at the speeds that pay on
+  average; in-context adaptation of the speed within a trial is not
+  expected at under 1M env steps. Over the 4 measured trials the training
+  trials' return rose from -767 to -647 (400 steps; the first episode's
+  -196 to -158), the last episode no better than the first (-168 at the
+  4th trial).
+- ``gpu``: TrMRL's shape: 200-step episodes (800-step trials), 2 layers, 8
+  heads, width 128, FFN 512, 512 envs, 20 trials (8.2M env steps);
+  sized for about 3 min on one H100 (estimated, not measured: no GPU was
+  lent).
+- ``full``: 1,024 envs, 200 trials (164M env steps), TrMRL's 10 epochs.
+"""
+
+from _locomotion import DATA_CHANGES, sac_histories
+
+from agentrl.algos import TransformerPPO
+from agentrl.models import ModelConfig
+from agentrl.train.config import EvalConfig, ExperimentConfig
+from agentrl.train.experiments import make_presets, online_train_config, steps_fields
+
+TRIAL_EPISODES = 4  # TrMRL's episodes per trial on HalfCheetahVel
+
+BASE = ExperimentConfig(
+    name="transformer_ppo_halfcheetah_vel",
+    algo=TransformerPPO(
+        trial_episodes=TRIAL_EPISODES,
+        num_envs=16,
+        update_every=100,  # one partial update per 100-step episode
+        num_epochs=4,
+        num_minibatches=4,
+        gamma=0.99,
+        gae_lambda=0.95,
+        ent_coef=0.01,
+        reward_scale=0.1,
+    ),
+    # the evaluation's SAC baseline (and oracle); no dataset is trained on
+    data=sac_histories("halfcheetah_vel"),
+    model=ModelConfig(num_layers=2, num_heads=4, d_model=64, d_ff=256, dropout=0.0),
+    train=online_train_config(
+        steps=100,
+        lr=2.5e-4,
+        schedule="constant",
+        log_every=5,
+        checkpoint_every=25,
+    ),
+    eval=EvalConfig(num_tasks=5, num_episodes=TRIAL_EPISODES),
+)
+# TrMRL's HalfCheetahVel transformer: 2 layers, 8 heads, width 128, FFN 512
+TRMRL_MODEL = {"model.num_heads": 8, "model.d_model": 128, "model.d_ff": 512}
+CHANGES = dict(
+    smoke={
+        **DATA_CHANGES["smoke"],
+        "algo.trial_episodes": 2,
+        "algo.update_every": 20,
+        "algo.num_envs": 4,
+        "algo.num_epochs": 2,
+        "algo.num_minibatches": 2,
+        "model.num_layers": 1,
+        "model.num_heads": 2,
+        "model.d_model": 16,
+        "model.d_ff": 32,
+        **steps_fields(2, logs=2, checkpoints=1),
+        "eval.num_tasks": 2,
+        "eval.num_episodes": 2,
+    },
+    cpu={},
+    gpu={
+        **DATA_CHANGES["gpu"],
+        "algo.num_envs": 512,
+        "algo.update_every": 200,
+        **TRMRL_MODEL,
+        **steps_fields(20, logs=20, checkpoints=2),
+    },
+    full={
+        **DATA_CHANGES["full"],
+        "algo.num_envs": 1024,
+        "algo.update_every": 200,
+        "algo.num_epochs": 10,
+        **TRMRL_MODEL,
+        **steps_fields(200),
+    },
+)
+PRESETS = make_presets(BASE, **CHANGES)

@@ -1,0 +1,103 @@
+"""The HalfCheetah-Vel learners' presets: shared data, trials and sizes.
+
+Config-only (no MJX, no brax import): fast. The smoke presets train and
+evaluate in ``tests/test_mujoco_experiments.py`` (``make test-long``).
+
+- DPT's data are AD's SAC runs (same family, horizon, histories, episodes,
+  seed and split) with the final policy's labels, at every preset, and its
+  context is one episode;
+- the online learners' ``data`` block (their evaluation's SAC baseline) is
+  AD's at every preset, so the four learners' normalized scores share one
+  oracle; a trial is ``trial_episodes`` whole episodes and one evaluation
+  trial is what they are evaluated on;
+- the gpu presets' sizes (the basis of their "about 3 min on one H100"
+  estimates) and the reference settings they claim.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from agentrl.train.experiments import PRESET_NAMES, load_experiment
+
+ONLINE = ("rl2_halfcheetah_vel", "transformer_ppo_halfcheetah_vel")
+
+
+def _horizon(config) -> int:
+    return dict(config.data.env_args)["horizon"]
+
+
+@pytest.mark.parametrize("preset", PRESET_NAMES)
+def test_dpt_reads_ads_sac_runs_with_final_policy_labels(preset):
+    ad = load_experiment("ad_halfcheetah_vel", preset).data
+    dpt = load_experiment("dpt_halfcheetah_vel", preset)
+    assert dict(dpt.data.source_args) == {"labels": "final_policy"}
+    assert dataclasses.replace(dpt.data, source_args=()) == ad
+    assert dpt.algo.context_size == _horizon(dpt)  # one episode
+    assert dpt.eval == load_experiment("ad_halfcheetah_vel", preset).eval
+
+
+@pytest.mark.parametrize("preset", PRESET_NAMES)
+@pytest.mark.parametrize("name", ONLINE)
+def test_online_learners_share_ads_sac_baseline_and_run_whole_trials(name, preset):
+    config = load_experiment(name, preset)
+    assert config.data == load_experiment("ad_halfcheetah_vel", preset).data
+    algo = config.algo
+    trial = algo.trial_episodes * _horizon(config)
+    assert config.eval.num_episodes == algo.trial_episodes  # one trial
+    assert algo.num_envs % algo.num_minibatches == 0
+    if name.startswith("rl2"):
+        assert trial % algo.rollout_steps == 0
+    else:
+        assert trial % algo.update_every == 0
+        assert algo.update_every == _horizon(config)  # one update an episode
+
+
+def test_reference_settings():
+    for name in ONLINE:  # garage's / TrMRL's HalfCheetahVel trials
+        for preset in ("cpu", "gpu", "full"):
+            algo = load_experiment(name, preset).algo
+            assert (algo.trial_episodes, algo.gamma, algo.gae_lambda) == (4, 0.99, 0.95)
+            assert load_experiment(name, preset).train.lr == 2.5e-4
+    assert load_experiment("rl2_halfcheetah_vel", "cpu").algo.hidden == 64
+    for preset in ("gpu", "full"):  # TrMRL's transformer
+        model = load_experiment("transformer_ppo_halfcheetah_vel", preset).model
+        assert (model.num_layers, model.num_heads, model.d_model, model.d_ff) == (
+            2,
+            8,
+            128,
+            512,
+        )
+        dpt = load_experiment("dpt_halfcheetah_vel", preset)  # T2MIR-DPT's
+        model = dpt.model
+        assert (model.num_layers, model.num_heads, model.d_model, model.d_ff) == (
+            4,
+            4,
+            128,
+            512,
+        )
+        assert (dpt.train.batch_size, dpt.train.lr, dpt.train.weight_decay) == (
+            32,
+            3e-4,
+            1e-4,
+        )
+    full = load_experiment("dpt_halfcheetah_vel", "full").train
+    assert (full.steps, full.warmup_steps) == (100_000, 10_000)
+
+
+def test_gpu_preset_sizes():
+    """What the "about 3 min on one H100" estimates were sized on."""
+    rl2 = load_experiment("rl2_halfcheetah_vel", "gpu")
+    steps = rl2.algo.num_envs * rl2.algo.rollout_steps * rl2.train.steps
+    assert steps == 1024 * 200 * 40  # 8.2M env steps
+    tppo = load_experiment("transformer_ppo_halfcheetah_vel", "gpu")
+    trial = tppo.algo.trial_episodes * _horizon(tppo)
+    assert tppo.algo.num_envs * trial * tppo.train.steps == 512 * 800 * 20
+    dpt = load_experiment("dpt_halfcheetah_vel", "gpu")
+    assert (dpt.data.num_tasks, dpt.data.num_episodes, _horizon(dpt)) == (45, 100, 200)
+    assert dpt.train.steps == 5000 and dpt.model.compute_dtype == "bfloat16"
+    for config in (rl2, tppo, dpt):
+        assert _horizon(config) == 200  # the references' horizon
+        assert (config.eval.num_tasks, config.data.split_fraction) == (5, 0.9)
