@@ -32,6 +32,7 @@ import argparse
 import json
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -111,7 +112,7 @@ def main(argv: list[str] | None = None) -> None:
     runs = measure(baseline, rounds, preset)
     rows = _rows(runs)
     ratios = [row["ratio"] for row in rows]
-    median = float(sorted(ratios)[len(ratios) // 2])
+    median = statistics.median(ratios)
     name = "demo_pipeline_quick" if args.quick else "demo_pipeline"
     path = bench.write_record(
         name,
