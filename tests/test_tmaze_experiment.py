@@ -14,6 +14,7 @@ import pytest
 from checkout import BENCHMARKS
 
 from agentrl import envs
+from agentrl.envs.tmaze import TMaze
 from agentrl.train.config import complete_config
 from agentrl.train.experiments import load_experiment, load_module
 
@@ -44,21 +45,41 @@ def test_length_overrides_keep_the_anneal_in_updates():
     assert tmaze_memory._anneal_updates("smoke") == 2
 
 
-def test_wilson_interval_and_the_summary():
+def test_balanced_success_puts_every_memoryless_policy_at_one_half():
     low, high = tmaze_memory.wilson(100, 200)
     assert low < 0.5 < high and abs((low + high) / 2 - 0.5) < 1e-9
     assert tmaze_memory.wilson(200, 200)[0] > 0.98
+    goals = np.array([1] * 83 + [-1] * 117)  # an unbalanced draw of sides
+    always_up = np.where(goals == 1, 1.0, 0.0)  # returns of "always turn up"
+    assert TMaze.success(always_up).mean() == 0.415  # the raw rate: the draw's
+    counts = tmaze_memory.side_counts(always_up, goals)
+    assert counts == {"up": [83, 83], "down": [0, 117]}
+    rate, low, high = tmaze_memory.balanced(counts)
+    assert rate == 0.5 and low < 0.5 < high
+    remembers = tmaze_memory.side_counts(np.ones(200), goals)
+    assert tmaze_memory.balanced(remembers)[1] > 0.95
+
+
+def test_the_summary_pools_seeds_by_side():
     runs = [
-        {"length": 10, "successes": 200, "episodes": 200, "success": 1.0},
-        {"length": 10, "successes": 190, "episodes": 200, "success": 0.95},
-        {"length": 50, "successes": 104, "episodes": 200, "success": 0.52},
+        {"length": 10, "sides": {"up": [90, 90], "down": [110, 110]}},
+        {"length": 10, "sides": {"up": [85, 90], "down": [110, 110]}},
+        {"length": 50, "sides": {"up": [90, 90], "down": [0, 110]}},
     ]
     for r in runs:
-        r.update(walked=1.0, train_seconds=60.0)
+        wins = r["sides"]["up"][0] + r["sides"]["down"][0]
+        r.update(successes=wins, episodes=200, walked=1.0, train_seconds=60.0)
+        r["balanced_success"] = tmaze_memory.balanced(r["sides"])[0]
     rows = tmaze_memory.summarize(runs)
     assert [r["length"] for r in rows] == [10, 50]
-    assert rows[0]["success"] == 0.975 and rows[0]["bridged"]
-    assert not rows[1]["bridged"]  # 52% is within the memoryless ceiling's reach
+    assert rows[0]["sides"] == {"up": [175, 180], "down": [220, 220]}
+    assert rows[0]["bridged"] and rows[0]["per_seed"][0] == 1.0
+    assert rows[0]["seeds_above"] == 2
+    assert rows[1]["success"] == 0.5 and not rows[1]["bridged"]  # always up
+    assert rows[1]["raw_success"] == 0.45 and rows[1]["seeds_above"] == 0
+    # one seed that remembers and one that does not: not bridged
+    mixed = tmaze_memory.summarize([runs[0], {**runs[2], "length": 10}])
+    assert mixed[0]["seeds_above"] == 1 and not mixed[0]["bridged"]
 
 
 @pytest.mark.long
@@ -73,7 +94,19 @@ def test_the_probe_trains_and_evaluates_the_smoke_preset(tmp_path, monkeypatch):
     assert run["length"] == 3 and run["episodes"] == 4  # the smoke eval tasks
     assert run["oracle_success"] == 1.0 and run["random_success"] <= 0.5
     assert 0.0 <= run["success"] <= 1.0 and np.isfinite(run["mean_return"])
+    assert len(run["returns"]) == len(run["goals"]) == 4
+    assert sum(n for _, n in run["sides"].values()) == 4
     assert record["machine"]["cores"] and record["results"]["load"]
     saved = json.loads((tmp_path / "runs" / "L3-seed0" / "config.json").read_text())
     assert saved["data"]["env_args"] == [["corridor_length", 3]]
     assert saved["algo"]["explore_steps"] == 2 * 4
+    # a second probe keeps the run's row (same config); another config trains
+    tmaze_memory.main(argv)
+    again = json.loads((tmp_path / "results" / "tmaze_memory_smoke.json").read_text())
+    assert not run["reused"]
+    assert again["results"]["runs"][0] == {**run, "reused": True}
+    changed = tmaze_memory._config("smoke", 3, 0, {"train.steps": 3})
+    kept = json.loads(
+        (tmp_path / "runs" / "L3-seed0" / tmaze_memory.ROW_FILE).read_text()
+    )
+    assert kept["config"] != tmaze_memory._fingerprint(changed)
