@@ -96,6 +96,7 @@ REPRODUCTIONS = (
     "amago_darkroom",
     "amago_bandit",
     "amago_key_to_door",
+    "amago_tmaze",
     "gpicl_bandit",  # one cell (all tasks); the study itself is a sweep
     "dpt_halfcheetah_vel",
     "rl2_halfcheetah_vel",

@@ -236,6 +236,48 @@ def test_bad_fields_are_named():
         Amago(tau=2.0)
 
 
+def test_explore_window_quiets_the_middle_of_an_episode():
+    """AMAGO's T-Maze exploration: the schedule's epsilon at the first step
+    and the last ``end`` steps, ``0.5 / horizon`` between (not randomised)."""
+    from agentrl.envs.tmaze import TMaze
+
+    env = TMaze(corridor_length=9)  # horizon 10: steps 0 .. 9
+    cfg = ModelConfig(
+        num_layers=1, num_heads=2, d_model=16, d_ff=32, dropout=0.0, max_steps=10
+    )
+    cfg = complete_model_config(cfg, env, Amago())
+    shape = dict(
+        num_envs=2,
+        trial_steps=10,
+        capacity=2,
+        batch_size=1,
+        grad_steps=1,
+        num_updates=1,
+        gammas=(0.999,),
+        num_critics=1,
+        critics_in_target=1,
+        critic_hidden=8,
+        explore_steps=10,
+        grad_clip=1.0,
+    )
+    eps = jnp.array([0.8, 0.3])
+    t = jnp.arange(10)
+    plain = AmagoTrainer(env, AmagoShape(**shape), cfg, env.sample_params)
+    got = jax.vmap(lambda s: plain.step_epsilon(eps, jnp.full((2,), s)))(t)
+    np.testing.assert_allclose(got, jnp.broadcast_to(eps, (10, 2)))
+    window = AmagoShape(**shape, explore_window=(0, 4))
+    tmaze = AmagoTrainer(env, window, cfg, env.sample_params)
+    got = np.asarray(jax.vmap(lambda s: tmaze.step_epsilon(eps, jnp.full((2,), s)))(t))
+    loud = [0, 6, 7, 8, 9]  # t = 0 and t >= horizon - 4
+    np.testing.assert_allclose(got[loud], np.broadcast_to(eps, (5, 2)))
+    np.testing.assert_allclose(got[1:6], 0.05)  # 0.5 / horizon, every env
+    with pytest.raises(ValueError, match="algo.explore_window"):
+        Amago(explore_window=(1,))
+    with pytest.raises(ValueError, match="algo.explore_window"):
+        Amago(explore_window=(0, -1))
+    assert Amago(explore_window=(0, 4)).explore_window == (0, 4)
+
+
 def tiny_config() -> ExperimentConfig:
     return ExperimentConfig(
         name="amago_tiny",

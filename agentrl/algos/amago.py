@@ -14,7 +14,8 @@ Fields (``algo.*``): the trial (``trial_episodes``), collection
 (``num_envs`` trials per update, ``explore_steps``), replay (``capacity``
 trials, ``batch_size`` trials a gradient step, ``grad_steps`` steps an
 update), the heads (``gammas`` besides the acting ``gamma``,
-``num_critics``, ``critics_in_target``, ``critic_hidden``) and the traced
+``num_critics``, ``critics_in_target``, ``critic_hidden``), AMAGO's
+T-Maze exploration window (``explore_window``) and the traced
 coefficients (``tau``, ``online_coeff``, ``offline_coeff``,
 ``critic_coeff``, ``reward_scale``, ``eps_start``, ``eps_end``). From
 ``train``: ``steps`` counts updates (each ``num_envs`` trials of
@@ -82,6 +83,12 @@ class Amago(Algorithm):
       eps_start: epsilon-greedy ceiling at the start, annealed linearly to
         ``eps_end`` (each trial explores with a uniform fraction of it).
       eps_end: epsilon-greedy ceiling after ``explore_steps``.
+      explore_window: AMAGO's T-Maze exploration (``TMazeExploration`` in
+        its ``examples/04_tmaze.py``): ``(start, end)``; the steps ``t`` of
+        an episode with ``start < t < horizon - end`` explore with
+        ``0.5 / horizon`` (not randomised) instead of the schedule, which
+        then acts on the episode's first and last steps only. ``None``
+        (default): the schedule on every step.
     """
 
     name = "amago"
@@ -107,6 +114,7 @@ class Amago(Algorithm):
     reward_scale: float = traced(10.0)
     eps_start: float = traced(1.0)
     eps_end: float = traced(0.05)
+    explore_window: tuple[int, int] | None = None
 
     def __post_init__(self):
         check_positive(
@@ -129,6 +137,18 @@ class Amago(Algorithm):
         check(
             isinstance(self.gammas, tuple),
             f"algo.gammas must be a tuple of discounts, got {self.gammas!r}",
+        )
+        window = self.explore_window
+        check(
+            window is None
+            or (
+                isinstance(window, tuple)
+                and len(window) == 2
+                and all(isinstance(v, int) and not isinstance(v, bool) for v in window)
+                and min(window) >= 0
+            ),
+            "algo.explore_window must be None or two integers (start, end) >= 0, "
+            f"got {window!r}",
         )
         for i, g in enumerate(self.gammas):
             _check_discount(f"gammas[{i}]", g)

@@ -37,6 +37,7 @@ _EXPORTS = {
     "random_policy": "agentrl.envs.rollout",
     "rollout": "agentrl.envs.rollout",
     "TaskSplit": "agentrl.envs.tasks",
+    "TMaze": "agentrl.envs.tmaze",
     "split_task_ids": "agentrl.envs.tasks",
     "MultiEpisodeTrial": "agentrl.envs.trial",
 }

@@ -64,6 +64,10 @@ BUILTIN_FAMILIES: dict[str, tuple[str, str]] = {
         "agentrl.envs.key_to_door:DarkKeyToDoor",
         "find the key, then the door, in the dark; the task is both cells",
     ),
+    "tmaze": (
+        "agentrl.envs.tmaze:TMaze",
+        "passive T-Maze (Ni et al., AMAGO); the task is the goal's side, shown once",
+    ),
     "point_robot": (
         "agentrl.envs.point_robot:PointRobot",
         "2-D point robot with a hidden goal; reward -distance",

@@ -10,7 +10,10 @@ off-policy from a replay of whole multi-episode trials:
   task each), acting with the KV cache and AMAGO's randomised epsilon-greedy
   (each trial draws ``u ~ U[0, 1)`` and explores with ``u * eps(t)``,
   ``eps`` annealed linearly from ``eps_start`` to ``eps_end`` over
-  ``explore_steps`` steps per env); the trials go into the replay.
+  ``explore_steps`` steps per env); with ``explore_window = (start, end)``
+  (AMAGO's T-Maze exploration) the steps ``t`` of an episode with ``start <
+  t < horizon - end`` explore with ``0.5 / horizon`` instead; the trials go
+  into the replay.
 - **replay** (:class:`Replay`): a ring buffer of whole trials on the device,
   ``[capacity, L, ...]``; the oldest trials are overwritten; a batch is
   ``batch_size`` whole trials drawn uniformly from the filled slots.
@@ -224,7 +227,9 @@ class AmagoShape:
     """Static settings of a run (shapes, loop lengths, the discounts).
 
     ``gammas``: every discount, the acting one last; ``explore_steps``: steps
-    per env over which epsilon anneals; ``lr_shape(update)``: the schedule.
+    per env over which epsilon anneals; ``lr_shape(update)``: the schedule;
+    ``explore_window``: ``(start, end)`` of AMAGO's T-Maze exploration, or
+    ``None``.
     """
 
     num_envs: int
@@ -240,6 +245,7 @@ class AmagoShape:
     explore_steps: int
     grad_clip: float
     lr_shape: Callable[[Any], Any] | None = None
+    explore_window: tuple[int, int] | None = None
 
 
 class AmagoState(NamedTuple):
@@ -395,6 +401,17 @@ class AmagoTrainer:
         start, end = hparam(hp, "eps_start"), hparam(hp, "eps_end")
         return start + (end - start) * jnp.minimum(done, 1.0)
 
+    def step_epsilon(self, eps: jax.Array, t: jax.Array) -> jax.Array:
+        """``eps [n]`` at step ``t [n]`` of each env's episode: unchanged, or
+        ``0.5 / horizon`` inside the ``explore_window`` (AMAGO's T-Maze
+        exploration: low noise in the corridor, the schedule at the ends)."""
+        if self.shape.explore_window is None:
+            return eps
+        start, end = self.shape.explore_window
+        horizon = self.env.horizon
+        quiet = (t > start) & (t < horizon - end)
+        return jnp.where(quiet, 0.5 / horizon, eps)
+
     def collect(self, model_params, tasks, eps, key) -> dict[str, jax.Array]:
         """One trial in every env (``eps [n]``: each env's epsilon): the token
         buffers ``{obs, action, reward} [n, L, ...]``."""
@@ -424,6 +441,7 @@ class AmagoTrainer:
         )
         sampled = jax.random.categorical(k_pi, out.action.astype(jnp.float32))
         uniform = jax.random.randint(k_rand, (n,), 0, self.num_actions)
+        eps = self.step_epsilon(eps, carry.env_state.time)
         explore = jax.random.uniform(k_use, (n,)) < eps
         action = jnp.where(explore, uniform, sampled).astype(jnp.int32)
         next_obs, env_state, reward, _, _, _ = jax.vmap(self.env.step)(
@@ -533,6 +551,7 @@ def amago_program(config: Any, env: Any) -> AmagoProgram:
         explore_steps=algo.explore_steps,
         grad_clip=train.grad_clip,
         lr_shape=schedule_shape(train),
+        explore_window=algo.explore_window,
     )
     model = complete_model_config(config.model, env, algo)
     return AmagoProgram(
