@@ -87,7 +87,7 @@ def test_decode_path_likelihood_equals_the_training_loss(room):
     agent = ADModelAgent(model, ENV, length, greedy=True)
     keys = jax.random.split(jax.random.key(0), len(rows))
     state = agent.start(agent.init(keys, None), jnp.asarray(batch["obs"][:, 0]))
-    logits = [state.logits]
+    logits = [state.scores]
     update = jax.jit(agent.update)
     nxt = np.minimum(idx + 1, history.num_steps - 1)
     for j in range(length - 1):
@@ -102,7 +102,7 @@ def test_decode_path_likelihood_equals_the_training_loss(room):
             reset_obs=jnp.asarray(history.obs[rows, nxt[:, j]]),
         )
         state = update(state, step)
-        logits.append(state.logits)
+        logits.append(state.scores)
     eval_ll = jax.nn.log_softmax(jnp.stack(logits, 1))
     eval_ll = np.take_along_axis(np.asarray(eval_ll), batch["action"][..., None], -1)
     np.testing.assert_allclose(eval_ll, train_ll, atol=2e-5)

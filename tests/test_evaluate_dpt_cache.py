@@ -47,8 +47,8 @@ def test_cached_dpt_bandit_equals_recomputing_the_context(greedy):
         for c in (False, True)
     ]
     (plain, plain_state), (cached, cached_state) = runs
-    assert isinstance(cached_state.logits, jax.Array)  # the cached agent ran
-    assert not hasattr(plain_state, "logits")
+    assert isinstance(cached_state.scores, jax.Array)  # the cached agent ran
+    assert not hasattr(plain_state, "scores")
     np.testing.assert_array_equal(cached.action, plain.action)
     np.testing.assert_array_equal(cached.reward, plain.reward)
     # sampled pulls vary, so the cache sees a context of different arms
@@ -121,7 +121,7 @@ def test_task_blocks_give_the_same_history():
     whole, _ = run_model_online(env, model, params, key, 1)
     for block in (2, 4):
         blocked, state = run_model_online(env, model, params, key, 1, block_size=block)
-        assert state.logits.shape[:2] == (8 // block, block)  # per-block states
+        assert state.scores.shape[:2] == (8 // block, block)  # per-block states
         for a, b in zip(jax.tree.leaves(whole), jax.tree.leaves(blocked), strict=True):
             np.testing.assert_array_equal(a, b)
     policy = ModelPolicy(model, lambda h, n: make_model_agent(h, env, n, "query"))

@@ -44,7 +44,7 @@ class _CondState(NamedTuple):
     cache: Any
     prev_action: jax.Array
     prev_reward: jax.Array
-    logits: jax.Array
+    scores: jax.Array
     started: jax.Array
 
 
@@ -67,7 +67,7 @@ class _FirstStepCondAD(ADModelAgent):
             )
             return out.action.astype(jnp.float32)
 
-        return jax.lax.cond(state.started, lambda: state.logits, first)
+        return jax.lax.cond(state.started, lambda: state.scores, first)
 
     def update(self, state, step):
         model = self.model.get()
@@ -103,9 +103,9 @@ def _run(agent, key=1, per_task_agent=False):
 
 
 def _logits(state):
-    while not hasattr(state, "logits"):
+    while not hasattr(state, "scores"):
         state = state.inner if hasattr(state, "inner") else state[0]
-    return state.logits
+    return state.scores
 
 
 def _assert_same(new, ref):

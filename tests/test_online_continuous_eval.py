@@ -180,7 +180,7 @@ def test_the_policy_of_a_traced_state_carries_its_std():
             trainer.weights(state), env, 2, eval_config("sample")
         )
         agent_state = agent.init(jax.random.split(jax.random.key(2), 3), params)
-        return agent.start(agent_state, jnp.zeros((3, 2))).logits[:, 1]
+        return agent.start(agent_state, jnp.zeros((3, 2))).scores[:, 1]
 
     log_std = np.asarray(jax.jit(jax.vmap(one))(states))
     want = np.log(MAX_ACTION) + np.array([[-1.0, -2.0], [0.0, 1.0]])

@@ -188,7 +188,7 @@ class DPTCachedState(NamedTuple):
     :func:`~agentrl.agents.model_agents.action_scores`' mean and log std)."""
 
     cache: Any
-    logits: jax.Array
+    scores: jax.Array
 
 
 class DPTCachedModelAgent(ScoredAgent):
@@ -228,8 +228,8 @@ class DPTCachedModelAgent(ScoredAgent):
     def init(self, key: jax.Array, params: Any) -> DPTCachedState:
         batch = key.shape[0]
         cache = self.model.get().init_cache(batch, self.context_size + 1)
-        logits = jnp.zeros((batch, *out_shape(self.space)), jnp.float32)
-        return DPTCachedState(cache, logits)
+        scores = jnp.zeros((batch, *out_shape(self.space)), jnp.float32)
+        return DPTCachedState(cache, scores)
 
     def start(self, state: DPTCachedState, obs: Any) -> DPTCachedState:
         """Decode the query ``obs [B, ...]`` (the first token)."""
@@ -237,7 +237,7 @@ class DPTCachedModelAgent(ScoredAgent):
         return DPTCachedState(cache, action_scores(out, self.space))
 
     def scores(self, state: DPTCachedState, obs, env_state, params) -> jax.Array:
-        return state.logits
+        return state.scores
 
     def update(self, state: DPTCachedState, step: Step) -> DPTCachedState:
         action = jnp.asarray(step.action, self.space.dtype)

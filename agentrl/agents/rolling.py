@@ -37,14 +37,14 @@ from agentrl.agents.model_agents import (
 
 
 class ADState(NamedTuple):
-    """KV cache, last action/reward ``[B, ...]`` and the next action's scores
-    ``logits`` (:func:`~agentrl.agents.model_agents.action_scores`: ``[B,
-    A]``, or ``[B, 2, *action_shape]`` mean and log std)."""
+    """KV cache, last action/reward ``[B, ...]`` and the next action's
+    ``scores`` (:func:`~agentrl.agents.model_agents.action_scores`: logits
+    ``[B, A]``, or ``[B, 2, *action_shape]`` mean and log std)."""
 
     cache: Any
     prev_action: jax.Array
     prev_reward: jax.Array
-    logits: jax.Array
+    scores: jax.Array
 
 
 class ADModelAgent(ScoredAgent):
@@ -76,7 +76,7 @@ class ADModelAgent(ScoredAgent):
             cache=model.init_cache(batch, self.cache_steps),
             prev_action=jnp.zeros((batch, *self.space.shape), self.space.dtype),
             prev_reward=jnp.zeros((batch,), jnp.float32),
-            logits=jnp.zeros((batch, *out_shape(self.space)), jnp.float32),
+            scores=jnp.zeros((batch, *out_shape(self.space)), jnp.float32),
         )
 
     def start(self, state: ADState, obs: Any) -> ADState:
@@ -84,10 +84,10 @@ class ADModelAgent(ScoredAgent):
         out, cache = self.model.get().decode(
             state.cache, obs, state.prev_action, state.prev_reward
         )
-        return state._replace(cache=cache, logits=action_scores(out, self.space))
+        return state._replace(cache=cache, scores=action_scores(out, self.space))
 
     def scores(self, state: ADState, obs, env_state, params) -> jax.Array:
-        return state.logits
+        return state.scores
 
     def update(self, state: ADState, step: Step) -> ADState:
         action = jnp.asarray(step.action, self.space.dtype).reshape(
