@@ -189,26 +189,14 @@ def test_the_policy_of_a_traced_state_carries_its_std():
 
 @pytest.mark.long
 def test_a_loaded_run_samples_with_its_trained_std(tmp_path):
+    from test_online_transformer_continuous import point_robot_config
+
     from agentrl.evaluate.run import run_results
-    from agentrl.models import ModelConfig
     from agentrl.online.transformer import GaussianPolicy
     from agentrl.train import fit
-    from agentrl.train.config import DataConfig, EvalConfig, ExperimentConfig
-    from agentrl.train.experiments import online_train_config
     from agentrl.train.rundir import load_run
 
-    config = ExperimentConfig(
-        name="tppo-point-std",
-        algo=TransformerPPO(
-            trial_episodes=2, num_envs=4, num_epochs=1, num_minibatches=2
-        ),
-        data=DataConfig(env="point_robot", env_args=(("horizon", 3),), source="random"),
-        model=ModelConfig(num_layers=1, num_heads=2, d_model=16, d_ff=32),
-        train=online_train_config(
-            steps=2, lr=1e-2, schedule="constant", log_every=1, checkpoint_every=2
-        ),
-        eval=EvalConfig(num_tasks=3, num_episodes=2),
-    )
+    config = point_robot_config("tppo-point-std", lr=1e-2)
     fit(config, tmp_path / "run", progress=False)
     run = load_run(tmp_path / "run")
     assert isinstance(run.model, GaussianPolicy)

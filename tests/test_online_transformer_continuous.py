@@ -117,26 +117,32 @@ def test_a_short_run_raises_the_return():
     assert ret[-10:].mean() > ret[:10].mean() + 2.0
 
 
-@pytest.mark.long
-def test_fit_load_run_and_evaluate_on_point_robot(tmp_path):
-    from agentrl.evaluate.run import run_results
-    from agentrl.train import fit
+def point_robot_config(name: str, lr: float):
+    """A tiny continuous transformer PPO run on Point-Robot: 2 updates, 3 test goals."""
     from agentrl.train.config import DataConfig, EvalConfig, ExperimentConfig
     from agentrl.train.experiments import online_train_config
-    from agentrl.train.rundir import load_run
 
-    config = ExperimentConfig(
-        name="tppo-point",
+    return ExperimentConfig(
+        name=name,
         algo=TransformerPPO(
             trial_episodes=2, num_envs=4, num_epochs=1, num_minibatches=2
         ),
         data=DataConfig(env="point_robot", env_args=(("horizon", 3),), source="random"),
         model=ModelConfig(num_layers=1, num_heads=2, d_model=16, d_ff=32),
         train=online_train_config(
-            steps=2, lr=1e-3, schedule="constant", log_every=1, checkpoint_every=2
+            steps=2, lr=lr, schedule="constant", log_every=1, checkpoint_every=2
         ),
         eval=EvalConfig(num_tasks=3, num_episodes=2),
     )
+
+
+@pytest.mark.long
+def test_fit_load_run_and_evaluate_on_point_robot(tmp_path):
+    from agentrl.evaluate.run import run_results
+    from agentrl.train import fit
+    from agentrl.train.rundir import load_run
+
+    config = point_robot_config("tppo-point", lr=1e-3)
     fit(config, tmp_path / "run", progress=False)
     run = load_run(tmp_path / "run")
     assert run.config.model.head == "mse"
