@@ -103,14 +103,21 @@ REPRODUCTIONS = (
     "transformer_ppo_halfcheetah_vel",
 )
 
+#: the reproductions run with ``--controls`` in the default mode too: the
+#: issue's headline target times ``dpt_bandit``'s whole reproduction, its
+#: in-context-learning controls included
+WITH_CONTROLS = ("dpt_bandit",)
+
 #: ``(benchmark, gpu arguments, smoke arguments, gpu limit s)`` by value
 #: (a benchmark killed at its limit writes nothing: ``--budget`` makes
 #: train_throughput stop starting shapes in time to write its record):
 #: training FLOP utilisation at the gpu and full presets' shapes (issue 34.8),
-#: history generation (34.3), vmapped sweeps (34.7), the model and the
-#: evaluation loop.
+#: 16 ``dpt_bandit`` gpu-preset members in one sweep against one (34.7's
+#: target), history generation (34.3), vmapped sweeps at the smoke shapes,
+#: the model and the evaluation loop.
 BENCHMARKS = (
     ("train_throughput", ["--gpu", "--budget", "140"], ["--gpu", "--quick"], 180),
+    ("sweep_members", [], ["--quick"], 120),
     ("data_generation", ["--gpu", "--no-rss"], ["--quick", "--no-rss"], 120),
     ("sweep_vmap", [], ["--repeats", "1", "--widths", "8"], 120),
     ("model_throughput", ["--full"], [], 90),
@@ -205,7 +212,9 @@ def plan_steps(args: argparse.Namespace, work: Path) -> list[Step]:
         Step(
             f"reproduce:{n}",
             "reproduce",
-            ["reproduce", n, *common, "--seeds", "1"],
+            ["reproduce", n, *common]
+            + (["--controls"] if n in WITH_CONTROLS else [])
+            + ["--seeds", "1"],
             limit,
         )
         for n in reproduction_order(preset)

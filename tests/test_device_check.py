@@ -61,7 +61,8 @@ def test_plan_runs_reproductions_then_benchmarks(tmp_path):
         "--preset" in first.argv
         and first.argv[first.argv.index("--preset") + 1] == "gpu"
     )
-    assert first.argv[-2:] == ["--seeds", "1"]
+    assert first.argv[-3:] == ["--controls", "--seeds", "1"]  # the target's
+    assert all("--controls" not in s.argv for s in steps[1:])
     assert [s.name for s in steps if s.kind == "bench"] == [
         f"bench:{b[0]}" for b in check.BENCHMARKS
     ]
