@@ -17,8 +17,9 @@ compilation cache, so the second and third pay the same start-up (tracing,
 cache load, model init) and their difference is ``C`` calls of ``K``
 updates. The learning-rate schedule is the preset's warm-up then constant
 (its cosine decay depends on the step count, which would make each run a
-new program; one scalar per update either way). Reported per side: seconds per update (all members together),
-member-updates per second; and the ratio of the two sides' seconds per
+new program; one scalar per update either way). Reported per side:
+seconds per update (all members together), member-updates per second; and
+the ratio of the two sides' seconds per
 update (``M`` members over one), target <= 2.
 
 Data: the preset's histories at ``--tasks`` tasks (default 10,000 of the
