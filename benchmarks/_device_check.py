@@ -124,6 +124,16 @@ BENCHMARKS = (
     ("eval_throughput", [], ["--repeats", "1"], 90),
 )
 
+#: ``--xla-flags auto``: a probe runs first, the training call of
+#: ``dpt_bandit``'s gpu preset under these XLA flag variants
+#: (``benchmarks/xla_flags.py``); the one with the least compile + the
+#: preset's updates is set in ``XLA_FLAGS`` for every later step. The first
+#: GPU run (2026-11-28) spent 90 s compiling that call and 75 s compiling
+#: one width-512 update, most of it autotuning; a variant that fails (an
+#: unknown flag, a CUDA-graph feature the machine lacks) is not chosen.
+PROBE_VARIANTS = "fast_compile,fast_compile_graph_while"
+PROBE_LIMIT_S = 120
+
 #: the limit of one reproduction on the GPU (seconds); the smoke presets' own
 REPRO_LIMIT_S = 240
 SMOKE_LIMIT_S = 900  # a guard: a smoke reproduction took 5+ min at load 15
@@ -140,7 +150,7 @@ class Step:
     """One subprocess of the check: ``argv`` after ``python -m agentrl.cli``."""
 
     name: str
-    kind: str  # "reproduce" or "bench"
+    kind: str  # "probe", "reproduce" or "bench"
     argv: list[str]
     limit_s: float
     #: the program ``argv`` goes to (tests run others)
@@ -238,7 +248,37 @@ def plan_steps(args: argparse.Namespace, work: Path) -> list[Step]:
                 + ", ".join(s.name for s in steps)
             )
         steps = [s for s in steps if s.name in wanted]
-    return steps
+    return probe_steps(args, results) + steps
+
+
+def probe_steps(args: argparse.Namespace, results: str) -> list[Step]:
+    """The XLA-flags probe (``--xla-flags auto``), before every other step."""
+    if args.xla_flags != "auto":
+        return []
+    sizes = ["--quick"] if args.smoke else ["--cases", "dpt_bandit:gpu", "--calls", "5"]
+    argv = ["bench", "--out", results, "xla_flags", "--name", "xla_flags_probe"]
+    argv += ["--variants", PROBE_VARIANTS, *sizes, "--budget", str(PROBE_LIMIT_S)]
+    limit = SMOKE_LIMIT_S if args.smoke else PROBE_LIMIT_S
+    return [Step("probe:xla_flags", "probe", argv, limit)]
+
+
+def probe_choice(results: Path) -> dict | None:
+    """``{"variant", "flags"}`` the probe chose (its record in ``results``),
+    None when it wrote none or no variant ran."""
+    try:
+        payload = json.loads((results / "xla_flags_probe.json").read_text())
+        found = payload["results"]
+        best = found["best"]
+        flags = None if best is None else found["variants"][best]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return None if best is None else {"variant": best, "flags": flags}
+
+
+def with_xla_flags(env: dict, flags: str) -> dict:
+    """``env`` with ``flags`` appended to its ``XLA_FLAGS``."""
+    joined = f"{env.get('XLA_FLAGS', '')} {flags}".strip()
+    return {**env, "XLA_FLAGS": joined} if joined else env
 
 
 def fit_budget(argv: list[str], limit: float, margin: float = 40.0) -> list[str]:
@@ -357,6 +397,13 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         metavar="EXPERIMENT",
         help="five seeds of EXPERIMENT's gpu preset with the controls",
     )
+    parser.add_argument(
+        "--xla-flags",
+        default="auto",
+        help="auto: probe XLA flag variants first and set the best for the "
+        "later steps; none: XLA's defaults; anything else: these XLA flags "
+        "(--xla-flags='--xla_a=1 --xla_b=2')",
+    )
     parser.add_argument("--work", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.budget is None and not args.smoke:
@@ -444,7 +491,7 @@ class Clock:
         self.repro_end = None if self.end is None else self.end - bench_reserve
 
     def left(self, kind: str) -> float:
-        end = self.repro_end if kind == "reproduce" else self.end
+        end = self.repro_end if kind in ("probe", "reproduce") else self.end
         return float("inf") if end is None else end - self.now()
 
 
@@ -454,23 +501,31 @@ def run_all(args: argparse.Namespace, work: Path, now=time.monotonic) -> list[di
     for d in ("results", "logs", "runs", "tmp"):
         (work / d).mkdir(parents=True, exist_ok=True)
     env = step_env(args.smoke, work)
+    if args.xla_flags not in ("auto", "none"):
+        env = with_xla_flags(env, args.xla_flags)
     done = {} if args.redo else _previous(args.previous)
     if args.seeds5 and not args.redo:
         print(f"[device check] {restore_runs(args.previous, work)} run files restored")
     entries = []
     for step in plan_steps(args, work):
-        if step.name in done:
+        if step.kind != "probe" and step.name in done:
             entries.append({**done[step.name], "skipped_now": "ok in --previous"})
             print(f"[device check] {step.name}: done earlier, skipped", flush=True)
             continue
         limit = min(step.limit_s, clock.left(step.kind))
         entry = {"name": step.name, "kind": step.kind, "argv": step.argv}
         entry["limit_s"] = round(limit, 1)
+        entry["xla_flags"] = env.get("XLA_FLAGS", "")
         if limit < MIN_STEP_S:
             entries.append({**entry, "status": "skipped", "reason": "no time left"})
             print(f"[device check] {step.name}: no time left, skipped", flush=True)
             continue
         entries.append({**entry, **_run_one(step, limit, work, env)})
+        if step.kind == "probe":
+            entries[-1]["chosen"] = choice = probe_choice(work / "results")
+            print(f"[device check] XLA flags chosen: {choice}", flush=True)
+            if choice:
+                env = with_xla_flags(env, choice["flags"])
     return entries
 
 

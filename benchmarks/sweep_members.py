@@ -15,9 +15,10 @@ Timing (compile kept out): each side runs ``K`` updates (one call) twice,
 then ``K * (1 + C)`` updates; the first run compiles and fills a persistent
 compilation cache, so the second and third pay the same start-up (tracing,
 cache load, model init) and their difference is ``C`` calls of ``K``
-updates. The learning-rate schedule is the preset's warm-up then constant
-(its cosine decay depends on the step count, which would make each run a
-new program; one scalar per update either way). Reported per side:
+updates. The learning rate is constant (the preset's warm-up and cosine
+decay depend on the step count, which would make each run a new program,
+and a warm-up longer than one call is refused; one scalar per update
+either way). Reported per side:
 seconds per update (all members together), member-updates per second; and
 the ratio of the two sides' seconds per
 update (``M`` members over one), target <= 2.
@@ -64,11 +65,11 @@ def _config(name: str, preset: str, tasks: int):
 
 def _with_steps(config, steps: int):
     """``config`` at ``steps`` updates with a schedule that does not depend on
-    them (the preset's warm-up, then constant): the program is the same at
-    every step count, so the warm runs reuse the compiled one."""
-    train = config.train
+    them (constant, no warm-up: a warm-up longer than the shortest run is
+    refused): the program is the same at every step count, so the warm runs
+    reuse the compiled one."""
     fixed = dataclasses.replace(
-        train, steps=steps, schedule="constant", warmup_steps=train.warmup
+        config.train, steps=steps, schedule="constant", warmup_steps=0
     )
     return dataclasses.replace(config, train=fixed)
 

@@ -8,6 +8,9 @@ each for ``dpt_bandit`` and ``ad_darkroom`` at load 15, most of it in
 evaluation), so the run of two experiments is ``@pytest.mark.long``. Every
 smoke step (15 reproductions and 5 benchmarks, most of an hour here) is a
 manual check: ``bash benchmarks/device_check.sh --smoke --out /tmp/check``.
+The XLA-flags probe (``--xla-flags auto``, the default) is planned and its
+choice passed on in fast tests with a fake step runner, and run for real
+before one benchmark in a long test; the other runs pass ``none``.
 """
 
 from __future__ import annotations
@@ -38,6 +41,9 @@ FILES = {
 
 
 def _args(*argv: str):
+    """The check's arguments; XLA's default flags (no probe) unless given."""
+    if not any(a.startswith("--xla-flags") for a in argv):
+        argv = (*argv, "--xla-flags", "none")
     return check.parse(list(argv))
 
 
@@ -83,6 +89,68 @@ def test_seeds5_mode_runs_each_seed_then_reports(tmp_path):
     assert all("--controls" in s.argv for s in steps)
     assert steps[3].argv[-4:] == ["--seeds", "1", "--first-seed", "3"]
     assert steps[-1].argv[-2:] == ["--seeds", "5"]
+
+
+def test_the_xla_flags_probe_runs_first_only_when_auto(tmp_path):
+    probe, *rest = check.plan_steps(_args("--xla-flags", "auto"), tmp_path)
+    assert (probe.name, probe.kind) == ("probe:xla_flags", "probe")
+    assert probe.argv[probe.argv.index("--variants") + 1] == check.PROBE_VARIANTS
+    assert "dpt_bandit:gpu" in probe.argv
+    only = _args("--xla-flags", "auto", "--only", "reproduce:ad_darkroom")
+    assert [s.name for s in check.plan_steps(only, tmp_path)] == [
+        "probe:xla_flags",
+        "reproduce:ad_darkroom",
+    ]
+    assert [s.name for s in rest] == [
+        s.name for s in check.plan_steps(_args(), tmp_path)
+    ]
+    assert check.parse([]).xla_flags == "auto"  # the default
+
+
+def _write_probe(results: Path, best):
+    variants = {"fast_compile": "--xla_gpu_autotune_level=0", "default": ""}
+    payload = {"results": {"best": best, "variants": variants}, "targets": []}
+    results.mkdir(parents=True, exist_ok=True)
+    (results / "xla_flags_probe.json").write_text(json.dumps(payload))
+
+
+@pytest.mark.parametrize("best", ["fast_compile", None])
+def test_the_probes_choice_goes_to_every_later_step(tmp_path, monkeypatch, best):
+    seen = {}
+
+    def fake_run(step, limit, log, env):
+        if step.kind == "probe":
+            _write_probe(tmp_path / "results", best)
+        seen[step.name] = env.get("XLA_FLAGS", "")
+        return "ok", 0, 1.0
+
+    monkeypatch.setattr(check, "run_step", fake_run)
+    monkeypatch.delenv("XLA_FLAGS", raising=False)
+    only = "reproduce:dpt_bandit,bench:sweep_members"
+    args = _args("--xla-flags", "auto", "--only", only, "--previous", "")
+    entries = check.run_all(args, tmp_path)
+    assert [e["name"] for e in entries] == ["probe:xla_flags", *only.split(",")]
+    assert seen["probe:xla_flags"] == ""
+    want = "--xla_gpu_autotune_level=0" if best else ""
+    assert seen["reproduce:dpt_bandit"] == seen["bench:sweep_members"] == want
+    assert entries[1]["xla_flags"] == want
+    chosen = entries[0]["chosen"]
+    assert chosen == ({"variant": best, "flags": want} if best else None)
+
+
+def test_explicit_xla_flags_reach_every_step_without_a_probe(tmp_path, monkeypatch):
+    seen = []
+    monkeypatch.setattr(
+        check,
+        "run_step",
+        lambda step, limit, log, env: seen.append(env["XLA_FLAGS"]) or ("ok", 0, 1.0),
+    )
+    monkeypatch.setenv("XLA_FLAGS", "--xla_a=1")
+    only = "reproduce:dpt_bandit"
+    args = _args("--xla-flags=--xla_b=2", "--only", only, "--previous", "")
+    entries = check.run_all(args, tmp_path)
+    assert [e["name"] for e in entries] == [only]
+    assert seen == ["--xla_a=1 --xla_b=2"]
 
 
 def test_only_names_unknown_steps():
@@ -179,9 +247,10 @@ def test_wheels_helper_names_a_locked_version_for_every_package():
     assert ignored.returncode == 0, ".whl/ must be git-ignored"
 
 
-def _smoke(tmp_path: Path, only: str | None) -> dict:
+def _smoke(tmp_path: Path, only: str | None, xla_flags: str = "none") -> dict:
     out = tmp_path / "out"
     cmd = ["bash", str(SCRIPT), "--smoke", "--out", str(out)]
+    cmd += ["--xla-flags", xla_flags]
     if only:
         cmd += ["--only", only]
     env = {**os.environ, "PYTHON": sys.executable}
@@ -207,6 +276,19 @@ def test_smoke_run_of_a_benchmark(tmp_path):
     md = (tmp_path / "out" / "benchmarks.md").read_text()
     assert "## train_throughput_gpu" in md
     assert "(none written)" in (tmp_path / "out" / "reproductions.md").read_text()
+
+
+@pytest.mark.long
+def test_smoke_run_of_the_xla_flags_probe_then_the_sweep_benchmark(tmp_path):
+    summary = _smoke(tmp_path, "bench:sweep_members", xla_flags="auto")
+    probe, step = summary["steps"]
+    assert probe["status"] == "ok", probe
+    assert probe["records"] == ["xla_flags_probe"]
+    assert probe["chosen"]["variant"] in check.PROBE_VARIANTS.split(",")
+    assert step["xla_flags"].endswith(probe["chosen"]["flags"])
+    assert step["status"] == "ok", step
+    assert step["records"] == ["sweep_members"]
+    assert any("members vs 1" in t["name"] for t in step["targets"])
 
 
 SMALL = "reproduce:dpt_bandit,reproduce:ad_darkroom,bench:train_throughput"

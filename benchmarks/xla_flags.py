@@ -1,0 +1,300 @@
+"""Compile time and update time of the training call under XLA flag variants.
+
+Run: ``agentrl bench xla_flags [--cases NAME:PRESET,...] [--variants V,...]
+[--budget S] [--calls N] [--tasks N] [--quick]``
+
+Why (issue 34, the first GPU run, one H200, 2026-11-28): compiling
+``dpt_bandit``'s gpu-preset training call (``fit``'s ``lax.fori_loop`` of
+100 updates) took 90 s, and one update of ``ad_darkroom``'s width-512 step
+75 s, against 17 s for ``dt_darkroom``'s step of the same shapes compiled
+just after it in the same process: the time goes to what XLA:GPU caches per
+kernel shape within a process, its autotuning of GEMMs and fusions. The
+update itself ran at ~2.5 ms (~400 updates/s) for a model whose arithmetic
+takes a few microseconds at the device's peak: launch- and loop-bound.
+
+Each variant of :data:`VARIANTS` (XLA flags) runs in its own subprocess
+(flags are read once per process; an unknown flag aborts only that
+subprocess, recorded as failed), with no persistent compilation cache (a
+cached program would hide the compile). Per case (an experiment's preset):
+the preset's histories at ``--tasks`` tasks (the call's shapes do not
+depend on the count), its model, and ``fit``'s training call at the
+platform's updates per call ``K`` (:func:`agentrl.train.config.
+steps_per_call`), each update drawing its batch on the device. Timed: the
+call's ``lower().compile()`` (``compile_s``), then ``--calls`` calls after
+one untimed call (``s_per_update``); the optimized HLO's kernel counts
+(fusions, library calls, while loops, command-buffer regions) are recorded
+and its text kept gzipped beside the record. Each variant's estimate for the
+preset, ``compile_s + train.steps x s_per_update``, ranks them;
+:func:`choose` names the best variant measured in every case that the
+default was measured in too (or, without the default, in every case).
+
+Variants run in :data:`VARIANTS` order, the default last (the slowest to
+compile), each case's variants before the next case, until ``--budget``
+seconds are spent: a subprocess is killed at what is left.
+
+Writes ``xla_flags.{json,md}`` (``--name``: another record name; the
+device check's probe writes ``xla_flags_probe``); ``--quick``: ``dpt_bandit`` smoke, two
+calls, on the CPU (the GPU flags are parsed, and do nothing there).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import common as bench
+
+#: name -> XLA flags (added to ``XLA_FLAGS``), in the order they run
+VARIANTS = {
+    # no GEMM autotuning and no fusion-emitter autotuning: the compile-time
+    # suspects
+    "fast_compile": (
+        "--xla_gpu_autotune_level=0 "
+        "--xla_gpu_experimental_enable_fusion_autotuner=false"
+    ),
+    # the same, and the whole update loop as one CUDA graph (while loops in
+    # command buffers, conditional nodes): the launch-bound update's suspect
+    "fast_compile_graph_while": (
+        "--xla_gpu_autotune_level=0 "
+        "--xla_gpu_experimental_enable_fusion_autotuner=false "
+        "--xla_gpu_enable_command_buffer="
+        "FUSION,CUBLAS,CUBLASLT,CUSTOM_CALL,CUDNN,CONDITIONAL,WHILE"
+    ),
+    "no_gemm_autotune": "--xla_gpu_autotune_level=0",
+    "no_fusion_autotuner": "--xla_gpu_experimental_enable_fusion_autotuner=false",
+    "default": "",
+}
+DEFAULT_CASES = "dpt_bandit:gpu,ad_darkroom:gpu"
+#: the optimized module of the training call (``jax.jit`` of ``call``)
+MODULE_RE = r"jit_call"
+#: the HLO of a variant kept beside the record up to this many gzipped bytes
+HLO_KEEP_BYTES = 1 << 20
+
+
+def run_child(case: str, tasks: int, calls: int, dump: Path) -> dict:
+    """Measure one case in this process (its flags already set)."""
+    import jax
+    import numpy as np
+    from host_bound import setup
+
+    from agentrl.train import parallel
+    from agentrl.train.batches import make_batches
+    from agentrl.train.config import steps_per_call
+    from agentrl.train.step import make_train_call
+
+    experiment, preset = case.split(":")
+    with tempfile.TemporaryDirectory() as tmp:
+        s = setup(experiment, preset, {"data.num_tasks": tasks}, Path(tmp))
+    config, mesh = s["config"], s["mesh"]
+    k = steps_per_call(config.train, jax.default_backend())
+    batches = make_batches(s["sampler"], mesh)
+    call = make_train_call(s["step"], batches.draw, parallel.data_sharding(mesh))
+    call = jax.jit(call, donate_argnums=0)
+    state, hp = s["state"], s["hparams"]
+
+    def args(c: int):
+        return (state, hp, batches.call_data(c * k, k), np.int32(c * k), np.int32(k))
+
+    start = time.perf_counter()
+    compiled = call.lower(*args(0)).compile()
+    compile_s = time.perf_counter() - start
+    state = jax.block_until_ready(compiled(*args(0)))[0]
+    start = time.perf_counter()
+    for c in range(1, calls + 1):
+        state = compiled(*args(c))[0]
+    jax.block_until_ready(state)
+    seconds = time.perf_counter() - start
+    return {
+        "case": case,
+        "backend": jax.default_backend(),
+        "steps_per_call": k,
+        "train_steps": config.train.steps,
+        "compile_s": compile_s,
+        "s_per_update": seconds / (calls * k),
+        "hlo": hlo_counts(dump),
+    }
+
+
+def hlo_counts(dump: Path) -> dict:
+    """Kernel counts of the optimized training call in an XLA dump folder."""
+    texts = sorted(dump.glob(f"*{MODULE_RE}*after_optimizations.txt"))
+    if not texts:
+        return {}
+    text = texts[-1].read_text(errors="replace")
+    return {
+        "fusions": len(re.findall(r" fusion\(", text)),
+        "custom_calls": len(re.findall(r" custom-call\(", text)),
+        "whiles": len(re.findall(r" while\(", text)),
+        "command_buffers": len(re.findall(r"command_buffer", text)),
+        "lines": text.count("\n"),
+        "file": texts[-1].name,
+    }
+
+
+def measure_variant(
+    name: str, case: str, args: argparse.Namespace, limit: float, keep: Path
+) -> dict:
+    """One variant of one case in a subprocess, killed after ``limit`` s."""
+    with tempfile.TemporaryDirectory() as dump:
+        env = dict(os.environ)
+        env.pop("JAX_COMPILATION_CACHE_DIR", None)  # the compile is measured
+        flags = f"{VARIANTS[name]} --xla_dump_to={dump} "
+        flags += f"--xla_dump_hlo_module_re={MODULE_RE}"
+        env["XLA_FLAGS"] = f"{env.get('XLA_FLAGS', '')} {flags}".strip()
+        here = Path(__file__).resolve().parent
+        env["PYTHONPATH"] = os.pathsep.join([str(here), env.get("PYTHONPATH", "")])
+        cmd = [sys.executable, __file__, "--child", case, "--dump", dump]
+        cmd += ["--tasks", str(args.tasks), "--calls", str(args.calls)]
+        entry = {"variant": name, "case": case, "flags": VARIANTS[name]}
+        start = time.perf_counter()
+        try:
+            proc = subprocess.run(
+                cmd, env=env, capture_output=True, text=True, timeout=limit
+            )
+        except subprocess.TimeoutExpired:
+            return {**entry, "status": "timeout", "seconds": limit}
+        entry["seconds"] = time.perf_counter() - start
+        if proc.returncode:
+            tail = (proc.stdout + proc.stderr).strip().splitlines()[-6:]
+            return {**entry, "status": "failed", "error": tail}
+        result = json.loads(proc.stdout.strip().splitlines()[-1])
+        stem = keep / f"{args.name}_hlo_{name}_{case.replace(':', '_')}"
+        _keep_hlo(Path(dump), result.get("hlo", {}), stem)
+        return {**entry, "status": "ok", **result}
+
+
+def _keep_hlo(dump: Path, counts: dict, stem: Path) -> None:
+    """The optimized HLO text, gzipped, beside the record (if small enough)."""
+    if not counts.get("file"):
+        return
+    data = gzip.compress((dump / counts["file"]).read_bytes())
+    if len(data) <= HLO_KEEP_BYTES:
+        stem.with_name(f"{stem.name}.txt.gz").write_bytes(data)
+
+
+def estimate_s(row: dict) -> float:
+    """The preset's compile plus its training updates at this variant's rate."""
+    return row["compile_s"] + row["train_steps"] * row["s_per_update"]
+
+
+def choose(rows: list[dict]) -> str | None:
+    """The variant with the least summed estimate over the cases it must
+    cover: every case the default was measured in (every measured case if
+    the default never was); None if no variant covers them."""
+    ok = [r for r in rows if r.get("status") == "ok"]
+    default_cases = {r["case"] for r in ok if r["variant"] == "default"}
+    cases = default_cases or {r["case"] for r in ok}
+    totals: dict[str, float] = {}
+    for name in VARIANTS:
+        mine = {r["case"]: estimate_s(r) for r in ok if r["variant"] == name}
+        if cases and cases <= set(mine):
+            totals[name] = sum(mine[c] for c in cases)
+    return min(totals, key=totals.get) if totals else None
+
+
+def _table(rows: list[dict]) -> list[dict]:
+    out = []
+    for r in rows:
+        ok = r.get("status") == "ok"
+        out.append(
+            {
+                "case": r["case"],
+                "variant": r["variant"],
+                "status": r["status"],
+                "compile_s": f"{r['compile_s']:.1f}" if ok else "",
+                "ms_per_update": f"{1e3 * r['s_per_update']:.3f}" if ok else "",
+                "estimate_s": f"{estimate_s(r):.0f}" if ok else "",
+                "fusions": r.get("hlo", {}).get("fusions", "") if ok else "",
+                "command_buffers": r.get("hlo", {}).get("command_buffers", "")
+                if ok
+                else "",
+            }
+        )
+    return out
+
+
+def _targets(rows: list[dict]) -> list[dict]:
+    """Compile-time ratio of each variant to the default, per case (<= 1)."""
+    ok = {(r["case"], r["variant"]): r for r in rows if r.get("status") == "ok"}
+    out = []
+    for (case, name), r in ok.items():
+        base = ok.get((case, "default"))
+        if name == "default" or base is None:
+            continue
+        out.append(
+            bench.target(
+                f"{case} {name}: compile time / default's",
+                r["compile_s"] / base["compile_s"],
+                1.0,
+                higher_is_better=False,
+            )
+        )
+    return out
+
+
+def run_all(args: argparse.Namespace, keep: Path) -> list[dict]:
+    deadline = time.monotonic() + args.budget
+    rows = []
+    for case in args.cases.split(","):
+        for name in args.variants.split(","):
+            left = deadline - time.monotonic()
+            if left < 15:
+                rows.append({"variant": name, "case": case, "status": "skipped"})
+                continue
+            rows.append(measure_variant(name, case, args, left, keep))
+            print(json.dumps(rows[-1])[:400], flush=True)
+    return rows
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", default=DEFAULT_CASES)
+    parser.add_argument("--variants", default=",".join(VARIANTS))
+    parser.add_argument("--budget", type=float, default=400.0)
+    parser.add_argument("--calls", type=int, default=10, help="timed calls")
+    parser.add_argument("--tasks", type=int, default=2000, help="histories")
+    parser.add_argument("--quick", action="store_true", help="smoke, CPU")
+    parser.add_argument("--name", default="xla_flags", help="the record's name")
+    parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--dump", default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    unknown = set(args.variants.split(",")) - set(VARIANTS)
+    if unknown:
+        parser.error(f"--variants: unknown {sorted(unknown)}; known: {list(VARIANTS)}")
+    if args.quick:
+        args.cases, args.calls, args.tasks = "dpt_bandit:smoke", 2, 64
+    return args
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse(argv)
+    if args.child:
+        result = run_child(args.child, args.tasks, args.calls, Path(args.dump))
+        print(json.dumps(result))
+        return
+    keep = bench.results_dir()
+    keep.mkdir(parents=True, exist_ok=True)
+    rows = run_all(args, keep)
+    best = choose(rows)
+    results = {"rows": rows, "best": best, "variants": VARIANTS}
+    notes = (
+        f"Each variant in its own process, no persistent compile cache; "
+        f"{args.tasks} histories per case, {args.calls} timed calls. "
+        f"Chosen (least compile + preset's updates): {best}."
+    )
+    table = _table(rows)
+    path = bench.write_record(args.name, results, _targets(rows), table, notes)
+    print(bench.markdown_table(table))
+    print(f"best: {best}; wrote {path}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,77 @@
+"""The GPU-run benchmarks' own logic, without a GPU or a compile.
+
+``xla_flags.choose`` ranks flag variants by their estimate for the preset
+(compile plus the preset's updates) over the cases the default covered;
+``sweep_members`` runs every side at one program whatever its step count
+(a schedule that does not depend on it), at the gpu preset too (whose
+warm-up is longer than one call: the first GPU run failed there).
+"""
+
+from __future__ import annotations
+
+import sweep_members
+import xla_flags
+
+from agentrl.train.experiments import load_experiment
+
+
+def _row(variant, case, compile_s, s_per_update, steps=1000, status="ok"):
+    return {
+        "variant": variant,
+        "case": case,
+        "status": status,
+        "compile_s": compile_s,
+        "s_per_update": s_per_update,
+        "train_steps": steps,
+    }
+
+
+def test_the_least_compile_plus_training_wins():
+    rows = [
+        _row("default", "a", 90.0, 0.0025),  # 92.5 s
+        _row("fast_compile", "a", 10.0, 0.0030),  # 13 s
+        _row("fast_compile_graph_while", "a", 12.0, 0.0010),  # 13 s: ties lose
+        _row("no_gemm_autotune", "a", 5.0, 0.05),  # 55 s
+    ]
+    assert xla_flags.choose(rows) == "fast_compile"
+    rows[2]["s_per_update"] = 0.0005  # 12.5 s
+    assert xla_flags.choose(rows) == "fast_compile_graph_while"
+
+
+def test_a_variant_must_cover_every_case_the_default_ran():
+    rows = [
+        _row("default", "a", 90.0, 0.0025),
+        _row("default", "b", 75.0, 0.02),
+        _row("fast_compile", "a", 10.0, 0.0025),
+        _row("fast_compile", "b", 0, 0, status="timeout"),
+        _row("no_gemm_autotune", "a", 20.0, 0.0025),
+        _row("no_gemm_autotune", "b", 20.0, 0.02),
+    ]
+    assert xla_flags.choose(rows) == "no_gemm_autotune"
+    failed = [r for r in rows if r["variant"] != "no_gemm_autotune"]
+    assert xla_flags.choose(failed) == "default"
+
+
+def test_without_the_default_the_measured_cases_decide_and_nothing_ran_is_none():
+    rows = [_row("fast_compile", "a", 10.0, 0.01), _row("no_gemm_autotune", "a", 5, 1)]
+    assert xla_flags.choose(rows) == "fast_compile"
+    assert xla_flags.choose([_row("default", "a", 0, 0, status="failed")]) is None
+    assert xla_flags.choose([]) is None
+
+
+def test_compile_ratios_are_targets_against_the_default_of_the_same_case():
+    rows = [_row("default", "a", 80.0, 0.002), _row("fast_compile", "a", 20.0, 0.002)]
+    rows.append(_row("fast_compile", "b", 20.0, 0.002))  # no default for b
+    (target,) = xla_flags._targets(rows)
+    assert target["value"] == 0.25 and target["met"]
+    assert "a fast_compile" in target["name"]
+
+
+def test_sweep_sides_share_one_program_at_the_gpu_preset():
+    config = load_experiment("dpt_bandit", "gpu")
+    assert config.train.warmup > 100  # longer than one GPU call: refused before
+    short, long = (sweep_members._with_steps(config, n) for n in (100, 2100))
+    assert (short.train.steps, long.train.steps) == (100, 2100)
+    for train in (short.train, long.train):
+        assert (train.schedule, train.warmup) == ("constant", 0)
+    assert short.model == config.model and short.data == config.data
