@@ -117,7 +117,44 @@ def test_every_experiment_declares_a_known_target_kind():
     assert kinds["ad_darkroom"] == "ad_darkroom"
     assert kinds["amago_bandit"] == kinds["rl2_bandit"] == "online_bandit"
     assert kinds["amago_darkroom"] == "online_darkroom"
+    assert kinds["amago_tmaze"] == "memory_probe"
     assert kinds["t2mir_ad_darkroom"] == targets.DEFAULT_KIND  # declares none
+
+
+def _tmaze_runs(seeds: int, tasks: int, policy: str, rng) -> tuple[dict, np.ndarray]:
+    """Combined results of T-Maze test episodes and their goal sides (+1 up,
+    -1 down): ``policy`` "memory" reaches every goal, "always_up" turns up
+    whatever the cue (a memoryless policy)."""
+    sides = rng.choice([1, -1], size=(seeds, tasks))
+    hit = np.ones_like(sides, bool) if policy == "memory" else sides == 1
+    returns = np.where(hit, 0.95, -0.05)[..., None]  # [seed, task, 1 episode]
+    return {"m": [EvalResult("m", r) for r in returns]}, sides
+
+
+@pytest.mark.parametrize("policy, seeds", [("memory", 2), ("always_up", 2),
+                                           ("always_up", 1)])  # fmt: skip
+def test_memory_probe_balances_the_goal_sides(monkeypatch, policy, seeds):
+    rng = np.random.default_rng(5)
+    combined, sides = _tmaze_runs(seeds, 60, policy, rng)
+    monkeypatch.setattr(targets, "_test_sides", lambda dirs: sides)
+    summary = summarize(combined, resample="both" if seeds > 1 else "tasks")
+    (row,) = targets.targets_for("amago_tmaze", summary, combined, ["a"] * seeds)
+    assert row["target"] == 0.5 and "balanced" in row["name"]
+    if policy == "memory":
+        assert row["value"] == 1.0 and row["met"] and row["ci"] == "[1, 1]"
+    else:  # its raw success is the share of up goals; balanced, exactly 0.5
+        assert row["value"] == 0.5 and not row["met"] and row["ci"] == "[0.5, 0.5]"
+
+
+def test_balanced_success_is_the_mean_of_the_two_sides_rates():
+    # 3 of 4 up goals reached, 1 of 2 down goals: (0.75 + 0.5) / 2
+    success = np.array([[1, 1, 1, 0, 1, 0]], bool)
+    side = np.array([[1, 1, 1, 1, -1, -1]])
+    rate, low, high = targets.balanced_success(success, side)
+    assert rate == pytest.approx(0.625) and low <= rate <= high
+    assert targets.balanced_success(success, -side)[0] == pytest.approx(0.625)
+    one_side = targets.balanced_success(success, np.ones_like(side))
+    assert np.isnan(one_side).all()  # nothing to balance: no verdict
 
 
 def test_an_unknown_target_kind_is_refused_naming_the_experiment(tmp_path):

@@ -20,6 +20,10 @@ are several seeds) and verdict. The kinds and their goals (the issues'):
   to 10) episodes >= 0.8, and its gain over episode 1 above 0;
 - ``beats_its_data``: AD-ε's last-episodes return above the best return in its
   data (the CI's low end above 1x);
+- ``memory_probe``: the T-Maze's success balanced over the two goal sides
+  (the mean of the sides' success rates) with the CI's low end above 0.5,
+  what any policy without memory scores (it turns the same way whatever
+  the cue);
 - ``improves``: the learner's last-episodes score (else return) above 0.
 """
 
@@ -33,8 +37,10 @@ import numpy as np
 
 import agentrl.evaluate.metrics as metrics
 from agentrl.data.reader import open_dataset
+from agentrl.envs.tmaze import TMaze
 from agentrl.evaluate.reproduce_record import target
 from agentrl.train.experiments import load_module
+from agentrl.train.rundir import load_run
 
 #: the kind an experiment without ``TARGET`` gets
 DEFAULT_KIND = "improves"
@@ -158,6 +164,49 @@ def beats_its_data(algo: str, summary: dict, combined: dict, run_dirs: list) -> 
                     float(rel.mean()), low, high, 1.0, low > 1.0)]  # fmt: skip
 
 
+def balanced_success(
+    success: np.ndarray, side: np.ndarray, num_samples: int = 2000, seed: int = 0
+) -> tuple[float, float, float]:
+    """The mean of the two sides' success rates, with a bootstrap 95% CI.
+
+    ``success`` and ``side`` are ``[seed, task]`` (one episode a task; the
+    side any two distinct values); seeds, then tasks within them, are
+    resampled (tasks only with one seed), the rate recomputed from each
+    resample's episodes of each side. NaN (all three) when one side was
+    never drawn; a resample that misses one is left out of the CI.
+    """
+    ok = np.asarray(success, np.float64)
+    first = np.asarray(side) == np.unique(side)[0]
+
+    def side_rate(o, mask):  # NaN where a (re)sample holds no such episode
+        n = mask.sum(axis=(-2, -1))
+        return np.where(n > 0, (o * mask).sum(axis=(-2, -1)) / np.maximum(n, 1), np.nan)
+
+    def rate(o, f):
+        return 0.5 * (side_rate(o, f) + side_rate(o, ~f))
+
+    value = float(rate(ok, first))
+    if np.isnan(value):  # one side never drawn: nothing to balance
+        return value, value, value
+    rng = np.random.default_rng(seed)
+    runs, tasks = ok.shape
+    ri, ti = metrics._resample_index(rng, runs, tasks, num_samples, resample_for(runs))
+    low, high = np.nanquantile(rate(ok[ri, ti], first[ri, ti]), [0.025, 0.975])
+    return value, float(low), float(high)
+
+
+def _test_sides(run_dirs: list) -> np.ndarray:
+    """``[seed, task]`` goal side of each run's test tasks (as evaluated)."""
+    return np.stack([np.asarray(load_run(d).held_out()[0].goal) for d in run_dirs])
+
+
+def memory_probe(algo: str, summary: dict, combined: dict, run_dirs: list) -> list:
+    returns = np.stack([np.asarray(r.returns)[:, -1] for r in combined[algo]])
+    rate, low, high = balanced_success(TMaze.success(returns), _test_sides(run_dirs))
+    return [with_ci(f"{algo} success balanced over the goal sides (memoryless 0.5)",
+                    rate, low, high, 0.5, low > 0.5)]  # fmt: skip
+
+
 def improves(algo: str, summary: dict, combined: dict, run_dirs: list) -> list:
     m = summary[algo].get("score_last", summary[algo]["return_last"])
     low, high = m["mean_ci"]
@@ -171,6 +220,7 @@ KINDS: dict[str, Callable[..., list]] = {
     "online_bandit": online_bandit,
     "online_darkroom": online_darkroom,
     "beats_its_data": beats_its_data,
+    "memory_probe": memory_probe,
     "improves": improves,
 }
 
