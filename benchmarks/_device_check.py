@@ -114,7 +114,7 @@ WITH_CONTROLS = ("dpt_bandit",)
 #: training FLOP utilisation at the gpu and full presets' shapes (issue 34.8),
 #: 16 ``dpt_bandit`` gpu-preset members in one sweep against one (34.7's
 #: target), history generation (34.3), vmapped sweeps at the smoke shapes,
-#: the model and the evaluation loop.
+#: the model and the evaluation loop, and last the XLA flag variants in full.
 BENCHMARKS = (
     ("train_throughput", ["--gpu", "--budget", "140"], ["--gpu", "--quick"], 180),
     ("sweep_members", [], ["--quick"], 120),
@@ -122,6 +122,9 @@ BENCHMARKS = (
     ("sweep_vmap", [], ["--repeats", "1", "--widths", "8"], 120),
     ("model_throughput", ["--full"], [], 90),
     ("eval_throughput", [], ["--repeats", "1"], 90),
+    # every flag variant, XLA's defaults included, at dpt_bandit's and
+    # ad_darkroom's gpu shapes: the probe's choice checked against the default
+    ("xla_flags", ["--budget", "260"], ["--quick", "--variants", "default"], 300),
 )
 
 #: ``--xla-flags auto``: a probe runs first, the training call of
