@@ -88,13 +88,22 @@ def _numpy_q_learning(num_tasks: int, num_episodes: int) -> float:
     return num_tasks * num_episodes * horizon / (time.perf_counter() - start)
 
 
-def _write_pipeline(tasks: int, episodes: int, chunk: int) -> dict:
+def _write_pipeline(
+    tasks: int, episodes: int, chunk: int, bandit: bool = False
+) -> dict:
     """End-to-end ``write_dataset`` against generation alone and writing alone.
 
     ``tasks`` is a multiple of ``chunk``, so the three do the same work.
+    ``bandit``: the dpt_bandit gpu preset's data (``dpt_rollin`` on the
+    5-arm Gaussian bandit, H = 500, one episode) instead of Q-learning Dark
+    Room histories of ``episodes`` episodes.
     """
-    room = envs.make("darkroom")
-    histories = source_histories("q_learning", room)
+    if bandit:
+        room = envs.make("gaussian_bandit", num_arms=5, horizon=500, noise_std=0.3)
+        histories, episodes = source_histories("dpt_rollin", room), 1
+    else:
+        room = envs.make("darkroom")
+        histories = source_histories("q_learning", room)
     steps = episodes * room.horizon
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
@@ -105,8 +114,14 @@ def _write_pipeline(tasks: int, episodes: int, chunk: int) -> dict:
             tmp / "ds", room, histories, tasks, episodes, seed=1, chunk_size=chunk
         )
         end_to_end = time.perf_counter() - start
-        ids = jnp.arange(chunk, dtype=jnp.int32) % room.num_tasks
-        params = jax.vmap(room.params_for_task)(ids)
+        if bandit:
+            ids = jnp.arange(chunk, dtype=jnp.int32)
+            params = jax.vmap(room.sample_params)(
+                jax.random.split(jax.random.key(0), chunk)
+            )
+        else:
+            ids = jnp.arange(chunk, dtype=jnp.int32) % room.num_tasks
+            params = jax.vmap(room.params_for_task)(ids)
         start = time.perf_counter()
         for c in range(-(-tasks // chunk)):
             host = jax.device_get(histories(params, jax.random.key(c), episodes, ids))
@@ -118,6 +133,7 @@ def _write_pipeline(tasks: int, episodes: int, chunk: int) -> dict:
         writing = time.perf_counter() - start
     transitions = tasks * steps  # tasks is a multiple of chunk: same work
     return {
+        "data": "dpt_rollin gaussian_bandit H=500" if bandit else "q_learning darkroom",
         "tasks": tasks,
         "episodes": episodes,
         "chunk_size": chunk,
@@ -208,6 +224,14 @@ SIZES = {
 }
 
 
+#: ``(tasks, chunk)`` of the dpt_rollin bandit write of each mode
+BANDIT_PIPELINE = {
+    "quick": (400, 100),
+    "cpu": (10_000, 1_000),
+    "gpu": (50_000, 5_000),
+}
+
+
 def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="agentrl bench data_generation", description=__doc__
@@ -243,6 +267,12 @@ def main(argv: list[str] | None = None) -> None:
     pipe = results["write_pipeline"] = _write_pipeline(pipe_tasks, episodes, pipe_chunk)
     print(pipe, flush=True)
     rows += _pipeline_rows(pipe)
+    # the dpt_bandit gpu preset's data: 2.5x the tasks (500 steps, not 2,000)
+    bandit_tasks, bandit_chunk = BANDIT_PIPELINE[mode]
+    bpipe = _write_pipeline(bandit_tasks, 1, bandit_chunk, bandit=True)
+    results["write_pipeline_dpt_bandit"] = bpipe
+    print(bpipe, flush=True)
+    rows += _pipeline_rows(bpipe)
     q_last = [
         r
         for r in rows
@@ -260,7 +290,7 @@ def main(argv: list[str] | None = None) -> None:
             1.2,
         ),
     ]
-    notes = _pipeline_note(pipe)
+    notes = _pipeline_note(pipe) + " " + _pipeline_note(bpipe)
     if not args.no_rss:
         peak = results["peak_rss"] = _peak_rss(rss_tasks, episodes, rss_chunk)
         print(peak)
@@ -274,7 +304,7 @@ def main(argv: list[str] | None = None) -> None:
 
 def _pipeline_rows(pipe: dict) -> list[dict]:
     """The writer's three timings as rows of the generation table."""
-    name = f"write_dataset q_learning darkroom (chunks of {pipe['chunk_size']:,})"
+    name = f"write_dataset {pipe['data']} (chunks of {pipe['chunk_size']:,})"
     return [
         {
             "source / env": f"{name}: end to end",
@@ -296,7 +326,7 @@ def _pipeline_rows(pipe: dict) -> list[dict]:
 
 def _pipeline_note(pipe: dict) -> str:
     return (
-        f"write_dataset of {pipe['tasks']:,} Q-learning Dark Room histories x "
+        f"write_dataset of {pipe['tasks']:,} {pipe['data']} histories x "
         f"{pipe['episodes']} episodes: {pipe['end_to_end_s']:.1f} s end to end, "
         f"against {pipe['generation_s']:.1f} s generating the same chunks alone and "
         f"{pipe['writing_s']:.1f} s encoding + writing them alone (same run): "

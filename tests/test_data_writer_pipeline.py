@@ -153,14 +153,14 @@ def test_next_chunk_is_generated_while_the_last_is_written(tmp_path, monkeypatch
             second_asked.set()
         return inner(params, key, num_episodes, task_id)
 
-    real_records = features.history_records
+    real_columns = features.history_columns
 
-    def slow_records(history):
+    def slow_columns(history):
         if not waited:
             waited.append(second_asked.wait(timeout=20))
-        yield from real_records(history)
+        return real_columns(history)
 
-    monkeypatch.setattr(features, "history_records", slow_records)
+    monkeypatch.setattr(features, "history_columns", slow_columns)
     path = _write(tmp_path / "p", histories)
     assert waited == [True]
     assert len(calls) == 3
@@ -171,9 +171,8 @@ def test_next_chunk_is_generated_while_the_last_is_written(tmp_path, monkeypatch
 def test_an_error_while_writing_stops_the_write(tmp_path, monkeypatch):
     def broken(history):
         raise RuntimeError("cannot encode")
-        yield
 
-    monkeypatch.setattr(features, "history_records", broken)
+    monkeypatch.setattr(features, "history_columns", broken)
     with pytest.raises(RuntimeError, match="cannot encode"):
         _write(tmp_path / "e")
     assert list(tmp_path.iterdir()) == []
@@ -186,6 +185,187 @@ def test_an_error_while_generating_stops_the_write(tmp_path):
     def failing(params, key, num_episodes, task_id):
         calls.append(1)
         if len(calls) == 2:
+            raise RuntimeError("source failed")
+        return inner(params, key, num_episodes, task_id)
+
+    with pytest.raises(RuntimeError, match="source failed"):
+        _write(tmp_path / "g", failing)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("dict_obs", [False, True])
+def test_chunk_serializer_writes_the_record_serializers_bytes(dict_obs):
+    """A chunk's records encoded at once (no loop over records) are the
+    bytes of each record encoded alone: negative, large and small integer
+    scalars (varints of 1 to 10 bytes), dict observations, bools."""
+    import numpy as np
+
+    history = _history(np.random.default_rng(2), dict_obs)
+    records = _records(history)
+    spec = features.feature_spec(records[0])
+    one = features.record_serializer(spec)
+    chunk = features.records_serializer(spec)(features.history_columns(history))
+    assert chunk == [one(record) for record in records]
+    columns = features.history_columns(history)
+    with pytest.raises(ValueError, match="'reward'"):
+        features.records_serializer(spec)(
+            {**columns, "reward": columns["reward"].astype(np.float64)}
+        )
+
+
+def _old_shard(path, history):
+    """The shard the writer wrote before chunks were encoded at once: one
+    record at a time, each encoded alone."""
+    from array_record.python.array_record_module import ArrayRecordWriter
+
+    records = _records(history)
+    serialize = features.record_serializer(features.feature_spec(records[0]))
+    writer = ArrayRecordWriter(str(path), "group_size:1")
+    for record in records:
+        writer.write(serialize(record))
+    writer.close()
+    return path.read_bytes()
+
+
+def _box_history(num_tasks, seed):
+    """Host histories with Box (float) observations and continuous actions."""
+    import numpy as np
+
+    from agentrl.history import History
+
+    rng = np.random.default_rng(seed)
+    steps = 10
+    obs = rng.normal(size=(num_tasks, steps, 3)).astype(np.float32)
+    return History(
+        obs=obs,
+        action=rng.normal(size=(num_tasks, steps, 2)).astype(np.float32),
+        reward=rng.normal(size=(num_tasks, steps)).astype(np.float32),
+        terminated=np.zeros((num_tasks, steps), bool),
+        truncated=np.tile(np.arange(steps) % 5 == 4, (num_tasks, 1)),
+        episode=np.tile(np.arange(steps, dtype=np.int32) // 5, (num_tasks, 1)),
+        optimal_action=None,
+        task_id=np.arange(num_tasks, dtype=np.int32) * 37,
+        params={"goal": rng.normal(size=(num_tasks, 2)).astype(np.float32)},
+        next_obs=obs + 1,
+    )
+
+
+def _write_box(path, num_tasks=30, chunk=7):
+    from agentrl.data import write_histories
+
+    histories = _box_history(num_tasks, 0)
+    chunks = [
+        jax_tree_slice(histories, s, min(s + chunk, num_tasks))
+        for s in range(0, num_tasks, chunk)
+    ]
+    meta = {"task_ids": {"train": list(range(num_tasks))}}
+    return write_histories(path, {"train": chunks}, meta), histories
+
+
+def jax_tree_slice(tree, lo, hi):
+    import jax
+
+    return jax.tree.map(lambda x: x[lo:hi], tree)
+
+
+def _shards(path):
+    return {
+        p.name: p.read_bytes()
+        for p in sorted(path.iterdir())
+        if "array_record" in p.name
+    }
+
+
+def _read_records(shard_files):
+    """``{split: [record bytes]}`` of shard files ``{name: bytes}``, in order."""
+    import tempfile
+
+    from array_record.python.array_record_module import ArrayRecordReader
+
+    out = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, data in sorted(shard_files.items()):
+            path = Path(tmp) / name
+            path.write_bytes(data)
+            reader = ArrayRecordReader(str(path))
+            split = name.split("-")[1].split(".")[0]
+            out.setdefault(split, []).extend(reader.read_all())
+            reader.close()
+    return out
+
+
+def _bandit(path, **kw):
+    env = envs.make("gaussian_bandit", num_arms=5, horizon=20)
+    histories = source_histories("dpt_rollin", env)
+    return write_dataset(
+        path, env, histories, 24, 1, 0, env_name="gaussian_bandit", chunk_size=5, **kw
+    )
+
+
+def test_one_shard_has_the_bytes_of_a_record_by_record_write(tmp_path):
+    """A split that fits in one shard: the same file as the writer wrote when
+    it encoded one record at a time (Box observations here; the bandit's
+    discrete ones in test_sharded_splits_decode_equal_...)."""
+    path, histories = _write_box(tmp_path / "box")
+    (name,) = _shards(path)
+    assert name.endswith("-00000-of-00001")
+    assert (path / name).read_bytes() == _old_shard(tmp_path / "old", histories)
+
+
+@pytest.mark.parametrize("write", [_bandit, _write_box], ids=["bandit", "box"])
+def test_sharded_splits_decode_equal_and_do_not_depend_on_the_workers(
+    tmp_path, monkeypatch, write
+):
+    """A split larger than SHARD_BYTES is cut into shards: the decoded
+    dataset is the one-shard dataset's, and the files are the same whether
+    this thread writes them or a pool of processes does."""
+    import jax
+    import numpy as np
+
+    import agentrl.data.shards as shards
+
+    one = write(tmp_path / "one")
+    one = one[0] if isinstance(one, tuple) else one
+    monkeypatch.setattr(shards, "SHARD_BYTES", 2000)
+    files = {}
+    for workers in (1, 3):
+        monkeypatch.setattr(shards, "shard_workers", lambda w=workers: w)
+        out = write(tmp_path / f"w{workers}")
+        out = out[0] if isinstance(out, tuple) else out
+        files[workers] = _shards(out)
+        assert len(files[workers]) > 3
+    assert files[1] == files[3]
+    # the same records, in the same order, as the one shard holds
+    assert _read_records(_shards(one)) == _read_records(files[1])
+    if write is _bandit:
+        a, b = open_dataset(one), open_dataset(out)
+        assert a.splits == b.splits
+        for split in a.splits:
+            jax.tree.map(
+                np.testing.assert_array_equal,
+                a.load_history(split),
+                b.load_history(split),
+            )
+    if write is _bandit:  # one shard: the record-by-record write's bytes
+        for split in a.splits:
+            (name,) = [n for n in _shards(one) if f"-{split}." in n]
+            history = a.load_history(split)
+            assert (one / name).read_bytes() == _old_shard(tmp_path / split, history)
+
+
+def test_an_error_while_generating_stops_the_shard_processes(tmp_path, monkeypatch):
+    """Sharded and written by processes: a failing source still leaves
+    nothing behind (the processes stop before the directory goes)."""
+    import agentrl.data.shards as shards
+
+    monkeypatch.setattr(shards, "SHARD_BYTES", 500)
+    monkeypatch.setattr(shards, "shard_workers", lambda: 2)
+    inner = source_histories("q_learning", ENV)
+    calls = []
+
+    def failing(params, key, num_episodes, task_id):
+        calls.append(1)
+        if len(calls) == 3:
             raise RuntimeError("source failed")
         return inner(params, key, num_episodes, task_id)
 

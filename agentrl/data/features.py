@@ -18,7 +18,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from agentrl.data.example_wire import wire_serializer
+from agentrl.data.example_wire import batch_serializer, wire_serializer
 from agentrl.history import History
 
 ARRAY_FIELDS = ("action", "reward", "terminated", "truncated", "episode")
@@ -64,28 +64,35 @@ def _obs_tree(obs: Any) -> Any:
     return np.asarray(obs)
 
 
+def history_columns(history: History) -> dict[str, Any]:
+    """The records of a host (numpy) history ``[task, step, ...]`` as columns:
+    a record's nested dict with the task axis first on every array (views of
+    the history's arrays, bools as uint8)."""
+    history = jax.device_get(history)
+    columns = {
+        "obs": jax.tree.map(_storable, _obs_tree(history.obs)),
+        **{f: _storable(getattr(history, f)) for f in ARRAY_FIELDS},
+        "task_id": np.asarray(history.task_id).astype(np.int32, copy=False),
+        "params": params_to_dict(history.params),
+    }
+    if history.optimal_action is not None:
+        columns["optimal_action"] = np.asarray(history.optimal_action)
+    if history.next_obs is not None:
+        columns["next_obs"] = jax.tree.map(_storable, _obs_tree(history.next_obs))
+    return columns
+
+
+def column_record(columns: dict[str, Any], i: int) -> dict[str, Any]:
+    """Record ``i`` of :func:`history_columns`' columns (``task_id`` a numpy
+    scalar)."""
+    return jax.tree.map(lambda x: x[i], columns)
+
+
 def history_records(history: History) -> Iterator[dict[str, Any]]:
     """Yield one record per task of a host (numpy) history ``[task, step, ...]``."""
-    history = jax.device_get(history)
-    params = params_to_dict(history.params)
-    obs = _obs_tree(history.obs)
-    next_obs = None if history.next_obs is None else _obs_tree(history.next_obs)
-
-    def task_obs(tree, i):
-        return jax.tree.map(lambda x: _storable(x[i]), tree)
-
+    columns = history_columns(history)
     for i in range(history.num_tasks):
-        record = {
-            "obs": task_obs(obs, i),
-            **{f: _storable(getattr(history, f)[i]) for f in ARRAY_FIELDS},
-            "task_id": np.int32(history.task_id[i]),
-            "params": {k: v[i] for k, v in params.items()},
-        }
-        if history.optimal_action is not None:
-            record["optimal_action"] = np.asarray(history.optimal_action[i])
-        if next_obs is not None:
-            record["next_obs"] = task_obs(next_obs, i)
-        yield record
+        yield column_record(columns, i)
 
 
 def feature_spec(record: dict[str, Any]):
@@ -122,6 +129,13 @@ def record_serializer(spec: Any) -> Callable[[dict[str, Any]], bytes]:
     sorts it. Readers parse either.
     """
     return wire_serializer(spec)
+
+
+def records_serializer(spec: Any) -> Callable[[dict[str, Any]], list[bytes]]:
+    """``serialize(columns) -> [bytes]``: :func:`record_serializer`'s bytes of
+    every record of :func:`history_columns`' columns, built for the whole
+    chunk at once (:func:`agentrl.data.example_wire.batch_serializer`)."""
+    return batch_serializer(spec)
 
 
 def tfds_serializer(spec: Any) -> Callable[[dict[str, Any]], bytes]:
