@@ -410,7 +410,13 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         "later steps; none: XLA's defaults; anything else: these XLA flags "
         "(--xla-flags='--xla_a=1 --xla_b=2')",
     )
-    parser.add_argument("--work", default=None, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--work",
+        default=None,
+        help="keep the work folder (runs, logs, results) here, not in a "
+        "temporary one: a second call on the still-warm machine with the same "
+        "--work resumes the runs a limit stopped from their checkpoints",
+    )
     args = parser.parse_args(argv)
     if args.budget is None and not args.smoke:
         args.budget = 540.0

@@ -21,6 +21,14 @@
 #     run(command="bash benchmarks/device_check.sh --seeds5 dpt_bandit --out $OUT",
 #         carry=[".whl"], timeout_s=600)
 #
+# A machine stays warm ~30 s after a call. To resume a reproduction that a
+# step's limit stopped (its checkpoint is complete), give both calls the same
+# --work folder on the machine and call again at once, e.g.
+#
+#     run(command="bash benchmarks/device_check.sh --out $OUT --work /tmp/w", ...)
+#     run(command="bash benchmarks/device_check.sh --out $OUT --work /tmp/w \
+#                  --only reproduce:dpt_bandit --budget 300", ...)
+#
 # The whole check keeps to --budget seconds (default 540: 9 minutes) whatever
 # its steps do: each step is killed at its own limit, cut to what is left, and
 # the reproductions stop --bench-reserve seconds (150) early so the benchmarks
