@@ -140,6 +140,10 @@ BENCHMARKS = (
 PROBE_VARIANTS = "fast_compile"
 PROBE_LIMIT_S = 120
 
+#: steps that set XLA's flags themselves: they run without the probe's choice
+#: (the full comparison's "default" variant must be XLA's defaults)
+OWN_XLA_FLAGS = frozenset({"bench:xla_flags"})
+
 #: the limit of one reproduction on the GPU (seconds); the smoke presets' own
 REPRO_LIMIT_S = 240
 SMOKE_LIMIT_S = 900  # a guard: a smoke reproduction took 5+ min at load 15
@@ -518,21 +522,22 @@ def run_all(args: argparse.Namespace, work: Path, now=time.monotonic) -> list[di
     done = {} if args.redo else _previous(args.previous)
     if args.seeds5 and not args.redo:
         print(f"[device check] {restore_runs(args.previous, work)} run files restored")
-    entries = []
+    base_env, entries = env, []  # base_env: without the probe's choice
     for step in plan_steps(args, work):
         if step.kind != "probe" and step.name in done:
             entries.append({**done[step.name], "skipped_now": "ok in --previous"})
             print(f"[device check] {step.name}: done earlier, skipped", flush=True)
             continue
         limit = min(step.limit_s, clock.left(step.kind))
+        step_env_now = base_env if step.name in OWN_XLA_FLAGS else env
         entry = {"name": step.name, "kind": step.kind, "argv": step.argv}
         entry["limit_s"] = round(limit, 1)
-        entry["xla_flags"] = env.get("XLA_FLAGS", "")
+        entry["xla_flags"] = step_env_now.get("XLA_FLAGS", "")
         if limit < MIN_STEP_S:
             entries.append({**entry, "status": "skipped", "reason": "no time left"})
             print(f"[device check] {step.name}: no time left, skipped", flush=True)
             continue
-        entries.append({**entry, **_run_one(step, limit, work, env)})
+        entries.append({**entry, **_run_one(step, limit, work, step_env_now)})
         if step.kind == "probe":
             entries[-1]["chosen"] = choice = probe_choice(work / "results")
             print(f"[device check] XLA flags chosen: {choice}", flush=True)

@@ -42,6 +42,11 @@ def summary_markdown(summary: dict) -> str:
         _md_table(steps, ["name", "status", "seconds", "limit_s", "date"]),
         "",
     ]
+    probes = [s for s in steps if s.get("kind") == "probe"]
+    if probes:
+        chosen = probes[-1].get("chosen")
+        said = f"`{chosen['variant']}` (`{chosen['flags']}`)" if chosen else "none"
+        lines += [f"XLA flags the probe chose for the later steps: {said}.", ""]
     targets = [{"step": s["name"], **t} for s in steps for t in s.get("targets", [])]
     if targets:
         keys = ["step", "name", "value", "target", "met"]

@@ -126,13 +126,14 @@ def test_the_probes_choice_goes_to_every_later_step(tmp_path, monkeypatch, best)
 
     monkeypatch.setattr(check, "run_step", fake_run)
     monkeypatch.delenv("XLA_FLAGS", raising=False)
-    only = "reproduce:dpt_bandit,bench:sweep_members"
+    only = "reproduce:dpt_bandit,bench:sweep_members,bench:xla_flags"
     args = _args("--xla-flags", "auto", "--only", only, "--previous", "")
     entries = check.run_all(args, tmp_path)
     assert [e["name"] for e in entries] == ["probe:xla_flags", *only.split(",")]
     assert seen["probe:xla_flags"] == ""
     want = "--xla_gpu_autotune_level=0" if best else ""
     assert seen["reproduce:dpt_bandit"] == seen["bench:sweep_members"] == want
+    assert seen["bench:xla_flags"] == ""  # compares against XLA's defaults
     assert entries[1]["xla_flags"] == want
     chosen = entries[0]["chosen"]
     assert chosen == ({"variant": best, "flags": want} if best else None)
