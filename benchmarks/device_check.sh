@@ -29,6 +29,9 @@
 #     run(command="bash benchmarks/device_check.sh --out $OUT --work /tmp/w \
 #                  --only reproduce:dpt_bandit --budget 300", ...)
 #
+# (add --xla-flags='<the flags the first call's summary.md names>' to the
+# second call to skip its probe).
+#
 # The whole check keeps to --budget seconds (default 540: 9 minutes) whatever
 # its steps do: each step is killed at its own limit, cut to what is left, and
 # the reproductions stop --bench-reserve seconds (150) early so the benchmarks
