@@ -54,7 +54,12 @@ Presets (2-core CPU of the development machine; ``gpu`` for one H100):
   0.27 s an update (measured over 40 updates on 2 tiny histories: 3,000
   take ~14 min), an evaluation ~5-6 min (measured 3.3 min with SAC beside
   for 30 episodes; the preset's 120 add ~2). So a seed is ~37 min and
-  ``reproduce --controls`` ~45-50 min: **not run**. Not feasible within
+  ``reproduce --controls`` ~45-50 min (measured: 57 min with other jobs on
+  the cores). Measured, 1 seed x 3 test velocities (docs/mujoco.md):
+  return -116.0 -> -117.0, score 1.00 [0.82, 1.27] (SAC's converged level
+  1): flat, and an empty context does better (-1.13 [-1.48, -0.78]);
+  rewards zeroed +8.2 [2.2, 11.8], shuffled -0.28 [-1.27, 0.27], expert
+  distillation +1.57 [0.78, 2.49]: no in-context learning. Not feasible within
   30 min on 2 cores: the SAC data alone (192k steps, one SAC update each)
   is 18 min, and fewer SAC steps would weaken the labels (SAC's final
   policy) further. What it can show: the rise from episode 1 (empty
