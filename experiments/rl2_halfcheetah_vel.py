@@ -41,8 +41,13 @@ Presets (2-core CPU of the development machine; ``gpu`` for one H100):
   an update (3,200 MJX steps and 10 epochs of GRU replay); one evaluation
   on the 3 test velocities 4.9 min, nearly all of it SAC learning beside
   for 120 episodes. So a seed is ~28 min (training 23, evaluation 5) and
-  ``reproduce --controls`` (validation, test, three controls) ~35-40 min:
-  **not run** to the end (estimated from those measurements). What is
+  ``reproduce --controls`` (validation, test, three controls) ~35-40 min
+  (measured, session 33: 28 min, the machine otherwise quiet; 4.7 s an
+  update). Measured, 1 seed x 3 test velocities, one trial of 4 episodes:
+  return -135.3 -> -128.8, score 0.66 [0.64, 0.69] (SAC's converged level
+  1, random 0.03); minus rewards zeroed +2.5 [-0.5, 5.9], shuffled -0.6
+  [-2.8, 1.2], an empty context -2.6 [-3.6, -1.2]: it runs better than
+  random, with no in-context adaptation, as expected below. What is
   feasible at that budget: the policy learns to move at speeds that pay
   on average (return above random's, towards SAC's converged level);
   adapting its speed to the target within a trial is not expected at
