@@ -42,7 +42,7 @@ Presets (2-core CPU of the development machine; ``gpu`` for one H100):
   on the 3 test velocities 4.9 min, nearly all of it SAC learning beside
   for 120 episodes. So a seed is ~28 min (training 23, evaluation 5) and
   ``reproduce --controls`` (validation, test, three controls) ~35-40 min
-  (measured, session 33: 28 min, the machine otherwise quiet; 4.7 s an
+  (measured, session 33: 24 min, the machine otherwise quiet; 4.7 s an
   update). Measured, 1 seed x 3 test velocities, one trial of 4 episodes:
   return -135.3 -> -128.8, score 0.66 [0.64, 0.69] (SAC's converged level
   1, random 0.03); minus rewards zeroed +2.5 [-0.5, 5.9], shuffled -0.6
