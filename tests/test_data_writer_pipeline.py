@@ -178,18 +178,23 @@ def test_an_error_while_writing_stops_the_write(tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_an_error_while_generating_stops_the_write(tmp_path):
+def _failing_source(at_call: int):
+    """Q-learning histories that raise at the ``at_call``-th chunk."""
     inner = source_histories("q_learning", ENV)
     calls = []
 
     def failing(params, key, num_episodes, task_id):
         calls.append(1)
-        if len(calls) == 2:
+        if len(calls) == at_call:
             raise RuntimeError("source failed")
         return inner(params, key, num_episodes, task_id)
 
+    return failing
+
+
+def test_an_error_while_generating_stops_the_write(tmp_path):
     with pytest.raises(RuntimeError, match="source failed"):
-        _write(tmp_path / "g", failing)
+        _write(tmp_path / "g", _failing_source(at_call=2))
     assert list(tmp_path.iterdir()) == []
 
 
@@ -360,15 +365,6 @@ def test_an_error_while_generating_stops_the_shard_processes(tmp_path, monkeypat
 
     monkeypatch.setattr(shards, "SHARD_BYTES", 500)
     monkeypatch.setattr(shards, "shard_workers", lambda: 2)
-    inner = source_histories("q_learning", ENV)
-    calls = []
-
-    def failing(params, key, num_episodes, task_id):
-        calls.append(1)
-        if len(calls) == 3:
-            raise RuntimeError("source failed")
-        return inner(params, key, num_episodes, task_id)
-
     with pytest.raises(RuntimeError, match="source failed"):
-        _write(tmp_path / "g", failing)
+        _write(tmp_path / "g", _failing_source(at_call=3))
     assert list(tmp_path.iterdir()) == []
