@@ -20,7 +20,9 @@ benchmarks always get their share) and of the whole ``--budget``; a step
 with under :data:`MIN_STEP_S` seconds left is skipped, not started. Steps
 already ``ok`` in ``--previous`` (by default the committed
 ``benchmarks/results/gpu/summary.json``) are skipped unless ``--redo``, so
-successive sessions work down the list.
+successive sessions work down the list; a benchmark whose own ``--budget``
+left rows unrun (``not run: budget``) is ``partial``, not ``ok``, and runs
+again.
 
 Writes into ``--out`` (default ``benchmarks/results/gpu``, or
 ``benchmarks/results/gpu_smoke`` with ``--smoke``) exactly five files:
@@ -367,6 +369,17 @@ def _new_records(results: Path, before: dict[Path, int]) -> list[Path]:
     return out
 
 
+#: a benchmark row's status when its ``--budget`` ran out before it
+BUDGET_CUT = "not run: budget"
+
+
+def _cut_by_budget(record: Path) -> bool:
+    """Whether a record's ``results.rows`` has a row its budget left unrun."""
+    results = json.loads(record.read_text()).get("results")
+    rows = results.get("rows", []) if isinstance(results, dict) else []
+    return any(isinstance(r, dict) and r.get("status") == BUDGET_CUT for r in rows)
+
+
 def _targets(record: Path) -> list[dict]:
     payload = json.loads(record.read_text())
     return [
@@ -555,6 +568,8 @@ def _run_one(step: Step, limit: float, work: Path, env: dict) -> dict:
     print(f"[device check] {step.name} (limit {limit:.0f} s)", flush=True)
     status, rc, seconds = run_step(step, limit, log, env)
     records = _new_records(results, before)
+    if status == "ok" and any(_cut_by_budget(r) for r in records):
+        status = "partial"  # not skipped by the next check, as "ok" would be
     print(f"[device check] {step.name}: {status} in {seconds:.0f} s", flush=True)
     return {
         "status": status,

@@ -247,7 +247,9 @@ def run_all(args: argparse.Namespace, keep: Path) -> list[dict]:
         for name in args.variants.split(","):
             left = deadline - time.monotonic()
             if left < 15:
-                rows.append({"variant": name, "case": case, "status": "skipped"})
+                rows.append(
+                    {"variant": name, "case": case, "status": "not run: budget"}
+                )
                 continue
             rows.append(measure_variant(name, case, args, left, keep))
             print(json.dumps(rows[-1])[:400], flush=True)

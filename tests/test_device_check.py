@@ -231,6 +231,22 @@ def test_steps_ok_in_the_previous_summary_are_skipped(tmp_path, monkeypatch):
     assert ran == ["reproduce:dpt_bandit", "reproduce:ad_darkroom"]
 
 
+def test_a_benchmark_cut_by_its_budget_is_partial_and_runs_again(tmp_path, monkeypatch):
+    def fake_run(step, limit, log, env):  # a record with one row left unrun
+        rows = [{"status": "ok"}, {"status": check.BUDGET_CUT}]
+        record = {"results": {"rows": rows}, "targets": []}
+        (tmp_path / "results" / "cut.json").write_text(json.dumps(record))
+        return "ok", 0, 1.0
+
+    monkeypatch.setattr(check, "run_step", fake_run)
+    only = "bench:train_throughput"
+    entries = check.run_all(_args("--only", only, "--previous", ""), tmp_path)
+    assert entries[0]["status"] == "partial" and entries[0]["records"] == ["cut"]
+    previous = tmp_path / "summary.json"
+    previous.write_text(json.dumps({"steps": entries}))
+    assert check._previous(str(previous)) == {}  # the next check runs it
+
+
 def test_wheels_helper_names_a_locked_version_for_every_package():
     out = subprocess.run(
         ["bash", str(ROOT / "benchmarks" / "device_wheels.sh"), "--list"],

@@ -201,3 +201,9 @@ def test_sides_are_tasks_and_a_trial_keeps_its_side():
 def test_bad_arguments_name_the_field(kw, field):
     with pytest.raises(ValueError, match=f"`{field}`"):
         envs.make("tmaze", **kw)
+
+
+def test_success_is_the_tmazes_and_other_families_refuse_it_by_name():
+    assert TMaze().success(np.array([1.0, 0.0, -0.1])).tolist() == [True, False, False]
+    with pytest.raises(NotImplementedError, match="DarkRoom defines no success"):
+        envs.make("darkroom").success(np.zeros(3))

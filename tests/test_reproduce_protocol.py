@@ -8,6 +8,7 @@ import pytest
 import agentrl.evaluate.reproduce as reproduce
 import agentrl.evaluate.reproduce_report as reproduce_report
 import agentrl.evaluate.targets as targets
+from agentrl.envs.tmaze import TMaze
 from agentrl.evaluate.controls import CONTEXT_CONTROLS
 from agentrl.evaluate.evaluate import EvalResult
 from agentrl.evaluate.report import summarize
@@ -136,7 +137,7 @@ def _tmaze_runs(seeds: int, tasks: int, policy: str, rng) -> tuple[dict, np.ndar
 def test_memory_probe_balances_the_goal_sides(monkeypatch, policy, seeds):
     rng = np.random.default_rng(5)
     combined, sides = _tmaze_runs(seeds, 60, policy, rng)
-    monkeypatch.setattr(targets, "_test_sides", lambda dirs: sides)
+    monkeypatch.setattr(targets, "_test_sides", lambda dirs: (TMaze(), sides))
     summary = summarize(combined, resample="both" if seeds > 1 else "tasks")
     (row,) = targets.targets_for("amago_tmaze", summary, combined, ["a"] * seeds)
     assert row["target"] == 0.5 and "balanced" in row["name"]

@@ -180,6 +180,11 @@ class Environment(Generic[S, P]):
         """Expected return of an optimal policy over one episode; jittable."""
         raise NotImplementedError(f"{self.name} has no oracle")
 
+    def success(self, returns: Any) -> Any:
+        """Whether each episode's return solves it (same shape, bool);
+        defined by families with a goal an episode reaches or misses."""
+        raise NotImplementedError(f"{self.name} defines no success")
+
     @property
     def has_oracle(self) -> bool:
         return type(self).optimal_action is not Environment.optimal_action

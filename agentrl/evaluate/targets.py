@@ -20,7 +20,8 @@ are several seeds) and verdict. The kinds and their goals (the issues'):
   to 10) episodes >= 0.8, and its gain over episode 1 above 0;
 - ``beats_its_data``: AD-ε's last-episodes return above the best return in its
   data (the CI's low end above 1x);
-- ``memory_probe``: the T-Maze's success balanced over the two goal sides
+- ``memory_probe``: the family's success (``Environment.success``; the
+  T-Maze's: the goal reached) balanced over the two goal sides
   (the mean of the sides' success rates) with the CI's low end above 0.5,
   what any policy without memory scores (it turns the same way whatever
   the cue);
@@ -37,7 +38,6 @@ import numpy as np
 
 import agentrl.evaluate.metrics as metrics
 from agentrl.data.reader import open_dataset
-from agentrl.envs.tmaze import TMaze
 from agentrl.evaluate.reproduce_record import target
 from agentrl.train.experiments import load_module
 from agentrl.train.rundir import load_run
@@ -195,14 +195,17 @@ def balanced_success(
     return value, float(low), float(high)
 
 
-def _test_sides(run_dirs: list) -> np.ndarray:
-    """``[seed, task]`` goal side of each run's test tasks (as evaluated)."""
-    return np.stack([np.asarray(load_run(d).held_out()[0].goal) for d in run_dirs])
+def _test_sides(run_dirs: list) -> tuple[Any, np.ndarray]:
+    """The runs' env and the ``[seed, task]`` goal side of their test tasks
+    (as evaluated)."""
+    runs = [load_run(d) for d in run_dirs]
+    return runs[0].env, np.stack([np.asarray(r.held_out()[0].goal) for r in runs])
 
 
 def memory_probe(algo: str, summary: dict, combined: dict, run_dirs: list) -> list:
     returns = np.stack([np.asarray(r.returns)[:, -1] for r in combined[algo]])
-    rate, low, high = balanced_success(TMaze.success(returns), _test_sides(run_dirs))
+    env, sides = _test_sides(run_dirs)
+    rate, low, high = balanced_success(env.success(returns), sides)
     return [with_ci(f"{algo} success balanced over the goal sides (memoryless 0.5)",
                     rate, low, high, 0.5, low > 0.5)]  # fmt: skip
 
