@@ -12,6 +12,7 @@ index is exactly the host's for the same index.
 """
 
 import collections
+import itertools
 
 import jax
 import jax.numpy as jnp
@@ -91,7 +92,7 @@ def _reference_windows(sampler) -> dict:
             offsets = int(lens[r, first]) if tail else 1
             for off in range(offsets):
                 rng = _FixedRng((first + 0.5) / firsts, (off + 0.5) / offsets)
-                idx, mask = sampler._episode_windows(rng, done[r : r + 1])
+                idx, mask = sampler._episode_windows(rng, done[r : r + 1], None)
                 key = (r, tuple(idx[0].tolist()), tuple(mask[0].tolist()))
                 out[key] += 1 / (rows * firsts * offsets)
     return dict(out)
@@ -165,6 +166,54 @@ def test_ad_device_windows_are_legal_with_the_reference_frequencies(room, case):
     assert _same_p(drawn, host_drawn) > P_MIN
     if "padded" in case or host.window_start == "episode":
         assert any(not all(m) for _, _, m in drawn)  # ragged: some padding
+
+
+def _subset_reference(sampler) -> dict:
+    """``{(row, idx, mask): probability}`` of ``"subset"`` windows, enumerated
+    apart from the samplers' code: every set of ``num_episodes`` distinct
+    episodes of a record is equally likely, placed in history order or by
+    (return, history order)."""
+    done = _done(sampler)
+    reward = sampler.record_columns(("reward",))["reward"]
+    n, length = sampler.num_episodes, sampler.length
+    out = collections.defaultdict(float)
+    for r in range(sampler.num_records):
+        ends = np.flatnonzero(done[r]).tolist()
+        starts = [0] + [e + 1 for e in ends[:-1]]
+        steps = [list(range(a, b + 1)) for a, b in zip(starts, ends, strict=True)]
+        combos = list(itertools.combinations(range(len(ends)), n))
+        for combo in combos:
+            if sampler.episode_window == "subset_by_return":
+                combo = sorted(combo, key=lambda e: (reward[r][steps[e]].sum(), e))
+            pos = [p for e in combo for p in steps[e]]
+            pad = length - len(pos)
+            key = (r, tuple(pos + pos[-1:] * pad), (True,) * len(pos) + (False,) * pad)
+            out[key] += 1 / (sampler.num_records * len(combos))
+    return dict(out)
+
+
+@pytest.mark.parametrize("window", ["subset", "subset_by_return"])
+def test_subset_windows_are_legal_with_the_reference_frequencies(room, window):
+    host = ADSampler(room, 8, seed=7, num_episodes=2, episode_window=window)
+    reference = _subset_reference(host)
+    assert abs(sum(reference.values()) - 1) < 1e-9
+    drawn = _device_windows(DeviceSampler(host))
+    illegal = [k for k in set(drawn) if k not in reference]
+    assert not illegal, illegal[:3]
+    assert _fit_p(drawn, reference) > P_MIN
+    host_drawn = _host_windows(host, 600)
+    assert set(host_drawn) <= set(reference)
+    assert _fit_p(host_drawn, reference) > P_MIN
+    # the data hold episodes of return 0 and 1, so the two orders differ
+    ordered = [k for k in reference if k[1] != tuple(sorted(k[1]))]
+    assert bool(ordered) == (window == "subset_by_return")
+
+
+def test_subset_windows_need_whole_episodes(room):
+    with pytest.raises(ValueError, match="episode_window='subset'.*window_start"):
+        ADSampler(room, 8, num_episodes=2, window_start="any", episode_window="subset")
+    with pytest.raises(ValueError, match="`episode_window` must be one of"):
+        ADSampler(room, 8, num_episodes=2, episode_window="random")
 
 
 def test_device_batch_equals_the_host_batch_of_the_same_index(room):

@@ -25,7 +25,7 @@ import jax
 from agentrl.agents.rolling import rolling_cache_agent
 from agentrl.algos.base import Algorithm, check, register_algorithm
 from agentrl.algos.losses import action_loss
-from agentrl.data.samplers import ADSampler
+from agentrl.data.samplers import EPISODE_WINDOWS, ADSampler
 from agentrl.envs.base import env_horizon
 
 #: where a training window may start (``agentrl.data.samplers.WINDOW_STARTS``)
@@ -88,6 +88,12 @@ class AD(Algorithm):
         ``context_episodes * horizon`` steps, which begin mid-episode as
         often as not); ``"episode"``: only at an episode's first step (the
         window is then whole episodes, padded after short ones).
+      episode_window: which episodes a window holds: ``"consecutive"``
+        (default, AD's), or ``context_episodes`` distinct episodes of the
+        history drawn uniformly, in history order (``"subset"``) or by
+        ascending return (``"subset_by_return"``: T2MIR-AD's MuJoCo data
+        loader, which sorts each task's episodes by return and draws sorted
+        episode ids); both need ``window_start="episode"`` and stride 1.
     """
 
     name = "ad"
@@ -96,6 +102,7 @@ class AD(Algorithm):
     context_episodes: int = 4
     episode_stride: int = 1
     window_start: str = "any"
+    episode_window: str = "consecutive"
 
     def __post_init__(self):
         check_positive(
@@ -107,6 +114,19 @@ class AD(Algorithm):
             self.window_start in WINDOW_STARTS,
             f"algo.window_start must be one of {WINDOW_STARTS}, "
             f"got {self.window_start!r}",
+        )
+        check(
+            self.episode_window in EPISODE_WINDOWS,
+            f"algo.episode_window must be one of {EPISODE_WINDOWS}, "
+            f"got {self.episode_window!r}",
+        )
+        whole = self.window_start == "episode" and self.episode_stride == 1
+        check(
+            self.episode_window == "consecutive" or whole,
+            f"algo.episode_window={self.episode_window!r} needs "
+            "algo.window_start='episode' and algo.episode_stride=1 (its "
+            f"windows are whole episodes), got {self.window_start!r} and "
+            f"{self.episode_stride}",
         )
 
     def check(self, config: Any, prefix: str = "algo") -> None:
@@ -124,6 +144,7 @@ class AD(Algorithm):
             num_episodes=self.context_episodes,
             episode_stride=self.episode_stride,
             window_start=self.window_start,
+            episode_window=self.episode_window,
             paired=paired,
             seed=train.seed,
         )

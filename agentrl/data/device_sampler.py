@@ -23,7 +23,10 @@ give different (equally distributed) batch streams:
   uniform first episode, starting at the episode's first step
   (``window_start="episode"``) or at a uniform step of it (``"any"``, when
   the history has an episode after the window to run on into), padded
-  (``mask`` False, fields zero) after short episodes;
+  (``mask`` False, fields zero) after short episodes; or
+  (``episode_window`` ``"subset"``, ``"subset_by_return"``) ``num_episodes``
+  distinct episodes drawn uniformly, in history order or by ascending
+  return (T2MIR-AD's MuJoCo windows);
 - DPT / T2MIR-DPT: ``context_size`` consecutive steps with a known
   successor, a uniform query step and its oracle action;
 - ``paired``: rows ``2i, 2i + 1`` from two different records of one task
@@ -70,6 +73,7 @@ class BatchSpec:
     num_episodes: int | None = None
     episode_stride: int = 1
     window_start: str = "episode"
+    episode_window: str = "consecutive"
     stateless: bool = False
     stored_next: bool = False
 
@@ -113,18 +117,22 @@ def spec_of(sampler: Any) -> BatchSpec:
         num_episodes=sampler.num_episodes,
         episode_stride=sampler.episode_stride,
         window_start=sampler.window_start,
+        episode_window=sampler.episode_window,
         **common,
     )
 
 
 # ----------------------------------------------------------------- tables
-def episode_tables(done: np.ndarray) -> dict[str, np.ndarray]:
+def episode_tables(
+    done: np.ndarray, reward: np.ndarray | None = None
+) -> dict[str, np.ndarray]:
     """Episodes of each record from ``done [R, S]`` (bool), vectorized.
 
     Returns ``starts [R, E]``, ``lens [R, E]`` (int32; zero past a record's
-    episodes) and ``episodes [R]``, ``E`` the most episodes of any record.
-    Only steps up to a record's last ``done`` belong to an episode (as in
-    the host sampler).
+    episodes) and ``episodes [R]``, ``E`` the most episodes of any record;
+    with ``reward [R, S]`` also ``returns [R, E]`` (float32, each episode's
+    reward sum). Only steps up to a record's last ``done`` belong to an
+    episode (as in the host sampler).
     """
     rows, ends = np.nonzero(done)
     count = done.sum(1).astype(np.int32)
@@ -135,7 +143,15 @@ def episode_tables(done: np.ndarray) -> dict[str, np.ndarray]:
     start_table = np.zeros_like(end_table)
     start_table[:, 1:] = end_table[:, :-1] + 1
     lens = np.where(np.arange(width) < count[:, None], end_table + 1 - start_table, 0)
-    return {"starts": start_table, "lens": lens.astype(np.int32), "episodes": count}
+    tables = {"starts": start_table, "lens": lens.astype(np.int32), "episodes": count}
+    if reward is not None:
+        total = np.zeros((done.shape[0], done.shape[1] + 1))
+        total[:, 1:] = np.cumsum(reward, 1, dtype=np.float64)
+        sums = np.take_along_axis(total, end_table + 1, 1) - np.take_along_axis(
+            total, start_table, 1
+        )
+        tables["returns"] = np.where(lens > 0, sums, 0.0).astype(np.float32)
+    return tables
 
 
 def valid_tables(done: np.ndarray, context_size: int) -> dict[str, np.ndarray]:
@@ -174,14 +190,20 @@ def pair_tables(task_ids: np.ndarray) -> dict[str, np.ndarray]:
     }
 
 
-def index_tables(spec: BatchSpec, done: np.ndarray, task_ids: np.ndarray) -> dict:
-    """The tables :func:`draw_index` needs for ``spec`` (numpy)."""
+def index_tables(
+    spec: BatchSpec, done: np.ndarray, task_ids: np.ndarray, reward: Any = None
+) -> dict:
+    """The tables :func:`draw_index` needs for ``spec`` (numpy); ``reward
+    [R, S]`` only for ``episode_window="subset_by_return"``, which needs it."""
     tables = {"task_id": np.asarray(task_ids, np.int32)}
     if spec.paired:
         tables.update(pair_tables(np.asarray(task_ids)))
     if not spec.contiguous:
         if spec.kind == "windows":
-            tables.update(episode_tables(done))
+            by_return = spec.episode_window == "subset_by_return"
+            if by_return and reward is None:
+                raise ValueError("episode_window='subset_by_return' needs `reward`")
+            tables.update(episode_tables(done, reward if by_return else None))
         else:
             tables.update(valid_tables(done, spec.length))
     return tables
@@ -226,12 +248,17 @@ def episode_windows(spec: BatchSpec, tables: dict, rows, key) -> tuple:
     n, k, length = spec.num_episodes, spec.episode_stride, spec.length
     k_first, k_offset = jax.random.split(key)
     count = tables["episodes"][rows]  # [B]
-    tail = (spec.window_start == "any") & (count - n * k >= 1)
-    first = jax.random.randint(
-        k_first, rows.shape, 0, count - (n - jnp.where(tail, 0, 1)) * k
-    )
     j = jnp.arange(n + 1)
-    chosen = jnp.minimum(first[:, None] + k * j, tables["lens"].shape[1] - 1)
+    if spec.episode_window == "consecutive":
+        tail = (spec.window_start == "any") & (count - n * k >= 1)
+        first = jax.random.randint(
+            k_first, rows.shape, 0, count - (n - jnp.where(tail, 0, 1)) * k
+        )
+        chosen = jnp.minimum(first[:, None] + k * j, tables["lens"].shape[1] - 1)
+    else:  # column n (the run-on episode) is never used
+        tail = jnp.zeros(rows.shape, bool)
+        subset = episode_subset(spec, tables, rows, k_first)
+        chosen = jnp.concatenate([subset, subset[:, :1]], 1)
     used = (j < n) | tail[:, None]  # [B, n + 1]
     lens = jnp.where(used, tables["lens"][rows[:, None], chosen], 0)
     starts = tables["starts"][rows[:, None], chosen]
@@ -245,6 +272,20 @@ def episode_windows(spec: BatchSpec, tables: dict, rows, key) -> tuple:
     mask = jnp.arange(length) < filled[:, None]
     last = jnp.take_along_axis(idx, (filled - 1)[:, None], 1)
     return jnp.where(mask, idx, last), mask
+
+
+def episode_subset(spec: BatchSpec, tables: dict, rows, key) -> jax.Array:
+    """``[B, n]`` distinct episodes of each row, uniform over its episodes: in
+    history order, or by ascending return (ties in history order)."""
+    n, width = spec.num_episodes, tables["lens"].shape[1]
+    count = tables["episodes"][rows]
+    noise = jax.random.uniform(key, (rows.shape[0], width))
+    noise = jnp.where(jnp.arange(width) < count[:, None], noise, 2.0)
+    chosen = jnp.sort(jax.lax.top_k(-noise, n)[1], axis=1)  # the n smallest
+    if spec.episode_window == "subset_by_return":
+        sums = tables["returns"][rows[:, None], chosen]
+        chosen = jnp.take_along_axis(chosen, jnp.argsort(sums, 1, stable=True), 1)
+    return chosen
 
 
 def context_steps(spec: BatchSpec, tables: dict, rows, key) -> jax.Array:
@@ -348,7 +389,9 @@ class DeviceSampler:
         self.spec, self.seed = spec_of(sampler), sampler.seed
         self.batch_shapes = sampler.batch_shapes
         arrays = split_arrays(sampler)
-        tables = index_tables(self.spec, arrays["done"], sampler.task_ids)
+        tables = index_tables(
+            self.spec, arrays["done"], sampler.task_ids, arrays.get("reward")
+        )
         if self.spec.kind == "context_set":
             del arrays["done"]  # read only through the tables
         put = jax.device_put if put is None else put

@@ -120,17 +120,24 @@ class _Sampler:
             return self._cache
         return self._decode_split()
 
-    def done_flags(self, chunk: int = 256) -> np.ndarray:
-        """``[R, step]`` bool: episode ends (terminated or truncated) of every
-        record, decoded ``chunk`` records at a time."""
+    def record_columns(self, fields: tuple[str, ...], chunk: int = 256) -> dict:
+        """``{field: [R, step, ...]}`` of every record: the cache's, or
+        decoded ``chunk`` records at a time."""
         if self._cache is not None:
-            return np.logical_or(self._cache["terminated"], self._cache["truncated"])
-        parts = []
+            return {f: self._cache[f] for f in fields}
+        parts: dict[str, list] = {f: [] for f in fields}
         for lo in range(0, self.num_records, chunk):
             rows = np.arange(lo, min(lo + chunk, self.num_records))
-            flags = self._fetch(rows, ("terminated", "truncated"))
-            parts.append(np.logical_or(flags["terminated"], flags["truncated"]))
-        return np.concatenate(parts)
+            got = self._fetch(rows, fields)
+            for f in fields:
+                parts[f].append(got[f])
+        return {f: np.concatenate(v) for f, v in parts.items()}
+
+    def done_flags(self, chunk: int = 256) -> np.ndarray:
+        """``[R, step]`` bool: episode ends (terminated or truncated) of every
+        record."""
+        flags = self.record_columns(("terminated", "truncated"), chunk)
+        return np.logical_or(flags["terminated"], flags["truncated"])
 
     @property
     def cached(self) -> bool:
@@ -248,6 +255,11 @@ def _take(x: np.ndarray, idx: np.ndarray) -> np.ndarray:
 
 
 WINDOW_STARTS = ("episode", "any")
+#: which episodes an episode window holds: ``"consecutive"`` (AD's: episodes
+#: ``e, e + k, ...``), ``"subset"`` (distinct episodes drawn uniformly, in
+#: history order) or ``"subset_by_return"`` (the same, ordered by ascending
+#: return: T2MIR-AD's MuJoCo loader, ``dataset_sort``)
+EPISODE_WINDOWS = ("consecutive", "subset", "subset_by_return")
 
 
 def pair_rows(rng, task_ids: np.ndarray, num_pairs: int) -> np.ndarray:
@@ -273,6 +285,24 @@ def pair_rows(rng, task_ids: np.ndarray, num_pairs: int) -> np.ndarray:
     return np.stack([first, second], 1).reshape(-1)
 
 
+def _check_episode_window(
+    episode_window: str, num_episodes: int | None, stride: int, window_start: str
+) -> None:
+    """A ``"subset"`` window is whole episodes (``num_episodes``, stride 1,
+    starting at an episode's first step)."""
+    if episode_window not in EPISODE_WINDOWS:
+        raise ValueError(
+            f"`episode_window` must be one of {EPISODE_WINDOWS}, got {episode_window!r}"
+        )
+    if episode_window != "consecutive" and (
+        num_episodes is None or stride != 1 or window_start != "episode"
+    ):
+        raise ValueError(
+            f"`episode_window={episode_window!r}` needs `num_episodes` windows "
+            "with `episode_stride=1` and `window_start='episode'`"
+        )
+
+
 class ADSampler(_Sampler):
     """Windows of whole episodes or of transitions (see the module docstring)."""
 
@@ -287,6 +317,7 @@ class ADSampler(_Sampler):
         num_transitions: int | None = None,
         episode_stride: int = 1,
         window_start: str = "episode",
+        episode_window: str = "consecutive",
         paired: bool = False,
         split: str = "train",
         seed: int = 0,
@@ -310,6 +341,9 @@ class ADSampler(_Sampler):
             )
         if num_episodes is None and episode_stride != 1:
             raise ValueError("`episode_stride` needs `num_episodes` windows")
+        _check_episode_window(
+            episode_window, num_episodes, episode_stride, window_start
+        )
         if num_episodes is not None:
             limit = dataset.metadata["num_episodes"]
             if not isinstance(num_episodes, int) or not 1 <= num_episodes <= limit:
@@ -341,16 +375,18 @@ class ADSampler(_Sampler):
             )
         self.num_episodes, self.paired = num_episodes, paired
         self.episode_stride, self.window_start = episode_stride, window_start
+        self.episode_window = episode_window
         super().__init__(dataset, batch_size, split, seed, sharding, cache_bytes)
 
-    def _episode_windows(self, rng, done: np.ndarray):
+    def _episode_windows(self, rng, done: np.ndarray, reward: np.ndarray | None):
         """``(idx [B, T], mask [B, T])`` of ``num_episodes`` episodes,
         ``episode_stride`` apart, back to back and padded at the end.
 
         ``window_start="episode"``: the window starts at an episode's first
         step. ``"any"`` (strided windows; stride 1 is a plain offset): it
         starts at a uniform step of its first episode and runs on into the
-        episode after its last, as far as the window is long.
+        episode after its last, as far as the window is long. A ``"subset"``
+        window (:data:`EPISODE_WINDOWS`) holds :meth:`_subset`'s episodes.
         """
         n, k, length = self.num_episodes, self.episode_stride, self.length
         idx = np.empty((done.shape[0], length), np.int64)
@@ -360,9 +396,12 @@ class ADSampler(_Sampler):
         for b in range(done.shape[0]):
             ends = np.flatnonzero(done[b])
             starts = np.concatenate([[0], ends[:-1] + 1])
-            tail = anywhere and len(ends) - n * k >= 1
-            first = int(u[b] * (len(ends) - (n - (0 if tail else 1)) * k))
-            chosen = first + k * np.arange(n + 1 if tail else n)
+            if self.episode_window != "consecutive":
+                chosen, tail = self._subset(rng, reward, b, starts, ends), False
+            else:
+                tail = anywhere and len(ends) - n * k >= 1
+                first = int(u[b] * (len(ends) - (n - (0 if tail else 1)) * k))
+                chosen = first + k * np.arange(n + 1 if tail else n)
             pos = np.concatenate([np.arange(starts[e], ends[e] + 1) for e in chosen])
             if tail:  # start anywhere in the first episode
                 offset = int(v[b] * (ends[first] + 1 - starts[first]))
@@ -372,6 +411,17 @@ class ADSampler(_Sampler):
             idx[b, : len(pos)] = pos
             idx[b, len(pos) :] = pos[-1]
         return idx, mask
+
+    def _subset(self, rng, reward, b, starts, ends) -> np.ndarray:
+        """``num_episodes`` distinct episodes of record ``b``, uniform, in
+        history order or (``"subset_by_return"``) by ascending return, ties
+        in history order."""
+        chosen = np.sort(rng.choice(len(ends), self.num_episodes, replace=False))
+        if self.episode_window == "subset_by_return":
+            total = np.concatenate([[0.0], np.cumsum(reward[b], dtype=np.float64)])
+            sums = total[ends[chosen] + 1] - total[starts[chosen]]
+            chosen = chosen[np.argsort(sums, kind="stable")]
+        return chosen
 
     def rows(self, rng) -> np.ndarray:
         """The batch's record indices ``[B]`` (pairs of one task if ``paired``)."""
@@ -401,11 +451,10 @@ class ADSampler(_Sampler):
             return rows, idx, np.ones(idx.shape, bool), None
         # from disk, read each record once: its episode ends and its window
         whole = None if self._cache is not None else self._fetch(rows)
-        data = (
-            self._fetch(rows, ("terminated", "truncated")) if whole is None else whole
-        )
+        needs = ("terminated", "truncated", "reward")
+        data = self._fetch(rows, needs) if whole is None else whole
         done = np.logical_or(data["terminated"], data["truncated"])
-        idx, mask = self._episode_windows(rng, done)
+        idx, mask = self._episode_windows(rng, done, data["reward"])
         return rows, idx, mask, whole
 
     def host_batch(self, step: int) -> dict[str, Any]:

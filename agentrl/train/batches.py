@@ -75,7 +75,11 @@ class StreamedBatches:
     def __init__(self, sampler: Any, mesh: Any, prefetch: int = 4):
         self.sampler, self.mesh, self.prefetch = sampler, mesh, prefetch
         self.spec, seed = spec_of(sampler), sampler.seed
-        self.tables = index_tables(self.spec, sampler.done_flags(), sampler.task_ids)
+        by_return = self.spec.episode_window == "subset_by_return"
+        reward = sampler.record_columns(("reward",))["reward"] if by_return else None
+        self.tables = index_tables(
+            self.spec, sampler.done_flags(), sampler.task_ids, reward
+        )
         self._index = jax.jit(lambda t, s: draw_index(self.spec, t, batch_key(seed, s)))
         self._gather = jax.jit(lambda d, i: gather(self.spec, d, i))
         self._stream, self._next = None, None
