@@ -108,6 +108,18 @@ def run_decode(model, cfg, obs, act, rew, steps):
     return jnp.stack(outs, axis=1), cache
 
 
+@pytest.mark.parametrize("layout", ["step", "sar"])
+def test_a_full_pass_over_one_step_is_its_first_decode(layout):
+    # the "step" layout's start token was once cut away at T = 1 (no tokens)
+    cfg = small(token_layout=layout)
+    model = make_model(cfg)
+    obs, act, rew = (x[:, :1] for x in inputs(cfg))
+    full = forward(model, obs, act, rew).action
+    cached, _ = run_decode(model, cfg, obs, act, rew, steps=4)
+    assert full.shape == cached.shape == (B, 1, cfg.action_size)
+    np.testing.assert_allclose(cached, full, atol=1e-5, rtol=0)
+
+
 @pytest.mark.parametrize(
     "layout, moe, routing, steps",
     [

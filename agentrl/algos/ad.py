@@ -23,6 +23,7 @@ from typing import Any
 import jax
 
 from agentrl.agents.rolling import rolling_cache_agent
+from agentrl.agents.sorted_episodes import sorted_episodes_agent
 from agentrl.algos.base import Algorithm, check, register_algorithm
 from agentrl.algos.losses import action_loss
 from agentrl.data.samplers import EPISODE_WINDOWS, ADSampler
@@ -30,6 +31,9 @@ from agentrl.envs.base import env_horizon
 
 #: where a training window may start (``agentrl.data.samplers.WINDOW_STARTS``)
 WINDOW_STARTS = ("any", "episode")
+#: what the model reads when it acts: a rolling window of its last steps, or
+#: its best past episodes sorted by return (:mod:`agentrl.agents.sorted_episodes`)
+EVAL_CONTEXTS = ("rolling", "sorted_episodes")
 
 
 def ad_loss(model: Any, batch: dict[str, jax.Array], *, deterministic: bool = False):
@@ -94,6 +98,11 @@ class AD(Algorithm):
         ascending return (``"subset_by_return"``: T2MIR-AD's MuJoCo data
         loader, which sorts each task's episodes by return and draws sorted
         episode ids); both need ``window_start="episode"`` and stride 1.
+      eval_context: how it acts: ``"rolling"`` (default, AD's): a KV cache
+        over its last ``context_episodes * horizon`` steps; or
+        ``"sorted_episodes"`` (T2MIR-AD's evaluation on MuJoCo): its
+        ``context_episodes - 1`` best past episodes by ascending return,
+        then the current one (fixed-length episodes only).
     """
 
     name = "ad"
@@ -103,6 +112,7 @@ class AD(Algorithm):
     episode_stride: int = 1
     window_start: str = "any"
     episode_window: str = "consecutive"
+    eval_context: str = "rolling"
 
     def __post_init__(self):
         check_positive(
@@ -119,6 +129,11 @@ class AD(Algorithm):
             self.episode_window in EPISODE_WINDOWS,
             f"algo.episode_window must be one of {EPISODE_WINDOWS}, "
             f"got {self.episode_window!r}",
+        )
+        check(
+            self.eval_context in EVAL_CONTEXTS,
+            f"algo.eval_context must be one of {EVAL_CONTEXTS}, "
+            f"got {self.eval_context!r}",
         )
         whole = self.window_start == "episode" and self.episode_stride == 1
         check(
@@ -153,6 +168,8 @@ class AD(Algorithm):
         return ad_loss(model, batch, deterministic=deterministic)
 
     def make_agent(self, model: Any, env: Any, num_steps: int, config: Any) -> Any:
+        if self.eval_context == "sorted_episodes":
+            return sorted_episodes_agent(model, env, config, self.context_episodes)
         return rolling_cache_agent(model, env, config)
 
 

@@ -103,7 +103,7 @@ class TokenEmbedding(nnx.Module):
         o = self._obs(obs, 2)
         if self.layout == "step":
             prev = self._act(action[:, :-1]) + self._rew(reward[:, :-1])
-            start = jnp.broadcast_to(self.start[...], prev[:, :1].shape)
+            start = jnp.broadcast_to(self.start[...], o[:, :1].shape)
             return o + jnp.concatenate([start, prev], axis=1)
         kind = self.kind[...]
         toks = [o + kind[0], self._act(action) + kind[1], self._rew(reward) + kind[2]]
