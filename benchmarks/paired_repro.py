@@ -11,8 +11,9 @@ the same data settings evaluate seed ``s`` on the same test tasks with the
 same keys, even when run apart: the difference is then paired per
 ``[seed, task]`` as ``--compare`` pairs it. This is checked (each seed's test
 task ids must agree, else the script stops) and only the seeds both hold are
-used. Writes ``paired_<first>_vs_<others>.json`` / ``.md`` into the results
-folder (``$AGENTRL_BENCH_RESULTS`` or ``benchmarks/results``).
+used. Writes ``paired_<first>_vs_<others>.json`` / ``.md`` (or ``--name``)
+into the results folder (``$AGENTRL_BENCH_RESULTS`` or
+``benchmarks/results``).
 """
 
 from __future__ import annotations
@@ -71,6 +72,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("first", help="TAG:METHOD compared with the others")
     parser.add_argument("others", nargs="+", help="TAG:METHOD")
     parser.add_argument("--last", type=int, default=10, help="last episodes scored")
+    parser.add_argument(
+        "--name", default=None, help="the record's name (default: from the methods)"
+    )
     args = parser.parse_args(argv)
     tag_a, method_a, runs_a = load_runs(args.first)
     rows, results = [], {}
@@ -98,7 +102,8 @@ def main(argv: list[str] | None = None) -> int:
         "seeds, then tasks. Each method's acting rule is its own reproduction's "
         "validation choice."
     )
-    path = write_record(f"paired_{method_a}_vs_{others}", results, [], rows, notes)
+    name = args.name or f"paired_{method_a}_vs_{others}"
+    path = write_record(name, results, [], rows, notes)
     print(f"wrote {path} and its .md")
     return 0
 

@@ -7,8 +7,9 @@ task axis). Use :func:`agentrl.evaluate.agents.per_task` to get a per-task
 same key). A model is a duck-typed object or a Flax NNX module, held as a
 :class:`ModelHandle` (split once, merged per step). Each learner's agent is
 its own module: AD's rolling KV cache (:mod:`agentrl.agents.rolling`, also
-AD-ε's, T2MIR-AD's, DT's and transformer PPO's), DPT's context set
-(:mod:`agentrl.agents.context_set`); RL²'s GRU agent is
+AD-ε's, T2MIR-AD's, DT's and transformer PPO's), T2MIR-AD's MuJoCo context
+of sorted episodes (:mod:`agentrl.agents.sorted_episodes`), DPT's context
+set (:mod:`agentrl.agents.context_set`); RL²'s GRU agent is
 :mod:`agentrl.online.agent`.
 """
 
