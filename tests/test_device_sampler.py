@@ -151,16 +151,23 @@ AD_CASES = {
 }
 
 
-@pytest.mark.long
-@pytest.mark.parametrize("case", list(AD_CASES))
-def test_ad_device_windows_are_legal_with_the_reference_frequencies(room, case):
-    host = ADSampler(room, 8, seed=7, **AD_CASES[case])
-    reference = _reference_windows(host)
+def _device_draws_follow(host, reference: dict) -> list:
+    """The device sampler's windows of ``host``'s settings: each one the
+    ``reference`` allows, at its frequencies (chi-square); returned."""
     assert abs(sum(reference.values()) - 1) < 1e-9
     drawn = _device_windows(DeviceSampler(host))
     illegal = [k for k in set(drawn) if k not in reference]
     assert not illegal, illegal[:3]
     assert _fit_p(drawn, reference) > P_MIN
+    return drawn
+
+
+@pytest.mark.long
+@pytest.mark.parametrize("case", list(AD_CASES))
+def test_ad_device_windows_are_legal_with_the_reference_frequencies(room, case):
+    host = ADSampler(room, 8, seed=7, **AD_CASES[case])
+    reference = _reference_windows(host)
+    drawn = _device_draws_follow(host, reference)
     host_drawn = _host_windows(host)
     assert _fit_p(host_drawn, reference) > P_MIN  # the reference is the host's
     assert _same_p(drawn, host_drawn) > P_MIN
@@ -196,11 +203,7 @@ def _subset_reference(sampler) -> dict:
 def test_subset_windows_are_legal_with_the_reference_frequencies(room, window):
     host = ADSampler(room, 8, seed=7, num_episodes=2, episode_window=window)
     reference = _subset_reference(host)
-    assert abs(sum(reference.values()) - 1) < 1e-9
-    drawn = _device_windows(DeviceSampler(host))
-    illegal = [k for k in set(drawn) if k not in reference]
-    assert not illegal, illegal[:3]
-    assert _fit_p(drawn, reference) > P_MIN
+    _device_draws_follow(host, reference)
     host_drawn = _host_windows(host, 600)
     assert set(host_drawn) <= set(reference)
     assert _fit_p(host_drawn, reference) > P_MIN
