@@ -41,15 +41,18 @@ Presets (2-core CPU of the development machine; ``gpu`` for one H100):
   the shared 2-core CPU (4 trials): compile and first trial 67 s, then ~12
   s a trial (6,400 MJX steps, 4 partial updates); an evaluation on the 3
   test velocities is ~5 min (SAC learning beside it for 120 episodes, as
-  measured for ``rl2_halfcheetah_vel``). So a seed is ~26 min (training
-  21, evaluation 5) and ``reproduce --controls`` ~33-38 min: **not run**
-  to the end (estimated from those measurements). What is feasible at
-  that budget: a return above random's, moving at the speeds that pay on
-  average; in-context adaptation of the speed within a trial is not
-  expected at under 1M env steps. Over the 4 measured trials the training
-  trials' return rose from -767 to -647 (400 steps; the first episode's
-  -196 to -158), the last episode no better than the first (-168 at the
-  4th trial).
+  measured for ``rl2_halfcheetah_vel``). What is feasible at that budget:
+  a return above random's, moving at the speeds that pay on average;
+  in-context adaptation of the speed within a trial is not expected at
+  under 1M env steps. Measured (session 34, ``reproduce --seeds 1
+  --controls``, 33 min with two other jobs on the cores;
+  ``benchmarks/results/repro_transformer_ppo_halfcheetah_vel_cpu``): one
+  trial on each of the 3 test velocities, validation chose ``greedy``,
+  return -88.3 at episode 1 and -109.2 over the last episodes, score 1.03
+  [0.10, 2.29] (random 0.03); minus rewards shuffled +15.2 [11.2, 19.3],
+  zeroed +12.9 [-6.9, 41.5], empty context +0.53 [-1.79, 2.34]: a gait
+  far above random that reads its rewards, no adaptation within a trial
+  (**no in-context learning**, as expected).
 - ``gpu``: TrMRL's shape: 200-step episodes (800-step trials), 2 layers, 8
   heads, width 128, FFN 512, 512 envs, 20 trials (8.2M env steps);
   sized for about 3 min on one H100 (estimated, not measured: no GPU was
