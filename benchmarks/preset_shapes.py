@@ -11,6 +11,13 @@ at the preset's model, batch and window, with ``model.compute_dtype =
 in steps) are measured once and listed together. Rows go widest first, so
 a ``--budget`` that runs out leaves the narrow ones.
 
+Two diagnostic rows follow the widest shape with dropout (reported, no
+target): the same step with dropout off, and with its dropout masks drawn
+from ``"rbg"`` keys instead of threefry (``jax_default_prng_impl``). The
+first GPU run reached 0.20 of the peak at width 512; generating dropout
+bits with threefry is one known cost of that kind on GPUs, and these rows
+say how much of the step it is.
+
 The peak: the best of ten ``n x n @ n x n`` bfloat16 products on random
 normal data (n = 8192 on an accelerator, 256 on the CPU, where bfloat16
 matmuls are emulated and slow), jitted, after a warm-up. FLOPs per step
@@ -25,6 +32,7 @@ run (minutes per step on 2 cores).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
 from typing import Any
@@ -202,6 +210,38 @@ def _xla_flops(compiled: Any) -> float | None:
         return None
 
 
+#: the diagnostic rows' names (module docstring)
+NO_DROPOUT, RBG = "dropout 0", "dropout masks from rbg keys"
+
+
+def with_diagnostics(groups: list) -> list[tuple[list[str], Any, str | None]]:
+    """``(names, config, diagnostic)``: ``groups`` with the two diagnostic
+    rows after the widest shape that has dropout."""
+    out = [(names, config, None) for names, config in groups]
+    for i, (names, config, _) in enumerate(out):
+        if config.model.dropout > 0:
+            off = dataclasses.replace(
+                config, model=dataclasses.replace(config.model, dropout=0.0)
+            )
+            out[i + 1 : i + 1] = [(names, off, NO_DROPOUT), (names, config, RBG)]
+            break
+    return out
+
+
+@contextlib.contextmanager
+def prng_impl(name: str | None):
+    """JAX's default PRNG implementation set to ``name`` inside (None: as is)."""
+    import jax
+
+    old = jax.config.jax_default_prng_impl
+    if name is not None:
+        jax.config.update("jax_default_prng_impl", name)
+    try:
+        yield
+    finally:
+        jax.config.update("jax_default_prng_impl", old)
+
+
 def measure_all(
     quick: bool, num_steps: int, budget: float | None
 ) -> tuple[float, list[dict]]:
@@ -213,8 +253,15 @@ def measure_all(
     peak = bf16_peak_flops(256 if on_cpu else 8192)
     print(f"bfloat16 matmul peak: {peak / 1e12:.2f} TFLOP/s", flush=True)
     rows = []
-    for names, config in group_shapes(preset_configs(quick)):
+    for names, config, diagnostic in with_diagnostics(
+        group_shapes(preset_configs(quick))
+    ):
         head = {"presets": ", ".join(names)}
+        if diagnostic:
+            head = {
+                "presets": f"{head['presets']} ({diagnostic})",
+                "diagnostic": diagnostic,
+            }
         if budget is not None and time.perf_counter() - start > budget:
             rows.append(
                 {
@@ -226,7 +273,10 @@ def measure_all(
             )
             continue
         try:
-            row = measure(config, num_steps, peak, QUICK_FLOP_CAP if quick else None)
+            with prng_impl("rbg" if diagnostic == RBG else None):
+                row = measure(
+                    config, num_steps, peak, QUICK_FLOP_CAP if quick else None
+                )
         except Exception as err:  # e.g. out of device memory: say so, go on
             row = {"algo": config.algo.label, "status": f"error: {err!r}"[:300]}
         rows.append({**head, **row})
@@ -246,7 +296,7 @@ def targets(rows: list[dict]) -> list[dict]:
 
     out = []
     for r in rows:
-        if r.get("status") != "ok":
+        if r.get("status") != "ok" or r.get("diagnostic"):
             continue
         wide = r["d_model"] >= 512
         out.append(

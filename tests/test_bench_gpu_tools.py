@@ -9,6 +9,8 @@ warm-up is longer than one call: the first GPU run failed there).
 
 from __future__ import annotations
 
+import jax
+import preset_shapes
 import sweep_members
 import xla_flags
 
@@ -75,3 +77,20 @@ def test_sweep_sides_share_one_program_at_the_gpu_preset():
     for train in (short.train, long.train):
         assert (train.schedule, train.warmup) == ("constant", 0)
     assert short.model == config.model and short.data == config.data
+
+
+def test_the_widest_shape_with_dropout_gets_two_diagnostic_rows():
+    groups = preset_shapes.group_shapes(preset_shapes.preset_configs(quick=True))
+    jobs = preset_shapes.with_diagnostics(groups)
+    assert len(jobs) == len(groups) + 2
+    i = next(i for i, (_, c, _) in enumerate(jobs) if c.model.dropout > 0)
+    (names, config, none), (n1, off, d1), (n2, same, d2) = jobs[i : i + 3]
+    assert none is None and names == n1 == n2
+    assert (d1, off.model.dropout) == (preset_shapes.NO_DROPOUT, 0.0)
+    assert d2 == preset_shapes.RBG and same is config
+    rows = [{"status": "ok", "diagnostic": d1, "d_model": 512, "peak_fraction": 0.5}]
+    assert preset_shapes.targets(rows) == []  # reported, never a target
+    before = jax.config.jax_default_prng_impl
+    with preset_shapes.prng_impl("rbg"):
+        assert "rbg" in str(jax.random.key_impl(jax.random.key(0)))
+    assert jax.config.jax_default_prng_impl == before
