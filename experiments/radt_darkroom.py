@@ -45,9 +45,14 @@ Presets (``agentrl train radt_darkroom --preset P``; compare with AD by
   rule): RA-DT 2.50 -> 8.50, with every reward it reads zeroed (window,
   pieces and the return utility) 0.38 -> 1.12, difference 7.38 [3.37,
   11.6] (``repro_radt_darkroom_cpu/control_zero_rewards_seed0``): the
-  rise needs the rewards in context. Not run: the other controls (shuffled
-  rewards, empty context, expert distillation) and their verdict; AD with
-  the same 20-step sequence; other context lengths.
+  rise needs the rewards in context. Context lengths (session 34, 3
+  seeds, docs/results.md): RA-DT with ``--set algo.context_len=30`` (40
+  tokens) 9.28; AD with 1 / 2 / 4 episodes (20 / 40 / 80 steps) 8.88 /
+  9.78 / 9.95, all on one session's code; no paired difference resolved
+  (RA-DT 40 minus AD 40 -0.50 [-5.25, 4.51], AD 80 minus RA-DT 20 +2.22
+  [-4.11, 8.26]): AD with the same short context does as well, so the
+  retrieval buys nothing measurable on this room. Not run: the other
+  controls (shuffled rewards, empty context, expert distillation).
 - ``gpu``: ``ad_darkroom``'s gpu sizes (2,600 histories of 100 episodes, the
   paper's AD model) with pieces every 10 steps (0.52M pieces); not run (no
   GPU lent to the session that wrote it).
