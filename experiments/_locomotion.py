@@ -33,7 +33,13 @@ Deviations from T2MIR's AD (docs/references.md): one token per step
 MLP embeddings), a Gaussian action head (T2MIR: MSE through a tanh; ``--set
 model.head=mse`` gives that), no state normalisation, and the histories are
 SAC's learning runs in their learning order (T2MIR's "mixed" data sorted by
-return).
+return). T2MIR's loader and evaluation are options of AD (docs/references.md):
+``--set algo.window_start=episode --set algo.episode_window=subset_by_return
+--set algo.eval_context=sorted_episodes`` trains on 4 distinct episodes of a
+history in ascending return and acts on its 3 best past episodes sorted by
+return plus the current one (docs/mujoco.md has the measured run); the
+presets keep AD's own windows and rolling context, which the committed
+records used.
 """
 
 from typing import Any
