@@ -15,7 +15,14 @@ uniform random actions in both; per-round time ratios (paired rounds, the
 order alternating) give a median and a bootstrap CI. Target: every family
 >= 0.9x Brax's steps/s. Our side carries what Brax's bare step does not:
 the branch-free auto-reset, a key per env and step, and (``*_params``) a
-``sys`` batched over tasks. Written to ``env_throughput_mujoco``.
+``sys`` batched over tasks. So each family is also timed, in the same paired
+rounds, against Brax's training env with those features
+(:func:`brax_wrapped_runner`: ``brax.envs.training.wrap``, its auto-reset
+and episode length, and for ``*_params`` our tasks' physics through its
+domain-randomisation wrapper): that ratio is reported, with no target.
+Brax's auto-reset returns to the episode's *first* state (cached), ours
+draws a fresh start each episode as the references' gym envs do. Written to
+``env_throughput_mujoco``.
 
     agentrl bench env_throughput [--quick]
     agentrl bench env_throughput --mujoco [--mujoco-envs 16] [--mujoco-steps 40]
@@ -248,6 +255,51 @@ def mujoco_runners(env, num_envs: int, num_steps: int):
     return jax.jit(ours), jax.jit(brax)
 
 
+def task_physics(env, num_envs: int) -> tuple:
+    """``(sys, in_axes)`` for Brax's ``DomainRandomizationVmapWrapper``: the
+    physics of ``num_envs`` of a ``*_params`` family's tasks (drawn once,
+    concrete), batched over its randomised fields only."""
+    keys = jax.random.split(jax.random.key(1), num_envs)
+    params = jax.vmap(env.sample_params)(keys)
+    sys_v = env.sys.replace(**{f: getattr(params, f) for f in env.randomise})
+    in_axes = jax.tree.map(lambda _: None, env.sys)
+    return sys_v, in_axes.replace(**{f: 0 for f in env.randomise})
+
+
+def brax_wrapped_runner(env, num_envs: int, num_steps: int):
+    """Jitted Brax training env (``brax.envs.training.wrap``) of ``env``'s
+    system: ``num_envs`` envs, ``num_steps`` random steps, episodes of
+    ``env.horizon`` with Brax's auto-reset; a ``*_params`` family's envs run
+    the physics of ``num_envs`` of our tasks (a ``sys`` batched over its
+    randomised fields only, as ``DomainRandomizationVmapWrapper`` takes it)."""
+    from brax.envs.wrappers import training
+
+    randomization = None
+    if getattr(env, "randomise", None):
+        physics = task_physics(env, num_envs)
+        randomization = lambda sys: physics  # noqa: E731
+    wrapped = training.wrap(
+        env.brax_env, episode_length=env.horizon, randomization_fn=randomization
+    )
+    size = env.action_size
+
+    def run(key):
+        # raw uint32 keys [N, 2]: Brax's episode wrapper reads rng.shape[:-1]
+        state = wrapped.reset(jax.random.key_data(jax.random.split(key, num_envs)))
+
+        def body(carry, k):
+            state, total = carry
+            k_act, _ = jax.random.split(k)
+            action = jax.random.uniform(k_act, (num_envs, size), minval=-1, maxval=1)
+            state = wrapped.step(state, action)
+            return (state, total + state.reward.sum() + 1e-9 * state.obs.sum()), None
+
+        steps = jax.random.split(key, num_steps)
+        return jax.lax.scan(body, (state, jnp.float32(0)), steps)[0][1]
+
+    return jax.jit(run)
+
+
 def _compile_seconds(fn, key) -> float:
     start = time.perf_counter()
     jax.block_until_ready(fn(key))
@@ -267,15 +319,19 @@ def mujoco_main(
     for name in families:
         env = envs.make(name)  # an ImportError names the extra
         ours, brax = mujoco_runners(env, num_envs, num_steps)
-        compile_s = {"agentrl": _compile_seconds(ours, key)}
-        compile_s["brax"] = _compile_seconds(brax, key)
+        wrapped = brax_wrapped_runner(env, num_envs, num_steps)
+        runners = {"agentrl": ours, "brax": brax, "brax_wrapped": wrapped}
+        compile_s = {lib: _compile_seconds(fn, key) for lib, fn in runners.items()}
         seconds = bench.paired_rounds(
-            {"agentrl": (ours, (key,)), "brax": (brax, (key,))}, rounds
+            {lib: (fn, (key,)) for lib, fn in runners.items()}, rounds
         )
-        ratios = [
-            b / a for a, b in zip(seconds["agentrl"], seconds["brax"], strict=True)
-        ]
-        median, low, high = bench.median_ci(ratios)
+
+        def ratio(other):  # median [CI] of other's seconds / ours, per round
+            pairs = zip(seconds["agentrl"], seconds[other], strict=True)
+            return bench.median_ci([b / a for a, b in pairs])
+
+        median, low, high = ratio("brax")
+        parity = ratio("brax_wrapped")
         steps = num_envs * num_steps
         sps = {lib: steps / min(sec) for lib, sec in seconds.items()}
         results[name] = {
@@ -286,6 +342,8 @@ def mujoco_main(
             "steps_per_s": sps,
             "ratio_median": median,
             "ratio_ci95": [low, high],
+            "wrapped_ratio_median": parity[0],
+            "wrapped_ratio_ci95": list(parity[1:]),
         }
         rows.append(
             {
@@ -295,16 +353,19 @@ def mujoco_main(
                 "brax steps/s": sps["brax"],
                 "ratio (median)": median,
                 "95% CI": f"[{low:.3f}, {high:.3f}]",
-                "compile s (agentrl / brax)": (
-                    f"{compile_s['agentrl']:.1f} / {compile_s['brax']:.1f}"
+                "vs Brax training env (median [CI])": (
+                    f"{parity[0]:.3f} [{parity[1]:.3f}, {parity[2]:.3f}]"
+                ),
+                "compile s (agentrl / brax / wrapped)": " / ".join(
+                    f"{compile_s[lib]:.1f}" for lib in runners
                 ),
             }
         )
         targets.append(bench.target(f"{name} / Brax {env.brax_name} step", median, 0.9))
         print(
             f"{name:16s} {sps['agentrl']:.3e} vs brax {sps['brax']:.3e} steps/s: "
-            f"x{median:.3f} [{low:.3f}, {high:.3f}] (compile "
-            f"{compile_s['agentrl']:.1f}s / {compile_s['brax']:.1f}s)",
+            f"x{median:.3f} [{low:.3f}, {high:.3f}]; vs Brax's training env "
+            f"x{parity[0]:.3f} [{parity[1]:.3f}, {parity[2]:.3f}]",
             flush=True,
         )
     subset = "" if set(families) == set(MUJOCO_FAMILIES) else "_" + "_".join(families)
@@ -316,7 +377,9 @@ def mujoco_main(
         notes=(
             f"{num_envs} envs x {num_steps} steps in one jitted lax.scan, "
             f"{rounds} paired rounds; ratio = Brax's seconds / ours per round "
-            "(median, bootstrap 95% CI); steps/s from each side's best round; "
+            "(median, bootstrap 95% CI), against Brax's bare step (the target) "
+            "and its training env with auto-reset and per-env physics "
+            "(reported); steps/s from each side's best round; "
             f"compile time excluded (listed). {bench.load_note(load_start)}."
         ),
     )
