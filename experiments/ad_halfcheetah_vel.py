@@ -29,7 +29,10 @@ Presets (2-core CPU of the development machine):
   converged 1) and does not beat the empty-context control (−3.8 [−5.2,
   −2.3]): **no in-context learning at this size**; docs/mujoco.md says
   why, ``benchmarks/results/repro_ad_halfcheetah_vel_cpu.md`` has the
-  record.
+  record. With T2MIR's loader and sorted-episode evaluation (session 34,
+  ``experiments/_locomotion.py`` names the settings): -138.2 -> -125.3,
+  no better than an empty context (-0.95 [-8.44, 7.52]): no in-context
+  learning either.
 - ``gpu``: 200-step episodes, 45 histories of 100 SAC episodes, T2MIR's
   width, 3,000 updates; sized for about 3 min on one H100 (estimated, not
   measured: no GPU was lent when it was written).

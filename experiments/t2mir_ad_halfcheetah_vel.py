@@ -20,7 +20,12 @@ softmax (``add_softmax: True``).
   ad_halfcheetah_vel --preset cpu --seeds 1``, 28 min with AD's run done):
   T2MIR-AD minus AD +0.38 [−3.0, 2.2] return, paired over 3 test
   velocities, 1 seed: no difference resolved (both flat; docs/mujoco.md).
-  The paper reports T2MIR-AD ahead of AD on HalfCheetah-Vel.
+  The paper reports T2MIR-AD ahead of AD on HalfCheetah-Vel. With T2MIR's
+  own loader and evaluation (``--set algo.base.window_start=episode --set
+  algo.base.episode_window=subset_by_return --set
+  algo.base.eval_context=sorted_episodes``, session 34, the same data):
+  -131.8 -> -123.9, minus AD with the same loader +1.39 [-0.34, 3.94]:
+  not resolved either.
 - ``gpu`` / ``full``: ``ad_halfcheetah_vel``'s with the MoE (``full`` is
   T2MIR's AD budget: 100k updates, 10k warm-up).
 """
