@@ -451,10 +451,11 @@ class ADSampler(_Sampler):
             return rows, idx, np.ones(idx.shape, bool), None
         # from disk, read each record once: its episode ends and its window
         whole = None if self._cache is not None else self._fetch(rows)
-        needs = ("terminated", "truncated", "reward")
+        by_return = self.episode_window == "subset_by_return"
+        needs = ("terminated", "truncated", *(("reward",) if by_return else ()))
         data = self._fetch(rows, needs) if whole is None else whole
         done = np.logical_or(data["terminated"], data["truncated"])
-        idx, mask = self._episode_windows(rng, done, data["reward"])
+        idx, mask = self._episode_windows(rng, done, data.get("reward"))
         return rows, idx, mask, whole
 
     def host_batch(self, step: int) -> dict[str, Any]:
