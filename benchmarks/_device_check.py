@@ -89,6 +89,8 @@ REPRODUCTIONS = (
     "t2mir_ad_halfcheetah_vel",
     "ad_walker_params",
     "radt_darkroom",
+    "ad_eps_key_to_door",
+    "radt_key_to_door",
     "rl2_bandit",
     "transformer_ppo_bandit",
     "rl2_darkroom",

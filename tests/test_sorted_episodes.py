@@ -1,7 +1,8 @@
 """T2MIR-AD's acting context: the best past episodes by ascending return.
 
-The agent (one batched state, one full pass a step) is held to a plain
-reference of T2MIR's ``evaluate_latest`` buffer written here apart from it:
+The agent (one batched state, a KV cache prefilled at each episode's end)
+is held to a plain reference of T2MIR's ``evaluate_latest`` buffer written
+here apart from it:
 after each episode append it, drop the first when over the limit, sort by
 return (Python's stable sort: ties keep the order kept, the newest last);
 at every step one forward pass over exactly ``kept episodes ++ the current
@@ -89,3 +90,16 @@ def test_ad_names_the_eval_context_it_does_not_know():
         AD(eval_context="best")
     with pytest.raises(ValueError, match="algo.episode_window='subset'.*window_start"):
         AD(episode_window="subset")  # AD's default window starts anywhere
+
+
+def test_the_sorted_context_needs_the_step_layout_before_anything_compiles():
+    from agentrl.train.experiments import load_experiment
+
+    config = load_experiment("ad_darkroom", "smoke")
+    sorted_ad = dataclasses.replace(
+        config.algo, window_start="episode", eval_context="sorted_episodes"
+    )
+    dataclasses.replace(config, algo=sorted_ad)  # the step layout: accepted
+    sar = dataclasses.replace(config.model, token_layout="sar")
+    with pytest.raises(ValueError, match="eval_context='sorted_episodes' needs model"):
+        dataclasses.replace(config, algo=sorted_ad, model=sar)

@@ -16,14 +16,23 @@ Here the agent keeps ``context_episodes - 1`` episodes, so the context
 episodes the model was trained on; T2MIR keeps ``context_episodes`` plus
 the current one (its per-episode timestep embeddings allow the longer
 context; agentrl's rotary positions inside a ``max_steps`` window would not
-have seen those distances). Every step is one full forward pass over the
-context (as T2MIR's ``get_action``), ``context_episodes * horizon`` steps:
-the sorted order changes after each episode, so no KV cache carries over.
+have seen those distances).
+
+T2MIR runs one full forward pass over the context every step. The scores
+are the same with a KV cache (a causal model's output at a position reads
+only the positions before it): at each episode's end the kept episodes,
+newly sorted, are prefilled into the cache once
+(:meth:`~agentrl.models.transformer.DecisionModel.prefill`, the causal
+prefix's work), and each step of the episode then decodes one token. So a
+step costs one token's pass over at most ``context_episodes * horizon``
+cached steps, not a pass over all of them. Needs the "step" token layout
+(``AD.check`` says so before anything compiles).
 
 Episodes must all last the horizon (the MuJoCo families never terminate):
 the buffer holds ``horizon`` steps an episode, as T2MIR's. The batched
 state's shared counters (kept episodes, step in the episode) are scalars,
-as a KV cache's position is.
+as a KV cache's position is, so the prefill at an episode's end is a
+``lax.cond`` on a scalar: it runs once an episode, not every step.
 """
 
 from __future__ import annotations
@@ -39,7 +48,6 @@ from agentrl.agents.model_agents import (
     ScoredAgent,
     action_scores,
     out_shape,
-    scores_at,
     split_model,
 )
 from agentrl.envs.base import env_horizon
@@ -49,7 +57,8 @@ class SortedEpisodesState(NamedTuple):
     """``kept_*``: the kept episodes ``[B, K, H, ...]`` by ascending return
     (``kept_return [B, K]``), the first ``kept`` slots real; ``obs``,
     ``action``, ``reward``: the current episode ``[B, H, ...]`` up to step
-    ``t``; ``scores``: the next action's (:func:`action_scores`)."""
+    ``t``; ``cache``: the KV cache of the kept episodes and the current one
+    up to step ``t``; ``scores``: the next action's (:func:`action_scores`)."""
 
     kept_obs: jax.Array
     kept_action: jax.Array
@@ -60,6 +69,7 @@ class SortedEpisodesState(NamedTuple):
     action: jax.Array
     reward: jax.Array
     t: jax.Array
+    cache: Any
     scores: jax.Array
 
 
@@ -99,13 +109,15 @@ class SortedEpisodesAgent(ScoredAgent):
             action=jnp.zeros((b, h, *act.shape), act.dtype),
             reward=jnp.zeros((b, h), jnp.float32),
             t=jnp.zeros((), jnp.int32),
+            cache=self.model.get().init_cache(b, (self.keep + 1) * h),
             scores=jnp.zeros((b, *out_shape(act)), jnp.float32),
         )
 
     def start(self, state: SortedEpisodesState, obs: Any) -> SortedEpisodesState:
-        """Score the first observation ``obs [B, ...]``."""
+        """Score the first observation ``obs [B, ...]`` (the first token)."""
         state = state._replace(obs=state.obs.at[:, 0].set(obs))
-        return state._replace(scores=self._scores(state))
+        zero_action, zero_reward = state.action[:, 0], state.reward[:, 0]
+        return self._decode(state, obs, zero_action, zero_reward)
 
     def scores(self, state: SortedEpisodesState, obs, env_state, params):
         return state.scores
@@ -119,18 +131,31 @@ class SortedEpisodesAgent(ScoredAgent):
             reward=state.reward.at[:, state.t].set(reward),
         )
         ended = state.t + 1 >= self.horizon
-        if self.keep:
+        if self.keep:  # select the kept buffers only (not the cache)
             pushed = self._push(state)
-            state = jax.tree.map(lambda a, b: jnp.where(ended, a, b), pushed, state)
+            fields = ("kept_obs", "kept_action", "kept_reward", "kept_return", "kept")
+            state = state._replace(
+                **{
+                    f: jnp.where(ended, getattr(pushed, f), getattr(state, f))
+                    for f in fields
+                }
+            )
         t = jnp.where(ended, 0, state.t + 1)
         clear = lambda x: jnp.where(ended, jnp.zeros_like(x), x)  # noqa: E731
+        cache = jax.lax.cond(ended, self._prefill, lambda s: s.cache, state)
+        # the token before the next step's: this step's, or at an episode's
+        # start the last step of the last kept episode (after the sort)
+        last = jnp.maximum(state.kept - 1, 0)
+        prev_action = jnp.where(ended, state.kept_action[:, last, -1], action)
+        prev_reward = jnp.where(ended, state.kept_reward[:, last, -1], reward)
         state = state._replace(
             obs=clear(state.obs).at[:, t].set(step.reset_obs),
             action=clear(state.action),
             reward=clear(state.reward),
             t=t,
+            cache=cache,
         )
-        return state._replace(scores=self._scores(state))
+        return self._decode(state, step.reset_obs, prev_action, prev_reward)
 
     def _push(self, state: SortedEpisodesState) -> SortedEpisodesState:
         """The finished current episode appended to the kept ones, the first
@@ -162,27 +187,34 @@ class SortedEpisodesAgent(ScoredAgent):
             kept=kept,
         )
 
-    def _scores(self, state: SortedEpisodesState) -> jax.Array:
-        """The model's scores at step ``t`` of the current episode, read from
-        one pass over ``[kept episodes] ++ [current episode]``."""
-        b, h = state.obs.shape[:2]
-        offset = state.kept * h if self.keep else jnp.zeros((), jnp.int32)
+    def _prefill(self, state: SortedEpisodesState) -> Any:
+        """The cache of the kept episodes alone (``kept * H`` steps), the
+        current episode's slots empty, written into ``state.cache``'s buffers."""
+        model = self.model.get()
+        if not self.keep:  # nothing kept: an empty cache
+            empty = jnp.full_like(state.cache.slot_pos, -1)
+            return state.cache._replace(
+                slot_pos=empty, next_pos=jnp.zeros_like(state.t)
+            )
 
-        def sequence(kept, current):  # [B, K, H, ...], [B, H, ...] -> [B, L, ...]
-            flat = kept.reshape((b, -1) + kept.shape[3:])[:, : self.keep * h]
-            pad = jnp.zeros_like(current)
-            seq = jnp.concatenate([flat, pad], axis=1)
-            start = (0, offset) + (0,) * (seq.ndim - 2)
-            return jax.lax.dynamic_update_slice(seq, current, start)
+        def flat(kept):  # [B, K, H, ...] -> [B, K * H, ...]
+            return kept.reshape((kept.shape[0], -1) + kept.shape[3:])
 
-        out = self.model.get()(
-            sequence(state.kept_obs, state.obs),
-            sequence(state.kept_action, state.action),
-            sequence(state.kept_reward, state.reward),
-            deterministic=True,
+        _, cache = model.prefill(
+            flat(state.kept_obs),
+            flat(state.kept_action),
+            flat(state.kept_reward),
+            state.kept * self.horizon,
+            piece=self.horizon,
+            cache=state.cache,
         )
-        pos = jnp.broadcast_to(offset + state.t, (b,))
-        return scores_at(action_scores(out, self.space), pos)
+        return cache
+
+    def _decode(self, state: SortedEpisodesState, obs, prev_action, prev_reward):
+        """``state`` with ``obs [B, ...]`` (after ``prev_*``) decoded into its
+        cache and the next action's scores."""
+        out, cache = self.model.get().decode(state.cache, obs, prev_action, prev_reward)
+        return state._replace(cache=cache, scores=action_scores(out, self.space))
 
 
 def sorted_episodes_agent(model: Any, env: Any, config: Any, episodes: int) -> Any:

@@ -102,7 +102,7 @@ class AD(Algorithm):
         over its last ``context_episodes * horizon`` steps; or
         ``"sorted_episodes"`` (T2MIR-AD's evaluation on MuJoCo): its
         ``context_episodes - 1`` best past episodes by ascending return,
-        then the current one (fixed-length episodes only).
+        then the current one (fixed-length episodes, "step" token layout).
     """
 
     name = "ad"
@@ -147,6 +147,12 @@ class AD(Algorithm):
     def check(self, config: Any, prefix: str = "algo") -> None:
         if prefix == "algo":
             super().check(config)
+        check(  # its cache is prefilled, which reads one token per step
+            self.eval_context != "sorted_episodes"
+            or config.model.token_layout == "step",
+            f"{prefix}.eval_context='sorted_episodes' needs model.token_layout="
+            f"'step', got {config.model.token_layout!r}",
+        )
         check_episodes_fit(config, prefix, self.context_episodes, self.episode_stride)
 
     def context_steps(self, env: Any) -> int:

@@ -1,0 +1,88 @@
+"""AD-ε on Dark Key-to-Door 9x9 (H=40) from the noise curriculum.
+
+The AD-ε reference's Key-to-Door (corl-team/ad-eps ``key_to_door/``;
+docs/references.md "AD-ε"): the agent sees only its cell, starts each
+episode at a uniformly random cell, and gets 1 for the key and 1 for the
+door while holding it (the episode ends there), so it must remember within
+an episode whether it holds the key and across episodes where key and door
+are. The (key, door) pair is the task: 6,480 pairs, split 80/10/10 into
+training, validation and test pairs. The histories are the oracle acting
+ε-greedily with ε decayed per step from 1 to 0.3 over 90% of each history
+(``noisy_oracle``, as ``ad_eps_darkroom``); the model, loss and any-step
+windows of 4 episodes (160 steps, the reference's ``seq_len``) are AD's.
+
+The context matters more here than on Dark Room: a Dark Room goal is found
+once and revisited, a key-to-door pair needs two cells remembered and the
+key's state inside the episode. That makes it the family on which RA-DT's
+claim (``radt_key_to_door``: AD's improvement with a fraction of its
+context) is tested; AD-ε with one episode of context (``--set
+algo.context_episodes=1``, 40 steps) is the short-context control.
+
+Deviations from the reference: the cpu preset's data (1,000 pairs with one
+history of 40 episodes each, not 2,000), model (3 layers width 64) and
+updates (below); the reference's 300 evaluation episodes cut to 60 (cpu).
+
+- ``smoke``: seconds; plumbing.
+- ``cpu``: 1,000 training pairs, one history of 40 episodes each (ε 1 →
+  0.3 over 90%), windows of every episode, 3,000 updates of batch 32, 16
+  test pairs x 60 episodes; ``agentrl reproduce ad_eps_key_to_door
+  --preset cpu --seeds 3``. Measured: below (docs/results.md).
+- ``gpu``: the paper's model (4 layers, 8 heads, width 512, batch 512, lr
+  3e-4) on 1,000 histories of 400 episodes, 3,000 updates, 100 evaluation
+  episodes; for one GPU (not run).
+- ``full``: the reference: 1,000 pairs x 2,000 episodes, 300k updates, 300
+  evaluation episodes; for a GPU.
+"""
+
+import dataclasses
+
+import ad_darkroom
+import ad_eps_darkroom
+
+from agentrl.train.experiments import make_presets, steps_fields
+
+ENV = (("size", 9), ("horizon", 40))
+
+BASE = dataclasses.replace(
+    ad_eps_darkroom.BASE,
+    name="ad_eps_key_to_door",
+    data=dataclasses.replace(
+        ad_eps_darkroom.BASE.data,
+        env="dark_key_to_door",
+        env_args=ENV,
+        num_tasks=1000,
+        num_episodes=40,
+    ),
+    train=dataclasses.replace(
+        ad_eps_darkroom.BASE.train, steps=3000, log_every=100, checkpoint_every=750
+    ),
+    eval=dataclasses.replace(
+        ad_eps_darkroom.BASE.eval, num_episodes=60, acting="sample_then_greedy"
+    ),
+)
+CHANGES = dict(
+    smoke={
+        **ad_darkroom.CHANGES["smoke"],
+        "data.env_args": (("size", 5), ("horizon", 10)),
+        "data.source_args": ad_eps_darkroom.CURRICULUM,
+    },
+    cpu={},
+    gpu={
+        **ad_darkroom.PAPER_MODEL,
+        "model.compute_dtype": "bfloat16",
+        "data.num_episodes": 400,
+        **steps_fields(3000),
+        "eval.num_episodes": 100,
+    },
+    full={
+        **ad_darkroom.PAPER_MODEL,
+        "data.num_episodes": 2000,
+        **steps_fields(300_000),
+        "eval.num_episodes": 300,
+        "eval.acting": "greedy",
+    },
+)
+PRESETS = make_presets(BASE, **CHANGES)
+
+# the targets `agentrl reproduce` judges it by (agentrl.evaluate.targets)
+TARGET = "beats_its_data"

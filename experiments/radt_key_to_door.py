@@ -1,0 +1,60 @@
+"""RA-DT on Dark Key-to-Door 9x9 (H=40): a short context plus retrieved pieces.
+
+Retrieval-Augmented Decision Transformer (algorithm, settings and
+deviations as ``radt_darkroom``; docs/references.md "RA-DT") on
+``ad_eps_key_to_door``'s noise-curriculum histories, presets and held-out
+(key, door) pairs. The model sees ``context_len=20`` steps of its own
+history (half an episode, as the reference's 50 of a 100-step episode) and
+one retrieved piece of 20 steps: 40 tokens against AD-ε's 4 episodes (160
+steps), the same quarter as on Dark Room. Pieces start every 10 steps and
+are keyed by their first 10.
+
+The paper's claim, tested here because a Key-to-Door context must carry
+two cells and the key's state (on Dark Room 9x9 AD with a 20-step context
+did as well as with 80, so retrieval had nothing to add): in-context
+improvement comparable to AD's with a fraction of AD's context. Compare
+with AD-ε at 160 and at 40 steps of context on the same seeds (same data,
+splits and evaluation keys)::
+
+    agentrl reproduce radt_key_to_door --preset cpu --seeds 3
+    agentrl reproduce ad_eps_key_to_door --preset cpu --seeds 3
+    agentrl reproduce ad_eps_key_to_door --preset cpu --seeds 3 \\
+        --set algo.context_episodes=1
+    python benchmarks/paired_repro.py ...   (docs/results.md)
+
+- ``smoke``: seconds; plumbing.
+- ``cpu``: ``ad_eps_key_to_door``'s cpu sizes (1,000 histories of 40
+  episodes, 3 layers width 64, 3,000 updates, 16 test pairs x 60 episodes);
+  the memory holds 1,000 x 159 pieces. Measured: docs/results.md.
+- ``gpu`` / ``full``: ``ad_eps_key_to_door``'s sizes; not run.
+"""
+
+import dataclasses
+
+import ad_eps_key_to_door
+
+from agentrl.algos import RADT
+from agentrl.train.experiments import make_presets
+
+BASE = dataclasses.replace(
+    ad_eps_key_to_door.BASE,
+    name="radt_key_to_door",
+    algo=RADT(context_len=20, piece_len=20, query_len=10, piece_stride=10),
+)
+# AD's fields that RA-DT does not have (its context is set in steps)
+AD_ONLY = ("context_episodes", "episode_stride")
+CHANGES = {
+    preset: {
+        k: v for k, v in ad_eps_key_to_door.CHANGES[preset].items() if k not in AD_ONLY
+    }
+    for preset in ("smoke", "cpu", "gpu", "full")
+}
+CHANGES["smoke"].update(
+    {
+        "algo.context_len": 5,
+        "algo.piece_len": 5,
+        "algo.query_len": 3,
+        "algo.piece_stride": 3,
+    }
+)
+PRESETS = make_presets(BASE, **CHANGES)
