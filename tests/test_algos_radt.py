@@ -18,6 +18,7 @@ from agentrl.algos.radt import (
     RADT,
     RetrievalSampler,
     build_memory,
+    piece_keys,
     piece_starts,
 )
 from agentrl.data.retrieval import FrozenEncoder, min_max, reweight, search
@@ -223,6 +224,14 @@ def test_agent_retrieves_from_its_own_finished_episodes(radt_config):
     np.testing.assert_array_equal(state.reward[:, :steps], history.reward)
 
     enc = agent.encoder
+    # the memory's keys, written one piece at a time, are those of the
+    # whole history embedded at once (every piece's query steps are written)
+    whole = piece_keys(
+        enc, state.obs, state.action, state.reward, agent.starts, algo.query_len
+    )
+    written = agent.starts + algo.query_len - 1 <= steps
+    assert written.all() and np.abs(np.asarray(state.keys)).sum(-1).all()
+    np.testing.assert_allclose(state.keys, whole, atol=1e-5)
     query = enc.pool(
         enc.features(state.obs[:, 1:4], state.action[:, :3], state.reward[:, :3])
     )

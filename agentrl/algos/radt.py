@@ -437,14 +437,17 @@ class RetrievalDeviceSampler:
 # ------------------------------------------------------------ evaluation
 class RADTState(NamedTuple):
     """The agent's own history ``obs, action, reward [B, S + 1]``, the index
-    of the current step ``count [B]`` and the steps of finished episodes
-    ``completed [B]`` (the evaluation memory's pieces lie before it)."""
+    of the current step ``count [B]``, the steps of finished episodes
+    ``completed [B]`` (the evaluation memory's pieces lie before it) and the
+    memory's ``keys [B, J, D]``, each piece's written once its first
+    ``query_len`` steps are (zeros before)."""
 
     obs: jax.Array
     action: jax.Array
     reward: jax.Array
     count: jax.Array
     completed: jax.Array
+    keys: jax.Array
 
 
 def write(buf: jax.Array, pos: jax.Array, x: jax.Array) -> jax.Array:
@@ -483,29 +486,47 @@ class RADTAgent(ScoredAgent):
         self.space = env.action_space(None)
 
     def init(self, key: jax.Array, params: Any) -> RADTState:
-        zeros = lambda dtype: jnp.zeros((key.shape[0], self.size), dtype)  # noqa: E731
-        count = jnp.zeros((key.shape[0],), jnp.int32)
+        b = key.shape[0]
+        zeros = lambda dtype: jnp.zeros((b, self.size), dtype)  # noqa: E731
+        count = jnp.zeros((b,), jnp.int32)
+        keys = jnp.zeros((b, len(self.starts), self.algo.key_dim), jnp.float32)
         return RADTState(
-            zeros(jnp.int32), zeros(jnp.int32), zeros(jnp.float32), count, count
+            zeros(jnp.int32), zeros(jnp.int32), zeros(jnp.float32), count, count, keys
         )
 
     def start(self, state: RADTState, obs: Any) -> RADTState:
-        return state._replace(obs=write(state.obs, state.count, obs))
+        state = state._replace(obs=write(state.obs, state.count, obs))
+        return self._add_key(state, state.count)
+
+    def _query(self, state: RADTState, last: jax.Array) -> jax.Array:
+        """``[B, D]``: the key of the ``query_len`` steps ending at ``last [B]``
+        (steps before the history left out), as :func:`piece_keys` embeds a
+        piece's first steps and training embeds a window's last."""
+        q = self.algo.query_len
+        rows = jnp.arange(last.shape[0])[:, None]
+        idx = last[:, None] - q + 1 + jnp.arange(q)
+        feats = self.encoder.features(
+            take_steps(state.obs, rows, idx),
+            take_steps(state.action, rows, idx - 1),
+            take_steps(state.reward, rows, idx - 1),
+        )
+        return self.encoder.pool(feats, idx >= 0)
+
+    def _add_key(self, state: RADTState, last: jax.Array) -> RADTState:
+        """``state`` with the key of the piece whose query steps end at
+        ``last [B]`` (if a piece starts there) written: each key once, not
+        the whole history's every step."""
+        first = last - self.algo.query_len + 1
+        hit = (self.starts[None] == first[:, None])[..., None]  # [B, J, 1]
+        key = self._query(state, last)[:, None]
+        return state._replace(keys=jnp.where(hit, key, state.keys))
 
     def retrieve(self, state: RADTState, query: jax.Array):
         """``(starts [B, n], found [B, n], returns [B, n])`` from own history."""
         algo = self.algo
-        keys = piece_keys(
-            self.encoder,
-            state.obs,
-            state.action,
-            state.reward,
-            self.starts,
-            algo.query_len,
-        )
         rets = piece_returns(state.reward, self.starts, algo.piece_len)  # [B, J]
         allowed = self.starts[None] + algo.piece_len <= state.completed[:, None]
-        sim, cand = search(query, keys, allowed, algo.top_k)
+        sim, cand = search(query, state.keys, allowed, algo.top_k)
         cand_ret = jnp.take_along_axis(rets, cand, 1)
         utility = min_max(cand_ret, jnp.isfinite(sim))
         _, slot, found = reweight(sim, utility, algo.return_weight, algo.num_retrieved)
@@ -519,14 +540,7 @@ class RADTAgent(ScoredAgent):
         lo = jnp.maximum(count - algo.context_len + 1, 0)
         idx = jnp.minimum(lo[:, None] + jnp.arange(algo.context_len), self.size - 1)
         hist = {"obs": state.obs, "action": state.action, "reward": state.reward}
-        q_idx = count[:, None] - algo.query_len + 1 + jnp.arange(algo.query_len)
-        feats = self.encoder.features(
-            take_steps(state.obs, rows, q_idx),
-            take_steps(state.action, rows, q_idx - 1),
-            take_steps(state.reward, rows, q_idx - 1),
-        )
-        query = self.encoder.pool(feats, q_idx >= 0)
-        starts, found, rets = self.retrieve(state, query)
+        starts, found, rets = self.retrieve(state, self._query(state, count))
         pieces = gather_pieces(
             hist, jnp.broadcast_to(rows, starts.shape), starts, algo.piece_len
         )
@@ -541,10 +555,12 @@ class RADTAgent(ScoredAgent):
         count = state.count
         nxt = jnp.minimum(count + 1, self.size - 1)
         done = jnp.asarray(step.done).reshape(count.shape)
-        return RADTState(
+        state = RADTState(
             obs=write(state.obs, nxt, step.reset_obs),
             action=write(state.action, count, step.action),
             reward=write(state.reward, count, step.reward),
             count=nxt,
             completed=jnp.where(done, nxt, state.completed),
+            keys=state.keys,
         )
+        return self._add_key(state, nxt)
