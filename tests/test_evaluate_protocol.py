@@ -268,13 +268,15 @@ def test_selection_uses_validation_tasks_and_records_its_choice(tiny_run):
     split = load_run(tiny_run).split
     sel = select(acting_candidates(tiny_run), last_k=1)
     assert sel.field == "score_last"
-    assert sel.task_ids == split["validation"][:3]
+    # 3 validation tasks (a seeded draw of the split's: test_evaluate_report)
+    assert len(set(sel.task_ids)) == 3 and set(sel.task_ids) <= set(split["validation"])
     vals = {n: v["mean"] for n, v in sel.validation.items()}
     assert vals[sel.choice.name] == max(vals.values())
     assert list(vals) == ["sample", "greedy", "sample_then_greedy"]
     results, title = evaluate_choice(sel, baselines=["random"])
     model = results[next(iter(results))]
-    assert model.metadata["task_ids"] == split["test"][:3]
+    tested = model.metadata["task_ids"]
+    assert len(set(tested)) == 3 and set(tested) <= set(split["test"])
     assert model.metadata["tasks"] == "test" and "chosen on validation" in title
     assert model.metadata["selection"]["choice"]["name"] == sel.choice.name
     assert model.metadata["acting"] == sel.choice.eval["acting"]

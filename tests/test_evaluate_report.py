@@ -83,10 +83,28 @@ def test_held_out_params_use_the_recorded_split():
     assert ids == [int(i) for i in split.test]
     np.testing.assert_array_equal(params.goal[:, 0] + 3 * params.goal[:, 1], ids)
     params, ids = held_out_params(env, split.to_json(), 2, 0)
-    assert ids == [int(i) for i in split.test[:2]]
+    assert len(ids) == 2 and set(ids) <= {int(i) for i in split.test}
+    np.testing.assert_array_equal(params.goal[:, 0] + 3 * params.goal[:, 1], ids)
     bandit = envs.make("bernoulli_bandit")
     params, ids = held_out_params(bandit, None, 5, 0)
     assert ids is None and params.means.shape == (5, 5)
+
+
+def test_a_subset_of_held_out_tasks_is_a_uniform_draw_not_the_first_ids():
+    # Key-to-Door's ids are key cell major: the first 16 of its 648 test
+    # pairs all have the key in cells 0-2
+    env = envs.make("dark_key_to_door")
+    split = env.task_split(0.8, seed=0, validation_share=0.5).to_json()
+    _, ids = held_out_params(env, split, 16, 0)
+    again = held_out_params(env, split, 16, 0)[1]
+    other_seed = held_out_params(env, split, 16, 1)[1]
+    validation = held_out_params(env, split, 16, 0, "validation")[1]
+    assert ids == again == sorted(ids) and len(set(ids)) == 16
+    assert set(ids) <= set(split["test"])
+    assert set(validation) <= set(split["validation"])
+    assert ids != other_seed
+    key_cells = {i // 80 for i in ids}
+    assert max(key_cells) > 2 and len(key_cells) > 8  # spread over the room
 
 
 def test_eval_of_a_missing_run_is_clear(tmp_path):

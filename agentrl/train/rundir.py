@@ -23,6 +23,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 import agentrl.configtools as configtools
 from agentrl.agents.driver import ModelPolicy
@@ -216,15 +217,25 @@ def held_out_params(
 
     ``which`` is ``"test"`` (the reported number) or ``"validation"``
     (protocol choices). For a finite task space (Dark Room goals) the split's
-    ids; for a continuous one (bandit means) fresh tasks from an
+    ids, all of them or, when it holds more than ``num_tasks``, a uniform
+    draw of ``num_tasks`` (seeded by ``seed`` and ``which``; returned
+    sorted); for a continuous one (bandit means) fresh tasks from an
     evaluation-only key, independent between validation and test. A split
     recorded without validation ids has no validation tasks: asking for
     them raises ``ValueError``.
+
+    Why a draw and not the first ids: a split's lists are sorted and a
+    family's ids are structured (Key-to-Door's id is key cell major), so
+    the first 16 of 648 held-out pairs would all have the key in the first
+    three cells.
     """
     if which not in _HELD_OUT_SALT:
         raise ValueError(f"tasks must be 'validation' or 'test', got {which!r}")
     if env.num_tasks is not None and split is not None:
-        ids = [int(i) for i in split.get(which, [])][:num_tasks]
+        ids = [int(i) for i in split.get(which, [])]
+        if num_tasks is not None and len(ids) > num_tasks:
+            rng = np.random.default_rng([seed, _HELD_OUT_SALT[which]])
+            ids = sorted(int(i) for i in rng.choice(ids, num_tasks, replace=False))
         if not ids:
             raise ValueError(
                 f"the recorded task split has no {which} tasks (a train/test "
