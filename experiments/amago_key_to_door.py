@@ -23,9 +23,14 @@ epsilon annealed over 20k steps per env (100 updates) instead of 1M.
 - ``smoke``: 3x3 room, trials of 2 episodes of 6 steps, 2 updates;
   plumbing.
 - ``cpu``: 16 envs x 600 updates (1.92M env steps), 8 gradient steps an
-  update. Not run yet: a 200-step trial costs about what
-  ``amago_darkroom``'s 160-step one does (1-3 s an update on a quiet
-  2-core CPU), so a seed is 20-30 min there.
+  update; 33 minutes of training for one seed on the 2-core CPU with two
+  other jobs (2.3-4 s an update). Measured (session 35, ``agentrl
+  reproduce amago_key_to_door --preset cpu --seeds 1 --controls``, 16 test
+  pairs): return 0.19 in the first and the last of 4 episodes, random 0.28:
+  **random level**, no different from its controls (rewards zeroed and
+  shuffled 0.19, empty context 0.16): at 1.92M env steps (AMAGO's
+  reference anneals exploration over 500k steps an actor and trains
+  far longer) nothing is learned (``repro_amago_key_to_door_cpu``).
 - ``full`` / ``gpu``: 64 envs, trials of 10 episodes (500 steps), 2,000
   updates of 64 gradient steps, AMAGO's 1e-4 learning rate and 1M-step
   exploration anneal (not run here).
