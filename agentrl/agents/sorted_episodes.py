@@ -32,7 +32,8 @@ Episodes must all last the horizon (the MuJoCo families never terminate):
 the buffer holds ``horizon`` steps an episode, as T2MIR's. The batched
 state's shared counters (kept episodes, step in the episode) are scalars,
 as a KV cache's position is, so the prefill at an episode's end is a
-``lax.cond`` on a scalar: it runs once an episode, not every step.
+``lax.cond`` on a scalar: it (and the buffer's push and sort) runs once an
+episode, not every step.
 """
 
 from __future__ import annotations
@@ -131,18 +132,10 @@ class SortedEpisodesAgent(ScoredAgent):
             reward=state.reward.at[:, state.t].set(reward),
         )
         ended = state.t + 1 >= self.horizon
-        if self.keep:  # select the kept buffers only (not the cache)
-            pushed = self._push(state)
-            fields = ("kept_obs", "kept_action", "kept_reward", "kept_return", "kept")
-            state = state._replace(
-                **{
-                    f: jnp.where(ended, getattr(pushed, f), getattr(state, f))
-                    for f in fields
-                }
-            )
+        # the buffer's push and the prefill run once an episode (a scalar cond)
+        state = jax.lax.cond(ended, self._end_episode, lambda s: s, state)
         t = jnp.where(ended, 0, state.t + 1)
         clear = lambda x: jnp.where(ended, jnp.zeros_like(x), x)  # noqa: E731
-        cache = jax.lax.cond(ended, self._prefill, lambda s: s.cache, state)
         # the token before the next step's: this step's, or at an episode's
         # start the last step of the last kept episode (after the sort)
         last = jnp.maximum(state.kept - 1, 0)
@@ -153,9 +146,15 @@ class SortedEpisodesAgent(ScoredAgent):
             action=clear(state.action),
             reward=clear(state.reward),
             t=t,
-            cache=cache,
         )
         return self._decode(state, step.reset_obs, prev_action, prev_reward)
+
+    def _end_episode(self, state: SortedEpisodesState) -> SortedEpisodesState:
+        """The finished episode pushed into the kept ones and the cache
+        prefilled with them."""
+        if self.keep:
+            state = self._push(state)
+        return state._replace(cache=self._prefill(state))
 
     def _push(self, state: SortedEpisodesState) -> SortedEpisodesState:
         """The finished current episode appended to the kept ones, the first
