@@ -131,18 +131,24 @@ BENCHMARKS = (
     ("xla_flags", ["--budget", "260"], ["--quick", "--variants", "default"], 300),
 )
 
-#: ``--xla-flags auto``: a probe runs first, the training call of
-#: ``dpt_bandit``'s gpu preset under these XLA flag variants
-#: (``benchmarks/xla_flags.py``); the one with the least compile + the
-#: preset's updates is set in ``XLA_FLAGS`` for every later step. The first
-#: GPU run (2026-11-28) spent 90 s compiling that call and 75 s compiling
-#: one width-512 update, most of it autotuning; a variant that fails (an
-#: unknown flag) is not chosen. Only flags that change how XLA compiles are
-#: probed: the update loop as one CUDA graph (``fast_compile_graph_while``)
-#: changes how every later program runs, evaluation's loops too, on the
-#: evidence of one call; the last benchmark measures it, for a later choice.
-PROBE_VARIANTS = "fast_compile"
-PROBE_LIMIT_S = 120
+#: ``--xla-flags auto``: a probe runs first, the training calls of
+#: ``dpt_bandit``'s and ``ad_darkroom``'s gpu presets (width 32 and 512)
+#: under these XLA flag variants (``benchmarks/xla_flags.py --profile``);
+#: the one with the least compile + the presets' updates is set in
+#: ``XLA_FLAGS`` for every later step (a variant that fails is not chosen).
+#: The evidence (one H200, 2026-11-28, ``benchmarks/results/gpu/``): XLA's
+#: defaults spent 90 s compiling dpt_bandit's call and 75 s one width-512
+#: update, most of it autotuning, for updates of 2.5 ms and 23 ms;
+#: autotuning off (``fast_compile``) compiled in 14 s and ran 5.0 ms and
+#: ~185 ms; cuBLAS without autotuning (``cublas``) 9-10 s and 7.7 ms and 30
+#: ms; the update loop as one CUDA graph changed nothing (the device was busy
+#: 78-95% of the update: not launch-bound). The traces put most of that time
+#: in float32 GEMMs: every backward matmul of the bfloat16 models, fixed
+#: since (``agentrl.models.precision.mixed_dot_general``), which is why
+#: both untuned variants are measured again, not the default's 90 s compile.
+PROBE_VARIANTS = "cublas,fast_compile"
+PROBE_CASES = "dpt_bandit:gpu,ad_darkroom:gpu"
+PROBE_LIMIT_S = 200
 
 #: steps that set XLA's flags themselves: they run without the probe's choice
 #: (the full comparison's "default" variant must be XLA's defaults)
@@ -269,9 +275,10 @@ def probe_steps(args: argparse.Namespace, results: str) -> list[Step]:
     """The XLA-flags probe (``--xla-flags auto``), before every other step."""
     if args.xla_flags != "auto":
         return []
-    sizes = ["--quick"] if args.smoke else ["--cases", "dpt_bandit:gpu", "--calls", "5"]
+    sizes = ["--quick"] if args.smoke else ["--cases", PROBE_CASES, "--calls", "5"]
     argv = ["bench", "--out", results, "xla_flags", "--name", "xla_flags_probe"]
-    argv += ["--variants", PROBE_VARIANTS, *sizes, "--budget", str(PROBE_LIMIT_S)]
+    argv += ["--variants", PROBE_VARIANTS, *sizes, "--profile"]
+    argv += ["--budget", str(PROBE_LIMIT_S)]
     limit = SMOKE_LIMIT_S if args.smoke else PROBE_LIMIT_S
     return [Step("probe:xla_flags", "probe", argv, limit)]
 

@@ -33,8 +33,11 @@ compile), each case's variants before the next case, until ``--budget``
 seconds are spent: a subprocess is killed at what is left.
 
 Writes ``xla_flags.{json,md}`` (``--name``: another record name; the
-device check's probe writes ``xla_flags_probe``); ``--quick``: ``dpt_bandit`` smoke, two
-calls, on the CPU (the GPU flags are parsed, and do nothing there).
+device check's probe writes ``xla_flags_probe``); ``--profile``: two more
+calls per variant under the profiler (:mod:`gpu_trace`: kernels, device
+busy time and wall time per update, the costliest kernels); ``--quick``:
+``dpt_bandit`` smoke, two calls, on the CPU (the GPU flags are parsed, and
+do nothing there).
 """
 
 from __future__ import annotations
@@ -54,6 +57,17 @@ import common as bench
 
 #: name -> XLA flags (added to ``XLA_FLAGS``), in the order they run
 VARIANTS = {
+    # matmuls on cuBLAS (heuristic algorithms), not Triton, and no autotuning:
+    # the second GPU run (2026-11-28) traced fast_compile's update of
+    # dpt_bandit's gpu preset: the device busy 78% of 5.0 ms, half of it in
+    # Triton gemm fusions on Dh = 32 operands at 20-40 us each (a tenth of
+    # their memory bound) under untuned tilings; with autotuning the update
+    # took 2.5 ms but compiling it 90 s
+    "cublas": (
+        "--xla_gpu_enable_triton_gemm=false "
+        "--xla_gpu_autotune_level=0 "
+        "--xla_gpu_experimental_enable_fusion_autotuner=false"
+    ),
     # no GEMM autotuning and no fusion-emitter autotuning: the compile-time
     # suspects
     "fast_compile": (
@@ -79,8 +93,11 @@ MODULE_RE = r"jit_call"
 HLO_KEEP_BYTES = 1 << 20
 
 
-def run_child(case: str, tasks: int, calls: int, dump: Path) -> dict:
-    """Measure one case in this process (its flags already set)."""
+def run_child(
+    case: str, tasks: int, calls: int, dump: Path, profile: bool = False
+) -> dict:
+    """Measure one case in this process (its flags already set); with
+    ``profile``, two more calls traced (:mod:`gpu_trace`)."""
     import jax
     import numpy as np
     from host_bound import setup
@@ -112,6 +129,17 @@ def run_child(case: str, tasks: int, calls: int, dump: Path) -> dict:
         state = compiled(*args(c))[0]
     jax.block_until_ready(state)
     seconds = time.perf_counter() - start
+    traced = {}
+    if profile:
+        from gpu_trace import profile_calls
+
+        def two_calls():
+            nonlocal state
+            for c in range(calls + 1, calls + 3):
+                state = compiled(*args(c))[0]
+            jax.block_until_ready(state)
+
+        traced = {"profile": profile_calls(two_calls, 2 * k, dump / "trace")}
     return {
         "case": case,
         "backend": jax.default_backend(),
@@ -120,6 +148,7 @@ def run_child(case: str, tasks: int, calls: int, dump: Path) -> dict:
         "compile_s": compile_s,
         "s_per_update": seconds / (calls * k),
         "hlo": hlo_counts(dump),
+        **traced,
     }
 
 
@@ -153,6 +182,7 @@ def measure_variant(
         env["PYTHONPATH"] = os.pathsep.join([str(here), env.get("PYTHONPATH", "")])
         cmd = [sys.executable, __file__, "--child", case, "--dump", dump]
         cmd += ["--tasks", str(args.tasks), "--calls", str(args.calls)]
+        cmd += ["--profile"] if args.profile else []
         entry = {"variant": name, "case": case, "flags": VARIANTS[name]}
         start = time.perf_counter()
         try:
@@ -216,9 +246,22 @@ def _table(rows: list[dict]) -> list[dict]:
                 "command_buffers": r.get("hlo", {}).get("command_buffers", "")
                 if ok
                 else "",
+                **_profile_columns(r.get("profile") if ok else None),
             }
         )
     return out
+
+
+def _profile_columns(profile: dict | None) -> dict:
+    """The trace's per-update kernels and device time (``--profile``)."""
+    keys = ("kernels_per_update", "device_busy_us_per_update", "wall_us_per_update")
+    if not profile or "busy_us_per_update" not in profile:
+        return dict.fromkeys(keys, "")
+    return {
+        "kernels_per_update": f"{profile['events_per_update']:.0f}",
+        "device_busy_us_per_update": f"{profile['busy_us_per_update']:.0f}",
+        "wall_us_per_update": f"{profile['wall_us_per_update']:.0f}",
+    }
 
 
 def _targets(rows: list[dict]) -> list[dict]:
@@ -265,6 +308,11 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--tasks", type=int, default=2000, help="histories")
     parser.add_argument("--quick", action="store_true", help="smoke, CPU")
     parser.add_argument("--name", default="xla_flags", help="the record's name")
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="trace two more calls per variant: kernels and device time per update",
+    )
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--dump", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -279,7 +327,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> None:
     args = parse(argv)
     if args.child:
-        result = run_child(args.child, args.tasks, args.calls, Path(args.dump))
+        result = run_child(
+            args.child, args.tasks, args.calls, Path(args.dump), args.profile
+        )
         print(json.dumps(result))
         return
     keep = bench.results_dir()

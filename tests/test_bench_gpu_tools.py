@@ -4,11 +4,14 @@
 (compile plus the preset's updates) over the cases the default covered;
 ``sweep_members`` runs every side at one program whatever its step count
 (a schedule that does not depend on it), at the gpu preset too (whose
-warm-up is longer than one call: the first GPU run failed there).
+warm-up is longer than one call: the first GPU run failed there);
+``gpu_trace.summarize`` counts a trace's device kernels per update from its
+stream threads only.
 """
 
 from __future__ import annotations
 
+import gpu_trace
 import jax
 import preset_shapes
 import sweep_members
@@ -94,3 +97,54 @@ def test_the_widest_shape_with_dropout_gets_two_diagnostic_rows():
     with preset_shapes.prng_impl("rbg"):
         assert "rbg" in str(jax.random.key_impl(jax.random.key(0)))
     assert jax.config.jax_default_prng_impl == before
+
+
+def _trace():
+    meta = [
+        {"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "/host:CPU"}},
+        {
+            "ph": "M",
+            "name": "process_name",
+            "pid": 2,
+            "args": {"name": "/device:GPU:0"},
+        },
+    ]
+    meta += [
+        {"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": n}}
+        for pid, tid, n in [
+            (1, 1, "python"),
+            (2, 7, "Stream #7(Compute)"),
+            (2, 8, "Stream #8(MemcpyD2H)"),
+            (2, 9, "XLA Ops"),
+        ]
+    ]
+
+    def x(pid, tid, name, ts, dur):
+        return {"ph": "X", "pid": pid, "tid": tid, "name": name, "ts": ts, "dur": dur}
+
+    events = [
+        x(1, 1, "PjitFunction(call)", 0, 1000),  # host: not device time
+        x(2, 7, "loop_add_fusion", 0, 10),
+        x(2, 7, "gemm", 20, 30),
+        x(2, 7, "loop_add_fusion", 60, 10),
+        x(2, 8, "MemcpyD2H", 65, 10),  # overlaps the kernel at 60-70
+        x(2, 9, "loop_add_fusion", 0, 70),  # a derived line: repeats the time
+    ]
+    return {"traceEvents": meta + events}
+
+
+def test_the_trace_summary_counts_stream_events_and_their_union():
+    summary = gpu_trace.summarize(_trace(), updates=2, wall_s=200e-6)
+    assert summary["device_events"] == 4
+    assert summary["events_per_update"] == 2.0
+    assert summary["copies_per_update"] == 0.5
+    assert summary["kernel_us_per_update"] == 30.0  # (10 + 30 + 10 + 10) / 2
+    assert summary["busy_us_per_update"] == 27.5  # union 0-10, 20-50, 60-75
+    assert summary["busy_fraction"] == 55 / 200
+    assert summary["top"][0] == {
+        "name": "gemm",
+        "per_update": 0.5,
+        "us_per_update": 15.0,
+        "mean_us": 30.0,
+    }
+    assert [t["name"] for t in summary["top"]][1] == "loop_add_fusion"

@@ -3,7 +3,8 @@
 Same weights under both dtypes: outputs within 3% of the output scale,
 gradients within 3% in relative norm (bfloat16 keeps 8 significand bits,
 ~0.4% per rounding; the measured errors are ~1%). Parameters and gradients
-stay float32, the compiled pass really has bfloat16 matmuls (float32 out), and cached
+stay float32, the compiled pass really has bfloat16 matmuls (float32 out),
+so does its backward pass (every bfloat16 matmul's two transposes), and cached
 decoding equals the bfloat16 full pass to float32 rounding (the cache holds
 the keys and values in bfloat16, as the full pass's attention sees them).
 """
@@ -92,6 +93,27 @@ def test_bfloat16_step_compiles_bfloat16_matmuls():
     # and head are float32 by design); every matmul returns float32
     assert len(low_dots) >= 4 * cfg.num_layers + 2, low_dots
     assert all(line.rstrip().endswith("xf32>") for line in dots), dots
+
+
+def _bf16_dots(hlo: str) -> int:
+    return sum("dot_general" in x and "bf16>, tensor" in x for x in hlo.splitlines())
+
+
+def test_the_backward_pass_multiplies_in_bfloat16_too():
+    # JAX's own transpose multiplies the float32 cotangent by the bfloat16
+    # operand: a float32 matmul (XLA:GPU ran them as TF32 GEMMs, most of an
+    # update's time); each bfloat16 matmul's two transposes must be bfloat16
+    cfg, _, low = _pair(token_layout="sar", moe_layers=(1,))
+    obs, act, rew = inputs(cfg, T)
+    graphdef, params, rest = nnx.split(low, nnx.Param, ...)
+
+    def loss(p):
+        return _loss(nnx.merge(graphdef, p, rest), obs, act, rew)
+
+    forward_dots = _bf16_dots(jax.jit(loss).lower(params).as_text())
+    backward = jax.jit(jax.grad(loss)).lower(params).as_text()
+    assert forward_dots >= 4 * cfg.num_layers + 2
+    assert _bf16_dots(backward) == 3 * forward_dots
 
 
 @pytest.mark.long

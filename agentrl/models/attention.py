@@ -30,8 +30,9 @@ causal prefix and its compiled size does not depend on the cache length.
 
 Mixed precision: the score and value matmuls take their operands in the
 dtype of ``q, k, v`` (bfloat16 under ``compute_dtype="bfloat16"``) and
-accumulate and return float32 (``preferred_element_type``); the masked
-softmax is always float32.
+accumulate and return float32 (``preferred_element_type``), their backward
+in that dtype too (:mod:`agentrl.models.precision`); the masked softmax is
+always float32.
 
 Optional Sink-KV (ReLIC): a learned per-layer, per-head key and value that
 every query sees, position-free (no RoPE), so a head can put its attention
@@ -48,7 +49,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from agentrl.models.precision import mixed_linear
+from agentrl.models.precision import mixed_einsum, mixed_linear, mixed_matmul
 
 NEG_INF = -1e30  # finite: a fully masked row gives uniform weights, never NaN
 F32 = jnp.float32
@@ -109,7 +110,7 @@ def rope(x: jax.Array, pos: jax.Array, base: float) -> jax.Array:
 def _sink_scores(q: jax.Array, sink_k: jax.Array) -> jax.Array:
     """Scores of ``q [B, T, H, Dh]`` on the sink key ``[H, Dh]``: ``[B, H, T, 1]``."""
     sink_k = sink_k.astype(q.dtype)
-    s = jnp.einsum("bqhd,hd->bhq", q, sink_k, preferred_element_type=F32)
+    s = mixed_einsum("bqhd,hd->bhq", q, sink_k)
     return s[..., None]
 
 
@@ -126,14 +127,14 @@ def masked_attention(q, k, v, q_pos, k_pos, window: int, sink=None) -> jax.Array
     adds one always-visible sink column. Matmul operands in ``q``'s dtype,
     float32 accumulation, float32 softmax. Returns ``[B, Tq, H, Dh]`` float32.
     """
-    s = jnp.einsum("bqhd,bkhd->bhqk", q, k, preferred_element_type=F32)
+    s = mixed_einsum("bqhd,bkhd->bhqk", q, k)
     s = jnp.where(window_mask(q_pos, k_pos, window), s, NEG_INF)
     if sink is not None:
         s = jnp.concatenate([s, _sink_scores(q, sink[0])], axis=-1)
     p = jax.nn.softmax(s, axis=-1)
     tk = k.shape[1]
     pv = p[..., :tk].astype(v.dtype)
-    y = jnp.einsum("bhqk,bkhd->bqhd", pv, v, preferred_element_type=F32)
+    y = mixed_einsum("bhqk,bkhd->bqhd", pv, v)
     if sink is not None:
         y = y + _sink_values(p[..., tk:], sink[1])
     return y
@@ -176,7 +177,7 @@ def masked_scores(q, k_t, q_pos, k_pos, window: int) -> jax.Array:
     """Float32 scores ``q k_t`` of queries ``[..., Q, Dh]`` on keys stored
     transposed ``[..., Dh, K]``, masked (:data:`NEG_INF`) where
     :func:`window_mask` hides key ``k_pos [K]`` from query ``q_pos [Q]``."""
-    s = jnp.matmul(q, k_t, preferred_element_type=F32)
+    s = mixed_matmul(q, k_t)
     return jnp.where(window_mask(q_pos, k_pos, window), s, NEG_INF)
 
 
@@ -189,9 +190,7 @@ def _tile_scores(qb, k_t, q0: int, k0: int, window: int) -> jax.Array:
 
 def _sink_tile(qb, sink_k) -> jax.Array:
     """Scores ``[c, Q, 1]`` of ``qb [c, Q, Dh]`` on the sink keys ``[c, Dh]``."""
-    s = jnp.einsum(
-        "cqd,cd->cq", qb, sink_k.astype(qb.dtype), preferred_element_type=F32
-    )
+    s = mixed_einsum("cqd,cd->cq", qb, sink_k.astype(qb.dtype))
     return s[..., None]
 
 
@@ -208,7 +207,7 @@ def _flash_forward(q, k_t, v, sink_k, sink_v, window, block, sink):
         m = jax.lax.stop_gradient(m)  # softmax does not depend on it
         e = jnp.exp(s - m)
         norm = jnp.sum(e, axis=-1, keepdims=True)
-        y = jnp.matmul(e.astype(v.dtype), v[:, k0:q1], preferred_element_type=F32)
+        y = mixed_matmul(e.astype(v.dtype), v[:, k0:q1])
         if sink:
             e_sink = jnp.exp(s_sink - m)
             norm = norm + e_sink

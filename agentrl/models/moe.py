@@ -24,6 +24,8 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from agentrl.models.precision import mixed_einsum
+
 NOISE_EPS = 1e-2
 F32 = jnp.float32
 
@@ -135,9 +137,9 @@ class Experts(nnx.Module):
         """Every expert on every token: ``x [N, d]``, ``gates [N, E]`` -> ``[N, o]``."""
         c = self.dtype
         w1, w2 = self.w1[...].astype(c), self.w2[...].astype(c)
-        h = jnp.einsum("nd,edh->neh", x.astype(c), w1, preferred_element_type=F32)
+        h = mixed_einsum("nd,edh->neh", x.astype(c), w1)
         h = jax.nn.gelu(h + self.b1[...]).astype(c)
-        y = jnp.einsum("neh,eho->neo", h, w2, preferred_element_type=F32)
+        y = mixed_einsum("neh,eho->neo", h, w2)
         return jnp.einsum("ne,neo->no", gates, y + self.b2[...])
 
     def blocked(self, x: jax.Array, idx: jax.Array, w: jax.Array) -> jax.Array:
@@ -176,9 +178,9 @@ class Experts(nnx.Module):
         xs = x.astype(c)[row_tok].reshape(blocks, bs, -1)
         w1 = self.w1[...].astype(c)[block_expert]
         w2 = self.w2[...].astype(c)[block_expert]
-        h = jnp.einsum("bnd,bdh->bnh", xs, w1, preferred_element_type=F32)
+        h = mixed_einsum("bnd,bdh->bnh", xs, w1)
         h = jax.nn.gelu(h + self.b1[...][block_expert][:, None]).astype(c)
-        y = jnp.einsum("bnh,bho->bno", h, w2, preferred_element_type=F32)
+        y = mixed_einsum("bnh,bho->bno", h, w2)
         y = (y + self.b2[...][block_expert][:, None]).reshape(rows, -1)
         y = y * row_w[:, None]
         return jnp.zeros((n, y.shape[-1]), y.dtype).at[row_tok].add(y)
