@@ -1,7 +1,11 @@
 """Compile time and update time of the training call under XLA flag variants.
 
-Run: ``agentrl bench xla_flags [--cases NAME:PRESET,...] [--variants V,...]
-[--budget S] [--calls N] [--tasks N] [--quick]``
+Run: ``agentrl bench xla_flags [--cases NAME:PRESET[:FIELD=VALUE...],...]
+[--variants V,...] [--budget S] [--calls N] [--tasks N] [--profile] [--quick]``
+
+A case may set config fields after its preset, to compare model choices
+under the same flags: ``dpt_bandit:gpu:model.attention_block=512`` (one
+query block over its 501 tokens, a quarter of the attention's kernels).
 
 Why (issue 34, the first GPU run, one H200, 2026-11-28): compiling
 ``dpt_bandit``'s gpu-preset training call (``fit``'s ``lax.fori_loop`` of
@@ -107,9 +111,9 @@ def run_child(
     from agentrl.train.config import steps_per_call
     from agentrl.train.step import make_train_call
 
-    experiment, preset = case.split(":")
+    experiment, preset, overrides = parse_case(case, tasks)
     with tempfile.TemporaryDirectory() as tmp:
-        s = setup(experiment, preset, {"data.num_tasks": tasks}, Path(tmp))
+        s = setup(experiment, preset, overrides, Path(tmp))
     config, mesh = s["config"], s["mesh"]
     k = steps_per_call(config.train, jax.default_backend())
     batches = make_batches(s["sampler"], mesh)
@@ -150,6 +154,20 @@ def run_child(
         "hlo": hlo_counts(dump),
         **traced,
     }
+
+
+def parse_case(case: str, tasks: int) -> tuple[str, str, dict]:
+    """``"NAME:PRESET[:FIELD=VALUE]..."`` -> ``(NAME, PRESET, overrides)``:
+    the preset at ``tasks`` histories, with config fields set (e.g.
+    ``dpt_bandit:gpu:model.attention_block=512``, one query block)."""
+    experiment, preset, *sets = case.split(":")
+    overrides: dict = {"data.num_tasks": tasks}
+    for item in sets:
+        field, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(f"case {case!r}: {item!r} is not FIELD=VALUE")
+        overrides[field] = value
+    return experiment, preset, overrides
 
 
 def hlo_counts(dump: Path) -> dict:
@@ -196,7 +214,8 @@ def measure_variant(
             tail = (proc.stdout + proc.stderr).strip().splitlines()[-6:]
             return {**entry, "status": "failed", "error": tail}
         result = json.loads(proc.stdout.strip().splitlines()[-1])
-        stem = keep / f"{args.name}_hlo_{name}_{case.replace(':', '_')}"
+        case_name = re.sub(r"[^A-Za-z0-9_.-]", "_", case)
+        stem = keep / f"{args.name}_hlo_{name}_{case_name}"
         _keep_hlo(Path(dump), result.get("hlo", {}), stem)
         return {**entry, "status": "ok", **result}
 

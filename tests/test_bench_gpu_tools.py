@@ -14,6 +14,7 @@ from __future__ import annotations
 import gpu_trace
 import jax
 import preset_shapes
+import pytest
 import sweep_members
 import xla_flags
 
@@ -148,3 +149,22 @@ def test_the_trace_summary_counts_stream_events_and_their_union():
         "mean_us": 30.0,
     }
     assert [t["name"] for t in summary["top"]][1] == "loop_add_fusion"
+
+
+def test_a_case_may_set_config_fields_after_its_preset():
+    assert xla_flags.parse_case("dpt_bandit:gpu", 64) == (
+        "dpt_bandit",
+        "gpu",
+        {"data.num_tasks": 64},
+    )
+    name, preset, overrides = xla_flags.parse_case(
+        "dpt_bandit:gpu:model.attention_block=512:train.batch_size=32", 8
+    )
+    assert (name, preset) == ("dpt_bandit", "gpu")
+    assert overrides == {
+        "data.num_tasks": 8,
+        "model.attention_block": "512",
+        "train.batch_size": "32",
+    }
+    with pytest.raises(ValueError, match="not FIELD=VALUE"):
+        xla_flags.parse_case("dpt_bandit:gpu:model.attention_block", 8)
