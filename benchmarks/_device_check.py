@@ -468,21 +468,25 @@ def _default_out(args: argparse.Namespace) -> Path:
 
 def restore_runs(previous: str | None, work: Path) -> int:
     """Unpack the ``runs/`` files (each seed's results, the runs' small files)
-    of the archive beside ``previous`` into ``work``: the seeds an earlier
+    of the archive beside ``previous`` (or of the ledger's ``run-*/``
+    archives, :mod:`device_ledger`) into ``work``: the seeds an earlier
     session finished are reused, not trained again. Returns how many."""
     if not previous:
         return 0
-    archive = Path(previous).parent / "archive.tar.gz"
-    if not archive.is_file():
-        return 0
-    with tarfile.open(archive) as tar:
-        members = [
-            m
-            for m in tar.getmembers()
-            if m.isfile() and m.name.startswith("runs/") and ".." not in m.name
-        ]
-        tar.extractall(work, members=members, filter="data")
-    return len(members)
+    folder = Path(previous).parent
+    # beside the summary, or the ledger's checks (run-*/), later ones last
+    archives = [folder / "archive.tar.gz", *sorted(folder.glob("run-*/archive.tar.gz"))]
+    count = 0
+    for archive in (a for a in archives if a.is_file()):
+        with tarfile.open(archive) as tar:
+            members = [
+                m
+                for m in tar.getmembers()
+                if m.isfile() and m.name.startswith("runs/") and ".." not in m.name
+            ]
+            tar.extractall(work, members=members, filter="data")
+        count += len(members)
+    return count
 
 
 def _previous(path: str | None) -> dict[str, dict]:

@@ -15,7 +15,8 @@
 #         carry=[".whl"], timeout_s=600)
 #
 # (kind left out: an H100, else an H200; the files land under the reply's
-# files_at: copy them into benchmarks/results/gpu/ and commit them). Five seeds
+# files_at: `python benchmarks/device_ledger.py FILES_AT` files them into
+# benchmarks/results/gpu/ and its ledger; commit them). Five seeds
 # of one experiment with the controls, in a later call:
 #
 #     run(command="bash benchmarks/device_check.sh --seeds5 dpt_bandit --out $OUT",
@@ -36,7 +37,7 @@
 # its steps do: each step is killed at its own limit, cut to what is left, and
 # the reproductions stop --bench-reserve seconds (150) early so the benchmarks
 # run. Steps already ok in the committed benchmarks/results/gpu/summary.json
-# are skipped (--redo runs them again), so successive sessions work down the
+# (the ledger) are skipped (--redo runs them again), so successive sessions work down the
 # list; --only STEP,... picks steps (names in summary.json). Details:
 # benchmarks/_device_check.py.
 #

@@ -11,6 +11,8 @@ manual check: ``bash benchmarks/device_check.sh --smoke --out /tmp/check``.
 The XLA-flags probe (``--xla-flags auto``, the default) is planned and its
 choice passed on in fast tests with a fake step runner, and run for real
 before one benchmark in a long test; the other runs pass ``none``.
+``device_ledger.py`` files two checks' files into a ledger (an ``ok`` step
+stays ``ok`` when a later check fails it).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ SCRIPT = ROOT / "benchmarks" / "device_check.sh"
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import _device_check as check  # noqa: E402
+import device_ledger  # noqa: E402
 
 FILES = {
     "summary.json",
@@ -341,3 +344,74 @@ def test_long_logs_keep_their_end_in_the_archive(tmp_path):
     text = log.read_text()
     assert text.startswith("[... first") and text.endswith("THE END\n")
     assert len(text) < 1100
+
+
+def _check_folder(folder: Path, date: str, status: str, record: str) -> Path:
+    """A check's files as the run tool brings them back (summary + archive)."""
+    folder.mkdir(parents=True)
+    step = {"name": "reproduce:dpt_bandit", "status": status, "date": date}
+    summary = {
+        "mode": "gpu",
+        "date": date,
+        "device": {"gpu": ["H200"]},
+        "budget_s": 300.0,
+        "seconds": 200.0,
+        "steps": [step, {"name": "bench:x", "status": "skipped"}],
+    }
+    (folder / "summary.json").write_text(json.dumps(summary))
+    (folder / "summary.md").write_text("# check\n")
+    work = folder / "work"
+    (work / "results" / f"{record}").mkdir(parents=True)
+    (work / "results" / f"{record}.json").write_text(json.dumps({"date": date}))
+    (work / "results" / f"{record}" / "results.md").write_text(date)
+    (work / "results" / "xla_flags_probe.json").write_text(json.dumps({"d": date}))
+    with tarfile.open(folder / "archive.tar.gz", "w:gz") as tar:
+        tar.add(work / "results", arcname="results")
+    return folder
+
+
+def test_the_ledger_files_each_check_and_keeps_a_pass_over_a_later_failure(
+    tmp_path,
+):
+    first = _check_folder(
+        tmp_path / "1", "2026-11-28T16:49:08+00:00", "ok", "repro_dpt_bandit_gpu"
+    )
+    second = _check_folder(
+        tmp_path / "2", "2026-11-28T16:56:38+00:00", "timeout", "repro_other_gpu"
+    )
+    gpu, results = tmp_path / "gpu", tmp_path / "results"
+    gpu.mkdir()
+    results.mkdir()
+    old = {"name": "bench:data_generation", "status": "ok", "date": "earlier"}
+    (gpu / "summary.json").write_text(json.dumps({"steps": [old]}))
+    args = [str(first), str(second), "--gpu", str(gpu), "--results", str(results)]
+    device_ledger.main(args)
+    ledger = json.loads((gpu / "summary.json").read_text())
+    by_name = {s["name"]: s for s in ledger["steps"]}
+    assert set(by_name) == {"bench:data_generation", "reproduce:dpt_bandit"}
+    assert by_name["reproduce:dpt_bandit"]["status"] == "ok"  # not the timeout
+    assert by_name["reproduce:dpt_bandit"]["date"].startswith("2026-11-28T16:49")
+    assert ledger["date"].startswith("2026-11-28T16:56")  # the latest check's
+    assert (gpu / "run-2026-11-28T1649" / "summary.json").is_file()
+    assert (gpu / "run-2026-11-28T1656" / "archive.tar.gz").is_file()
+    assert (results / "repro_dpt_bandit_gpu" / "results.md").is_file()
+    assert (results / "repro_other_gpu.json").is_file()
+    assert json.loads((gpu / "xla_flags_probe.json").read_text())["d"].startswith(
+        "2026-11-28T16:56"
+    )
+    assert "## Ledger" in (gpu / "summary.md").read_text()
+    # a later ok replaces an earlier ok
+    again = _check_folder(
+        tmp_path / "3", "2026-11-29T10:00:00+00:00", "ok", "repro_dpt_bandit_gpu"
+    )
+    device_ledger.main([str(again), "--gpu", str(gpu), "--results", str(results)])
+    ledger = json.loads((gpu / "summary.json").read_text())
+    dates = {s["name"]: s["date"] for s in ledger["steps"]}
+    assert dates["reproduce:dpt_bandit"].startswith("2026-11-29")
+
+
+def test_the_ledger_refuses_a_folder_without_a_summary(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        device_ledger.main([str(tmp_path)])
+    assert exit_info.value.code == 2
+    assert "no summary.json" in capsys.readouterr().err
