@@ -16,7 +16,8 @@ matmul (on one H200, 2026-11-28: every backward matmul of ``dpt_bandit``'s
 gpu preset ran as a TF32 or float32 GEMM and took most of the update). The
 cotangent is rounded to bfloat16 first, as mixed-precision training does
 (the gradient of each operand is bfloat16 in either case: it is the
-gradient of a bfloat16 value).
+gradient of a bfloat16 value). ``moe_dispatch="sorted"``'s ``ragged_dot``
+keeps JAX's own backward (float32 for bfloat16 operands).
 """
 
 from __future__ import annotations
