@@ -38,14 +38,18 @@ sequence); no hindsight relabeling (no goal-conditioned task here).
 - ``smoke``: 5x5 room, trials of 2 episodes of 6 steps, 2 updates;
   plumbing.
 - ``cpu``: 16 envs x 600 updates (1.54M env steps, transformer PPO's
-  cpu budget), 8 gradient steps an update. Not run to the end: on the
-  shared 2-core CPU at load ~13 an update took 8-12 s (compile 3 min), so
-  a seed is ~1.5-2 h there. Measured (1 seed, stopped at update 50 =
-  128k env steps, 8 test goals): score over 8 episodes 0.012 [-0.009,
-  0.036], random level, as RL² at the same 128k steps (0.004); RL²
-  leaves random level by 256k (0.095). The equal-steps comparison at
-  1.54M with >= 5 seeds is not done.
-  ``benchmarks/results/amago_darkroom_cpu_partial.md``.
+  cpu budget), 8 gradient steps an update; ~45 min of training for one
+  seed beside three other jobs (3-7 s an update). Measured (session 36,
+  ``agentrl reproduce amago_darkroom --preset cpu --seeds 1 --controls``,
+  8 test goals, one trial of 8 episodes): return 3.0 in episode 1, 8.11
+  [3.52, 12.8] over the trial, score 0.46 [0.19, 0.74] (target 0.8: not
+  met), random 0.41, oracle 17; beats rewards zeroed / shuffled and an
+  empty context by +7.9 to +8.1 (CIs above 0): it learns in context.
+  Against transformer PPO at the same env steps, paired on seed 0: +3.58
+  [-0.94, 8.25] (not resolved). Five seeds not run
+  (``repro_amago_darkroom_cpu``, ``paired_amago_darkroom_vs_transformer_ppo``;
+  the earlier run stopped at 128k env steps:
+  ``benchmarks/results/amago_darkroom_cpu_partial.md``).
 - ``full`` / ``gpu``: 64 envs, trials of 50 episodes (1,000 steps), 2,000
   updates of 64 gradient steps, AMAGO's 1e-4 learning rate and 1M-step
   exploration anneal (not run here).
