@@ -33,10 +33,13 @@ splits and evaluation keys)::
   claim holds at this size), minus AD-ε at 40 steps +0.17 [0.06, 0.26]
   (the 3 seeds that ran); beats rewards zeroed / shuffled / an empty
   context by +0.18 to +0.21, loses to expert distillation by -0.18
-  [-0.31, -0.05]. At 4x the updates (``--set train.steps=12000``, seed 0,
-  34 minutes of training beside three jobs) it falls to random level,
-  0.38 -> 0.18, where AD-ε climbs to 1.21: -1.04 [-1.38, -0.71]; why is
-  not established (docs/results.md).
+  [-0.31, -0.05]. At 4x the updates (``--set train.steps=12000``, seeds
+  0-1, 17-34 minutes of training a seed beside other jobs) it falls to
+  random level (0.23; -0.18 [-0.26, -0.07] against itself at 3,000
+  updates) where AD-ε climbs to 1.21 (seed 0: -1.04 [-1.38, -0.71]); why
+  is not established, and the same-task retrieval bonus is not it
+  (``--set algo.task_weight=0``: still at random level on validation;
+  docs/results.md).
 - ``gpu`` / ``full``: ``ad_eps_key_to_door``'s sizes; not run.
 """
 
