@@ -35,10 +35,10 @@ updates (below); the reference's 300 evaluation episodes cut to 60 (cpu).
   algo.context_episodes=1``, 3 seeds) 0.26, a paired difference of +0.23
   [0.05, 0.39] for the 4-episode context (docs/results.md). Far below
   the reference's result: this is 1/1,500 of its training samples. With
-  4x the updates (``--set train.steps=12000``, seed 0, 52 minutes of
-  training with other jobs)
-  0.19 -> 1.21 [0.93, 1.54], 0.62x the data's best, +0.90 [0.62, 1.20]
-  over 3,000 updates on the same pairs: the budget is the lever; the
+  4x the updates (``--set train.steps=12000``, seeds 0-1, 40-52 minutes
+  of training a seed with other jobs) 0.19 -> 1.29 [1.05, 1.52], 0.66x
+  the data's best, +0.82 [0.62, 1.05] over 3,000 updates on the same
+  pairs: the budget is the lever; the
   preset keeps 3,000 so that a seed fits ~15 minutes.
 - ``gpu``: the paper's model (4 layers, 8 heads, width 512, batch 512, lr
   3e-4) on 1,000 histories of 400 episodes, 3,000 updates, 100 evaluation

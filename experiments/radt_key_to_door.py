@@ -36,7 +36,7 @@ splits and evaluation keys)::
   [-0.31, -0.05]. At 4x the updates (``--set train.steps=12000``, seeds
   0-1, 17-34 minutes of training a seed beside other jobs) it falls to
   random level (0.23; -0.18 [-0.26, -0.07] against itself at 3,000
-  updates) where AD-ε climbs to 1.21 (seed 0: -1.04 [-1.38, -0.71]); why
+  updates) where AD-ε climbs to 1.29 (-1.05 [-1.26, -0.84]); why
   is not established, and the same-task retrieval bonus is not it
   (``--set algo.task_weight=0``: still at random level on validation;
   docs/results.md).
