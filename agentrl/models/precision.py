@@ -73,8 +73,11 @@ def mixed_dot_general(
             preferred_element_type=preferred_element_type,
             **kw,
         )
-    dims = jax.tree.map(int, dimension_numbers)
-    dims = tuple(tuple(tuple(d) for d in pair) for pair in dims)
+    # hashable (a static argument of the custom VJP): tuples of Python ints
+    dims = tuple(
+        tuple(tuple(int(d) for d in axes) for axes in pair)
+        for pair in dimension_numbers
+    )
     return _narrow_dot(lhs, rhs, dims, precision, preferred_element_type)
 
 
