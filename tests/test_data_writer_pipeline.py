@@ -368,3 +368,39 @@ def test_an_error_while_generating_stops_the_shard_processes(tmp_path, monkeypat
     with pytest.raises(RuntimeError, match="source failed"):
         _write(tmp_path / "g", _failing_source(at_call=3))
     assert list(tmp_path.iterdir()) == []
+
+
+_THREAD_IMPORT_PROBE = """
+import sys, threading
+from agentrl import envs
+from agentrl.data import write_dataset
+from agentrl.sources import source_histories
+assert "tensorflow_datasets" not in sys.modules, "imported before the write"
+seen = []
+real_start = threading.Thread.start
+def start(thread):
+    if thread.name.startswith("agentrl-shards"):
+        seen.append("tensorflow_datasets" in sys.modules)
+    real_start(thread)
+threading.Thread.start = start
+env = envs.make("darkroom", size=5, horizon=6)
+write_dataset(sys.argv[1], env, source_histories("q_learning", env), 4, 2, 0,
+              env_name="darkroom", env_overrides={"size": 5, "horizon": 6})
+print("seen", seen)
+"""
+
+
+def test_tfds_is_imported_before_the_shard_thread_starts(tmp_path):
+    """TFDS imports itself under etils' ``lazy_imports``, which swaps
+    ``builtins.__import__`` for every thread: imported first inside the
+    shard thread, it handed the generating thread's JAX imports lazy
+    stand-ins (a GPU run failed so). A fresh process: TFDS is loaded before
+    each shard thread starts."""
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
+    cmd = [sys.executable, "-c", _THREAD_IMPORT_PROBE, str(tmp_path / "d")]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    seen = proc.stdout.strip().splitlines()[-1]
+    assert seen.startswith("seen [True"), seen
+    assert "False" not in seen, seen

@@ -95,9 +95,25 @@ def history_records(history: History) -> Iterator[dict[str, Any]]:
         yield column_record(columns, i)
 
 
+def load_tfds() -> Any:
+    """The ``tensorflow_datasets`` module, imported in the calling thread.
+
+    TFDS imports itself under etils' ``lazy_imports``, which swaps
+    ``builtins.__import__`` for every thread while it runs: an import that
+    another thread makes meanwhile gets a lazy stand-in instead of the
+    module (on a GPU, JAX's function-level ``from jax._src.hijax import
+    HiType`` in the main thread broke while the shard writer's thread
+    imported TFDS). So the first import must happen while no other thread
+    imports: callers that start threads call this before starting them.
+    """
+    import tensorflow_datasets
+
+    return tensorflow_datasets
+
+
 def feature_spec(record: dict[str, Any]):
     """A ``tfds.features.FeaturesDict`` matching ``record`` (shapes fixed)."""
-    import tensorflow_datasets as tfds
+    tfds = load_tfds()
 
     def tensor(x: np.ndarray):
         x = np.asarray(x)

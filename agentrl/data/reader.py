@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 import agentrl.envs as envs
-from agentrl.data.features import records_to_history
+from agentrl.data.features import load_tfds, records_to_history
 from agentrl.data.files import FORMAT_VERSION, METADATA_FILE, sha256
 
 VERIFY_CHOICES = ("full", "size", "none")
@@ -287,8 +287,7 @@ class HistoryDataset:
         """
         self._check_split(split)
         if split not in self._sources:
-            import tensorflow_datasets as tfds
-
+            tfds = load_tfds()
             try:
                 builder = tfds.builder_from_directory(str(self.path))
                 info = builder.info.splits[split]

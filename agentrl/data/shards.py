@@ -255,6 +255,7 @@ class _ShardWriter:
         self._writer: Any = None  # the shard this thread is writing
         self._pending: list[bytes] = []  # records of the next pooled shard
         self._queue: queue.Queue = queue.Queue(maxsize=1)
+        features.load_tfds()  # here, not first in the thread (see load_tfds)
         self._thread = threading.Thread(
             target=self._run, name=f"agentrl-shards-{split}", daemon=True
         )
@@ -367,8 +368,7 @@ def write_tfds_metadata(
     check runs (it would need TensorFlow). Nothing in them depends on the
     time or the machine: same shards, same bytes.
     """
-    import tensorflow_datasets as tfds
-
+    tfds = features.load_tfds()
     template = tfds.core.ShardedFileTemplate(
         data_dir=directory,
         template="{DATASET}-{SPLIT}.{FILEFORMAT}-{SHARD_X_OF_Y}",
