@@ -5,7 +5,9 @@ Run: ``agentrl bench xla_flags [--cases NAME:PRESET[:FIELD=VALUE...],...]
 
 A case may set config fields after its preset, to compare model choices
 under the same flags: ``dpt_bandit:gpu:model.attention_block=512`` (one
-query block over its 501 tokens, a quarter of the attention's kernels).
+query block over its 501 tokens, a quarter of the attention's kernels), or
+the weight-gradient split's limits (:mod:`agentrl.models.precision`):
+``dpt_bandit:gpu:precision.SPLIT_MAX_CHUNKS=1`` is the unsplit reference.
 
 Why (issue 34, the first GPU run, one H200, 2026-11-28): compiling
 ``dpt_bandit``'s gpu-preset training call (``fit``'s ``lax.fori_loop`` of
@@ -112,6 +114,7 @@ def run_child(
     from agentrl.train.step import make_train_call
 
     experiment, preset, overrides = parse_case(case, tasks)
+    _set_precision_limits(overrides)
     with tempfile.TemporaryDirectory() as tmp:
         s = setup(experiment, preset, overrides, Path(tmp))
     config, mesh = s["config"], s["mesh"]
@@ -168,6 +171,20 @@ def parse_case(case: str, tasks: int) -> tuple[str, str, dict]:
             raise ValueError(f"case {case!r}: {item!r} is not FIELD=VALUE")
         overrides[field] = value
     return experiment, preset, overrides
+
+
+def _set_precision_limits(overrides: dict) -> None:
+    """Move the case's ``precision.NAME=VALUE`` items out of ``overrides``
+    into :mod:`agentrl.models.precision`'s module constants, in this child
+    process: ``precision.SPLIT_MAX_CHUNKS=1`` measures the unsplit weight
+    gradients against the split ones under the same flags."""
+    from agentrl.models import precision
+
+    for field in [f for f in overrides if f.startswith("precision.")]:
+        name = field.removeprefix("precision.")
+        if not name.startswith("SPLIT_") or not hasattr(precision, name):
+            raise ValueError(f"case field {field!r}: not a precision.SPLIT_* limit")
+        setattr(precision, name, int(overrides.pop(field)))
 
 
 def hlo_counts(dump: Path) -> dict:

@@ -168,3 +168,19 @@ def test_a_case_may_set_config_fields_after_its_preset():
     }
     with pytest.raises(ValueError, match="not FIELD=VALUE"):
         xla_flags.parse_case("dpt_bandit:gpu:model.attention_block", 8)
+
+
+def test_a_case_may_set_the_weight_gradient_split_limits(monkeypatch):
+    from agentrl.models import precision
+
+    monkeypatch.setattr(precision, "SPLIT_MAX_CHUNKS", precision.SPLIT_MAX_CHUNKS)
+    _, _, overrides = xla_flags.parse_case(
+        "dpt_bandit:gpu:precision.SPLIT_MAX_CHUNKS=1:model.attention_block=512", 8
+    )
+    xla_flags._set_precision_limits(overrides)
+    assert precision.SPLIT_MAX_CHUNKS == 1
+    assert overrides == {"data.num_tasks": 8, "model.attention_block": "512"}
+    linear = (((2,), (0,)), ((), ()))
+    assert precision.weight_grad_split((64, 501, 32), (32, 96), linear) == 1
+    with pytest.raises(ValueError, match="precision.SPLIT_"):
+        xla_flags._set_precision_limits({"precision.F32": "1"})

@@ -10,6 +10,7 @@ the keys and values in bfloat16, as the full pass's attention sees them).
 """
 
 import dataclasses
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -21,6 +22,7 @@ from test_models_transformer import forward, inputs, run_decode, small
 
 from agentrl.cli import main
 from agentrl.models import ModelConfig
+from agentrl.models.precision import mixed_dot_general, weight_grad_split
 
 T = 9  # "sar": 27 tokens, blocks of 4 tokens
 OUT_TOL = 0.03  # max |bf16 - f32| over max |f32|
@@ -145,3 +147,39 @@ def test_bad_compute_dtype_names_the_field_and_the_choices(monkeypatch, capsys):
     err = capsys.readouterr().err
     assert code == 2 and "Traceback" not in err, err
     assert "compute_dtype" in err and "bfloat16" in err, err
+
+
+def test_weight_grad_split_cuts_many_rows_into_a_small_output():
+    linear = (((2,), (0,)), ((), ()))
+    assert weight_grad_split((64, 501, 32), (32, 96), linear) == 64  # dpt_bandit
+    assert weight_grad_split((64, 501, 32), (32, 5), linear) == 64  # its head
+    assert weight_grad_split((2, 4096, 8), (8, 16), linear) == 32  # 256-row chunks
+    assert weight_grad_split((3, 1001, 8), (8, 16), linear) == 1  # odd rows
+    assert weight_grad_split((4, 1000, 8), (8, 16), linear) == 1  # too few rows
+    assert weight_grad_split((512, 80, 512), (512, 1536), linear) == 1  # big out
+    batched = (((2,), (1,)), ((0,), (0,)))
+    assert weight_grad_split((64, 501, 32), (64, 32, 96), batched) == 1
+
+
+@pytest.mark.parametrize("dtype, tol", [(jnp.float32, 1e-5), (jnp.bfloat16, 2e-2)])
+def test_a_split_weight_gradient_equals_the_whole_one(dtype, tol):
+    # 8,192 rows into 8x16: split into 32 chunks of 256 rows
+    kx, kw, kg = jax.random.split(jax.random.key(0), 3)
+    x = jax.random.normal(kx, (2, 4096, 8)).astype(dtype)
+    w = jax.random.normal(kw, (8, 16)).astype(dtype)
+    g = jax.random.normal(kg, (2, 4096, 16))
+    dims = (((2,), (0,)), ((), ()))
+
+    def loss(dot, x, w):
+        return jnp.sum(dot(x, w, dims, preferred_element_type=jnp.float32) * g)
+
+    split = jax.jit(jax.grad(functools.partial(loss, mixed_dot_general), (0, 1)))
+    whole = jax.grad(functools.partial(loss, jax.lax.dot_general), (0, 1))
+    x32, w32 = x.astype(jnp.float32), w.astype(jnp.float32)
+    for got, want in zip(split(x, w), whole(x32, w32), strict=True):
+        assert got.dtype == dtype
+        err = jnp.linalg.norm(got.astype(jnp.float32) - want) / jnp.linalg.norm(want)
+        assert float(err) < tol, float(err)
+    # the weight gradient is one batched matmul over the 32 chunks
+    text = split.lower(x, w).as_text()
+    assert "tensor<32x256x8x" in text and "tensor<32x8x16xf32>" in text, text

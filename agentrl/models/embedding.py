@@ -18,6 +18,8 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from agentrl.models.precision import split_linear
+
 
 class GridCellEmbed(nnx.Module):
     """Factorised embedding of grid-cell ids (``ModelConfig.obs_encoding="grid"``).
@@ -32,7 +34,7 @@ class GridCellEmbed(nnx.Module):
         self.n = grid_size
         self.x = nnx.Embed(grid_size, d, rngs=rngs)
         self.y = nnx.Embed(grid_size, d, rngs=rngs)
-        self.coords = nnx.Linear(2, d, rngs=rngs)
+        self.coords = split_linear(2, d, rngs=rngs)
         self.layer = nnx.Embed(layers, d, rngs=rngs)
 
     def __call__(self, ids: jax.Array) -> jax.Array:
@@ -47,7 +49,7 @@ class GridCellEmbed(nnx.Module):
 def _encoder(kind: str, size: int, d: int, rngs) -> nnx.Module:
     if kind == "discrete":
         return nnx.Embed(size, d, rngs=rngs)
-    return nnx.Linear(size, d, rngs=rngs)
+    return split_linear(size, d, rngs=rngs)
 
 
 def _obs_encoder(config, d: int, rngs) -> nnx.Module:
@@ -71,7 +73,7 @@ class TokenEmbedding(nnx.Module):
         self.action_kind = c.action_kind
         self.obs = _obs_encoder(c, d, rngs)
         self.action = _encoder(c.action_kind, c.action_size, d, rngs)
-        self.reward = nnx.Linear(1, d, rngs=rngs)
+        self.reward = split_linear(1, d, rngs=rngs)
         small = nnx.initializers.normal(0.02)
         if c.token_layout == "step":
             self.start = nnx.Param(small(rngs.params(), (d,)))
