@@ -85,6 +85,8 @@ def time_side(config, env, dataset, members: int, k: int, chunks: int) -> dict:
         )
         jax.block_until_ready(result.state)
         runs.append(time.perf_counter() - start)
+        # a step's limit that kills this process still leaves these lines
+        print(f"{members} member(s), {steps} updates: {runs[-1]:.1f} s", flush=True)
     per_update = (runs[2] - runs[1]) / (k * chunks)
     return {
         "members": members,
@@ -152,7 +154,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--preset", default="gpu")
     parser.add_argument("--members", type=int, default=16)
     parser.add_argument("--tasks", type=int, default=10_000, help="0: the preset's")
-    parser.add_argument("--chunks", type=int, default=20, help="timed calls")
+    # 5 calls: on one H200 (2026-11-28) 20 calls of 16 members ran past the
+    # device check's 120 s limit before a record was written
+    parser.add_argument("--chunks", type=int, default=5, help="timed calls")
     parser.add_argument("--quick", action="store_true", help="smoke, 4 members")
     args = parser.parse_args(argv)
     if args.quick:

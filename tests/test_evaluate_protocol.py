@@ -53,8 +53,25 @@ def test_a_two_way_split_has_no_validation_tasks():
     assert ids == two["test"]
     with pytest.raises(ValueError, match="no validation tasks"):
         held_out_params(env, two, None, 0, "validation")
-    with pytest.raises(ValueError, match="'validation' or 'test'"):
-        held_out_params(env, two, None, 0, "train")
+    with pytest.raises(ValueError, match="'validation', 'test' or 'train'"):
+        held_out_params(env, two, None, 0, "training")
+
+
+def test_training_tasks_are_a_draw_of_the_splits_train_ids():
+    split = envs.make("dark_key_to_door").task_split(0.8, 0, 0.5).to_json()
+    env = envs.make("dark_key_to_door")
+    params, ids = held_out_params(env, split, 16, 3, "train")
+    assert len(ids) == 16 == len(set(ids)) and set(ids) <= set(split["train"])
+    assert ids == sorted(ids) and ids != split["train"][:16]
+    assert ids == held_out_params(env, split, 16, 3, "train")[1]  # seeded
+    assert ids != held_out_params(env, split, 16, 4, "train")[1]
+    first = jax.vmap(env.params_for_task)(jnp.asarray(ids[:1]))
+    assert jax.tree.map(lambda a: a[:1].tolist(), params) == jax.tree.map(
+        lambda a: a.tolist(), first
+    )
+    # a continuous family's training tasks are not recorded
+    with pytest.raises(ValueError, match="finite task space"):
+        held_out_params(envs.make("gaussian_bandit"), None, 8, 0, "train")
 
 
 def test_continuous_validation_and_test_tasks_are_different_draws():

@@ -59,8 +59,9 @@ class Args:
     """comma-separated baselines"""
     greedy: bool = False
     """act by argmax instead of the run's eval.acting rule"""
-    split: Literal["test", "validation"] = "test"
-    """held-out split to evaluate on (choose settings on validation)"""
+    split: Literal["test", "validation", "train"] = "test"
+    """split to evaluate on (choose settings on validation; train: the
+    training tasks, to see memorisation, finite task families only)"""
     control: Literal["zero_rewards", "shuffle_rewards", "empty_context"] | None = None
     """also evaluate the model under this in-context-learning control"""
     step: Annotated[NonNegativeInt | None, default_is("the latest")] = None

@@ -112,10 +112,11 @@ def evaluate_run(
     """Evaluate the run's model and baselines; write results.json, .md, plots.
 
     Unset arguments come from the run's ``EvalConfig``. ``tasks``:
-    ``"test"`` (the reported number) or ``"validation"`` (for protocol
-    choices). ``control`` evaluates the model under an in-context-learning
-    control (:data:`agentrl.evaluate.controls.CONTEXT_CONTROLS`) beside the
-    model itself and writes ``verdict.json``: the paired difference against
+    ``"test"`` (the reported number), ``"validation"`` (for protocol
+    choices) or ``"train"`` (the training tasks: memorisation).
+    ``control`` evaluates the model under an in-context-learning control
+    (:data:`agentrl.evaluate.controls.CONTEXT_CONTROLS`) beside the model
+    itself and writes ``verdict.json``: the paired difference against
     that control (:func:`~agentrl.evaluate.controls.icl_verdict`; with one
     control, ``learns_in_context`` stays false: the others are missing).
     ``step`` picks a checkpoint (default the latest; one short of the run's

@@ -88,6 +88,11 @@ def shifted_tasks(
     """
     if env.num_tasks is None or env.num_tasks == run.env.num_tasks:
         return held_out_params(env, run.split, num_tasks, seed, which)
+    if which == "train":
+        raise ValueError(
+            "the shifted family has another task space: its tasks are no "
+            "training tasks (evaluate --split train without --env-arg)"
+        )
     unseen = _unseen_task_ids(run, env)
     order = np.random.default_rng(seed).permutation(unseen)
     start = 0 if which == "test" else num_tasks

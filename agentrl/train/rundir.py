@@ -203,7 +203,7 @@ def write_run_files(run_dir: Path, config: ExperimentConfig, dataset: Any) -> No
 
 #: ``fold_in`` salts of the evaluation-only task keys of continuous task
 #: spaces: validation and test tasks are independent draws.
-_HELD_OUT_SALT = {"test": 0xE7A1, "validation": 0x7A1D}
+_SPLIT_SALT = {"test": 0xE7A1, "validation": 0x7A1D, "train": 0x7EA1}
 
 
 def held_out_params(
@@ -216,7 +216,11 @@ def held_out_params(
     """``(params [task, ...], ids | None)`` of the held-out ``which`` tasks.
 
     ``which`` is ``"test"`` (the reported number) or ``"validation"``
-    (protocol choices). For a finite task space (Dark Room goals) the split's
+    (protocol choices), or ``"train"``: the training tasks themselves, a
+    memorisation diagnostic (does the learner do better on the tasks it
+    was trained on than on held-out ones?), for a finite task space only
+    (a continuous one's training tasks are the data's draws, not
+    recorded). For a finite task space (Dark Room goals) the split's
     ids, all of them or, when it holds more than ``num_tasks``, a uniform
     draw of ``num_tasks`` (seeded by ``seed`` and ``which``; returned
     sorted); for a continuous one (bandit means) fresh tasks from an
@@ -229,12 +233,20 @@ def held_out_params(
     the first 16 of 648 held-out pairs would all have the key in the first
     three cells.
     """
-    if which not in _HELD_OUT_SALT:
-        raise ValueError(f"tasks must be 'validation' or 'test', got {which!r}")
+    if which not in _SPLIT_SALT:
+        raise ValueError(
+            f"tasks must be 'validation', 'test' or 'train', got {which!r}"
+        )
+    if which == "train" and (env.num_tasks is None or split is None):
+        raise ValueError(
+            "training tasks can be evaluated only for a family with a finite "
+            "task space and a recorded split (Dark Room goals, Key-to-Door "
+            "pairs); this one's training tasks are its data's draws"
+        )
     if env.num_tasks is not None and split is not None:
         ids = [int(i) for i in split.get(which, [])]
         if num_tasks is not None and len(ids) > num_tasks:
-            rng = np.random.default_rng([seed, _HELD_OUT_SALT[which]])
+            rng = np.random.default_rng([seed, _SPLIT_SALT[which]])
             ids = sorted(int(i) for i in rng.choice(ids, num_tasks, replace=False))
         if not ids:
             raise ValueError(
@@ -245,7 +257,7 @@ def held_out_params(
             )
         return jax.vmap(env.params_for_task)(jnp.asarray(ids, jnp.int32)), ids
     keys = jax.random.split(
-        jax.random.fold_in(jax.random.key(seed), _HELD_OUT_SALT[which]),
+        jax.random.fold_in(jax.random.key(seed), _SPLIT_SALT[which]),
         num_tasks or 200,
     )
     return jax.vmap(env.sample_params)(keys), None
