@@ -334,3 +334,17 @@ def test_agentrl_eval_control_and_split_flags(tiny_run, tmp_path, capsys):
     capsys.readouterr()
     assert main(["eval", str(tiny_run), "--control", "nope"]) == 2
     assert "--control" in capsys.readouterr().err
+
+
+@pytest.mark.long
+def test_agentrl_eval_on_training_tasks(tiny_run, tmp_path):
+    from agentrl.cli import main
+    from agentrl.train.rundir import load_run
+
+    out = tmp_path / "train"
+    argv = ["eval", str(tiny_run), "--split", "train", "--tasks", "2",
+            "--episodes", "1", "--baselines", "random", "--out", str(out)]  # fmt: skip
+    assert main(argv) == 0
+    meta = json.loads((out / "results.json").read_text())["runs"]["ad"][0]["metadata"]
+    assert meta["tasks"] == "train" and len(meta["task_ids"]) == 2
+    assert set(meta["task_ids"]) <= set(load_run(tiny_run).split["train"])
