@@ -31,6 +31,29 @@ epsilon annealed over 20k steps per env (100 updates) instead of 1M.
   shuffled 0.19, empty context 0.16): at 1.92M env steps (AMAGO's
   reference anneals exploration over 500k steps an actor and trains
   far longer) nothing is learned (``repro_amago_key_to_door_cpu``).
+  Against RL² and transformer PPO at the same 1.92M env steps, on the
+  same pairs and keys (their Dark Room cpu presets moved to this family;
+  paired per test pair with ``benchmarks/paired_repro.py``)::
+
+      E='data.env_args=(("size",9),("horizon",50))'
+      agentrl reproduce rl2_darkroom --preset cpu --seeds 1 --controls \
+          --set data.env=dark_key_to_door --set "$E" \
+          --set algo.trial_episodes=4 --set eval.num_episodes=4 \
+          --set train.steps=150 --set train.checkpoint_every=50
+      agentrl reproduce transformer_ppo_darkroom --preset cpu --seeds 1 \
+          --controls --set data.env=dark_key_to_door --set "$E" \
+          --set algo.trial_episodes=4 --set algo.update_every=50 \
+          --set eval.num_episodes=4 --set train.steps=150
+
+  (RL²: 256 envs x 50-step rollouts x 150 updates; transformer PPO: 64
+  envs x 150 trials of 200 steps, 4 partial updates a trial.) Measured
+  (session 37, seed 0, 16 test pairs, ~1 and ~17 min of training beside
+  other jobs): RL² 0.56 -> 0.48, transformer PPO 0.75 -> 0.56 (random
+  0.28): both above random but **neither learns in context** (neither
+  beats its rewards-zeroed and shuffled controls; both beat an empty
+  context); AMAGO minus RL² −0.30 [−0.64, 0.03], minus transformer PPO
+  −0.38 [−0.69, −0.08] (``paired_amago_key_to_door_vs_rl2_transformer_ppo``,
+  records ``repro_rl2_key_to_door_cpu``, ``repro_transformer_ppo_key_to_door_cpu``).
 - ``full`` / ``gpu``: 64 envs, trials of 10 episodes (500 steps), 2,000
   updates of 64 gradient steps, AMAGO's 1e-4 learning rate and 1M-step
   exploration anneal (not run here).
