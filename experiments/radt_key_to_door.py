@@ -36,10 +36,14 @@ splits and evaluation keys)::
   [-0.31, -0.05]. At 4x the updates (``--set train.steps=12000``, seeds
   0-1, 17-34 minutes of training a seed beside other jobs) it falls to
   random level (0.23; -0.18 [-0.26, -0.07] against itself at 3,000
-  updates) where AD-ε climbs to 1.29 (-1.05 [-1.26, -0.84]); why
-  is not established, and the same-task retrieval bonus is not it
-  (``--set algo.task_weight=0``: still at random level on validation;
-  docs/results.md).
+  updates) where AD-ε climbs to 1.29 (-1.05 [-1.26, -0.84]). Why
+  (session 37, ``radt_key_to_door_diagnostic``): in seed 0 mostly the
+  acting rule, ``sample_then_greedy`` chosen on 16 validation pairs
+  within the CIs of ``sample``; under ``sample`` that model scores 0.39
+  on test (a diagnostic, not the reported number); in seed 1 (``sample``
+  at both lengths) a real decline, 0.50 -> 0.29. Not memorisation
+  (training pairs score as held-out ones), not the same-task retrieval
+  bonus (``--set algo.task_weight=0``: still low on validation).
 - ``gpu`` / ``full``: ``ad_eps_key_to_door``'s sizes; not run.
 """
 
