@@ -348,3 +348,25 @@ def test_agentrl_eval_on_training_tasks(tiny_run, tmp_path):
     meta = json.loads((out / "results.json").read_text())["runs"]["ad"][0]["metadata"]
     assert meta["tasks"] == "train" and len(meta["task_ids"]) == 2
     assert set(meta["task_ids"]) <= set(load_run(tiny_run).split["train"])
+
+
+def test_validation_tasks_set_how_many_validation_tasks_choices_see():
+    from types import SimpleNamespace
+
+    from agentrl.evaluate.run import _held_out
+    from agentrl.train.config import EvalConfig
+
+    def run_with(ev):
+        return SimpleNamespace(
+            config=SimpleNamespace(eval=ev),
+            held_out=lambda count, seed, which: (None, list(range(count))),
+        )
+
+    run = run_with(EvalConfig(num_tasks=16, validation_tasks=64))
+    assert len(_held_out(run, None, {}, None, 0, "validation")[1]) == 64
+    assert len(_held_out(run, None, {}, None, 0, "test")[1]) == 16
+    assert len(_held_out(run, None, {}, 8, 0, "validation")[1]) == 8  # explicit
+    plain = run_with(EvalConfig(num_tasks=16))
+    assert len(_held_out(plain, None, {}, None, 0, "validation")[1]) == 16
+    with pytest.raises(ValueError, match="eval.validation_tasks"):
+        EvalConfig(validation_tasks=0)

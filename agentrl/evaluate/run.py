@@ -250,8 +250,14 @@ def _acting_eval(ev: Any, eval_overrides: dict | None, greedy: bool | None) -> A
 
 
 def _held_out(run, env, shift, num_tasks, seed, tasks):
-    """``(params, ids)`` of the held-out tasks (under shift: ``shifted_tasks``)."""
-    count = run.config.eval.num_tasks if num_tasks is None else num_tasks
+    """``(params, ids)`` of the held-out tasks (under shift: ``shifted_tasks``);
+    ``num_tasks`` unset: the run's ``eval.num_tasks``, or for validation
+    tasks its ``eval.validation_tasks`` when set."""
+    ev = run.config.eval
+    default = ev.num_tasks
+    if tasks == "validation" and ev.validation_tasks is not None:
+        default = ev.validation_tasks
+    count = default if num_tasks is None else num_tasks
     if shift:
         params, ids = shifted_tasks(run, env, count, seed, tasks)
     else:

@@ -285,6 +285,11 @@ class EvalConfig:
 
     Attributes:
       num_tasks: held-out tasks evaluated.
+      validation_tasks: validation tasks the protocol's choices are made
+        on (acting rule, checkpoint); ``None``: ``num_tasks``. More than the
+        test's count where the family has them: 16 pairs could not tell
+        acting rules apart whose test results differed by 0.2 (RA-DT on
+        Key-to-Door, docs/results.md).
       num_episodes: episodes per task, acted in one context.
       acting: the acting rule: sample, greedy or sample_then_greedy.
       temperature: sampling temperature of the sampling rules.
@@ -292,6 +297,7 @@ class EvalConfig:
     """
 
     num_tasks: int = 16
+    validation_tasks: int | None = None
     num_episodes: int = 20
     acting: str = "sample"
     temperature: float = 1.0
@@ -304,6 +310,11 @@ class EvalConfig:
                 isinstance(v, int) and not isinstance(v, bool) and v >= 1,
                 f"eval.{name} must be >= 1, got {v}",
             )
+        _check(
+            self.validation_tasks is None or _is_int(self.validation_tasks, 1),
+            "eval.validation_tasks must be an integer >= 1 or None, got "
+            f"{self.validation_tasks!r}",
+        )
         _check(
             _is_number(self.temperature) and self.temperature > 0,
             f"eval.temperature must be > 0 and finite, got {self.temperature!r}",
