@@ -46,12 +46,12 @@ sequence); no hindsight relabeling (no goal-conditioned task here).
   met), random 0.41, oracle 17; beats rewards zeroed / shuffled and an
   empty context by +7.9 to +8.1 (CIs above 0): it learns in context.
   Against transformer PPO at the same env steps, paired on seed 0: +3.58
-  [-0.94, 8.25] (not resolved). Seeds 1-2 (session 37, ``--seeds 4
+  [-0.94, 8.25] (not resolved). Seeds 1-3 (session 37, ``--seeds 4
   --first-seed 1``, ~30 min of training a seed beside other jobs): over
-  seeds 0-2, 2.5 -> 6.56 [2.01, 10.7] over the trial, score 0.38 [0.10,
-  0.63] (seed 1 learned little: 2.1 -> 2.5), beats the three controls by
-  +6.0 to +6.3; minus transformer PPO +2.98 [-1.71, 6.99] paired on the
-  three seeds (not resolved). Seeds 3-4 not run
+  seeds 0-3, 2.1 -> 6.75 [3.32, 9.91] over the trial, score 0.40 [0.19,
+  0.59] (seed 1 learned little: 2.1 -> 2.5), beats the three controls by
+  +6.2 to +6.5; minus transformer PPO +2.46 [-1.41, 6.06] paired on the
+  four seeds (not resolved). Seed 4 not run
   (``repro_amago_darkroom_cpu``, ``paired_amago_darkroom_vs_transformer_ppo``;
   the earlier run stopped at 128k env steps:
   ``benchmarks/results/amago_darkroom_cpu_partial.md``).
