@@ -74,8 +74,10 @@ and 4 gradient steps an update, to fit 2 cores.
   train.steps=1500``, the same 2 seeds, 5-10 min a run): 1.00 at ``L = 50``
   and at ``L = 100`` in both seeds. So 600 updates bridge 25 steps in both
   seeds and 50 in one of two; 1,500 bridge 100 in both: at this model
-  size the longer gaps need more updates (longer than 100 not tried)
-  (``benchmarks/results/tmaze_memory.md``, ``tmaze_memory_steps1500.md``).
+  size the longer gaps need more updates. ``L = 200`` at 1,500 updates
+  (session 37, ~24 min a run beside other jobs): 0.50 in both seeds, not
+  bridged (``benchmarks/results/tmaze_memory.md``,
+  ``tmaze_memory_steps1500.md``, ``tmaze_memory_steps1500_L200.md``).
 - ``full`` / ``gpu``: ``L = 100``, 64 envs, 2,000 updates of 16 gradient
   steps, a 3-layer model of width 128, AMAGO's 1e-4 learning rate and its
   T-Maze anneal of 100k steps per env (not run here).
