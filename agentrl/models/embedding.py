@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from agentrl.models.precision import split_linear
+from agentrl.models.precision import F32, mixed_linear
 
 
 class GridCellEmbed(nnx.Module):
@@ -34,7 +34,7 @@ class GridCellEmbed(nnx.Module):
         self.n = grid_size
         self.x = nnx.Embed(grid_size, d, rngs=rngs)
         self.y = nnx.Embed(grid_size, d, rngs=rngs)
-        self.coords = split_linear(2, d, rngs=rngs)
+        self.coords = mixed_linear(2, d, F32, rngs=rngs)
         self.layer = nnx.Embed(layers, d, rngs=rngs)
 
     def __call__(self, ids: jax.Array) -> jax.Array:
@@ -49,7 +49,7 @@ class GridCellEmbed(nnx.Module):
 def _encoder(kind: str, size: int, d: int, rngs) -> nnx.Module:
     if kind == "discrete":
         return nnx.Embed(size, d, rngs=rngs)
-    return split_linear(size, d, rngs=rngs)
+    return mixed_linear(size, d, F32, rngs=rngs)
 
 
 def _obs_encoder(config, d: int, rngs) -> nnx.Module:
@@ -73,7 +73,7 @@ class TokenEmbedding(nnx.Module):
         self.action_kind = c.action_kind
         self.obs = _obs_encoder(c, d, rngs)
         self.action = _encoder(c.action_kind, c.action_size, d, rngs)
-        self.reward = split_linear(1, d, rngs=rngs)
+        self.reward = mixed_linear(1, d, F32, rngs=rngs)
         small = nnx.initializers.normal(0.02)
         if c.token_layout == "step":
             self.start = nnx.Param(small(rngs.params(), (d,)))

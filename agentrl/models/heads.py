@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx, struct
 
-from agentrl.models.precision import split_linear
+from agentrl.models.precision import F32, mixed_linear
 
 LOG_STD_MIN, LOG_STD_MAX = -5.0, 2.0
 
@@ -42,7 +42,7 @@ class ActionHead(nnx.Module):
     def __init__(self, d_model: int, action_size: int, head: str, *, rngs):
         self.head = head
         width = 2 * action_size if head == "gaussian" else action_size
-        self.proj = split_linear(d_model, width, rngs=rngs)
+        self.proj = mixed_linear(d_model, width, F32, rngs=rngs)
 
     def __call__(self, h: jax.Array) -> tuple[jax.Array, jax.Array | None]:
         """``h [..., d]`` -> ``(action [..., A], log_std [..., A] | None)``."""

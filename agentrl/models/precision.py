@@ -28,7 +28,8 @@ one 339 µs, ~1.15 of the update's 3.05 busy ms). So when the rows are
 many and the output small (:func:`weight_grad_split`), the rows are cut
 into ``S`` equal chunks, multiplied as one batched matmul and the ``S``
 float32 partial sums added: split-K by hand, the same sum in float32 (the
-action head, float32, goes the same way: :func:`split_linear`).
+action head and the token embeddings, float32 ``mixed_linear``
+layers, go the same way).
 """
 
 from __future__ import annotations
@@ -62,12 +63,6 @@ def mixed_linear(d_in: int, d_out: int, dtype, *, rngs) -> nnx.Linear:
         dot_general=mixed_dot_general,
         rngs=rngs,
     )
-
-
-def split_linear(d_in: int, d_out: int, *, rngs) -> nnx.Linear:
-    """A float32 ``nnx.Linear`` whose weight gradient is split as
-    :func:`weight_grad_split` says (the same parameters as a plain one)."""
-    return nnx.Linear(d_in, d_out, dot_general=mixed_dot_general, rngs=rngs)
 
 
 #: the weight gradient is split when it contracts at least this many rows
