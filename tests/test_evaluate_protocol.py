@@ -171,6 +171,50 @@ def test_verdict_needs_every_control_beaten_with_a_ci_above_zero():
         icl_verdict(good, {"zero_rewards": worse[:2]})
 
 
+def test_choice_margin_is_paired_per_task_and_names_the_runner_up():
+    from agentrl.evaluate.selection import choice_margin
+
+    rng = np.random.default_rng(1)
+    base = rng.normal(0, 1.0, 32)  # task difficulty, shared by the candidates
+    values = {
+        "sample": base + 0.3 + rng.normal(0, 0.05, 32),
+        "greedy": base + rng.normal(0, 0.05, 32),
+        "sample_then_greedy": base - 1.0,
+    }
+    m = choice_margin(values, "sample", 1.0)
+    # paired: the shared task spread (sd 1) cancels, so +0.3 is resolved,
+    # where the two unpaired CIs (half-width ~0.35) overlap
+    assert m["runner_up"] == "greedy" and m["resolved"] and m["tasks"] == 32
+    assert abs(m["mean"] - 0.3) < 0.05 and 0.2 < m["ci"][0] < 0.3
+    close = {"sample": base + rng.normal(0, 0.05, 32), "greedy": base}
+    assert not choice_margin(close, "sample", 1.0)["resolved"]
+    # regret: lower is better, the sign makes a positive margin favour the choice
+    m = choice_margin({"a": base + 2.0, "b": base}, "b", -1.0)
+    assert m["runner_up"] == "a" and m["mean"] == pytest.approx(2.0)
+    # undefined tasks are left out; one candidate has no margin
+    values["greedy"][:4] = np.nan
+    assert choice_margin(values, "sample", 1.0)["tasks"] == 28
+    assert choice_margin({"sample": base}, "sample", 1.0) is None
+
+
+def test_criterion_values_average_to_the_summary_fields():
+    from agentrl.evaluate.report import summarize_method
+    from agentrl.evaluate.selection import criterion_values
+
+    rng = np.random.default_rng(2)
+    result = EvalResult(
+        "m",
+        rng.normal(0, 1, (6, 12)),
+        normalized=rng.uniform(0, 1, (6, 12)),
+        regret=np.cumsum(rng.uniform(0, 1, (6, 30)), -1),
+    )
+    summary = summarize_method(result, last_k=4)
+    for field in ("score_last", "return_last", "regret_final", "auc"):
+        values = criterion_values(result, field, summary["last_k"])
+        assert values.shape == (6,)
+        assert values.mean() == pytest.approx(summary[field]["mean"]), field
+
+
 def test_expert_dataset_keeps_the_last_episodes_of_each_history(
     darkroom_dataset, tmp_path
 ):
@@ -290,6 +334,10 @@ def test_selection_uses_validation_tasks_and_records_its_choice(tiny_run):
     vals = {n: v["mean"] for n, v in sel.validation.items()}
     assert vals[sel.choice.name] == max(vals.values())
     assert list(vals) == ["sample", "greedy", "sample_then_greedy"]
+    margin = sel.to_json()["margin"]
+    second = max(v for n, v in vals.items() if n != sel.choice.name)
+    assert vals[margin["runner_up"]] == second and margin["tasks"] == 3
+    assert margin["mean"] == pytest.approx(vals[sel.choice.name] - second)
     results, title = evaluate_choice(sel, baselines=["random"])
     model = results[next(iter(results))]
     tested = model.metadata["task_ids"]

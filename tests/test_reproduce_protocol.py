@@ -328,3 +328,21 @@ def test_every_online_preset_has_validation_and_test_tasks_for_each_seed():
                     assert ids and not set(ids) & train, (name, preset, which)
                 checked += 1
     assert checked >= 8  # rl2_darkroom and transformer_ppo_darkroom presets
+
+
+def test_the_record_says_which_seeds_choices_were_resolved():
+    def rec(seed, resolved, mean=0.1, ci=(0.02, 0.2)):
+        margin = {"runner_up": "greedy", "mean": mean, "ci": list(ci), "tasks": 16}
+        return {"seed": seed, "selection": {"margin": {**margin, "resolved": resolved}}}
+
+    note = reproduce_report._margin_note(
+        "ad", [rec(0, True), rec(1, False, 0.03, (-0.1, 0.2))]
+    )
+    assert "in 1 of 2 seeds" in note and "on 16 validation tasks" in note
+    assert "seed 1: +0.03 [-0.1, 0.2] over greedy" in note and "seed 0:" not in note
+    assert reproduce_report._margin_note("ad", [rec(0, True)]).endswith(
+        "in 1 of 1 seeds."
+    )
+    # records made before selections kept their margin say nothing
+    old = {"seed": 0, "selection": {"choice": {"name": "sample"}}}
+    assert reproduce_report._margin_note("ad", [rec(1, True), old]) is None

@@ -229,7 +229,8 @@ def _notes(
     notes += [
         line
         for name, recs in (protocol or {}).items()
-        if (line := _scan_note(name, recs))
+        for line in (_margin_note(name, recs), _scan_note(name, recs))
+        if line
     ]
     if verdict is not None and verdict["missing"]:
         notes.append(
@@ -251,6 +252,34 @@ def _notes(
             "verdict judges it against the context controls only."
         )
     return notes
+
+
+def _margin_note(name: str, records: list[dict]) -> str | None:
+    """How many seeds' acting-rule choices their validation tasks resolve.
+
+    ``None`` for records made before selections kept their margin."""
+    margins = [(r["seed"], r["selection"].get("margin")) for r in records]
+    if not margins or any(m is None for _, m in margins):
+        return None
+    open_ = [
+        f"seed {seed}: {m['mean']:+.3g} [{m['ci'][0]:.3g}, {m['ci'][1]:.3g}] "
+        f"over {m['runner_up']}"
+        for seed, m in margins
+        if not m["resolved"]
+    ]
+    line = (
+        f"Choice of {name}'s acting rule resolved (paired CI of the chosen rule "
+        f"minus the runner-up above 0, on {margins[0][1]['tasks']} validation "
+        f"tasks) in {len(margins) - len(open_)} of {len(margins)} seeds"
+    )
+    if not open_:
+        return line + "."
+    return (
+        line + "; unresolved (the validation tasks cannot tell the two rules "
+        "apart; more of them: `--set eval.validation_tasks=N`): "
+        + "; ".join(open_)
+        + "."
+    )
 
 
 def _scan_note(name: str, records: list[dict]) -> str | None:

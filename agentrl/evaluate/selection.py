@@ -22,7 +22,12 @@ last-episodes normalized score where the env has an oracle, else minus the
 final regret for bandits, else the last-episodes return), and pick the
 best; ties go to the candidate listed first (list the plainest first).
 :class:`Selection` records the candidates, every validation value with its
-CI, the criterion and the choice (``to_json``).
+CI, the criterion and the choice (``to_json``), and the choice's *margin*:
+the chosen candidate minus the runner-up, paired per validation task (all
+candidates see the same tasks and key), with a 95% bootstrap CI. A margin
+whose CI holds 0 is an unresolved choice: the validation tasks cannot tell
+the two apart, and another draw of them may pick the other (raise
+``eval.validation_tasks``).
 """
 
 from __future__ import annotations
@@ -32,6 +37,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+import agentrl.evaluate.metrics as metrics
 from agentrl.evaluate.report import summarize_method
 from agentrl.evaluate.run import run_results
 from agentrl.train.checkpoint import complete_steps
@@ -83,6 +91,7 @@ class Selection:
     candidates: list[Candidate]
     validation: dict[str, dict[str, Any]]
     task_ids: list[int] | None
+    margin: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -96,6 +105,7 @@ class Selection:
             "candidates": [c.to_json() for c in self.candidates],
             "validation": self.validation,
             "validation_task_ids": self.task_ids,
+            "margin": self.margin,
         }
 
 
@@ -138,6 +148,61 @@ def resolve_criterion(criterion: str, summary: dict[str, Any]) -> str:
     return criterion
 
 
+def criterion_values(result: Any, field: str, last_k: int) -> np.ndarray:
+    """``[task]`` values of one evaluation whose mean is ``summary[field]``.
+
+    ``result`` is one run's :class:`~agentrl.evaluate.EvalResult`; the
+    values are those :func:`~agentrl.evaluate.report.summarize_method`
+    averages (``auc`` on the normalized score where every task has one).
+    """
+    returns = np.asarray(result.returns, np.float64)  # [task, episode]
+    normalized = result.normalized
+    k = max(1, min(last_k, returns.shape[-1]))
+    if field == "score_last":
+        return np.asarray(normalized, np.float64)[..., -k:].mean(-1)
+    if field == "return_last":
+        return returns[..., -k:].mean(-1)
+    if field == "regret_final":
+        return np.asarray(result.regret, np.float64)[..., -1]
+    curve = returns
+    if normalized is not None and np.isfinite(normalized).all():
+        curve = np.asarray(normalized, np.float64)
+    return metrics.curve_auc(curve)
+
+
+def choice_margin(
+    values: dict[str, np.ndarray], best: str, sign: float, seed: int = 0
+) -> dict[str, Any] | None:
+    """The chosen candidate ``best`` minus the runner-up, paired per task.
+
+    ``values`` maps candidate names (in listing order) to ``[task]`` values
+    on the same validation tasks; the runner-up is the other candidate of
+    the highest ``sign * mean`` (ties to the first listed). Tasks where
+    either value is undefined are left out. Returns ``{"runner_up", "mean",
+    "ci", "tasks", "resolved"}`` (``sign`` applied: a positive margin
+    favours the choice; ``resolved``: the 95% bootstrap CI over tasks lies
+    above 0), or ``None`` with one candidate or no task defined for both.
+    """
+    others = [n for n in values if n != best]
+    if not others:
+        return None
+    runner_up = max(
+        others, key=lambda n: (sign * np.nanmean(values[n]), -others.index(n))
+    )
+    diff = sign * (values[best] - values[runner_up])
+    diff = diff[np.isfinite(diff)]
+    if diff.size == 0:
+        return None
+    low, high = metrics.bootstrap_ci(diff, seed=seed)
+    return {
+        "runner_up": runner_up,
+        "mean": float(diff.mean()),
+        "ci": [low, high],
+        "tasks": int(diff.size),
+        "resolved": bool(low > 0),
+    }
+
+
 def select(
     candidates: Sequence[Candidate],
     criterion: str = "auto",
@@ -159,6 +224,7 @@ def select(
     if len(set(names)) != len(names):
         raise ValueError(f"candidate names must be unique, got {names}")
     validation: dict[str, dict[str, Any]] = {}
+    per_task: dict[str, np.ndarray] = {}
     field, ids = None, None
     opened: dict[tuple, Any] = {}  # each run and step opened once
     for cand in candidates:
@@ -185,13 +251,15 @@ def select(
             "ci": summary[field]["mean_ci"],
             "step": result.metadata.get("step"),
         }
+        per_task[cand.name] = criterion_values(result, field, summary["last_k"])
     sign = CRITERIA[field][1]
     best = max(
         range(len(candidates)),
         key=lambda i: (sign * validation[names[i]]["mean"], -i),
     )
+    margin = choice_margin(per_task, names[best], sign)
     return Selection(
-        criterion, field, candidates[best], list(candidates), validation, ids
+        criterion, field, candidates[best], list(candidates), validation, ids, margin
     )
 
 
