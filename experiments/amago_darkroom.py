@@ -51,7 +51,14 @@ sequence); no hindsight relabeling (no goal-conditioned task here).
   seeds 0-3, 2.1 -> 6.75 [3.32, 9.91] over the trial, score 0.40 [0.19,
   0.59] (seed 1 learned little: 2.1 -> 2.5), beats the three controls by
   +6.2 to +6.5; minus transformer PPO +2.46 [-1.41, 6.06] paired on the
-  four seeds (not resolved). Seed 4 not run
+  four seeds (not resolved). Seed 4 (session 38, ``--seeds 5 --controls``
+  resuming its checkpoint, ~25 min of training beside other jobs): 0.0 ->
+  2.0. **All five seeds**: 1.7 -> 5.8 [2.74, 9.11] over the trial, score
+  0.34 [0.16, 0.54] (target 0.8: not met; seeds 1 and 4 learned little),
+  beats rewards zeroed / shuffled and an empty context by +5.5 / +5.2 /
+  +5.5 (CIs above 0): learns in context; minus transformer PPO +1.13
+  [-2.75, 5.30] paired on the five seeds (not resolved). Validation chose
+  ``sample_then_greedy`` in four seeds, ``greedy`` in one
   (``repro_amago_darkroom_cpu``, ``paired_amago_darkroom_vs_transformer_ppo``;
   the earlier run stopped at 128k env steps:
   ``benchmarks/results/amago_darkroom_cpu_partial.md``).

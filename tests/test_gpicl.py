@@ -157,3 +157,30 @@ def test_tiny_sweep_reports_train_and_held_out(tmp_path):
     for a, b in zip(outcome.rows, plain.rows, strict=True):
         assert "train_score" not in b
         np.testing.assert_allclose(a["score"], b["score"], rtol=1e-6)
+
+
+def test_the_benchmark_calls_a_rise_only_when_the_cis_are_apart():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import gpicl_bandit
+
+    def row(n, score, low, high, train=0.5):
+        return {
+            "data.num_train_tasks": n,
+            "model.d_model": 64,
+            "score": score,
+            "score_ci_low": low,
+            "score_ci_high": high,
+            "generalization_gap": train - score,
+        }
+
+    noisy = gpicl_bandit._targets(
+        [row(4, 0.49, 0.39, 0.59, 0.76), row(16384, 0.50, 0.43, 0.56)]
+    )
+    memorised, _, rise = noisy
+    assert memorised["met"] and not rise["met"]  # +0.01 inside the noise
+    assert rise["value"] == pytest.approx(0.43 - 0.59)
+    clear = gpicl_bandit._targets([row(16384, 0.8, 0.7, 0.9), row(4, 0.4, 0.3, 0.5)])
+    assert clear[2]["met"] and clear[2]["value"] == pytest.approx(0.2)
