@@ -73,9 +73,17 @@ tasks, not over draws of the training task set.
   800 updates do not leave the plateau GPICL describes (more tasks, a
   longer plateau), so the held-out score does not rise with ``N`` (target
   not met, -0.08 at width 64); the wider model scores higher at every
-  ``N``. One full grid (7 ``N`` x 3 widths x 5 seeds, 3,000 steps) would
-  cost ~10 hours on this loaded machine (~3 hours alone on its 2 cores):
-  the ``gpu`` preset is the study.
+  ``N``. At 4,000 steps (session 38, width 64, ``--tasks
+  4,64,1024,16384 --set train.steps=4000``, 29 min of cells beside two
+  other jobs; ``gpicl_bandit_steps4000.md``): training-task score 0.76 /
+  0.51 / 0.45 / 0.44, held-out 0.49 / 0.41 / 0.47 / 0.50; still no rise,
+  because at H=20 Thompson sampling itself scores 0.49 [0.45, 0.53] on
+  held-out bandits (UCB-DPT 0.55): the ``N=4`` model reads its rewards to
+  tell its bandits apart and so already plays new ones at that level. The
+  claim needs a longer horizon (the gpu preset's H=50) or a family where
+  a memoriser's play does not transfer. One full grid (7 ``N`` x 3
+  widths x 5 seeds, 3,000 steps) would cost ~10 hours on this loaded
+  machine (~3 hours alone on its 2 cores): the ``gpu`` preset is the study.
 - ``gpu``: H=50, 81,920 histories (``N`` up to 2^16), 4 layers, ``d_ff``
   256, 20,000 steps of batch 128, 256 evaluation bandits of each kind;
   the full grid above (24 cells; estimated, not measured: no GPU was
