@@ -45,8 +45,11 @@ splits and evaluation keys)::
   (``--set eval.validation_tasks=64``, training reused), both seeds pick
   ``sample``: 0.41 [0.29, 0.53] at 3,000 updates, 0.34 [0.26, 0.43] at
   12,000, paired -0.07 [-0.24, 0.10]: more updates leave RA-DT where it
-  was. Not memorisation (training pairs score as held-out ones), not the
-  same-task retrieval bonus (``--set algo.task_weight=0``).
+  was. The 3,000-update records re-chosen on 64 validation pairs (session
+  38: RA-DT with controls, AD-ε, AD-ε at 40 steps, all seeds): ``sample``
+  in every seed, each choice resolved, every number as above. Not
+  memorisation (training pairs score as held-out ones), not the same-task
+  retrieval bonus (``--set algo.task_weight=0``).
 - ``gpu`` / ``full``: ``ad_eps_key_to_door``'s sizes; not run.
 """
 
