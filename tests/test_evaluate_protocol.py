@@ -195,6 +195,10 @@ def test_choice_margin_is_paired_per_task_and_names_the_runner_up():
     values["greedy"][:4] = np.nan
     assert choice_margin(values, "sample", 1.0)["tasks"] == 28
     assert choice_margin({"sample": base}, "sample", 1.0) is None
+    # a rule that acted exactly as the chosen one is no rival
+    same = {"sample": base, "sample_then_greedy": base.copy(), "greedy": base - 0.5}
+    assert choice_margin(same, "sample", 1.0)["runner_up"] == "greedy"
+    assert choice_margin({"sample": base, "again": base.copy()}, "sample", 1.0) is None
 
 
 def test_criterion_values_average_to_the_summary_fields():
@@ -335,9 +339,12 @@ def test_selection_uses_validation_tasks_and_records_its_choice(tiny_run):
     assert vals[sel.choice.name] == max(vals.values())
     assert list(vals) == ["sample", "greedy", "sample_then_greedy"]
     margin = sel.to_json()["margin"]
-    second = max(v for n, v in vals.items() if n != sel.choice.name)
-    assert vals[margin["runner_up"]] == second and margin["tasks"] == 3
-    assert margin["mean"] == pytest.approx(vals[sel.choice.name] - second)
+    if margin is None:  # no rival: every rule acted as the chosen one
+        assert len(set(vals.values())) == 1
+    else:
+        rival = vals[margin["runner_up"]]
+        assert margin["runner_up"] != sel.choice.name and margin["tasks"] == 3
+        assert margin["mean"] == pytest.approx(vals[sel.choice.name] - rival)
     results, title = evaluate_choice(sel, baselines=["random"])
     model = results[next(iter(results))]
     tested = model.metadata["task_ids"]

@@ -257,20 +257,30 @@ def _notes(
 def _margin_note(name: str, records: list[dict]) -> str | None:
     """How many seeds' acting-rule choices their validation tasks resolve.
 
-    ``None`` for records made before selections kept their margin."""
-    margins = [(r["seed"], r["selection"].get("margin")) for r in records]
-    if not margins or any(m is None for _, m in margins):
+    ``None`` for records made before selections kept their margin (no
+    ``"margin"`` key); a seed whose margin is ``None`` had no rival rule
+    (every other rule acted as the chosen one)."""
+    if not records or any("margin" not in r["selection"] for r in records):
         return None
+    margins = [(r["seed"], r["selection"]["margin"]) for r in records]
+    rivalled = [(seed, m) for seed, m in margins if m is not None]
+    alone = len(margins) - len(rivalled)
+    without = f"; {alone} without a rival (the rules acted alike)" if alone else ""
+    if not rivalled:
+        return (
+            f"Choice of {name}'s acting rule: no rival in any seed "
+            "(the rules acted alike)."
+        )
     open_ = [
         f"seed {seed}: {m['mean']:+.3g} [{m['ci'][0]:.3g}, {m['ci'][1]:.3g}] "
         f"over {m['runner_up']}"
-        for seed, m in margins
+        for seed, m in rivalled
         if not m["resolved"]
     ]
     line = (
         f"Choice of {name}'s acting rule resolved (paired CI of the chosen rule "
-        f"minus the runner-up above 0, on {margins[0][1]['tasks']} validation "
-        f"tasks) in {len(margins) - len(open_)} of {len(margins)} seeds"
+        f"minus the runner-up above 0, on {rivalled[0][1]['tasks']} validation "
+        f"tasks) in {len(rivalled) - len(open_)} of {len(rivalled)} seeds{without}"
     )
     if not open_:
         return line + "."

@@ -177,13 +177,20 @@ def choice_margin(
 
     ``values`` maps candidate names (in listing order) to ``[task]`` values
     on the same validation tasks; the runner-up is the other candidate of
-    the highest ``sign * mean`` (ties to the first listed). Tasks where
+    the highest ``sign * mean`` (ties to the first listed) among those that
+    acted differently: a candidate with the chosen one's values on every
+    task (e.g. ``sample_then_greedy`` where no reward is ever positive, so
+    it never turns greedy) is the same choice, not a rival. Tasks where
     either value is undefined are left out. Returns ``{"runner_up", "mean",
     "ci", "tasks", "resolved"}`` (``sign`` applied: a positive margin
     favours the choice; ``resolved``: the 95% bootstrap CI over tasks lies
-    above 0), or ``None`` with one candidate or no task defined for both.
+    above 0), or ``None`` without a rival or a task defined for both.
     """
-    others = [n for n in values if n != best]
+    others = [
+        n
+        for n in values
+        if n != best and not np.array_equal(values[n], values[best], equal_nan=True)
+    ]
     if not others:
         return None
     runner_up = max(
