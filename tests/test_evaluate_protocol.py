@@ -195,7 +195,7 @@ def test_choice_margin_is_paired_per_task_and_names_the_runner_up():
     values["greedy"][:4] = np.nan
     assert choice_margin(values, "sample", 1.0)["tasks"] == 28
     assert choice_margin({"sample": base}, "sample", 1.0) is None
-    # a rule that acted exactly as the chosen one is no rival
+    # a rule that scored exactly as the chosen one is no rival
     same = {"sample": base, "sample_then_greedy": base.copy(), "greedy": base - 0.5}
     assert choice_margin(same, "sample", 1.0)["runner_up"] == "greedy"
     assert choice_margin({"sample": base, "again": base.copy()}, "sample", 1.0) is None
@@ -339,7 +339,7 @@ def test_selection_uses_validation_tasks_and_records_its_choice(tiny_run):
     assert vals[sel.choice.name] == max(vals.values())
     assert list(vals) == ["sample", "greedy", "sample_then_greedy"]
     margin = sel.to_json()["margin"]
-    if margin is None:  # no rival: every rule acted as the chosen one
+    if margin is None:  # no rival: every rule scored as the chosen one
         assert len(set(vals.values())) == 1
     else:
         rival = vals[margin["runner_up"]]

@@ -343,7 +343,7 @@ def test_the_record_says_which_seeds_choices_were_resolved():
     assert reproduce_report._margin_note("ad", [rec(0, True)]).endswith(
         "in 1 of 1 seeds."
     )
-    # a seed whose rules all acted alike has no rival, and is said apart
+    # a seed whose rules all scored alike has no rival, and is said apart
     alike = {"seed": 2, "selection": {"margin": None}}
     note = reproduce_report._margin_note("ad", [rec(0, True), alike])
     assert "in 1 of 1 seeds; 1 without a rival" in note

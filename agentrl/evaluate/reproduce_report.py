@@ -259,18 +259,16 @@ def _margin_note(name: str, records: list[dict]) -> str | None:
 
     ``None`` for records made before selections kept their margin (no
     ``"margin"`` key); a seed whose margin is ``None`` had no rival rule
-    (every other rule acted as the chosen one)."""
+    (every other rule scored as the chosen one on every task)."""
     if not records or any("margin" not in r["selection"] for r in records):
         return None
     margins = [(r["seed"], r["selection"]["margin"]) for r in records]
     rivalled = [(seed, m) for seed, m in margins if m is not None]
     alone = len(margins) - len(rivalled)
-    without = f"; {alone} without a rival (the rules acted alike)" if alone else ""
+    alike = "the rules scored alike on every validation task"
+    without = f"; {alone} without a rival ({alike})" if alone else ""
     if not rivalled:
-        return (
-            f"Choice of {name}'s acting rule: no rival in any seed "
-            "(the rules acted alike)."
-        )
+        return f"Choice of {name}'s acting rule: no rival in any seed ({alike})."
     open_ = [
         f"seed {seed}: {m['mean']:+.3g} [{m['ci'][0]:.3g}, {m['ci'][1]:.3g}] "
         f"over {m['runner_up']}"

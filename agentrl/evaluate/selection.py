@@ -178,7 +178,7 @@ def choice_margin(
     ``values`` maps candidate names (in listing order) to ``[task]`` values
     on the same validation tasks; the runner-up is the other candidate of
     the highest ``sign * mean`` (ties to the first listed) among those that
-    acted differently: a candidate with the chosen one's values on every
+    scored differently: a candidate with the chosen one's values on every
     task (e.g. ``sample_then_greedy`` where no reward is ever positive, so
     it never turns greedy) is the same choice, not a rival. Tasks where
     either value is undefined are left out. Returns ``{"runner_up", "mean",
