@@ -22,11 +22,18 @@ Presets (2-core CPU of the development machine):
 - ``cpu``: ``agentrl train ad_point_robot --preset cpu`` then
   ``agentrl eval runs/ad_point_robot-cpu`` — 180 histories (4 per training
   goal) of 100 PPO episodes, 4 layers width 64, context 4 episodes, 4,000
-  steps of batch 32 (about 20-30 min, estimated from
-  ``agentrl bench train_throughput``'s cpu-shape step time; not yet run end
-  to end). Expected: the held-out return rises over the 50 evaluation
-  episodes, as the PPO histories do (PPO reaches more than halfway to the
-  oracle within 100 episodes, ``tests/test_ppo.py``).
+  steps of batch 32. Expected: the held-out return rises over the 50
+  evaluation episodes, as the PPO histories do (PPO reaches more than
+  halfway to the oracle within 100 episodes, ``tests/test_ppo.py``).
+  Measured (session 38, ``agentrl reproduce meta_dt_point_robot --preset
+  cpu --seeds 3 --compare ad_point_robot``, ~14 min of training a seed
+  beside other jobs, 3 test goals a seed): **AD stays at random level**,
+  -19.3 -> -19.3 (score 0.01; random 0.02, PPO learning online 0.43)
+  although its training loss is as low as Meta-DT's on the same data
+  (Gaussian NLL -3.1, action MSE 0.005). A reading, not tested: the PPO
+  histories improve slowly within AD's 4-episode window, so from a
+  random-level context the model keeps playing the data's random-level
+  stage. Not met.
 - ``gpu``: T2MIR's AD model for Point-Robot (4 layers, 8 heads, width
   128, batch 64, lr 3e-4) on 450 PPO histories (10 per training goal) of
   200 episodes, 10,000 updates with a 1,000-step warm-up, 100 evaluation
