@@ -160,11 +160,19 @@ def test_tiny_sweep_reports_train_and_held_out(tmp_path):
 
 
 def test_the_benchmark_calls_a_rise_only_when_the_cis_are_apart():
+    import importlib.util
     import sys
     from pathlib import Path
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-    import gpicl_bandit
+    # by path, under its own name: ``gpicl_bandit`` is also the experiment's
+    # module, which an earlier test in this process may have imported
+    folder = Path(__file__).resolve().parents[1] / "benchmarks"
+    sys.path.insert(0, str(folder))  # its ``import common``
+    spec = importlib.util.spec_from_file_location(
+        "gpicl_bandit_benchmark", folder / "gpicl_bandit.py"
+    )
+    gpicl_bandit = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gpicl_bandit)
 
     def row(n, score, low, high, train=0.5):
         return {
