@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from agentrl.evaluate.reproduce_record import write_record
-from agentrl.evaluate.selection import CRITERIA
+from agentrl.evaluate.selection import CRITERIA, recorded_field
 from agentrl.project import results_dir
 
 
@@ -47,8 +47,8 @@ def judge(selection: dict) -> dict | None:
     others = [n for n in values if n != chosen]
     if not others:
         return None
-    field = selection.get("field") or "score_last"
-    sign = CRITERIA.get(field, ("", 1.0))[1]
+    field = recorded_field(selection) or "score_last"
+    sign = CRITERIA[field][1] if field in CRITERIA else 1.0
     runner_up = max(others, key=lambda n: sign * values[n]["mean"])
     (c_low, c_high), (r_low, r_high) = values[chosen]["ci"], values[runner_up]["ci"]
     separated = c_low > r_high if sign > 0 else c_high < r_low

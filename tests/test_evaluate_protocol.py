@@ -219,6 +219,29 @@ def test_criterion_values_average_to_the_summary_fields():
         assert values.mean() == pytest.approx(summary[field]["mean"]), field
 
 
+def test_auc_values_leave_out_tasks_without_a_normalized_score_as_the_summary_does():
+    from agentrl.evaluate.report import summarize_method
+    from agentrl.evaluate.selection import criterion_values
+
+    rng = np.random.default_rng(3)
+    normalized = rng.uniform(0, 1, (5, 8))
+    normalized[1] = np.nan  # a task without an oracle
+    result = EvalResult("m", rng.normal(0, 1, (5, 8)), normalized=normalized)
+    values = criterion_values(result, "auc", 10)
+    assert np.isnan(values[1]) and np.isfinite(np.delete(values, 1)).all()
+    assert np.nanmean(values) == pytest.approx(summarize_method(result)["auc"]["mean"])
+
+
+def test_recorded_field_reads_old_records_from_their_rule():
+    from agentrl.evaluate.selection import recorded_field
+
+    assert recorded_field({"field": "return_last", "rule": "x"}) == "return_last"
+    old = "max over candidates of -mean regret_final on validation tasks; ties"
+    assert recorded_field({"rule": old}) == "regret_final"
+    assert recorded_field({"rule": "something else"}) is None
+    assert recorded_field({}) is None
+
+
 def test_expert_dataset_keeps_the_last_episodes_of_each_history(
     darkroom_dataset, tmp_path
 ):

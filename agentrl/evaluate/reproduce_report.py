@@ -25,6 +25,7 @@ from agentrl.evaluate.controls import paired_difference as paired_control_differ
 from agentrl.evaluate.evaluate import EvalResult
 from agentrl.evaluate.report import summarize, write_results
 from agentrl.evaluate.reproduce_record import target, write_record
+from agentrl.evaluate.selection import recorded_field
 from agentrl.evaluate.targets import resample_for, targets_for, with_ci
 from agentrl.project import results_dir
 from agentrl.tables import markdown_table
@@ -310,13 +311,8 @@ def _scan_note(name: str, records: list[dict]) -> str | None:
         if len(values) == len(scans):
             each = ", ".join(f"{x:.3f}" for x in values)
             parts.append(f"step {step} {np.mean(values):.3f} ({each})")
-    selection = records[0].get("selection", {})
-    field = selection.get("field")
-    if field is None:  # recorded before selections named their field
-        rule = selection.get("rule", "the selection criterion")
-        field = rule.split(" on ")[0].removeprefix("max over candidates of ")
-    else:
-        field = f"mean {field}"
+    field = recorded_field(records[0].get("selection", {}))
+    field = "the selection criterion" if field is None else f"mean {field}"
     return (
         f"Checkpoint scan of {name} (validation tasks, the chosen acting rule; "
         f"value: {field}; mean over seeds, then per seed): " + "; ".join(parts) + "."

@@ -153,7 +153,8 @@ def criterion_values(result: Any, field: str, last_k: int) -> np.ndarray:
 
     ``result`` is one run's :class:`~agentrl.evaluate.EvalResult`; the
     values are those :func:`~agentrl.evaluate.report.summarize_method`
-    averages (``auc`` on the normalized score where every task has one).
+    averages (``auc`` on the normalized score where some task has one, NaN
+    for the tasks without, as the summary leaves them out).
     """
     returns = np.asarray(result.returns, np.float64)  # [task, episode]
     normalized = result.normalized
@@ -165,9 +166,25 @@ def criterion_values(result: Any, field: str, last_k: int) -> np.ndarray:
     if field == "regret_final":
         return np.asarray(result.regret, np.float64)[..., -1]
     curve = returns
-    if normalized is not None and np.isfinite(normalized).all():
-        curve = np.asarray(normalized, np.float64)
+    if normalized is not None:
+        normalized = np.asarray(normalized, np.float64)
+        defined = np.isfinite(normalized).all(axis=-1)  # [task]
+        if defined.any():
+            curve = np.where(defined[:, None], normalized, np.nan)
     return metrics.curve_auc(curve)
+
+
+def recorded_field(selection: dict[str, Any]) -> str | None:
+    """The criterion's summary field of a selection's JSON (``to_json``).
+
+    Records made before selections named their ``field`` state it only in
+    their ``rule`` ("max over candidates of -mean regret_final on ...");
+    ``None`` if neither names one.
+    """
+    if selection.get("field"):
+        return selection["field"]
+    head = selection.get("rule", "").split(" on ")[0]
+    return head.rsplit(" ", 1)[-1] if "mean " in head else None
 
 
 def choice_margin(
