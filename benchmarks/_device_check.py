@@ -69,9 +69,9 @@ ROOT = Path(__file__).resolve().parent.parent
 #: (the largest data) last; then the later additions, by value among
 #: themselves: DPT, RL² and transformer PPO on HalfCheetah-Vel (issue 36:
 #: DPT first, a distilled learner with SAC's final-policy labels; the
-#: online learners after it, RL² the cheaper). An experiment with a ``gpu``
-#: preset missing here is appended (tests/test_device_check.py keeps the
-#: list complete).
+#: online learners after it, RL² the cheaper); DT on Point-Robot. An
+#: experiment with a ``gpu`` preset missing here is appended
+#: (tests/test_device_check.py keeps the list complete).
 REPRODUCTIONS = (
     "dpt_bandit",
     "ad_darkroom",
@@ -105,6 +105,7 @@ REPRODUCTIONS = (
     "dpt_halfcheetah_vel",
     "rl2_halfcheetah_vel",
     "transformer_ppo_halfcheetah_vel",
+    "dt_point_robot",  # the Meta-DT claim's DT at equal data
 )
 
 #: the reproductions run with ``--controls`` in the default mode too: the

@@ -12,7 +12,12 @@ Targets (the GPICL claim, on this family): at the smallest ``N`` the
 widest model scores higher on its training tasks than on held-out ones
 (memorisation: ``train_score - score >= 0.1``); at the largest ``N`` the
 two agree (generalisation: ``|gap| <= 0.05``); and the held-out score
-rises from the smallest ``N`` to the largest.
+rises from the smallest ``N`` to the largest: judged paired, the two cells'
+difference per (seed, held-out bandit) with a bootstrap CI over bandits
+above 0 (every cell faces the same held-out bandits with the same key;
+:func:`agentrl.sweep.paired.paired_difference`), or, for rows without
+per-task scores (a sweep record from before they were kept), the largest
+``N``'s CI above the smallest's.
 
     agentrl bench gpicl_bandit --preset cpu --seeds 3
     agentrl bench gpicl_bandit --preset gpu --seeds 5 \\
@@ -31,6 +36,7 @@ from pathlib import Path
 import common as bench
 
 from agentrl.configtools import parse_value
+from agentrl.sweep.paired import paired_difference
 from agentrl.sweep.run import run_sweep
 from agentrl.train.experiments import load_experiment
 
@@ -83,15 +89,38 @@ def _targets(rows: list[dict]) -> list[dict]:
             0.05,
             higher_is_better=False,
         ),
-        # a rise within the noise is no rise: the largest N's held-out CI
-        # must lie above the smallest N's (their gap, > 0 when apart)
-        bench.target(
+        _rise(small, large, widest),
+    ]
+
+
+def _rise(small: dict, large: dict, widest: int) -> dict:
+    """The held-out rise target: a rise within the noise is no rise.
+
+    Paired when both rows keep per-task scores on the same held-out tasks
+    (value: the low end of the paired CI of largest minus smallest N, > 0
+    resolved; the entry's ``paired`` holds the mean, CI and pairs); else
+    the largest N's CI must lie above the smallest N's (value: their gap,
+    > 0 when apart; ``unpaired_because`` says why).
+    """
+    try:
+        paired = paired_difference(large, small)
+    except ValueError as err:
+        entry = bench.target(
             "held-out score rise from the smallest N to the largest, CI to CI "
             f"(largest's low minus smallest's high, width {widest})",
             large["score_ci_low"] - small["score_ci_high"],
             0.0,
-        ),
-    ]
+        )
+        return {**entry, "paired": None, "unpaired_because": str(err)}
+    low, high = paired["ci"]
+    entry = bench.target(
+        "held-out score rise from the smallest N to the largest, paired over "
+        f"{paired['pairs']} (seed, task) pairs: {paired['mean']:+.3f} "
+        f"[{low:+.3f}, {high:+.3f}] (the CI's low end, width {widest})",
+        low,
+        0.0,
+    )
+    return {**entry, "met": paired["resolved"], "paired": paired}  # CI above 0
 
 
 def _table(rows: list[dict]) -> list[dict]:
@@ -168,7 +197,10 @@ def main(argv: list[str] | None = None) -> None:
         f"{results['load']}. Scores: normalized "
         "in-context return of one episode (random 0, oracle 1), mean over "
         "seeds x evaluation bandits with 95% bootstrap CIs; `apart`: the two "
-        "CIs do not overlap. Plot: " + plot.name + "."
+        "CIs do not overlap. The rise target pairs the smallest and largest N "
+        "per (seed, held-out bandit), the same bandits in every cell. Plot: "
+        + plot.name
+        + "."
     )
     path = bench.write_record(args.name, results, _targets(rows), _table(rows), notes)
     print(path.with_suffix(".md").read_text())

@@ -155,17 +155,25 @@ def test_tiny_sweep_reports_train_and_held_out(tmp_path):
     plain = run_sweep(config, [0, 1], grid, tmp_path / "plain", progress=False)
     assert "transition" not in plain.paths
     for a, b in zip(outcome.rows, plain.rows, strict=True):
-        assert "train_score" not in b
+        assert "train_score" not in b and "train_task_scores" not in b
         np.testing.assert_allclose(a["score"], b["score"], rtol=1e-6)
+        np.testing.assert_allclose(a["task_scores"], b["task_scores"], rtol=1e-6)
+        assert np.shape(a["task_scores"]) == (2, 4)  # [seed, task]
+    # every N faces the same held-out bandits (pairable), not the same training ones
+    assert len({r["task_set"] for r in outcome.rows + plain.rows}) == 1
+    assert len({r["train_task_set"] for r in outcome.rows}) == 2
 
 
-def test_the_benchmark_calls_a_rise_only_when_the_cis_are_apart():
+def _benchmark():
+    """``benchmarks/gpicl_bandit.py`` as a module.
+
+    By path, under its own name: ``gpicl_bandit`` is also the experiment's
+    module, which an earlier test in this process may have imported.
+    """
     import importlib.util
     import sys
     from pathlib import Path
 
-    # by path, under its own name: ``gpicl_bandit`` is also the experiment's
-    # module, which an earlier test in this process may have imported
     folder = Path(__file__).resolve().parents[1] / "benchmarks"
     sys.path.insert(0, str(folder))  # its ``import common``
     spec = importlib.util.spec_from_file_location(
@@ -173,6 +181,11 @@ def test_the_benchmark_calls_a_rise_only_when_the_cis_are_apart():
     )
     gpicl_bandit = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(gpicl_bandit)
+    return gpicl_bandit
+
+
+def test_the_benchmark_calls_a_rise_only_when_the_cis_are_apart():
+    gpicl_bandit = _benchmark()
 
     def row(n, score, low, high, train=0.5):
         return {
@@ -190,5 +203,41 @@ def test_the_benchmark_calls_a_rise_only_when_the_cis_are_apart():
     memorised, _, rise = noisy
     assert memorised["met"] and not rise["met"]  # +0.01 inside the noise
     assert rise["value"] == pytest.approx(0.43 - 0.59)
+    assert rise["paired"] is None and "task_scores" in rise["unpaired_because"]
     clear = gpicl_bandit._targets([row(16384, 0.8, 0.7, 0.9), row(4, 0.4, 0.3, 0.5)])
     assert clear[2]["met"] and clear[2]["value"] == pytest.approx(0.2)
+
+
+def _paired_rows(offset: float, held_out: tuple[str, str] = ("h", "h")):
+    """The smallest and largest N of one width, on the same held-out tasks
+    (``held_out`` names their task sets): a wide task-to-task spread and
+    the largest N ``offset`` higher on every (seed, task)."""
+    rng = np.random.default_rng(5)
+    small = rng.uniform(0.0, 0.8, size=32) + rng.normal(0, 0.01, size=(3, 32))
+    rows = []
+    for n, held, name in ((4, small, held_out[0]), (64, small + offset, held_out[1])):
+        fields = {"data.num_train_tasks": n, "model.d_model": 64}
+        metrics = {"loss": np.ones((3, 10))}
+        train = held + 0.2
+        rows.append(setting_rows(f"n={n}", fields, metrics, held, train, task_set=name))
+    return rows
+
+
+def test_the_benchmark_judges_the_rise_paired_when_it_can():
+    """A constant rise the overlapping CIs cannot tell is resolved by the
+    pairs; cells on different held-out tasks fall back to CI to CI."""
+    gpicl_bandit = _benchmark()
+    small, large = _paired_rows(0.05)
+    assert large["score_ci_low"] < small["score_ci_high"]  # CI to CI: no rise
+    rise = gpicl_bandit._targets([large, small])[2]
+    assert rise["met"] and "paired over 96 (seed, task) pairs" in rise["name"]
+    assert rise["paired"]["mean"] == pytest.approx(0.05, abs=1e-9)
+    assert rise["value"] == pytest.approx(rise["paired"]["ci"][0]) and rise["value"] > 0
+    fell = gpicl_bandit._targets(_paired_rows(-0.05))[2]
+    assert not fell["met"] and fell["paired"]["ci"][1] < 0
+    apart = gpicl_bandit._targets(_paired_rows(0.05, ("h", "other")))[2]
+    assert apart["paired"] is None and "different tasks" in apart["unpaired_because"]
+    assert not apart["met"] and "CI to CI" in apart["name"]
+    assert apart["value"] == pytest.approx(
+        large["score_ci_low"] - small["score_ci_high"]
+    )

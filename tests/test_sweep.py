@@ -141,3 +141,107 @@ def test_batch_must_divide_data_devices():
 
     assert sweep_mesh(4, 3).shape["sweep"] == 1  # one CPU device here
     assert dataclasses.is_dataclass(load_experiment("ad_darkroom", "smoke"))
+
+
+def _fake_members(calls: list):
+    """``_data_members`` without data or training: the real held-out tasks
+    (a continuous family's: the evaluation key's draws, the same for every
+    ``N``), training tasks that depend on ``N``, and ``[S, H, task, episode]``
+    returns of a seeded draw, so a sweep runs in seconds."""
+    import types
+
+    from agentrl.sweep.train import held_out_tasks
+
+    def members(cfg, env, seeds, settings, out, chunking):
+        calls.append(cfg.data.num_train_tasks)
+        s, h = len(seeds), len(settings)
+        sweep = types.SimpleNamespace(
+            config=cfg,
+            metrics={"loss": np.ones((s, h, 5))},
+            num_members=s * h,
+            seconds=0.0,
+            resumed_from=0,
+        )
+        n = cfg.data.num_train_tasks
+
+        def trained(c):
+            keys = jax.random.split(jax.random.key(n), c.eval.num_tasks)
+            return jax.vmap(env.sample_params)(keys)
+
+        def evaluate(sweep, env, params, key, num_episodes):
+            tasks = jax.tree.leaves(params)[0].shape[0]
+            rng = np.random.default_rng(n)
+            return rng.uniform(0, 5, size=(s, h, tasks, num_episodes))
+
+        data = types.SimpleNamespace(metadata={})  # no split: fresh draws
+        tasks = {
+            "held_out": lambda c: held_out_tasks(env, data, c),
+            "train": trained,
+        }
+        return sweep, tasks, evaluate
+
+    return members
+
+
+def test_rows_keep_per_task_scores_through_a_resumed_sweep(monkeypatch, tmp_path):
+    """Per-task scores and task identities reach the rows, ``results.json``
+    and the settings' records; a resumed sweep reads them back, and one
+    resumed from records written without them still reuses those records."""
+    import json
+
+    import agentrl.sweep.run as run
+    from agentrl.sweep.paired import paired_difference
+
+    calls = []
+    monkeypatch.setattr(run, "_data_members", _fake_members(calls))
+    config = load_experiment("gpicl_bandit", "smoke", {"eval.num_tasks": 6})
+    grid = {"num_train_tasks": [2, 8], "lr": [1e-3, 3e-4]}
+
+    def sweep():
+        return run.run_sweep(
+            config,
+            [0, 1, 2],
+            grid,
+            tmp_path / "s",
+            progress=False,
+            eval_train_tasks=True,
+        )
+
+    first = sweep()
+    assert calls == [2, 8] and len(first.rows) == 4
+    for row in first.rows:
+        scores = np.asarray(row["task_scores"], np.float64)
+        assert scores.shape == (3, 6)  # [seed, task]
+        np.testing.assert_allclose(scores.mean(), row["score"], rtol=1e-9)
+        train = np.asarray(row["train_task_scores"], np.float64)
+        np.testing.assert_allclose(train.mean(), row["train_score"], rtol=1e-9)
+    # every cell faces the same held-out tasks; the training tasks follow N
+    assert len({r["task_set"] for r in first.rows}) == 1
+    assert len({r["train_task_set"] for r in first.rows}) == 2
+    saved = json.loads(first.paths["json"].read_text())["rows"]
+    assert json.dumps(saved) == json.dumps(first.rows)
+    assert "task_scores" not in first.paths["csv"].read_text()
+    diff = paired_difference(first.rows[3], first.rows[0])
+    assert diff["pairs"] == 18 and np.isfinite(diff["mean"])
+    with pytest.raises(ValueError, match="different tasks"):
+        paired_difference(first.rows[3], first.rows[0], field="train_task_scores")
+
+    again = sweep()  # complete records: nothing recomputed, the same rows
+    assert calls == [2, 8]
+    assert [t["resumed"] for t in again.info["timings"]] == ["complete"] * 2
+    assert json.dumps(again.rows) == json.dumps(first.rows)
+
+    per_task = ("task_scores", "task_set", "train_task_scores", "train_task_set")
+    for record in (tmp_path / "s" / "settings").glob("*.json"):
+        part = json.loads(record.read_text())  # as written before they were kept
+        part["rows"] = [
+            {k: v for k, v in r.items() if k not in per_task} for r in part["rows"]
+        ]
+        record.write_text(json.dumps(part))
+    old = sweep()
+    assert calls == [2, 8]  # the setting keys did not change: records reused
+    assert [t["resumed"] for t in old.info["timings"]] == ["complete"] * 2
+    assert all("task_scores" not in r for r in old.rows)
+    assert [r["score"] for r in old.rows] == [r["score"] for r in first.rows]
+    with pytest.raises(ValueError, match="has no 'task_scores'"):
+        paired_difference(old.rows[3], old.rows[0])

@@ -1,11 +1,23 @@
 """Sweep reports: the IQM has its interval, and overlapping intervals or too
-few seeds are said under the table (NumPy only, no training)."""
+few seeds are said under the table; rows keep per-task scores, which pair
+two rows on the same tasks (no training)."""
 
 from __future__ import annotations
 
-import numpy as np
+import json
 
-from agentrl.sweep.report import interval_warnings, setting_rows, write_sweep_results
+import numpy as np
+import pytest
+
+from agentrl.sweep.paired import paired_difference, task_set_id
+from agentrl.sweep.report import (
+    interval_warnings,
+    markdown,
+    setting_rows,
+    to_csv,
+    write_sweep_results,
+)
+from agentrl.tables import json_safe
 
 
 def _rows(scores: dict[str, np.ndarray]) -> list[dict]:
@@ -45,3 +57,88 @@ def test_separated_intervals_from_enough_seeds_warn_nothing():
         for label, s in {"a": base, "b": base + 0.5}.items()
     ]
     assert interval_warnings(rows) == []
+
+
+def _round_trip(row: dict) -> dict:
+    """What a sweep's JSON record gives back."""
+    return json.loads(json.dumps(json_safe(row)))
+
+
+def test_rows_keep_per_task_scores_out_of_the_tables(tmp_path):
+    rng = np.random.default_rng(3)
+    held, train = rng.uniform(size=(3, 7)), rng.uniform(size=(3, 5))  # [seed, task]
+    held[1, 4] = np.nan  # undefined on one task: null in JSON, dropped in means
+    loss = {"loss": np.ones((3, 10))}
+    row = setting_rows("a", {}, loss, held, train, task_set="h1", train_task_set="t1")
+    assert np.asarray(row["train_task_scores"]).shape == (3, 5)
+    assert row["task_scores"][1][4] is None and row["task_set"] == "h1"
+    kept = np.delete(held, 4, axis=1)  # the row's score drops the undefined task
+    np.testing.assert_allclose(row["score"], kept.mean(), rtol=1e-12)
+    again = _round_trip(row)
+    assert again["task_scores"] == row["task_scores"]
+    assert again["train_task_set"] == "t1"
+    np.testing.assert_allclose(again["train_task_scores"], train, rtol=1e-12)
+    np.testing.assert_allclose(np.mean(again["train_task_scores"]), row["train_score"])
+    # the tables stay as they were: no lists, no identities
+    for text in (markdown([row]), to_csv([row])):
+        assert "score_iqm" in text
+        assert "task_scores" not in text and "task_set" not in text and "h1" not in text
+    md = write_sweep_results(tmp_path, [row], {"a": np.ones((3, 10))}, {})
+    saved = json.loads(md["json"].read_text())["rows"][0]
+    assert saved["task_scores"] == row["task_scores"]
+
+
+def test_task_set_id_names_the_tasks():
+    means = np.arange(12, dtype=np.float32).reshape(4, 3)
+    same = task_set_id({"means": means.copy()})
+    assert same == task_set_id({"means": means}) and len(same) == 16
+    assert task_set_id({"means": means[::-1]}) != same  # order matters
+    assert task_set_id({"means": means + 1e-6}) != same
+
+
+def _pair_rows(offset: float, seeds: int = 3, tasks: int = 32):
+    """Two rows on the same tasks: a task-to-task spread far wider than a
+    constant per-task offset of ``b`` over ``a``."""
+    rng = np.random.default_rng(4)
+    spread = rng.normal(0.0, 1.0, size=tasks)  # [task]
+    a = spread + rng.normal(0.0, 0.01, size=(seeds, tasks))  # [seed, task]
+    b = a + offset + rng.normal(0.0, 0.01, size=(seeds, tasks))
+    loss = {"loss": np.ones((seeds, 10))}
+    return [
+        _round_trip(setting_rows(n, {}, loss, s, task_set="same"))
+        for n, s in (("a", a), ("b", b))
+    ]
+
+
+def test_a_paired_difference_resolves_what_the_intervals_do_not():
+    a, b = _pair_rows(0.1)
+    assert a["score_ci_high"] > b["score_ci_low"]  # the intervals overlap
+    up = paired_difference(b, a)
+    assert up["resolved"] and up["ci"][0] > 0.05 and up["ci"][1] < 0.15
+    assert up["mean"] == pytest.approx(0.1, abs=0.01)
+    assert up["pairs"] == 3 * 32 and up["tasks"] == 32 and up["dropped"] == 0
+    down = paired_difference(a, b)  # a minus b: the sign turns
+    assert down["mean"] == pytest.approx(-up["mean"])
+    assert down["ci"][1] < 0 and not down["resolved"]
+
+
+def test_a_paired_difference_leaves_out_undefined_tasks():
+    a, b = _pair_rows(0.1, tasks=8)
+    b["task_scores"][2][5] = None  # one seed undefined: the task goes
+    diff = paired_difference(b, a)
+    assert diff["tasks"] == 7 and diff["dropped"] == 1 and diff["pairs"] == 21
+
+
+def test_a_paired_difference_says_what_is_missing_or_different():
+    a, b = _pair_rows(0.1)
+    old = {k: v for k, v in a.items() if k not in ("task_scores", "task_set")}
+    with pytest.raises(ValueError, match="has no 'task_scores'"):
+        paired_difference(b, old)
+    with pytest.raises(ValueError, match="shapes differ"):
+        paired_difference(b, {**a, "task_scores": a["task_scores"][:2]})
+    with pytest.raises(ValueError, match="different tasks"):
+        paired_difference(b, {**a, "task_set": "other"})
+    with pytest.raises(ValueError, match="has no 'task_set'"):
+        paired_difference(b, {k: v for k, v in a.items() if k != "task_set"})
+    with pytest.raises(ValueError, match="no 'train_task_scores'"):
+        paired_difference(b, a, field="train_task_scores")

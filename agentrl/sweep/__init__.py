@@ -18,6 +18,8 @@
   seeds x traced settings in one program;
 - :mod:`agentrl.sweep.report`: the results table (mean, bootstrap CI), CSV,
   JSON and plot;
+- :mod:`agentrl.sweep.paired`: two rows' per-task scores compared paired
+  over the same tasks;
 - :mod:`agentrl.sweep.run`: :func:`run_sweep`, the whole sweep.
 
 The command line is ``agentrl sweep`` (:mod:`agentrl.sweep.cli`).

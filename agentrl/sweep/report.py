@@ -6,7 +6,10 @@ training trial return; each the mean of a seed's last 10% of steps; mean
 over seeds with a 95% percentile bootstrap CI over seeds) and,
 when evaluated, the mean and the IQM of the normalized return of the last
 episodes on held-out tasks (scores ``[seed, task]``, each with its CI by
-bootstrap over tasks within seeds). :func:`interval_warnings` says when the
+bootstrap over tasks within seeds), and the scores themselves per member and
+task (``task_scores``, JSON-safe ``[seed][task]``, beside ``task_set``, the
+identity of the tasks, for :func:`agentrl.sweep.paired.paired_difference`;
+kept out of the markdown and CSV tables). :func:`interval_warnings` says when the
 best setting's interval overlaps others' and when there are too few seeds
 for intervals over seeds; ``results.md`` (printed by ``agentrl sweep``)
 shows the warnings under the table.
@@ -28,6 +31,7 @@ import numpy as np
 from agentrl.evaluate.metrics import aggregate, bootstrap_ci, bootstrap_curve
 from agentrl.tables import (
     format_cell,
+    json_safe,
     markdown_table,
     write_bytes,
     write_json,
@@ -57,12 +61,27 @@ def _mean_ci(values: np.ndarray) -> tuple[float, float, float]:
     return float(values.mean()), low, high
 
 
+#: per-task fields of a row (lists, identities): in the JSON, not the tables
+PER_TASK_FIELDS = ("task_scores", "task_set", "train_task_scores", "train_task_set")
+
+
+def _per_task(scores: np.ndarray, task_set: str | None, stem: str) -> dict:
+    """``{stem}_scores`` ``[seed][task]`` (NaN -> ``None``) and ``{stem}_set``."""
+    out = {f"{stem}_scores": json_safe(np.asarray(scores, np.float64).tolist())}
+    if task_set is not None:
+        out[f"{stem}_set"] = task_set
+    return out
+
+
 def setting_rows(
     label: str,
     fields: dict[str, Any],
     metrics: dict[str, np.ndarray],
     scores: np.ndarray | None = None,
     train_scores: np.ndarray | None = None,
+    *,
+    task_set: str | None = None,
+    train_task_set: str | None = None,
 ) -> dict[str, Any]:
     """One table row.
 
@@ -70,10 +89,14 @@ def setting_rows(
       label: the setting's name.
       fields: the swept fields and their values for this setting.
       metrics: name -> ``[seed, steps]`` training curves.
-      scores: ``[seed, task]`` held-out scores, or ``None``.
+      scores: ``[seed, task]`` held-out scores, or ``None``; kept as
+        ``task_scores`` (``[seed][task]`` lists, ``NaN`` -> ``None``).
       train_scores: ``[seed, task]`` scores on the training tasks, or
-        ``None``; adds ``train_score`` (mean, CI) and ``generalization_gap``
-        (train minus held-out mean).
+        ``None``; adds ``train_score`` (mean, CI), ``generalization_gap``
+        (train minus held-out mean) and ``train_task_scores``.
+      task_set: the held-out tasks' identity
+        (:func:`agentrl.sweep.paired.task_set_id`), kept as ``task_set``.
+      train_task_set: the training tasks' identity (``train_task_set``).
     """
     seeds = next(iter(metrics.values())).shape[0]
     row: dict[str, Any] = {"setting": label, **fields, "seeds": seeds}
@@ -93,6 +116,7 @@ def setting_rows(
                 "score_iqm": agg["iqm"],
                 "score_iqm_ci_low": agg["iqm_ci"][0],
                 "score_iqm_ci_high": agg["iqm_ci"][1],
+                **_per_task(scores, task_set, "task"),
             }
         )
     if train_scores is not None:
@@ -102,6 +126,7 @@ def setting_rows(
                 "train_score": agg["mean"],
                 "train_score_ci_low": agg["mean_ci"][0],
                 "train_score_ci_high": agg["mean_ci"][1],
+                **_per_task(train_scores, train_task_set, "train_task"),
             }
         )
         if scores is not None:
@@ -162,7 +187,11 @@ def markdown(rows: list[dict[str, Any]]) -> str:
     """A markdown table; metric columns as ``mean [low, high]``."""
     if not rows:
         return ""
-    cols = [c for c in rows[0] if not c.endswith(("_ci_low", "_ci_high"))]
+    cols = [
+        c
+        for c in rows[0]
+        if not c.endswith(("_ci_low", "_ci_high")) and c not in PER_TASK_FIELDS
+    ]
 
     def cell(r: dict[str, Any], c: str) -> Any:
         stem = c.removeprefix("final_")
@@ -175,12 +204,13 @@ def markdown(rows: list[dict[str, Any]]) -> str:
 
 
 def to_csv(rows: list[dict[str, Any]]) -> str:
-    """CSV with the union of the rows' columns (first-seen order)."""
+    """CSV with the union of the rows' columns (first-seen order), less the
+    per-task lists (:data:`PER_TASK_FIELDS`, in the JSON)."""
     cols: list[str] = []
     for r in rows:
-        cols += [c for c in r if c not in cols]
+        cols += [c for c in r if c not in cols and c not in PER_TASK_FIELDS]
     buf = io.StringIO()
-    writer = csv.DictWriter(buf, cols)
+    writer = csv.DictWriter(buf, cols, extrasaction="ignore")
     writer.writeheader()
     writer.writerows(rows)
     return buf.getvalue()

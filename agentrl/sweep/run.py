@@ -29,6 +29,14 @@ beside the held-out ``score``, and a static grid over
 number of training tasks (the GPICL study, ``experiments/gpicl_bandit.py``).
 The held-out tasks keep their keys (task ``i`` runs on ``fold_in(key, i)``;
 the training tasks follow them), so their numbers do not change.
+
+Rows keep the per-member, per-task scores (``task_scores`` ``[seed][task]``,
+``train_task_scores``) and the identity of the tasks behind them
+(``task_set``, ``train_task_set``: :func:`agentrl.sweep.paired.task_set_id`
+of the tasks' params), so two cells on the same tasks can be compared
+paired afterwards (:func:`agentrl.sweep.paired.paired_difference`). A record
+written before they were kept is still read back (the setting's key does
+not depend on them); its rows simply lack them.
 """
 
 from __future__ import annotations
@@ -64,6 +72,7 @@ from agentrl.sweep.online import (
     held_out_online,
     online_sweep,
 )
+from agentrl.sweep.paired import task_set_id
 from agentrl.sweep.report import plot_transition, setting_rows, write_sweep_results
 from agentrl.sweep.train import (
     check_seeds,
@@ -252,28 +261,18 @@ def _static_setting(
     )
     members = cfg.algo.by_training(from_data=_data_members, online=_online_members)
     sweep, tasks, evaluate_fn = members(cfg, env, seeds, settings, out, chunking)
-    scores = train_scores = None
+    evaluated: dict[str, Any] = {}
     eval_seconds = 0.0
     if evaluate:
         start = time.perf_counter()
-        scores, train_scores = _evaluate_setting(
-            sweep, env, tasks, evaluate_fn, eval_train_tasks
-        )
+        evaluated = _evaluate_setting(sweep, env, tasks, evaluate_fn, eval_train_tasks)
         eval_seconds = time.perf_counter() - start
     rows, curves = [], {}
     for h, traced in enumerate(settings):
         fields = {**static, **traced}
         label = setting_label(fields)
         metrics = {k: v[:, h] for k, v in sweep.metrics.items()}
-        rows.append(
-            setting_rows(
-                label,
-                fields,
-                metrics,
-                None if scores is None else scores[:, h],
-                None if train_scores is None else train_scores[:, h],
-            )
-        )
+        rows.append(setting_rows(label, fields, metrics, **_member(evaluated, h)))
         curves[label] = metrics["loss"]
     timing = {
         "static": setting_label(static),
@@ -293,23 +292,39 @@ def _static_setting(
     return {**part, "timing": timing}
 
 
-def _evaluate_setting(sweep, env, tasks, evaluate_fn, eval_train_tasks: bool):
-    """``(scores, train_scores | None)``, ``[S, H, task]`` each: the members
-    on the held-out tasks and, with ``eval_train_tasks``, on their training
-    tasks in the same program (placed after the held-out tasks, so those
-    keep their keys and numbers)."""
+def _member(evaluated: dict[str, Any], h: int) -> dict[str, Any]:
+    """:func:`setting_rows`' score arguments for traced setting ``h``:
+    ``scores``/``train_scores`` ``[S, task]`` and the task identities."""
+    return {k: v if k.endswith("set") else v[:, h] for k, v in evaluated.items()}
+
+
+def _evaluate_setting(
+    sweep, env, tasks, evaluate_fn, eval_train_tasks: bool
+) -> dict[str, Any]:
+    """The members on the held-out tasks and, with ``eval_train_tasks``, on
+    their training tasks in the same program (placed after the held-out
+    tasks, so those keep their keys and numbers).
+
+    Returns:
+      ``{"scores": [S, H, task], "task_set": id}``, with ``eval_train_tasks``
+      also ``"train_scores": [S, H, task]`` and ``"train_task_set"`` (ids by
+      :func:`task_set_id`).
+    """
     cfg = sweep.config
     eval_key = jax.random.key(cfg.eval.seed)
     params = tasks["held_out"](cfg)
     num_held_out = jax.tree.leaves(params)[0].shape[0]
+    out: dict[str, Any] = {"task_set": task_set_id(params)}
     if eval_train_tasks:
         trained = tasks["train"](cfg)
+        out["train_task_set"] = task_set_id(trained)
         params = jax.tree.map(lambda a, b: jnp.concatenate([a, b]), params, trained)
     returns = evaluate_fn(sweep, env, params, eval_key, cfg.eval.num_episodes)
     scores = _scores(env, params, eval_key, returns)
-    if not eval_train_tasks:
-        return scores, None
-    return scores[..., :num_held_out], scores[..., num_held_out:]
+    out["scores"] = scores[..., :num_held_out]
+    if eval_train_tasks:
+        out["train_scores"] = scores[..., num_held_out:]
+    return out
 
 
 def _data_members(cfg, env, seeds, settings, out, chunking):
