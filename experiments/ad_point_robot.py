@@ -13,6 +13,21 @@ drawn with a seed (radii 0.1-1.4) and a start uniform in ``[-0.1, 0.1]^2``
 each episode; the earlier evenly spaced half circle put each held-out goal
 in a 3.6-degree gap between trained ones.
 
+Windows and context as T2MIR-AD's loader (``T2MIR-AD/algorithms/
+datasets.py``, ``evaluation.py``; docs/references.md): a training window
+is 4 distinct episodes of one task drawn at random and sorted by return
+(``algo.episode_window="subset_by_return"``, ``window_start="episode"``),
+and in context the model acts on its best 4 earlier episodes sorted by
+return (``algo.eval_context="sorted_episodes"``). AD's own reading, 4
+consecutive episodes of the learning history and a rolling context
+(``--set algo.window_start=any --set algo.episode_window=consecutive
+--set algo.eval_context=rolling``, the preset until session 39), stays at
+random level here: inside 4 consecutive PPO episodes the return rises by
+0.27 on average with a standard deviation of 3.5 (53% of windows rise;
+180 histories of the cpu data), so the windows carry almost no
+improvement to distil, while 4 distinct episodes sorted by return span
+8.2 from first to last.
+
 Presets (2-core CPU of the development machine):
 
 - ``smoke``: ``agentrl train ad_point_robot --preset smoke`` — 8 PPO
@@ -60,7 +75,14 @@ T2MIR_TASKS = (
 
 BASE = ExperimentConfig(
     name="ad_point_robot",
-    algo=AD(context_episodes=4),
+    # T2MIR-AD's loader: 4 distinct episodes of a task sorted by return, and
+    # its best episodes sorted by return in context (see the docstring)
+    algo=AD(
+        context_episodes=4,
+        window_start="episode",
+        episode_window="subset_by_return",
+        eval_context="sorted_episodes",
+    ),
     data=DataConfig(
         env="point_robot",
         env_args=T2MIR_TASKS,

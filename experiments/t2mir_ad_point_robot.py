@@ -14,8 +14,9 @@ at the last token is that mean; docs/references.md).
 
 Deviations from T2MIR's Point-Robot AD config (width 128, 3 layers, 8 heads,
 batch 32, 100k updates on SAC "mixed" data sorted by return): the presets
-are ``ad_point_robot``'s (PPO learning histories in their learning order,
-its widths and budgets), so the comparison with AD is at equal budget.
+are ``ad_point_robot``'s (PPO learning histories, read as T2MIR's loader
+reads its data: 4 distinct episodes sorted by return; its widths and
+budgets), so the comparison with AD is at equal budget.
 
 - ``smoke``: ``agentrl train t2mir_ad_point_robot --preset smoke`` — as
   ``ad_point_robot``'s smoke (8 PPO histories of 20 episodes, 60 updates)

@@ -285,7 +285,8 @@ def _margin_note(name: str, records: list[dict]) -> str | None:
         return line + "."
     return (
         line + "; unresolved (the validation tasks cannot tell the two rules "
-        "apart; more of them: `--set eval.validation_tasks=N`): "
+        "apart; where the family's split has more of them: `--set "
+        "eval.validation_tasks=N`): "
         + "; ".join(open_)
         + "."
     )
