@@ -40,15 +40,20 @@ Presets (2-core CPU of the development machine):
   steps of batch 32. Expected: the held-out return rises over the 50
   evaluation episodes, as the PPO histories do (PPO reaches more than
   halfway to the oracle within 100 episodes, ``tests/test_ppo.py``).
-  Measured (session 38, ``agentrl reproduce meta_dt_point_robot --preset
-  cpu --seeds 3 --compare ad_point_robot``, ~14 min of training a seed
-  beside other jobs, 3 test goals a seed): **AD stays at random level**,
-  -19.3 -> -19.3 (score 0.01; random 0.02, PPO learning online 0.43)
-  although its training loss is as low as Meta-DT's on the same data
-  (Gaussian NLL -3.1, action MSE 0.005). A reading, not tested: the PPO
-  histories improve slowly within AD's 4-episode window, so from a
-  random-level context the model keeps playing the data's random-level
-  stage. Not met.
+  Measured (session 39, ``agentrl reproduce ad_point_robot --preset cpu
+  --seeds 5 --controls --set algo.window_start=episode --set
+  algo.episode_window=subset_by_return --set
+  algo.eval_context=sorted_episodes``, the settings this preset now has;
+  ~15 min of training a run beside two other jobs; 3 test goals a seed):
+  **-18.5 -> -7.5, score 0.68 [0.64, 0.72]** (PPO learning online 0.34,
+  random 0.02); beats rewards zeroed / shuffled / an empty context by
+  +10.0 / +12.2 / +9.8 (CIs above 0), not expert distillation (-0.73
+  [-1.55, 0.32]: AD distilled from the histories' last fifth, read the
+  same way, does as well); ahead of Meta-DT on the same data, goals and
+  keys by 3.92 [2.23, 5.92] (``paired_meta_dt_vs_ad_point_robot_t2mir_loader``).
+  With consecutive windows (session 38, 3 seeds): -19.3 -> -19.3, score
+  0.01, at the same training loss. Record
+  ``repro_ad_point_robot_cpu_window_startepisode_episode_windowsubset_by_return_eval_contextsorted_episodes``.
 - ``gpu``: T2MIR's AD model for Point-Robot (4 layers, 8 heads, width
   128, batch 64, lr 3e-4) on 450 PPO histories (10 per training goal) of
   200 episodes, 10,000 updates with a 1,000-step warm-up, 100 evaluation

@@ -13,9 +13,14 @@ episodes.
 
 - ``smoke``: ``agentrl train dt_point_robot --preset smoke``; plumbing.
 - ``cpu``: ``agentrl reproduce meta_dt_point_robot --preset cpu --seeds 3
-  --compare dt_point_robot`` (Meta-DT's runs are reused; ~10 min of
-  training a DT seed beside another job). Measured: see docs/results.md
-  ("Meta-DT on Point-Robot").
+  --compare dt_point_robot`` (Meta-DT's runs are reused; ~15 min of
+  training a DT seed beside two other jobs). Measured (session 39, 3 seeds
+  x 3 test goals, 50 episodes): **DT -20.3 -> -21.8, score -0.14** (random
+  0.02, PPO online 0.43): it does not improve in context and ends below
+  random; Meta-DT minus DT +9.06 [2.82, 17.9] (paired;
+  ``repro_meta_dt_point_robot_vs_dt_point_robot_cpu``). Conditioning
+  every goal on the data's best return (a goal next to the start) tells
+  it nothing about where this goal is.
 - ``gpu``, ``full``: ``ad_point_robot``'s with DT; for a GPU.
 
 The acting rule is chosen per seed on validation goals by ``agentrl

@@ -16,15 +16,20 @@ exists.
   in ~7 min at load ~14 on 2 cores, mostly compiling.
 - ``cpu``: ``ad_point_robot``'s cpu data (180 histories of 100 episodes),
   model and 4,000 updates of batch 32 on 25-step windows (5 prompt + 20);
-  ~14 min of training a seed beside other jobs. Measured (session 38,
-  ``agentrl reproduce meta_dt_point_robot --preset cpu --seeds 3 --compare
-  ad_point_robot``, then ``--controls``; 3 test goals a seed): -19.7 ->
-  -12.8, score 0.43 [0.32, 0.51] (PPO online 0.43, random 0.02); minus AD
-  on the same histories +6.53 [4.02, 8.91] (AD stays at random level);
-  beats rewards zeroed / shuffled / an empty context by +7.2 / +7.2 /
-  +7.9, not expert distillation (-0.75 [-5.66, 5.36])
-  (``repro_meta_dt_point_robot_cpu``,
-  ``repro_meta_dt_point_robot_vs_ad_point_robot_cpu``).
+  ~14 min of training a seed beside other jobs. Measured (sessions 38-39,
+  ``agentrl reproduce meta_dt_point_robot --preset cpu --seeds 5
+  --controls``; 3 test goals a seed): -18.9 -> -11.4, score 0.43 [0.34,
+  0.50] (PPO online 0.34, random 0.02); beats rewards zeroed / shuffled /
+  an empty context by +6.3 / +7.5 / +6.5 (CIs above 0), not expert
+  distillation (-1.54 [-4.63, 2.84]) (``repro_meta_dt_point_robot_cpu``).
+  Against the other learners on the same histories, goals and keys
+  (paired): **behind AD read as T2MIR-AD reads it** (``ad_point_robot``'s
+  preset since session 39), -3.92 [-5.92, -2.23] over 5 seeds
+  (``paired_meta_dt_vs_ad_point_robot_t2mir_loader``); ahead of AD on
+  consecutive windows, which stays at random level, +6.53 [4.02, 8.91]
+  over 3 seeds (``repro_meta_dt_point_robot_vs_ad_point_robot_cpu``);
+  **ahead of DT** +9.06 [2.82, 17.9] over 3 seeds (DT ends below random;
+  ``repro_meta_dt_point_robot_vs_dt_point_robot_cpu``).
 - ``gpu``: ``ad_point_robot``'s gpu data (450 histories of 200 episodes) and
   the reference's Meta-DT transformer (3 layers, 1 head, width 128, dropout
   0.1), batch 128, lr 1e-4, weight decay 1e-4, 10,000 updates; sized, not

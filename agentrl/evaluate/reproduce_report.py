@@ -286,9 +286,7 @@ def _margin_note(name: str, records: list[dict]) -> str | None:
     return (
         line + "; unresolved (the validation tasks cannot tell the two rules "
         "apart; where the family's split has more of them: `--set "
-        "eval.validation_tasks=N`): "
-        + "; ".join(open_)
-        + "."
+        "eval.validation_tasks=N`): " + "; ".join(open_) + "."
     )
 
 
