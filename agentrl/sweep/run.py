@@ -72,7 +72,7 @@ from agentrl.sweep.online import (
     held_out_online,
     online_sweep,
 )
-from agentrl.sweep.paired import task_set_id
+from agentrl.sweep.paired import TASK_SET_FIELDS, task_set_id
 from agentrl.sweep.report import plot_transition, setting_rows, write_sweep_results
 from agentrl.sweep.train import (
     check_seeds,
@@ -295,7 +295,8 @@ def _static_setting(
 def _member(evaluated: dict[str, Any], h: int) -> dict[str, Any]:
     """:func:`setting_rows`' score arguments for traced setting ``h``:
     ``scores``/``train_scores`` ``[S, task]`` and the task identities."""
-    return {k: v if k.endswith("set") else v[:, h] for k, v in evaluated.items()}
+    ids = TASK_SET_FIELDS.values()  # one id for every traced setting
+    return {k: v if k in ids else v[:, h] for k, v in evaluated.items()}
 
 
 def _evaluate_setting(
