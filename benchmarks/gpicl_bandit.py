@@ -15,7 +15,7 @@ two agree (generalisation: ``|gap| <= 0.05``); and the held-out score
 rises from the smallest ``N`` to the largest: judged paired, the two cells'
 difference per (seed, held-out bandit) with a bootstrap CI over bandits
 above 0 (every cell faces the same held-out bandits with the same key;
-:func:`agentrl.sweep.paired.paired_difference`), or, for rows without
+:func:`agentrl.sweep.paired.paired_row_difference`), or, for rows without
 per-task scores (a sweep record from before they were kept), the largest
 ``N``'s CI above the smallest's.
 
@@ -36,7 +36,7 @@ from pathlib import Path
 import common as bench
 
 from agentrl.configtools import parse_value
-from agentrl.sweep.paired import paired_difference
+from agentrl.sweep.paired import paired_row_difference
 from agentrl.sweep.run import run_sweep
 from agentrl.train.experiments import load_experiment
 
@@ -103,7 +103,7 @@ def _rise(small: dict, large: dict, widest: int) -> dict:
     > 0 when apart; ``unpaired_because`` says why).
     """
     try:
-        paired = paired_difference(large, small)
+        paired = paired_row_difference(large, small)
     except ValueError as err:
         entry = bench.target(
             "held-out score rise from the smallest N to the largest, CI to CI "

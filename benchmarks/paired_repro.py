@@ -23,8 +23,10 @@ import json
 
 import numpy as np
 
+from agentrl.evaluate.controls import paired_difference
 from agentrl.evaluate.reproduce_record import write_record
-from agentrl.evaluate.reproduce_report import eval_result, paired_difference
+from agentrl.evaluate.reproduce_report import eval_result
+from agentrl.evaluate.targets import resample_for
 from agentrl.project import results_dir
 
 
@@ -81,7 +83,9 @@ def main(argv: list[str] | None = None) -> int:
     for spec in args.others:
         tag_b, method_b, runs_b = load_runs(spec)
         seeds = check_pairs(runs_a, runs_b, (method_a, method_b))
-        mean, low, high = paired_difference(runs_a[:seeds], runs_b[:seeds], args.last)
+        d = paired_difference(
+            runs_a[:seeds], runs_b[:seeds], args.last, resample=resample_for(seeds)
+        )
         row = {
             "a": f"{method_a} ({tag_a})",
             "b": f"{method_b} ({tag_b})",
@@ -89,9 +93,9 @@ def main(argv: list[str] | None = None) -> int:
             "tasks": int(np.asarray(runs_a[0].returns).shape[0]),
             f"a last-{args.last} return": last_mean(runs_a[:seeds], args.last),
             f"b last-{args.last} return": last_mean(runs_b[:seeds], args.last),
-            "a minus b": mean,
-            "CI low": low,
-            "CI high": high,
+            "a minus b": d["mean"],
+            "CI low": d["low"],
+            "CI high": d["high"],
         }
         rows.append(row)
         results[f"{method_a}_vs_{method_b}"] = row

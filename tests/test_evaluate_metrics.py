@@ -81,6 +81,23 @@ def test_bootstrap_curve_shapes_and_chunking():
     np.testing.assert_allclose(tiny[2], hi)
 
 
+def test_paired_ci_drops_undefined_tasks_and_resolves_by_sign():
+    rng = np.random.default_rng(0)
+    diff = 1.0 + 0.1 * rng.standard_normal(40)
+    diff[[3, 7]] = np.nan  # two tasks undefined
+    up = metrics.paired_ci(diff)
+    assert up["tasks"] == 38 and up["dropped"] == 2
+    assert up["mean"] == pytest.approx(np.nanmean(diff))
+    assert 0.9 < up["ci"][0] < up["mean"] < up["ci"][1] < 1.1
+    assert up["resolved"]
+    down = metrics.paired_ci(-diff)
+    assert not down["resolved"] and down["ci"][1] < 0
+    noise = metrics.paired_ci(rng.standard_normal(40))
+    assert noise["ci"][0] < 0 < noise["ci"][1] and not noise["resolved"]
+    with pytest.raises(ValueError, match="finite"):
+        metrics.paired_ci([np.nan, np.inf])
+
+
 def test_normalized_score_random_zero_oracle_one():
     random = np.array([1.0, 2.0, 5.0])
     oracle = np.array([3.0, 10.0, 5.0])  # third task: nothing to learn

@@ -190,7 +190,7 @@ def test_rows_keep_per_task_scores_through_a_resumed_sweep(monkeypatch, tmp_path
     import json
 
     import agentrl.sweep.run as run
-    from agentrl.sweep.paired import paired_difference
+    from agentrl.sweep.paired import paired_row_difference
 
     calls = []
     monkeypatch.setattr(run, "_data_members", _fake_members(calls))
@@ -221,10 +221,10 @@ def test_rows_keep_per_task_scores_through_a_resumed_sweep(monkeypatch, tmp_path
     saved = json.loads(first.paths["json"].read_text())["rows"]
     assert json.dumps(saved) == json.dumps(first.rows)
     assert "task_scores" not in first.paths["csv"].read_text()
-    diff = paired_difference(first.rows[3], first.rows[0])
+    diff = paired_row_difference(first.rows[3], first.rows[0])
     assert diff["pairs"] == 18 and np.isfinite(diff["mean"])
     with pytest.raises(ValueError, match="different tasks"):
-        paired_difference(first.rows[3], first.rows[0], field="train_task_scores")
+        paired_row_difference(first.rows[3], first.rows[0], field="train_task_scores")
 
     again = sweep()  # complete records: nothing recomputed, the same rows
     assert calls == [2, 8]
@@ -244,4 +244,4 @@ def test_rows_keep_per_task_scores_through_a_resumed_sweep(monkeypatch, tmp_path
     assert all("task_scores" not in r for r in old.rows)
     assert [r["score"] for r in old.rows] == [r["score"] for r in first.rows]
     with pytest.raises(ValueError, match="has no 'task_scores'"):
-        paired_difference(old.rows[3], old.rows[0])
+        paired_row_difference(old.rows[3], old.rows[0])

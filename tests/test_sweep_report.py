@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 
-from agentrl.sweep.paired import paired_difference, task_set_id
+from agentrl.sweep.paired import paired_row_difference, task_set_id
 from agentrl.sweep.report import (
     interval_warnings,
     markdown,
@@ -113,11 +113,11 @@ def _pair_rows(offset: float, seeds: int = 3, tasks: int = 32):
 def test_a_paired_difference_resolves_what_the_intervals_do_not():
     a, b = _pair_rows(0.1)
     assert a["score_ci_high"] > b["score_ci_low"]  # the intervals overlap
-    up = paired_difference(b, a)
+    up = paired_row_difference(b, a)
     assert up["resolved"] and up["ci"][0] > 0.05 and up["ci"][1] < 0.15
     assert up["mean"] == pytest.approx(0.1, abs=0.01)
     assert up["pairs"] == 3 * 32 and up["tasks"] == 32 and up["dropped"] == 0
-    down = paired_difference(a, b)  # a minus b: the sign turns
+    down = paired_row_difference(a, b)  # a minus b: the sign turns
     assert down["mean"] == pytest.approx(-up["mean"])
     assert down["ci"][1] < 0 and not down["resolved"]
 
@@ -125,7 +125,7 @@ def test_a_paired_difference_resolves_what_the_intervals_do_not():
 def test_a_paired_difference_leaves_out_undefined_tasks():
     a, b = _pair_rows(0.1, tasks=8)
     b["task_scores"][2][5] = None  # one seed undefined: the task goes
-    diff = paired_difference(b, a)
+    diff = paired_row_difference(b, a)
     assert diff["tasks"] == 7 and diff["dropped"] == 1 and diff["pairs"] == 21
 
 
@@ -133,12 +133,12 @@ def test_a_paired_difference_says_what_is_missing_or_different():
     a, b = _pair_rows(0.1)
     old = {k: v for k, v in a.items() if k not in ("task_scores", "task_set")}
     with pytest.raises(ValueError, match="has no 'task_scores'"):
-        paired_difference(b, old)
+        paired_row_difference(b, old)
     with pytest.raises(ValueError, match="shapes differ"):
-        paired_difference(b, {**a, "task_scores": a["task_scores"][:2]})
+        paired_row_difference(b, {**a, "task_scores": a["task_scores"][:2]})
     with pytest.raises(ValueError, match="different tasks"):
-        paired_difference(b, {**a, "task_set": "other"})
+        paired_row_difference(b, {**a, "task_set": "other"})
     with pytest.raises(ValueError, match="has no 'task_set'"):
-        paired_difference(b, {k: v for k, v in a.items() if k != "task_set"})
+        paired_row_difference(b, {k: v for k, v in a.items() if k != "task_set"})
     with pytest.raises(ValueError, match="no 'train_task_scores'"):
-        paired_difference(b, a, field="train_task_scores")
+        paired_row_difference(b, a, field="train_task_scores")

@@ -333,6 +333,29 @@ def bootstrap_ci(
     return float(low), float(high)
 
 
+def paired_ci(diff: Any, seed: int = 0) -> dict[str, Any]:
+    """Mean and 95% bootstrap CI of paired differences ``diff [task]``.
+
+    One value per task (A minus B on the same task, already averaged over
+    whatever else both share); undefined (non-finite) tasks are left out.
+    Returns ``{"mean", "ci": [low, high], "tasks", "dropped", "resolved"}``,
+    ``resolved`` when the CI lies above 0. Raises ``ValueError`` if no task
+    is defined.
+    """
+    diff = np.asarray(diff, np.float64).reshape(-1)
+    finite = np.isfinite(diff)
+    if not finite.any():
+        raise ValueError("paired_ci needs at least one finite difference")
+    low, high = bootstrap_ci(diff[finite], seed=seed)
+    return {
+        "mean": float(diff[finite].mean()),
+        "ci": [low, high],
+        "tasks": int(finite.sum()),
+        "dropped": int((~finite).sum()),
+        "resolved": bool(low > 0),
+    }
+
+
 def aggregate(
     scores: Any,
     num_samples: int = 2000,

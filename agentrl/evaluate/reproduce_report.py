@@ -20,8 +20,7 @@ from typing import Any
 import numpy as np
 
 from agentrl.envs.registry import make as make_env
-from agentrl.evaluate.controls import controls_for, icl_verdict
-from agentrl.evaluate.controls import paired_difference as paired_control_difference
+from agentrl.evaluate.controls import controls_for, icl_verdict, paired_difference
 from agentrl.evaluate.evaluate import EvalResult
 from agentrl.evaluate.report import summarize, write_results
 from agentrl.evaluate.reproduce_record import target, write_record
@@ -62,19 +61,6 @@ def eval_result(saved: dict) -> EvalResult:
             if k in EvalResult.__dataclass_fields__
         }
     )
-
-
-def paired_difference(a_runs: list, b_runs: list, last_k: int) -> tuple:
-    """Mean last-``last_k``-episodes return of A minus B, with a 95% CI.
-
-    Both methods were evaluated on the same held-out tasks with the same keys
-    for each training seed, so the difference is taken per ``[seed, task]``
-    and bootstrapped over seeds, then tasks within them.
-    """
-    d = paired_control_difference(
-        a_runs, b_runs, last_k, resample=resample_for(len(a_runs))
-    )
-    return d["mean"], d["low"], d["high"]
 
 
 def load_written(tag: str) -> tuple[dict, dict, dict]:
@@ -124,12 +110,12 @@ def report(
     verdict, done = _verdict(config, summary, combined, resample, targets)
     if len(names) > 1:
         a, b = (configs[n].algo.label for n in names)
-        diff, low, high = paired_difference(
-            combined[a], combined[b], summary[a]["last_k"]
+        d = paired_difference(
+            combined[a], combined[b], summary[a]["last_k"], resample=resample
         )
         targets.append(with_ci(
             f"{a} minus {b}, last-episodes return (reported, no target)",
-            diff, low, high, float("-inf"), True,
+            d["mean"], d["low"], d["high"], float("-inf"), True,
         ))  # fmt: skip
     rows = _summary_rows(summary)
     label = next(iter(summary))

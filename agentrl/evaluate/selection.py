@@ -214,17 +214,11 @@ def choice_margin(
         others, key=lambda n: (sign * np.nanmean(values[n]), -others.index(n))
     )
     diff = sign * (values[best] - values[runner_up])
-    diff = diff[np.isfinite(diff)]
-    if diff.size == 0:
+    if not np.isfinite(diff).any():
         return None
-    low, high = metrics.bootstrap_ci(diff, seed=seed)
-    return {
-        "runner_up": runner_up,
-        "mean": float(diff.mean()),
-        "ci": [low, high],
-        "tasks": int(diff.size),
-        "resolved": bool(low > 0),
-    }
+    paired = metrics.paired_ci(diff, seed=seed)
+    paired.pop("dropped")
+    return {"runner_up": runner_up, **paired}
 
 
 def select(

@@ -7,7 +7,7 @@ were measured on (``task_set``, ``train_task_set``: :func:`task_set_id` of
 the tasks' params). Two rows on the same tasks (every cell of one sweep
 faces the same held-out tasks with the same evaluation key) can then be
 compared per ``(seed, task)`` pair, which removes the task-to-task spread
-the rows' own intervals carry: :func:`paired_difference`.
+the rows' own intervals carry: :func:`paired_row_difference`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from agentrl.evaluate.metrics import bootstrap_ci
+from agentrl.evaluate.metrics import paired_ci
 
 #: per-task score field -> the row field naming its task set
 TASK_SET_FIELDS = {"task_scores": "task_set", "train_task_scores": "train_task_set"}
@@ -83,7 +83,7 @@ def _check_tasks(a: dict[str, Any], b: dict[str, Any], field: str) -> None:
         )
 
 
-def paired_difference(
+def paired_row_difference(
     row_a: dict[str, Any],
     row_b: dict[str, Any],
     field: str = "task_scores",
@@ -96,7 +96,7 @@ def paired_difference(
     ``train_task_scores``). A task undefined (``NaN``/``None``) for any
     seed of either row is left out. Each task's difference is averaged over
     seeds, and the 95% percentile bootstrap CI
-    (:func:`agentrl.evaluate.metrics.bootstrap_ci`) resamples tasks, the
+    (:func:`agentrl.evaluate.metrics.paired_ci`) resamples tasks, the
     unit both rows share, each with all its seeds.
 
     Returns:
@@ -119,14 +119,10 @@ def paired_difference(
     keep = np.isfinite(diff).all(axis=0)
     if not keep.any():
         raise ValueError(f"no task has a finite {field!r} in both rows")
-    per_task = diff[:, keep].mean(axis=0)  # [task]
-    low, high = bootstrap_ci(per_task, seed=seed)
+    paired = paired_ci(diff[:, keep].mean(axis=0), seed=seed)  # over [task]
     return {
         "field": field,
-        "mean": float(per_task.mean()),
-        "ci": [low, high],
+        **paired,
         "pairs": int(diff.shape[0] * keep.sum()),
-        "tasks": int(keep.sum()),
         "dropped": int((~keep).sum()),
-        "resolved": bool(low > 0),
     }

@@ -8,7 +8,7 @@ when evaluated, the mean and the IQM of the normalized return of the last
 episodes on held-out tasks (scores ``[seed, task]``, each with its CI by
 bootstrap over tasks within seeds), and the scores themselves per member and
 task (``task_scores``, JSON-safe ``[seed][task]``, beside ``task_set``, the
-identity of the tasks, for :func:`agentrl.sweep.paired.paired_difference`;
+identity of the tasks, for :func:`agentrl.sweep.paired.paired_row_difference`;
 kept out of the markdown and CSV tables). :func:`interval_warnings` says when the
 best setting's interval overlaps others' and when there are too few seeds
 for intervals over seeds; ``results.md`` (printed by ``agentrl sweep``)

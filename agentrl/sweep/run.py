@@ -34,7 +34,7 @@ Rows keep the per-member, per-task scores (``task_scores`` ``[seed][task]``,
 ``train_task_scores``) and the identity of the tasks behind them
 (``task_set``, ``train_task_set``: :func:`agentrl.sweep.paired.task_set_id`
 of the tasks' params), so two cells on the same tasks can be compared
-paired afterwards (:func:`agentrl.sweep.paired.paired_difference`). A record
+paired afterwards (:func:`agentrl.sweep.paired.paired_row_difference`). A record
 written before they were kept is still read back (the setting's key does
 not depend on them); its rows simply lack them.
 """
