@@ -21,8 +21,11 @@ rounds, against Brax's training env with those features
 and episode length, and for ``*_params`` our tasks' physics through its
 domain-randomisation wrapper): that ratio is reported, with no target.
 Brax's auto-reset returns to the episode's *first* state (cached), ours
-draws a fresh start each episode as the references' gym envs do. Written to
-``env_throughput_mujoco``.
+draws a fresh start each episode as the references' gym envs do. A
+``*_params`` family is also timed against Brax's bare step on the same task
+physics drawn inside the jitted call (:func:`brax_task_runner`): Brax's
+step with physics as data, so that ratio is the cost of what the family
+adds (reported, no target). Written to ``env_throughput_mujoco``.
 
     agentrl bench env_throughput [--quick]
     agentrl bench env_throughput --mujoco [--mujoco-envs 16] [--mujoco-steps 40]
@@ -300,6 +303,49 @@ def brax_wrapped_runner(env, num_envs: int, num_steps: int):
     return jax.jit(run)
 
 
+def _on_sys(brax_env, sys, method, *args):
+    """``brax_env.<method>(*args)`` on ``sys`` instead of its own (swapped
+    while tracing, as Brax's domain-randomisation wrapper does)."""
+    own = brax_env.sys
+    brax_env.sys = sys
+    try:
+        return getattr(brax_env, method)(*args)
+    finally:
+        brax_env.sys = own
+
+
+def brax_task_runner(env, num_envs: int, num_steps: int):
+    """Jitted Brax bare step on a ``*_params`` family's task physics drawn
+    inside the call, as ours are (traced, a ``sys`` per env from
+    ``env.task_sys``), no auto-reset: the same physics as data, so ours over
+    it is the cost of what the family adds (auto-reset, keys)."""
+    brax_env, size = env.brax_env, env.action_size
+
+    def run(key):
+        keys = jax.random.split(key, num_envs)
+        params = jax.vmap(env.sample_params)(keys)
+
+        def reset(p, k):
+            return _on_sys(brax_env, env.task_sys(p), "reset", k)
+
+        def step(p, s, a):
+            return _on_sys(brax_env, env.task_sys(p), "step", s, a)
+
+        state = jax.vmap(reset)(params, keys)
+
+        def body(carry, k):
+            state, total = carry
+            k_act, _ = jax.random.split(k)
+            action = jax.random.uniform(k_act, (num_envs, size), minval=-1, maxval=1)
+            state = jax.vmap(step)(params, state, action)
+            return (state, total + state.reward.sum() + 1e-9 * state.obs.sum()), None
+
+        steps = jax.random.split(key, num_steps)
+        return jax.lax.scan(body, (state, jnp.float32(0)), steps)[0][1]
+
+    return jax.jit(run)
+
+
 def _compile_seconds(fn, key) -> float:
     start = time.perf_counter()
     jax.block_until_ready(fn(key))
@@ -321,6 +367,8 @@ def mujoco_main(
         ours, brax = mujoco_runners(env, num_envs, num_steps)
         wrapped = brax_wrapped_runner(env, num_envs, num_steps)
         runners = {"agentrl": ours, "brax": brax, "brax_wrapped": wrapped}
+        if getattr(env, "randomise", None):
+            runners["brax_task"] = brax_task_runner(env, num_envs, num_steps)
         compile_s = {lib: _compile_seconds(fn, key) for lib, fn in runners.items()}
         seconds = bench.paired_rounds(
             {lib: (fn, (key,)) for lib, fn in runners.items()}, rounds
@@ -332,6 +380,7 @@ def mujoco_main(
 
         median, low, high = ratio("brax")
         parity = ratio("brax_wrapped")
+        same = ratio("brax_task") if "brax_task" in runners else None
         steps = num_envs * num_steps
         sps = {lib: steps / min(sec) for lib, sec in seconds.items()}
         results[name] = {
@@ -344,6 +393,8 @@ def mujoco_main(
             "ratio_ci95": [low, high],
             "wrapped_ratio_median": parity[0],
             "wrapped_ratio_ci95": list(parity[1:]),
+            "task_physics_ratio_median": same and same[0],
+            "task_physics_ratio_ci95": same and list(same[1:]),
         }
         rows.append(
             {
@@ -356,7 +407,10 @@ def mujoco_main(
                 "vs Brax training env (median [CI])": (
                     f"{parity[0]:.3f} [{parity[1]:.3f}, {parity[2]:.3f}]"
                 ),
-                "compile s (agentrl / brax / wrapped)": " / ".join(
+                "vs Brax step on the same traced task physics": (
+                    f"{same[0]:.3f} [{same[1]:.3f}, {same[2]:.3f}]" if same else "–"
+                ),
+                "compile s (agentrl / brax / wrapped[ / task])": " / ".join(
                     f"{compile_s[lib]:.1f}" for lib in runners
                 ),
             }
@@ -379,7 +433,9 @@ def mujoco_main(
             f"{rounds} paired rounds; ratio = Brax's seconds / ours per round "
             "(median, bootstrap 95% CI), against Brax's bare step (the target) "
             "and its training env with auto-reset and per-env physics "
-            "(reported); steps/s from each side's best round; "
+            "(reported), and for *_params families its bare step on the same "
+            "task physics drawn inside the call, as ours (reported: what the "
+            "family adds); steps/s from each side's best round; "
             f"compile time excluded (listed). {bench.load_note(load_start)}."
         ),
     )

@@ -12,13 +12,19 @@ world-model prompt); DT has no mechanism that asks it to use earlier
 episodes.
 
 - ``smoke``: ``agentrl train dt_point_robot --preset smoke``; plumbing.
-- ``cpu``: ``agentrl reproduce meta_dt_point_robot --preset cpu --seeds 3
-  --compare dt_point_robot`` (Meta-DT's runs are reused; ~15 min of
-  training a DT seed beside two other jobs). Measured (session 39, 3 seeds
-  x 3 test goals, 50 episodes): **DT -20.3 -> -21.8, score -0.14** (random
-  0.02, PPO online 0.43): it does not improve in context and ends below
-  random; Meta-DT minus DT +9.06 [2.82, 17.9] (paired;
-  ``repro_meta_dt_point_robot_vs_dt_point_robot_cpu``). Conditioning
+- ``cpu``: ``agentrl reproduce dt_point_robot --preset cpu --seeds 5``
+  (about 8 minutes a seed with one core to itself), then ``python
+  benchmarks/paired_repro.py repro_meta_dt_point_robot_cpu:meta_dt
+  repro_dt_point_robot_cpu:dt``. Measured (session 40, 5 seeds x 3 test
+  goals, 50 episodes, ``repro_dt_point_robot_cpu``): **DT -18.1 -> -20.8,
+  score -0.17 [-0.50, 0.23]** (random 0.02, PPO online 0.33): it does not
+  improve in context and ends below random; Meta-DT minus DT **+9.36
+  [2.93, 15.1]** (paired, ``paired_meta_dt_vs_dt_ad_point_robot``; 3
+  seeds in session 39: +9.06 [2.82, 17.9]). DT's seeds 0-2 differ a little
+  from session 39's (-13.7 / -31.9 / -22.0 against -13.1 / -32.0 / -20.4):
+  no code they run changed, but the CPU did (Intel Xeon now, AMD EPYC
+  then, as for the Meta-DT runs paired here), and its floating point is
+  the likely cause. Conditioning
   every goal on the data's best return (a goal next to the start) tells
   it nothing about where this goal is.
 - ``gpu``, ``full``: ``ad_point_robot``'s with DT; for a GPU.

@@ -28,8 +28,9 @@ exists.
   (``paired_meta_dt_vs_ad_point_robot_t2mir_loader``); ahead of AD on
   consecutive windows, which stays at random level, +6.53 [4.02, 8.91]
   over 3 seeds (``repro_meta_dt_point_robot_vs_ad_point_robot_cpu``);
-  **ahead of DT** +9.06 [2.82, 17.9] over 3 seeds (DT ends below random;
-  ``repro_meta_dt_point_robot_vs_dt_point_robot_cpu``).
+  **ahead of DT** +9.36 [2.93, 15.1] over 5 seeds (DT ends below random;
+  ``paired_meta_dt_vs_dt_ad_point_robot``, DT from
+  ``repro_dt_point_robot_cpu``).
 - ``gpu``: ``ad_point_robot``'s gpu data (450 histories of 200 episodes) and
   the reference's Meta-DT transformer (3 layers, 1 head, width 128, dropout
   0.1), batch 128, lr 1e-4, weight decay 1e-4, 10,000 updates; sized, not

@@ -27,32 +27,33 @@ Presets (``agentrl train radt_darkroom --preset P``; compare with AD by
 - ``smoke``: ``ad_darkroom``'s smoke sizes; seconds. Plumbing only.
 - ``cpu``: ``ad_darkroom``'s cpu sizes (260 histories of 60 episodes, 3
   layers width 64, 2,000 updates of batch 32, 16 held-out goals x 50
-  episodes); ``agentrl reproduce radt_darkroom --preset cpu --seeds 3``,
-  about 12 minutes a seed on the shared 2-core machine (load average
-  ~12 from other sessions; 7.5 minutes of it training at ~5 updates/s).
-  The memory holds 260 x 239 = 62k pieces. The paper's claim: in-context
-  improvement comparable to AD's with a fraction of AD's context.
-  Measured (3 seeds x 8 test goals, validation chose ``sample`` in every
-  seed, ``benchmarks/results/repro_radt_darkroom_cpu``): return 1.17 ->
-  7.74 [4.21, 11.9] over the last 10 of 50 episodes, score 0.44 [0.23,
-  0.68]; per seed 11.39 / 6.35 / 5.48. AD (80-step context) on the same
-  seeds, data, splits and test goals (the committed
-  ``repro_ad_darkroom_cpu``, seeds 0-2, trained 2026-11-24, not re-run
-  here): 2.12 -> 11.72; paired difference RA-DT minus AD -3.99 [-7.14,
-  -0.82] (bootstrap over the 24 seed x goal pairs). Not met at this size:
-  comparable to AD in seed 0 only. One control, seed 0 only (``agentrl
-  eval RUN --control zero_rewards``, the run's ``sample_then_greedy``
-  rule): RA-DT 2.50 -> 8.50, with every reward it reads zeroed (window,
-  pieces and the return utility) 0.38 -> 1.12, difference 7.38 [3.37,
-  11.6] (``repro_radt_darkroom_cpu/control_zero_rewards_seed0``): the
-  rise needs the rewards in context. Context lengths (session 34, 3
-  seeds, docs/results.md): RA-DT with ``--set algo.context_len=30`` (40
-  tokens) 9.28; AD with 1 / 2 / 4 episodes (20 / 40 / 80 steps) 8.88 /
-  9.78 / 9.95, all on one session's code; no paired difference resolved
-  (RA-DT 40 minus AD 40 -0.50 [-5.25, 4.51], AD 80 minus RA-DT 20 +2.22
-  [-4.11, 8.26]): AD with the same short context does as well, so the
-  retrieval buys nothing measurable on this room. Not run: the other
-  controls (shuffled rewards, empty context, expert distillation).
+  episodes); ``agentrl reproduce radt_darkroom --preset cpu --seeds 5
+  --controls``: about 4 minutes a seed with its controls on a quiet 2-core
+  machine (12 a seed without them at load ~12). The memory holds 260 x
+  239 = 62k pieces. The paper's claim: in-context improvement comparable
+  to AD's with a fraction of AD's context. Measured (session 40, 5 seeds
+  x 8 test goals, validation chose ``sample`` in every seed,
+  ``benchmarks/results/repro_radt_darkroom_cpu``): return 0.75 -> 7.69
+  [5.07, 10.5] over the last 10 of 50 episodes, score 0.44 [0.29, 0.61];
+  per seed 11.39 / 6.35 / 5.38 / 7.96 / 7.38 (seeds 0-1 equal to the
+  2026-11-27 3-seed run's, seed 2 then 5.47). It beats rewards zeroed /
+  shuffled / an empty context by +7.5 / +7.2 / +7.4 (CIs above 0): the
+  rise needs the rewards in context; it does **not** beat expert
+  distillation (+0.16 [-3.69, 3.79]; RA-DT trained on the histories' last
+  fifth reaches 7.53): no in-context learning beyond expert data. AD
+  (80-step context) on the same seeds, data, splits and test goals (the
+  committed ``repro_ad_darkroom_cpu``, 5 seeds, trained 2026-11-24, not
+  re-run): 1.28 -> 10.76; RA-DT minus AD -3.08 [-6.65, 0.88]
+  (``paired_radt_vs_ad_darkroom``; 3 seeds gave -3.99 [-7.14, -0.82]):
+  behind AD in the mean, not resolved either way. Context lengths
+  (session 34, 3 seeds, docs/results.md): RA-DT with ``--set
+  algo.context_len=30`` (40 tokens) 9.28; AD with 1 / 2 / 4 episodes (20
+  / 40 / 80 steps) 8.88 / 9.78 / 9.95, all on one session's code; no
+  paired difference resolved (RA-DT 40 minus AD 40 -0.50 [-5.25, 4.51];
+  AD 80 minus RA-DT 20 +2.25 [-4.11, 8.29], RA-DT 20 minus AD 20 -1.17
+  [-5.51, 3.29], both re-paired on the 5-seed record's seeds 0-2): AD
+  with the same short context does as well, so the retrieval buys
+  nothing measurable on this room.
 - ``gpu``: ``ad_darkroom``'s gpu sizes (2,600 histories of 100 episodes, the
   paper's AD model) with pieces every 10 steps (0.52M pieces); not run (no
   GPU lent to the session that wrote it).

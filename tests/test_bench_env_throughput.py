@@ -1,13 +1,18 @@
 """benchmarks/env_throughput.py's MuJoCo comparison against Brax's training
 env: the per-env physics it hands Brax's domain-randomisation wrapper are
-our tasks', batched over the randomised fields only; the three runners
-(ours, Brax's bare step, Brax's training env) run (long: MJX compiles for
-minutes on 2 cores)."""
+our tasks', batched over the randomised fields only; the runners (ours,
+Brax's bare step, Brax's training env, Brax's bare step on our task
+physics) run (long: MJX compiles for minutes on 2 cores)."""
 
 import jax
 import numpy as np
 import pytest
-from env_throughput import brax_wrapped_runner, mujoco_runners, task_physics
+from env_throughput import (
+    brax_task_runner,
+    brax_wrapped_runner,
+    mujoco_runners,
+    task_physics,
+)
 
 from agentrl import envs
 
@@ -32,3 +37,15 @@ def test_the_three_runners_run(name):
     runners = (*mujoco_runners(env, 2, 3), brax_wrapped_runner(env, 2, 3))
     for run in runners:
         assert np.isfinite(float(run(jax.random.key(0))))
+
+
+@pytest.mark.long
+def test_brax_on_task_physics_moves_differently_and_restores_its_sys():
+    env = envs.make("hopper_params", horizon=2)
+    own = env.brax_env.sys
+    _, bare = mujoco_runners(env, 2, 3)
+    on_tasks = brax_task_runner(env, 2, 3)
+    key = jax.random.key(0)
+    total, bare_total = float(on_tasks(key)), float(bare(key))
+    assert np.isfinite(total) and total != bare_total  # other masses, other motion
+    assert env.brax_env.sys is own  # swapped only while tracing
