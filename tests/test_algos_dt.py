@@ -78,3 +78,23 @@ def test_dt_target_return_defaults_to_the_data_best(darkroom_dataset):
     returns = np.asarray(history.episode_returns(dataset.metadata["num_episodes"]))
     assert resolved.algo.target_return == best == returns.max()
     assert resolved.algo.rtg_scale == env.horizon
+
+
+def test_return_conditioning_defaults_and_explicit_values():
+    from types import SimpleNamespace
+
+    from agentrl.algos.dt import resolved_return_conditioning
+    from agentrl.algos.meta_dt import MetaDT
+
+    unset = SimpleNamespace(rtg_scale=None, target_return=None)
+    filled = resolved_return_conditioning(unset, SimpleNamespace(horizon=20), None)
+    assert filled == {"rtg_scale": 20.0, "target_return": None}
+    no_horizon = resolved_return_conditioning(unset, object(), None)
+    assert no_horizon["rtg_scale"] == 1.0
+    given = SimpleNamespace(rtg_scale=5.0, target_return=3.0)
+    assert resolved_return_conditioning(given, SimpleNamespace(horizon=20), None) == {
+        "rtg_scale": 5.0,
+        "target_return": 3.0,
+    }
+    meta = MetaDT().resolve(SimpleNamespace(horizon=50), None)  # shares the rule
+    assert (meta.rtg_scale, meta.target_return) == (50.0, None)

@@ -99,6 +99,21 @@ def check_return_conditioning(rtg_scale: Any, target_return: Any) -> None:
         )
 
 
+def resolved_return_conditioning(
+    algo: Any, env: Any, dataset: Any | None
+) -> dict[str, float | None]:
+    """``algo``'s ``rtg_scale`` and ``target_return`` with their defaults
+    filled in: the scale is the env's horizon (1 without one), the target
+    the dataset's best episode return (left ``None`` without a dataset)."""
+    scale = algo.rtg_scale
+    if scale is None:
+        scale = float(getattr(env, "horizon", 1) or 1)
+    target = algo.target_return
+    if target is None and dataset is not None:
+        target = best_episode_return(dataset)
+    return {"rtg_scale": scale, "target_return": target}
+
+
 def discrete_obs_count(env: Any) -> int | None:
     """Number of discrete observations of ``env`` (``None``: vector obs)."""
     space = env.observation_space(env.default_params)
@@ -161,13 +176,8 @@ class DT(Algorithm):
         return self.context_episodes * env_horizon(env)
 
     def resolve(self, env: Any, dataset: Any | None) -> DT:
-        scale = self.rtg_scale
-        if scale is None:
-            scale = float(getattr(env, "horizon", 1) or 1)
-        target = self.target_return
-        if target is None and dataset is not None:
-            target = best_episode_return(dataset)
-        return dataclasses.replace(self, rtg_scale=scale, target_return=target)
+        conditioning = resolved_return_conditioning(self, env, dataset)
+        return dataclasses.replace(self, **conditioning)
 
     def make_sampler(self, dataset: Any, train: Any, *, paired: bool = False) -> Any:
         return ADSampler(

@@ -65,9 +65,9 @@ from agentrl.agents.prompted import MetaDTAgent, space_count
 from agentrl.algos.ad import check_positive
 from agentrl.algos.base import Algorithm, check, register_algorithm
 from agentrl.algos.dt import (
-    best_episode_return,
     check_return_conditioning,
     discrete_obs_count,
+    resolved_return_conditioning,
 )
 from agentrl.algos.losses import action_loss
 from agentrl.configtools import traced
@@ -299,13 +299,8 @@ class MetaDT(Algorithm):
         return self.prompt_length + env_horizon(env)
 
     def resolve(self, env: Any, dataset: Any | None) -> MetaDT:
-        scale = self.rtg_scale
-        if scale is None:
-            scale = float(getattr(env, "horizon", 1) or 1)
-        target = self.target_return
-        if target is None and dataset is not None:
-            target = best_episode_return(dataset)
-        return dataclasses.replace(self, rtg_scale=scale, target_return=target)
+        conditioning = resolved_return_conditioning(self, env, dataset)
+        return dataclasses.replace(self, **conditioning)
 
     def make_sampler(self, dataset: Any, train: Any, *, paired: bool = False) -> Any:
         return ADSampler(
