@@ -23,9 +23,15 @@ budgets), so the comparison with AD is at equal budget.
   with the MoE; under a minute, most of it compiling. Plumbing only.
 - ``cpu``: ``agentrl reproduce t2mir_ad_point_robot --compare
   ad_point_robot --preset cpu`` — ``ad_point_robot``'s cpu preset with the
-  MoE (about 1.4x AD's step time on Dark Room; not yet run end to end).
-  Expected: both rise over the held-out episodes; the paper reports
-  T2MIR-AD ahead on Point-Robot.
+  MoE (2 x 11 minutes a seed, T2MIR-AD and AD, with two seeds at once on
+  the 2-core CPU). Measured (session 40, 5 seeds x 3 test goals, 50
+  episodes, ``benchmarks/results/repro_t2mir_ad_point_robot_vs_ad_point_robot_cpu``):
+  T2MIR-AD -18.4 -> -7.95, score 0.64 [0.53, 0.71]; AD -18.3 -> -7.63,
+  score 0.67 (PPO learning online 0.33, random 0.02): both rise over the
+  held-out episodes; **T2MIR-AD minus AD -0.32 [-1.20, 0.40]**, paired
+  over the same data, goals and keys: the paper's "T2MIR-AD ahead" is not
+  met at this size (level with AD). Its controls were not run (AD's, on
+  the same preset: ``repro_ad_point_robot_cpu_window_start...``).
 - ``gpu`` / ``full``: ``ad_point_robot``'s with the MoE (the ``full``
   preset is T2MIR's AD budget: 100k updates, 10k warm-up).
 """
