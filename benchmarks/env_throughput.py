@@ -60,11 +60,18 @@ GYMNAX_REFERENCE = {
 }
 
 
+def _run_keys(key):
+    """``(tasks, reset, steps)``: the keys of one timed call, split alike by
+    every runner (so the same starts and actions, and no key used twice)."""
+    return jax.random.split(key, 3)
+
+
 def make_runner(env, params, num_envs: int, num_steps: int, batched_params: bool):
     """Jitted function(key) running ``num_envs`` random-policy envs."""
 
     def run(key):
-        keys = jax.random.split(key, num_envs)
+        _, k_reset, k_steps = _run_keys(key)
+        keys = jax.random.split(k_reset, num_envs)
         p_axis = 0 if batched_params else None
         obs, state = jax.vmap(env.reset, (0, p_axis))(keys, params)
 
@@ -83,7 +90,7 @@ def make_runner(env, params, num_envs: int, num_steps: int, batched_params: bool
             return (state, total + reward.sum() + 1e-9 * seen), None
 
         (_, total), _ = jax.lax.scan(
-            body, (state, jnp.float32(0)), jax.random.split(key, num_steps)
+            body, (state, jnp.float32(0)), jax.random.split(k_steps, num_steps)
         )
         return total
 
@@ -227,9 +234,9 @@ def mujoco_runners(env, num_envs: int, num_steps: int):
         return reward.sum() + 1e-9 * obs.sum()
 
     def ours(key):
-        keys = jax.random.split(key, num_envs)
-        params = jax.vmap(env.sample_params)(keys)
-        _, state = jax.vmap(env.reset)(keys, params)
+        k_tasks, k_reset, k_steps = _run_keys(key)
+        params = jax.vmap(env.sample_params)(jax.random.split(k_tasks, num_envs))
+        _, state = jax.vmap(env.reset)(jax.random.split(k_reset, num_envs), params)
 
         def body(carry, k):
             state, total = carry
@@ -240,11 +247,12 @@ def mujoco_runners(env, num_envs: int, num_steps: int):
             )
             return (state, total + consume(obs, reward)), None
 
-        steps = jax.random.split(key, num_steps)
+        steps = jax.random.split(k_steps, num_steps)
         return jax.lax.scan(body, (state, jnp.float32(0)), steps)[0][1]
 
     def brax(key):
-        state = jax.vmap(brax_env.reset)(jax.random.split(key, num_envs))
+        _, k_reset, k_steps = _run_keys(key)
+        state = jax.vmap(brax_env.reset)(jax.random.split(k_reset, num_envs))
 
         def body(carry, k):
             state, total = carry
@@ -252,7 +260,7 @@ def mujoco_runners(env, num_envs: int, num_steps: int):
             state = jax.vmap(brax_env.step)(state, actions(k_act))
             return (state, total + consume(state.obs, state.reward)), None
 
-        steps = jax.random.split(key, num_steps)
+        steps = jax.random.split(k_steps, num_steps)
         return jax.lax.scan(body, (state, jnp.float32(0)), steps)[0][1]
 
     return jax.jit(ours), jax.jit(brax)
@@ -288,7 +296,8 @@ def brax_wrapped_runner(env, num_envs: int, num_steps: int):
 
     def run(key):
         # raw uint32 keys [N, 2]: Brax's episode wrapper reads rng.shape[:-1]
-        state = wrapped.reset(jax.random.key_data(jax.random.split(key, num_envs)))
+        _, k_reset, k_steps = _run_keys(key)
+        state = wrapped.reset(jax.random.key_data(jax.random.split(k_reset, num_envs)))
 
         def body(carry, k):
             state, total = carry
@@ -297,7 +306,7 @@ def brax_wrapped_runner(env, num_envs: int, num_steps: int):
             state = wrapped.step(state, action)
             return (state, total + state.reward.sum() + 1e-9 * state.obs.sum()), None
 
-        steps = jax.random.split(key, num_steps)
+        steps = jax.random.split(k_steps, num_steps)
         return jax.lax.scan(body, (state, jnp.float32(0)), steps)[0][1]
 
     return jax.jit(run)
@@ -322,8 +331,8 @@ def brax_task_runner(env, num_envs: int, num_steps: int):
     brax_env, size = env.brax_env, env.action_size
 
     def run(key):
-        keys = jax.random.split(key, num_envs)
-        params = jax.vmap(env.sample_params)(keys)
+        k_tasks, k_reset, k_steps = _run_keys(key)
+        params = jax.vmap(env.sample_params)(jax.random.split(k_tasks, num_envs))
 
         def reset(p, k):
             return _on_sys(brax_env, env.task_sys(p), "reset", k)
@@ -331,7 +340,7 @@ def brax_task_runner(env, num_envs: int, num_steps: int):
         def step(p, s, a):
             return _on_sys(brax_env, env.task_sys(p), "step", s, a)
 
-        state = jax.vmap(reset)(params, keys)
+        state = jax.vmap(reset)(params, jax.random.split(k_reset, num_envs))
 
         def body(carry, k):
             state, total = carry
@@ -340,7 +349,7 @@ def brax_task_runner(env, num_envs: int, num_steps: int):
             state = jax.vmap(step)(params, state, action)
             return (state, total + state.reward.sum() + 1e-9 * state.obs.sum()), None
 
-        steps = jax.random.split(key, num_steps)
+        steps = jax.random.split(k_steps, num_steps)
         return jax.lax.scan(body, (state, jnp.float32(0)), steps)[0][1]
 
     return jax.jit(run)
