@@ -23,9 +23,10 @@ domain-randomisation wrapper): that ratio is reported, with no target.
 Brax's auto-reset returns to the episode's *first* state (cached), ours
 draws a fresh start each episode as the references' gym envs do. A
 ``*_params`` family is also timed against Brax's bare step on the same task
-physics drawn inside the jitted call (:func:`brax_task_runner`): Brax's
-step with physics as data, so that ratio is the cost of what the family
-adds (reported, no target). Written to ``env_throughput_mujoco``.
+physics drawn inside the jitted call (:func:`brax_task_runner`, Brax's
+domain-randomisation wrapper on traced physics): Brax's step with physics
+as data, so that ratio is the cost of what the family adds (reported, no
+target). Written to ``env_throughput_mujoco``.
 
     agentrl bench env_throughput [--quick]
     agentrl bench env_throughput --mujoco [--mujoco-envs 16] [--mujoco-steps 40]
@@ -266,15 +267,20 @@ def mujoco_runners(env, num_envs: int, num_steps: int):
     return jax.jit(ours), jax.jit(brax)
 
 
-def task_physics(env, num_envs: int) -> tuple:
+def physics_of(env, params) -> tuple:
     """``(sys, in_axes)`` for Brax's ``DomainRandomizationVmapWrapper``: the
-    physics of ``num_envs`` of a ``*_params`` family's tasks (drawn once,
-    concrete), batched over its randomised fields only."""
-    keys = jax.random.split(jax.random.key(1), num_envs)
-    params = jax.vmap(env.sample_params)(keys)
+    physics of a ``*_params`` family's tasks ``params`` (batched), batched
+    over its randomised fields only."""
     sys_v = env.sys.replace(**{f: getattr(params, f) for f in env.randomise})
     in_axes = jax.tree.map(lambda _: None, env.sys)
     return sys_v, in_axes.replace(**{f: 0 for f in env.randomise})
+
+
+def task_physics(env, num_envs: int) -> tuple:
+    """:func:`physics_of` ``num_envs`` of the family's tasks, drawn once
+    (concrete)."""
+    keys = jax.random.split(jax.random.key(1), num_envs)
+    return physics_of(env, jax.vmap(env.sample_params)(keys))
 
 
 def brax_wrapped_runner(env, num_envs: int, num_steps: int):
@@ -312,41 +318,30 @@ def brax_wrapped_runner(env, num_envs: int, num_steps: int):
     return jax.jit(run)
 
 
-def _on_sys(brax_env, sys, method, *args):
-    """``brax_env.<method>(*args)`` on ``sys`` instead of its own (swapped
-    while tracing, as Brax's domain-randomisation wrapper does)."""
-    own = brax_env.sys
-    brax_env.sys = sys
-    try:
-        return getattr(brax_env, method)(*args)
-    finally:
-        brax_env.sys = own
-
-
 def brax_task_runner(env, num_envs: int, num_steps: int):
     """Jitted Brax bare step on a ``*_params`` family's task physics drawn
-    inside the call, as ours are (traced, a ``sys`` per env from
-    ``env.task_sys``), no auto-reset: the same physics as data, so ours over
-    it is the cost of what the family adds (auto-reset, keys)."""
-    brax_env, size = env.brax_env, env.action_size
+    inside the call, as ours are (traced, through Brax's own
+    ``DomainRandomizationVmapWrapper``), no auto-reset: the same physics as
+    data, so ours over it is the cost of what the family adds (auto-reset,
+    keys)."""
+    from brax.envs.wrappers import training
+
+    size = env.action_size
 
     def run(key):
         k_tasks, k_reset, k_steps = _run_keys(key)
         params = jax.vmap(env.sample_params)(jax.random.split(k_tasks, num_envs))
-
-        def reset(p, k):
-            return _on_sys(brax_env, env.task_sys(p), "reset", k)
-
-        def step(p, s, a):
-            return _on_sys(brax_env, env.task_sys(p), "step", s, a)
-
-        state = jax.vmap(reset)(params, jax.random.split(k_reset, num_envs))
+        physics = physics_of(env, params)
+        on_tasks = training.DomainRandomizationVmapWrapper(
+            env.brax_env, lambda sys: physics
+        )
+        state = on_tasks.reset(jax.random.split(k_reset, num_envs))
 
         def body(carry, k):
             state, total = carry
             k_act, _ = jax.random.split(k)
             action = jax.random.uniform(k_act, (num_envs, size), minval=-1, maxval=1)
-            state = jax.vmap(step)(params, state, action)
+            state = on_tasks.step(state, action)
             return (state, total + state.reward.sum() + 1e-9 * state.obs.sum()), None
 
         steps = jax.random.split(k_steps, num_steps)

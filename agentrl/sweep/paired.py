@@ -124,5 +124,5 @@ def paired_row_difference(
         "field": field,
         **paired,
         "pairs": int(diff.shape[0] * keep.sum()),
-        "dropped": int((~keep).sum()),
+        "dropped": int((~keep).sum()),  # paired_ci saw the kept tasks only
     }
