@@ -254,15 +254,8 @@ def mujoco_runners(env, num_envs: int, num_steps: int):
     def brax(key):
         _, k_reset, k_steps = _run_keys(key)
         state = jax.vmap(brax_env.reset)(jax.random.split(k_reset, num_envs))
-
-        def body(carry, k):
-            state, total = carry
-            k_act, _ = jax.random.split(k)
-            state = jax.vmap(brax_env.step)(state, actions(k_act))
-            return (state, total + consume(state.obs, state.reward)), None
-
-        steps = jax.random.split(k_steps, num_steps)
-        return jax.lax.scan(body, (state, jnp.float32(0)), steps)[0][1]
+        step = jax.vmap(brax_env.step)
+        return _random_play(step, state, k_steps, num_steps, size)
 
     return jax.jit(ours), jax.jit(brax)
 
@@ -281,6 +274,23 @@ def task_physics(env, num_envs: int) -> tuple:
     (concrete)."""
     keys = jax.random.split(jax.random.key(1), num_envs)
     return physics_of(env, jax.vmap(env.sample_params)(keys))
+
+
+def _random_play(step, state, key, num_steps: int, size: int):
+    """Summed reward (plus a trace of the observations, so XLA keeps the
+    dynamics) of ``num_steps`` uniform random actions through a batched
+    Brax ``step(state, action) -> state``."""
+    num_envs = state.reward.shape[0]
+
+    def body(carry, k):
+        state, total = carry
+        k_act, _ = jax.random.split(k)
+        action = jax.random.uniform(k_act, (num_envs, size), minval=-1, maxval=1)
+        state = step(state, action)
+        return (state, total + state.reward.sum() + 1e-9 * state.obs.sum()), None
+
+    steps = jax.random.split(key, num_steps)
+    return jax.lax.scan(body, (state, jnp.float32(0)), steps)[0][1]
 
 
 def brax_wrapped_runner(env, num_envs: int, num_steps: int):
@@ -304,16 +314,7 @@ def brax_wrapped_runner(env, num_envs: int, num_steps: int):
         # raw uint32 keys [N, 2]: Brax's episode wrapper reads rng.shape[:-1]
         _, k_reset, k_steps = _run_keys(key)
         state = wrapped.reset(jax.random.key_data(jax.random.split(k_reset, num_envs)))
-
-        def body(carry, k):
-            state, total = carry
-            k_act, _ = jax.random.split(k)
-            action = jax.random.uniform(k_act, (num_envs, size), minval=-1, maxval=1)
-            state = wrapped.step(state, action)
-            return (state, total + state.reward.sum() + 1e-9 * state.obs.sum()), None
-
-        steps = jax.random.split(k_steps, num_steps)
-        return jax.lax.scan(body, (state, jnp.float32(0)), steps)[0][1]
+        return _random_play(wrapped.step, state, k_steps, num_steps, size)
 
     return jax.jit(run)
 
@@ -337,15 +338,7 @@ def brax_task_runner(env, num_envs: int, num_steps: int):
         )
         state = on_tasks.reset(jax.random.split(k_reset, num_envs))
 
-        def body(carry, k):
-            state, total = carry
-            k_act, _ = jax.random.split(k)
-            action = jax.random.uniform(k_act, (num_envs, size), minval=-1, maxval=1)
-            state = on_tasks.step(state, action)
-            return (state, total + state.reward.sum() + 1e-9 * state.obs.sum()), None
-
-        steps = jax.random.split(k_steps, num_steps)
-        return jax.lax.scan(body, (state, jnp.float32(0)), steps)[0][1]
+        return _random_play(on_tasks.step, state, k_steps, num_steps, size)
 
     return jax.jit(run)
 
