@@ -24,6 +24,7 @@ from agentrl.project import results_dir
 from agentrl.tables import markdown_table
 
 __all__ = [
+    "fresh_keys",
     "load_note",
     "machine_info",
     "markdown_table",
@@ -49,11 +50,16 @@ def load_note(start: float) -> str:
 
 
 def timeit(fn, *args, repeats: int = 3) -> float:
-    """Best wall time in seconds of ``fn(*args)`` (already compiled), blocking."""
+    """Best wall time in seconds of ``fn(*args)`` (already compiled), blocking.
+
+    Each call gets its own PRNG keys (:func:`fresh_keys`): the same work,
+    other random numbers, and no key used twice.
+    """
     best = float("inf")
-    for _ in range(repeats):
+    for call in range(repeats):
+        call_args = fresh_keys(args, call)
         start = time.perf_counter()
-        jax.block_until_ready(fn(*args))
+        jax.block_until_ready(fn(*call_args))
         best = min(best, time.perf_counter() - start)
     return best
 
@@ -65,20 +71,49 @@ def paired_rounds(fns: dict, rounds: int) -> dict[str, list[float]]:
     round to round, so a candidate is not always the one after (or before) a
     given other one. A ratio of two candidates *within* a round compares them
     under the same load, which drifts on a shared machine from one round to
-    the next; :func:`median_ci` then summarises the per-round ratios.
+    the next; :func:`median_ci` then summarises the per-round ratios. Every
+    call, the warm-up included, gets its own PRNG keys (:func:`fresh_keys`).
     Returns ``{name: [seconds per round]}``.
     """
     for fn, args in fns.values():
-        jax.block_until_ready(fn(*args))
+        jax.block_until_ready(fn(*fresh_keys(args, 0)))
     names = list(fns)
     seconds: dict[str, list[float]] = {name: [] for name in names}
     for r in range(rounds):
         for name in names if r % 2 == 0 else names[::-1]:
             fn, args = fns[name]
+            call_args = fresh_keys(args, r + 1)
             start = time.perf_counter()
-            jax.block_until_ready(fn(*args))
+            jax.block_until_ready(fn(*call_args))
             seconds[name].append(time.perf_counter() - start)
     return seconds
+
+
+#: The stream timing calls draw their keys from: far from the small indices
+#: ``jax.random.split(key, n)[i] == fold_in(key, i)`` hands out, so a timed
+#: call's key is none a warm-up call split off the same key.
+_TIMING_STREAM = 2**31 - 1
+
+
+def fresh_keys(args, call: int):
+    """``args`` (a pytree) with every typed PRNG key ``k`` replaced by
+    ``fold_in(fold_in(k, _TIMING_STREAM), call)``, elementwise over key arrays.
+
+    Timing one compiled function again and again on the same key repeats the
+    same work, but it is key reuse (``jax_debug_key_reuse`` raises); folding
+    in the call's index gives each call keys of its own. ``fold_in`` does
+    not consume the given key, so the caller's warm-up may use it.
+    """
+
+    def fold(x):
+        dtype = getattr(x, "dtype", None)
+        if dtype is None or not jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key):
+            return x
+        flat = jax.vmap(jax.random.fold_in, (0, None))(x.reshape(-1), _TIMING_STREAM)
+        flat = jax.vmap(jax.random.fold_in, (0, None))(flat, call)
+        return flat.reshape(x.shape)
+
+    return jax.tree.map(fold, args)
 
 
 def median_ci(

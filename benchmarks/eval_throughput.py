@@ -231,7 +231,7 @@ def main(argv: list[str] | None = None) -> None:
 
     _, env, model, handle, params = preset_model("ad_darkroom", NUM_TASKS)
     window = model.config.max_steps
-    key = jax.random.key(0)
+    k_check, k_cached, k_recompute = jax.random.split(jax.random.key(0), 3)
     total_steps = NUM_EPISODES * env.horizon
 
     def cached(greedy):
@@ -244,9 +244,13 @@ def main(argv: list[str] | None = None) -> None:
             ModelHandle(handle.graphdef, w), env, window, greedy=greedy
         )
 
-    # Same computation check: greedy actions over the first window.
-    a_cached = make_runner(cached(True), env, window)(handle.weights, params, key)[0]
-    a_recomp = make_runner(recompute(True), env, window)(handle.weights, params, key)[0]
+    # Same computation check: greedy actions over the first window, both
+    # agents on one key (a deliberate reuse, so cloned for the key checker).
+    check = (handle.weights, params)
+    a_cached = make_runner(cached(True), env, window)(
+        *check, jax.random.clone(k_check)
+    )[0]
+    a_recomp = make_runner(recompute(True), env, window)(*check, k_check)[0]
     agree = float(jnp.mean(a_cached == a_recomp))
     print(f"greedy actions equal over the first {window} steps: {agree:.4f}")
 
@@ -255,7 +259,7 @@ def main(argv: list[str] | None = None) -> None:
         make_runner(cached(False), env, total_steps),
         handle.weights,
         params,
-        key,
+        k_cached,
         args.repeats,
     )
     print(f"cached: {total_steps} steps in {c_sec:.2f}s (compile {c_compile:.1f}s)")
@@ -263,7 +267,7 @@ def main(argv: list[str] | None = None) -> None:
         make_runner(recompute(False), env, rec_steps),
         handle.weights,
         params,
-        key,
+        k_recompute,
         args.repeats,
     )
     print(f"recompute: {rec_steps} steps in {r_sec:.2f}s (compile {r_compile:.1f}s)")

@@ -164,7 +164,7 @@ def measure(trainer, hp, timed: bool) -> dict:
         out.update(update_s=seconds, env_steps_per_s=steps / seconds)
         for name, (fn, args) in part_programs(trainer, state, hp).items():
             jax.block_until_ready(fn(*args))  # compile
-            out[f"{name}_s"] = bench.timeit(lambda f=fn, a=args: f(*a), repeats=2)
+            out[f"{name}_s"] = bench.timeit(fn, *args, repeats=2)
     return out
 
 
@@ -223,10 +223,12 @@ def main(argv: list[str] | None = None) -> None:
 
     env = make_env("darkroom", size=9, horizon=20)
     for e in args.episodes:
-        if (e * env.horizon) % args.update_every:
+        steps = e * env.horizon
+        if steps % args.update_every or steps == args.update_every:
             parser.error(
                 f"--update-every {args.update_every} must divide every trial's "
-                f"steps ({e} episodes x {env.horizon} = {e * env.horizon})"
+                f"steps and be fewer ({e} episodes x {env.horizon} = {steps}; "
+                "one update per trial is --whole-upto's row)"
             )
     hp = trial_hparams(lr=3e-4, reward_scale=0.1)
     model = model_config(args.layers, args.width, attention_sink=args.sink)

@@ -376,6 +376,12 @@ def main(argv: list[str] | None = None) -> None:
             f"--update-every {args.update_every} must divide the trial's "
             f"{args.trial_episodes * 20} steps (Dark Room H=20)"
         )
+    for flag, envs in (
+        ("--envs", args.envs),
+        ("--transformer-envs", args.transformer_envs),
+    ):
+        if envs % 4:
+            parser.error(f"{flag} {envs} must be a multiple of the PPOs' 4 minibatches")
     start_load = os.getloadavg()[0]
     hp = trial_hparams()  # XLand-MiniGrid's RL² settings
     results, rows, targets = {}, [], []

@@ -86,13 +86,8 @@ def _interleaved(fns: dict, repeats: int) -> dict:
     Alternating the candidates spreads the shared machine's load over all of
     them, so their ratio means something even when the seconds do not.
     """
-    for fn, args in fns.values():
-        jax.block_until_ready(fn(*args))
-    best = dict.fromkeys(fns, float("inf"))
-    for _ in range(repeats):
-        for name, (fn, args) in fns.items():
-            best[name] = min(best[name], bench.timeit(fn, *args, repeats=1))
-    return best
+    seconds = bench.paired_rounds(fns, repeats)
+    return {name: min(times) for name, times in seconds.items()}
 
 
 def _bare_decode(graphdef, n: int):

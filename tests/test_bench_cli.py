@@ -62,3 +62,25 @@ def test_reproduce_is_a_command_of_its_own(capsys):
     assert exit_info.value.code == 0
     out = capsys.readouterr().out
     assert "usage: agentrl reproduce" in out and "--controls" in out
+
+
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["online_throughput", "--envs", "2"], "--envs 2 must be a multiple of"),
+        (
+            ["online_throughput", "--transformer-envs", "6"],
+            "--transformer-envs 6 must be a multiple of",
+        ),
+        (
+            ["online_long_context", "--episodes", "1", "2", "--update-every", "20"],
+            "--update-every 20 must divide every trial's steps and be fewer",
+        ),
+    ],
+)
+def test_online_benchmarks_refuse_shapes_they_cannot_split(capsys, args, says):
+    """Sizes the PPO updates cannot split are refused before any compile."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(["bench", *args])
+    assert exit_info.value.code == 2
+    assert says in capsys.readouterr().err

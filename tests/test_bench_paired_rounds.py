@@ -48,3 +48,20 @@ def test_overhead_verdict_reads_the_interval():
     assert overhead_verdict(t / 4, t / 2).startswith("a cost below")
     assert overhead_verdict(-0.02, 2 * t).startswith("not resolved")
     assert overhead_verdict(1.5 * t, 2 * t).startswith("a cost above")
+
+
+def test_timing_calls_draw_fresh_keys():
+    """Timed calls on one key would reuse it; each call gets keys of its own."""
+    import jax
+
+    draw = jax.jit(lambda state: jax.vmap(jax.random.uniform)(state["keys"]))
+    state = {"keys": jax.random.split(jax.random.key(0), 4), "n": 3}
+    first, second = bench.fresh_keys(state, 0), bench.fresh_keys(state, 1)
+    assert first["n"] == 3 and first["keys"].shape == (4,)
+    assert not np.allclose(draw(first), draw(second))
+    with jax.debug_key_reuse(True):
+        draw(state)  # the caller's warm-up may consume the key itself
+        bench.timeit(draw, state, repeats=3)
+        bench.paired_rounds({"a": (draw, (state,)), "b": (draw, (state,))}, 2)
+        with pytest.raises(jax.errors.KeyReuseError):
+            draw(state)

@@ -81,6 +81,29 @@ def test_xland_goal_reached_pays_and_terminates(env):
     assert successes >= 1
 
 
+def test_xland_rollout_passes_the_key_reuse_checker():
+    """xminigrid's state carries a key; a scan of auto-resetting steps over
+    it used to raise under ``jax_debug_key_reuse`` (the reset's select)."""
+    env = make("xland", num_rulesets=4, horizon=5)
+    params = env.params_for_task(jnp.int32(1))
+
+    def run(key):
+        k_reset, k_steps = jax.random.split(key)
+        _, state = env.reset(k_reset, params)
+
+        def body(state, k):
+            k_act, k_step = jax.random.split(k)
+            action = jax.random.randint(k_act, (), 0, 6)
+            _, state, reward, *_ = env.step(k_step, state, action, params)
+            return state, reward
+
+        return jax.lax.scan(body, state, jax.random.split(k_steps, 12))
+
+    with jax.debug_key_reuse(True):
+        state, rewards = jax.jit(run)(jax.random.key(0))
+    assert rewards.shape == (12,) and state.inner.key.dtype == jnp.uint32
+
+
 def test_minigrid_env_and_bad_arguments():
     env = make("xland", env_id="MiniGrid-Empty-5x5")
     assert env.num_tasks == 1 and env.params_for_task(0).ruleset is None

@@ -193,7 +193,8 @@ def test_choice_margin_is_paired_per_task_and_names_the_runner_up():
     assert m["runner_up"] == "a" and m["mean"] == pytest.approx(2.0)
     # undefined tasks are left out; one candidate has no margin
     values["greedy"][:4] = np.nan
-    assert choice_margin(values, "sample", 1.0)["tasks"] == 28
+    left_out = choice_margin(values, "sample", 1.0)
+    assert (left_out["tasks"], left_out["dropped"]) == (28, 4)
     assert choice_margin({"sample": base}, "sample", 1.0) is None
     # a rule that scored exactly as the chosen one is no rival
     same = {"sample": base, "sample_then_greedy": base.copy(), "greedy": base - 0.5}

@@ -80,6 +80,9 @@ class Info:
     """print JSON"""
     verify: Literal["full", "size", "none"] = "size"
     """checks on open: file sizes, full checksums, or none"""
+    learning: bool = False
+    """also read every training record and print how the episode returns
+    move along the histories (mean per tenth, rise, rank correlation)"""
 
 
 @dataclasses.dataclass
@@ -177,7 +180,15 @@ def _progress(bar, stop: StopFlag, out: Path):
 def _info(args) -> int:
     from agentrl.data.reader import open_dataset
 
-    summary = open_dataset(args.path, verify=args.verify).summary()
+    dataset = open_dataset(args.path, verify=args.verify)
+    summary = dataset.summary()
+    if args.learning:
+        from agentrl.data.learning import learning_summary
+
+        try:
+            summary["learning"] = learning_summary(dataset)
+        except ValueError as err:
+            raise ConfigError(f"--learning: {err}") from None
     if args.json:
         print(json.dumps(summary, indent=2))
         return 0
@@ -186,6 +197,8 @@ def _info(args) -> int:
             print("files:")
             for name, size in value.items():
                 print(f"  {name}  {size:,} bytes")
+        elif key == "learning":
+            print(_learning_lines(value))
         elif isinstance(value, dict):
             print(f"{key}: {json.dumps(value)}")
         elif isinstance(value, int) and not isinstance(value, bool):
@@ -193,6 +206,20 @@ def _info(args) -> int:
         else:
             print(f"{key}: {value}")
     return 0
+
+
+def _learning_lines(learning: dict) -> str:
+    """``--learning``'s summary (:func:`agentrl.data.learning.learning_summary`)
+    as lines."""
+    curve = ", ".join(f"{v:.4g}" for v in learning["curve"])
+    return (
+        f"learning ({learning['histories']:,} {learning['split']} histories, "
+        f"{learning['episodes']:,}+ whole episodes each):\n"
+        f"  mean return in {learning['bins']} parts of the history, in order: {curve}\n"
+        f"  rise (last part - first): {learning['rise']:.4g}; histories rising: "
+        f"{learning['rising']:.0%}; rank correlation of return with episode: "
+        f"{learning['rank_correlation']:.2f}"
+    )
 
 
 def _verify(args) -> int:

@@ -198,10 +198,11 @@ def choice_margin(
     scored differently: a candidate with the chosen one's values on every
     task (e.g. ``sample_then_greedy`` where no reward is ever positive, so
     it never turns greedy) is the same choice, not a rival. Tasks where
-    either value is undefined are left out. Returns ``{"runner_up", "mean",
-    "ci", "tasks", "resolved"}`` (``sign`` applied: a positive margin
-    favours the choice; ``resolved``: the 95% bootstrap CI over tasks lies
-    above 0), or ``None`` without a rival or a task defined for both.
+    either value is undefined are left out (counted in ``dropped``). Returns
+    ``{"runner_up", "mean", "ci", "tasks", "dropped", "resolved"}`` (``sign``
+    applied: a positive margin favours the choice; ``resolved``: the 95%
+    bootstrap CI over tasks lies above 0), or ``None`` without a rival or a
+    task defined for both.
     """
     others = [
         n
@@ -216,9 +217,7 @@ def choice_margin(
     diff = sign * (values[best] - values[runner_up])
     if not np.isfinite(diff).any():
         return None
-    paired = metrics.paired_ci(diff, seed=seed)
-    paired.pop("dropped")
-    return {"runner_up": runner_up, **paired}
+    return {"runner_up": runner_up, **metrics.paired_ci(diff, seed=seed)}
 
 
 def select(
