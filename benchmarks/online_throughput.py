@@ -306,9 +306,9 @@ def transformer_section(args, hp) -> tuple[dict, list, list]:
     ppo["flops_per_update"] = transformer_flops_per_trial(cfg, s)
     ppo["flops_per_s"] = ppo["flops_per_update"] / ppo["update_s"]
 
-    key = jax.random.key(1)
-    obs = jax.random.randint(key, (s.num_envs, s.trial_steps), 0, cfg.obs_size)
-    act = jax.random.randint(key, (s.num_envs, s.trial_steps), 0, cfg.action_size)
+    k_obs, k_act = jax.random.split(jax.random.key(1))
+    obs = jax.random.randint(k_obs, (s.num_envs, s.trial_steps), 0, cfg.obs_size)
+    act = jax.random.randint(k_act, (s.num_envs, s.trial_steps), 0, cfg.action_size)
     rew = jnp.zeros((s.num_envs, s.trial_steps))
     grad = jax.jit(
         jax.grad(lambda p: trainer.forward(p, obs, act, rew).astype(jnp.float32).sum())
