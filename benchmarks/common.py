@@ -90,8 +90,8 @@ def paired_rounds(fns: dict, rounds: int) -> dict[str, list[float]]:
 
 
 #: The stream timing calls draw their keys from: far from the small indices
-#: ``jax.random.split(key, n)[i] == fold_in(key, i)`` hands out, so a timed
-#: call's key is none a warm-up call split off the same key.
+#: that ``jax.random.split(key, n)[i] == fold_in(key, i)`` hands out, so no
+#: timed call's key equals one that a warm-up call split off the same key.
 _TIMING_STREAM = 2**31 - 1
 
 
