@@ -25,7 +25,9 @@ softmax (``add_softmax: True``).
   algo.base.episode_window=subset_by_return --set
   algo.base.eval_context=sorted_episodes``, session 34, the same data):
   -131.8 -> -123.9, minus AD with the same loader +1.39 [-0.34, 3.94]:
-  not resolved either.
+  not resolved either. On 8 SAC histories of 600 episodes (session 41,
+  ``--set data.num_tasks=8 --set data.num_episodes=600`` and the loader's
+  three; docs/mujoco.md): -124.6 -> -112.4, minus AD -3.77 [-8.65, 0.39].
 - ``gpu`` / ``full``: ``ad_halfcheetah_vel``'s with the MoE (``full`` is
   T2MIR's AD budget: 100k updates, 10k warm-up).
 """
