@@ -50,6 +50,23 @@ def _rank_correlation(x: np.ndarray) -> float:
     return float(np.corrcoef(np.arange(x.size), ranks)[0, 1])
 
 
+def _parts(dataset: Any, split: str, bins: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """``(parts [history, bins], correlations [history], fewest)`` in one
+    streaming pass: each history's episodes in ``bins`` parts, averaged (a
+    history of fewer episodes is left out of ``parts``), its rank
+    correlation, and the fewest whole episodes of any history. Holds
+    ``bins`` numbers a history, not its episodes."""
+    parts, correlations, fewest = [], [], None
+    for returns in episode_returns(dataset, split):
+        fewest = returns.size if fewest is None else min(fewest, returns.size)
+        if returns.size >= bins:
+            parts.append([p.mean() for p in np.array_split(returns, bins)])
+        correlations.append(_rank_correlation(returns))
+    if fewest is None:
+        raise ValueError(f"split {split!r} of {dataset.path} has no records")
+    return np.asarray(parts).reshape(-1, bins), np.asarray(correlations), fewest
+
+
 def learning_summary(dataset: Any, split: str = "train", bins: int = 10) -> dict:
     """How the episode returns of ``split``'s histories move along them.
 
@@ -61,30 +78,27 @@ def learning_summary(dataset: Any, split: str = "train", bins: int = 10) -> dict
     "rise" (last - first), "rising" (share of histories whose last part
     beats their first), "rank_correlation" (mean over histories of the
     Spearman correlation of return with episode: 1 a steady rise, 0 none)}``.
-    Raises ``ValueError`` for ``bins`` < 2, an empty split or a history of
-    fewer than 2 whole episodes.
+    Reads the split once (twice if a history has fewer than ``bins`` whole
+    episodes), keeping ``bins`` numbers a history. Raises ``ValueError`` for
+    ``bins`` < 2, an empty split or a history of fewer than 2 whole
+    episodes.
     """
     if isinstance(bins, bool) or not isinstance(bins, int) or bins < 2:
         raise ValueError(f"bins must be an int >= 2, got {bins!r}")
-    histories = list(episode_returns(dataset, split))  # [history][episode]
-    if not histories:
-        raise ValueError(f"split {split!r} of {dataset.path} has no records")
-    fewest = min(r.size for r in histories)
-    if fewest < 2:
-        raise ValueError(
-            f"a history of split {split!r} of {dataset.path} has {fewest} whole "
-            "episode(s): no movement along it to summarise"
-        )
-    bins = min(bins, fewest)
-    parts = np.asarray(
-        [[p.mean() for p in np.array_split(r, bins)] for r in histories]
-    )  # [history, bin]
-    correlations = np.asarray([_rank_correlation(r) for r in histories])
+    parts, correlations, fewest = _parts(dataset, split, bins)
+    if fewest < bins:  # a short history: every history in that many parts
+        if fewest < 2:
+            raise ValueError(
+                f"a history of split {split!r} of {dataset.path} has {fewest} "
+                "whole episode(s): no movement along it to summarise"
+            )
+        bins = fewest
+        parts, correlations, fewest = _parts(dataset, split, bins)
     curve = parts.mean(0)
     finite = np.isfinite(correlations)
     return {
         "split": split,
-        "histories": len(histories),
+        "histories": len(parts),
         "episodes": int(fewest),
         "bins": bins,
         "curve": [float(v) for v in curve],
