@@ -23,7 +23,8 @@ from typing import Any
 import jax
 
 
-def _is_key(x: Any) -> bool:
+def is_key(x: Any) -> bool:
+    """Whether ``x`` is a typed PRNG key array (or its ``ShapeDtypeStruct``)."""
     dtype = getattr(x, "dtype", None)
     return dtype is not None and jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key)
 
@@ -31,8 +32,8 @@ def _is_key(x: Any) -> bool:
 def _as_data(xs: Any) -> tuple[Any, Callable[[Any], Any]]:
     """``(xs with keys as key data, back)``: ``back`` wraps one step's data again."""
     leaves, tree = jax.tree.flatten(xs)
-    dtypes = [x.dtype if _is_key(x) else None for x in leaves]
-    data = [jax.random.key_data(x) if _is_key(x) else x for x in leaves]
+    dtypes = [x.dtype if is_key(x) else None for x in leaves]
+    data = [jax.random.key_data(x) if is_key(x) else x for x in leaves]
 
     def back(step: Any) -> Any:
         parts = jax.tree.leaves(step)

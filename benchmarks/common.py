@@ -20,6 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from agentrl.evaluate.reproduce_record import machine_info, target, write_record
+from agentrl.prng import is_key
 from agentrl.project import results_dir
 from agentrl.tables import markdown_table
 
@@ -106,8 +107,7 @@ def fresh_keys(args, call: int):
     """
 
     def fold(x):
-        dtype = getattr(x, "dtype", None)
-        if dtype is None or not jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key):
+        if not is_key(x):
             return x
         flat = jax.vmap(jax.random.fold_in, (0, None))(x.reshape(-1), _TIMING_STREAM)
         flat = jax.vmap(jax.random.fold_in, (0, None))(flat, call)

@@ -11,6 +11,7 @@ import tensorstore as ts
 from flax import nnx
 
 import agentrl
+from agentrl.prng import is_key
 from agentrl.train import checkpoint
 from agentrl.train.checkpoint import Checkpointer, CheckpointError
 from agentrl.train.loop import build_model, fit
@@ -122,7 +123,7 @@ def _write_flat_layout(run_dir, state):
     for step, (restored, meta) in saved.items():
         leaves = jax.tree.leaves(restored)
         flat = {
-            f"{i:05d}": jax.random.key_data(x) if checkpoint._is_key(x) else x
+            f"{i:05d}": jax.random.key_data(x) if is_key(x) else x
             for i, x in enumerate(leaves)
         }
         manager.save(

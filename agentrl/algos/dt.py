@@ -29,6 +29,7 @@ from agentrl.agents.rolling import ADModelAgent, rolling_cache_agent
 from agentrl.algos.ad import check_episodes_fit, check_positive
 from agentrl.algos.base import Algorithm, check, register_algorithm
 from agentrl.algos.losses import action_loss
+from agentrl.data.learning import returns_by_record
 from agentrl.data.samplers import ADSampler
 from agentrl.envs.base import env_horizon
 
@@ -120,16 +121,11 @@ def discrete_obs_count(env: Any) -> int | None:
     return int(space.n) if hasattr(space, "n") else None
 
 
-def best_episode_return(dataset: Any, split: str = "train", chunk: int = 256) -> float:
-    """The largest episode return in ``dataset``'s ``split`` (read in chunks)."""
-    best = -np.inf
-    num = dataset.num_records(split)
-    for lo in range(0, num, chunk):
-        for rec in dataset.records(split, range(lo, min(lo + chunk, num))):
-            episode = np.asarray(rec["episode"], np.int64)
-            sums = np.bincount(episode, weights=np.asarray(rec["reward"], np.float64))
-            best = max(best, float(sums.max()))
-    return best
+def best_episode_return(dataset: Any, split: str = "train") -> float:
+    """The largest episode return in ``dataset``'s ``split`` (read in chunks;
+    a cut-off last episode counts as it stands)."""
+    returns = returns_by_record(dataset, split, whole_only=False)
+    return float(max((r.max() for r in returns if r.size), default=-np.inf))
 
 
 @register_algorithm

@@ -16,29 +16,31 @@ from typing import Any
 import numpy as np
 
 
-def record_episode_returns(record: dict[str, Any]) -> np.ndarray:
+def record_episode_returns(
+    record: dict[str, Any], whole_only: bool = True
+) -> np.ndarray:
     """``[episode]`` float64: the return of each episode of one record, in
-    order. An episode the history cut off (its last step neither terminated
-    nor truncated) is left out."""
+    order. With ``whole_only`` an episode the history cut off (its last step
+    neither terminated nor truncated) is left out."""
     episode = np.asarray(record["episode"], np.int64)
     returns = np.bincount(episode, weights=np.asarray(record["reward"], np.float64))
     ended = np.asarray(record["terminated"], bool) | np.asarray(
         record["truncated"], bool
     )
-    if returns.size and not ended[-1]:
+    if whole_only and returns.size and not ended[-1]:
         returns = returns[:-1]
     return returns
 
 
-def episode_returns(
-    dataset: Any, split: str = "train", chunk: int = 256
+def returns_by_record(
+    dataset: Any, split: str = "train", chunk: int = 256, whole_only: bool = True
 ) -> Iterator[np.ndarray]:
     """Each record's :func:`record_episode_returns`, reading ``chunk`` records
     at a time (the dataset is never decoded whole)."""
     num = dataset.num_records(split)
     for lo in range(0, num, chunk):
         for record in dataset.records(split, range(lo, min(lo + chunk, num))):
-            yield record_episode_returns(record)
+            yield record_episode_returns(record, whole_only)
 
 
 def _rank_correlation(x: np.ndarray) -> float:
@@ -57,7 +59,7 @@ def _parts(dataset: Any, split: str, bins: int) -> tuple[np.ndarray, np.ndarray,
     correlation, and the fewest whole episodes of any history. Holds
     ``bins`` numbers a history, not its episodes."""
     parts, correlations, fewest = [], [], None
-    for returns in episode_returns(dataset, split):
+    for returns in returns_by_record(dataset, split):
         fewest = returns.size if fewest is None else min(fewest, returns.size)
         if returns.size >= bins:
             parts.append([p.mean() for p in np.array_split(returns, bins)])

@@ -36,6 +36,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from agentrl.envs.tasks import TaskSplit, split_task_ids
+from agentrl.prng import is_key
 
 
 @struct.dataclass
@@ -54,6 +55,19 @@ class EnvParams:
 
 S = TypeVar("S", bound=EnvState)
 P = TypeVar("P", bound=EnvParams)
+
+
+def _select(done: jax.Array, reset: Any, stepped: Any) -> Any:
+    """The auto-reset's choice of one state leaf. A typed key leaf is chosen
+    as its key data and wrapped again: ``jax_debug_key_reuse`` counts a
+    ``select`` of keys as a use of both, so a key carried in a state (xminigrid
+    keeps one) would raise in every scan of steps."""
+    if is_key(reset):
+        data = jax.lax.select(
+            done, jax.random.key_data(reset), jax.random.key_data(stepped)
+        )
+        return jax.random.wrap_key_data(data, impl=jax.random.key_impl(reset))
+    return jax.lax.select(done, reset, stepped)
 
 
 class Environment(Generic[S, P]):
@@ -108,9 +122,7 @@ class Environment(Generic[S, P]):
         truncated = jnp.asarray(self.is_truncated(state_st, params), jnp.bool_)
         done = jnp.logical_or(terminated, truncated)
         obs_re, state_re = self.reset_env(key_reset, params)
-        state = jax.tree.map(
-            lambda r, s: jax.lax.select(done, r, s), state_re, state_st
-        )
+        state = jax.tree.map(partial(_select, done), state_re, state_st)
         obs = jax.tree.map(lambda r, s: jax.lax.select(done, r, s), obs_re, obs_st)
         info = {
             **info,

@@ -79,14 +79,7 @@ def _import_xminigrid() -> Any:
 
 @struct.dataclass
 class XLandState(EnvState):
-    """``inner``: xminigrid's ``State`` (grid, agent, goal/rule encodings),
-    its ``key`` held as raw key data (uint32).
-
-    xminigrid's step never draws from ``State.key`` (only its own auto-reset
-    wrappers do, and agentrl resets from the step's key). Held as a typed
-    key it would pass through the auto-reset's ``select`` every step, which
-    ``jax_debug_key_reuse`` counts as a use, so a rollout would raise.
-    """
+    """``inner``: xminigrid's ``State`` (grid, agent, goal/rule encodings)."""
 
     inner: Any
 
@@ -251,8 +244,7 @@ class XLandMiniGrid(Environment[XLandState, XLandParams]):
     def reset_env(self, key: jax.Array, params: XLandParams):
         timestep = self.env.reset(self._inner(params), key)
         obs = self._observe(timestep.observation, timestep.state)
-        inner = timestep.state.replace(key=jax.random.key_data(timestep.state.key))
-        return obs, XLandState(time=jnp.int32(0), inner=inner)
+        return obs, XLandState(time=jnp.int32(0), inner=timestep.state)
 
     def step_env(self, key: jax.Array, state: XLandState, action: Any, params):
         from xminigrid.types import StepType, TimeStep

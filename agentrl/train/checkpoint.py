@@ -41,6 +41,7 @@ import jax.numpy as jnp
 import numpy as np
 import orbax.checkpoint as ocp
 
+from agentrl.prng import is_key
 from agentrl.safeio import remove_stale_siblings
 
 
@@ -51,12 +52,6 @@ class CheckpointError(ValueError):
 def _first_line(err: BaseException) -> str:
     text = str(err).strip().splitlines()
     return f"{type(err).__name__}: {text[0] if text else ''}"[:400]
-
-
-def _is_key(x: Any) -> bool:
-    """A typed PRNG key array (or its ``ShapeDtypeStruct``)."""
-    dtype = getattr(x, "dtype", None)
-    return dtype is not None and jnp.issubdtype(dtype, jax.dtypes.prng_key)
 
 
 def _wrap_key(data: Any, ref: Any) -> jax.Array:
@@ -127,14 +122,14 @@ def named_state(tree: Any) -> dict[str, Any]:
     """``tree`` as nested dicts of its leaf names (keys stored as key data;
     arrays with no elements left out)."""
     names, leaves = _stored(tree)
-    data = [jax.random.key_data(x) if _is_key(x) else x for x in leaves]
+    data = [jax.random.key_data(x) if is_key(x) else x for x in leaves]
     return _nest(names, data)
 
 
 def _spec(x: Any) -> jax.ShapeDtypeStruct:
     """Shape, dtype and sharding ``x`` is stored with (keys as key data)."""
     sharding = getattr(x, "sharding", None)
-    if _is_key(x):
+    if is_key(x):
         data = jax.eval_shape(
             jax.random.key_data, jax.ShapeDtypeStruct(x.shape, x.dtype)
         )
@@ -162,7 +157,7 @@ def from_named(named: dict[str, Any], like: Any) -> Any:
     out = []
     for parts, ref in zip(leaf_names(like), leaves, strict=True):
         x = _zeros(ref) if _empty(ref) else _get(named, parts)
-        if _is_key(ref):
+        if is_key(ref):
             x = _wrap_key(x, ref)
         out.append(x)
     return jax.tree.unflatten(treedef, out)
