@@ -41,13 +41,6 @@ def task_set_id(params: Any) -> str:
     return digest.hexdigest()[:16]
 
 
-def _nan_for_none(x: Any) -> Any:
-    """Nested lists with ``None`` (JSON's ``NaN``) turned back into ``NaN``."""
-    if isinstance(x, list | tuple):
-        return [_nan_for_none(v) for v in x]
-    return np.nan if x is None else x
-
-
 def _per_task(row: dict[str, Any], field: str, name: str) -> np.ndarray:
     """``[seed, task]`` float64 from a row's nested list (``None`` -> NaN)."""
     if field not in row:
@@ -56,8 +49,8 @@ def _per_task(row: dict[str, Any], field: str, name: str) -> np.ndarray:
             "written without per-task scores (a sweep record from before they "
             "were kept, or a sweep without evaluation); rerun the setting to pair"
         )
-    try:
-        values = np.asarray(_nan_for_none(row[field]), dtype=np.float64)
+    try:  # numpy reads JSON's None (tables.json_safe's NaN) back as NaN
+        values = np.asarray(row[field], dtype=np.float64)
     except (TypeError, ValueError):
         values = np.empty(0)  # ragged or not numbers: reported below
     if values.ndim != 2:
