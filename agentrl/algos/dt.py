@@ -128,6 +128,15 @@ def best_episode_return(dataset: Any, split: str = "train") -> float:
     return float(max((r.max() for r in returns if r.size), default=-np.inf))
 
 
+def check_target_return(target_return: float | None) -> None:
+    """Acting needs the return to condition on: a trained run has it."""
+    check(
+        target_return is not None,
+        "algo.target_return is unset: evaluate a trained run (fit fills it "
+        "from the data's best episode return) or set it",
+    )
+
+
 @register_algorithm
 @dataclasses.dataclass(frozen=True)
 class DT(Algorithm):
@@ -197,11 +206,7 @@ class DT(Algorithm):
         return float(self.resolve(env, None).rtg_scale)
 
     def make_agent(self, model: Any, env: Any, num_steps: int, config: Any) -> Any:
-        check(
-            self.target_return is not None,
-            "algo.target_return is unset: evaluate a trained run (fit fills it "
-            "from the data's best episode return) or set it",
-        )
+        check_target_return(self.target_return)
 
         return rolling_cache_agent(
             model,

@@ -66,6 +66,7 @@ from agentrl.algos.ad import check_positive
 from agentrl.algos.base import Algorithm, check, register_algorithm
 from agentrl.algos.dt import (
     check_return_conditioning,
+    check_target_return,
     discrete_obs_count,
     resolved_return_conditioning,
 )
@@ -329,11 +330,7 @@ class MetaDT(Algorithm):
         return float(self.resolve(env, None).rtg_scale)
 
     def make_agent(self, model: Any, env: Any, num_steps: int, config: Any) -> Any:
-        check(
-            self.target_return is not None,
-            "algo.target_return is unset: evaluate a trained run (fit fills it "
-            "from the data's best episode return) or set it",
-        )
+        check_target_return(self.target_return)
         handle = split_model(model)
         settings = {
             "target_return": float(self.target_return),

@@ -61,7 +61,7 @@ import agentrl.envs.spaces as spaces
 from agentrl.models.config import complete_model_config
 from agentrl.models.transformer import DecisionModel
 from agentrl.online.ppo import hparam, trial_optimizer
-from agentrl.online.program import training_tasks
+from agentrl.online.program import OnlineProgram, training_tasks
 from agentrl.prng import key_scan
 from agentrl.rl.ppo import Learner, sgd_step
 from agentrl.schedule import schedule_shape
@@ -506,30 +506,11 @@ class AmagoTrainer:
         )
 
 
-class AmagoProgram:
-    """``program(key, hparams) -> (state, metrics)`` with ``init``/``update``
-    pieces and ``weights(state)``, as :class:`agentrl.online.program.OnlineProgram`
-    (``hparams``: the config's traced tree)."""
+class AmagoProgram(OnlineProgram):
+    """:class:`agentrl.online.program.OnlineProgram` on AMAGO's trainer and
+    its traced settings."""
 
-    def __init__(self, trainer: AmagoTrainer):
-        self.trainer = trainer
-
-    @staticmethod
-    def hp(hparams: dict) -> dict:
-        fields = {**hparams["train"], **hparams["algo"]}
-        return {name: fields[name] for name in HPARAMS}
-
-    def init(self, key: jax.Array, hparams: dict):
-        return self.trainer.init(key, self.hp(hparams))
-
-    def update(self, state, hparams: dict):
-        return self.trainer.update(state, self.hp(hparams))
-
-    def __call__(self, key: jax.Array, hparams: dict):
-        return self.trainer(key, self.hp(hparams))
-
-    def weights(self, state) -> Any:
-        return self.trainer.weights(state)
+    hparam_names = HPARAMS
 
 
 def amago_program(config: Any, env: Any) -> AmagoProgram:

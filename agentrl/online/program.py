@@ -61,18 +61,20 @@ class OnlineProgram:
     """``program(key, hparams) -> (state, metrics)``; ``init``/``update`` pieces.
 
     ``weights(state)`` is the policy's weights pytree (what a checkpoint
-    gives :meth:`Algorithm.make_agent`).
+    gives :meth:`Algorithm.make_agent`). ``hparam_names``: the traced
+    settings the trainer reads (a trainer with others subclasses this).
     """
 
-    def __init__(self, trainer: TrialPPO):
+    hparam_names: tuple[str, ...] = HPARAMS
+
+    def __init__(self, trainer: Any):
         self.trainer = trainer
 
-    @staticmethod
-    def hp(hparams: dict) -> dict:
+    def hp(self, hparams: dict) -> dict:
         """The trainer's flat ``{name: value}`` from the config's traced tree
         (the optimizer's ``train`` fields and the algorithm's)."""
         fields = {**hparams["train"], **hparams["algo"]}
-        return {name: fields[name] for name in HPARAMS}
+        return {name: fields[name] for name in self.hparam_names}
 
     def init(self, key: jax.Array, hparams: dict):
         return self.trainer.init(key, self.hp(hparams))

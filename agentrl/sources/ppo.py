@@ -41,7 +41,7 @@ import jax
 import jax.numpy as jnp
 
 import agentrl.envs.spaces as spaces
-from agentrl.history import History, episode_index, task_ids
+from agentrl.history import History, episode_index, resolve_labels, task_ids
 from agentrl.prng import key_scan
 from agentrl.rl.nets import Policy
 from agentrl.rl.ppo import Learner, gae, optimizer, ppo_loss, sgd_epochs
@@ -69,9 +69,6 @@ class PPOConfig:
     hidden: int = 64
     init_log_std: float = -0.5
     labels: str = "auto"
-
-
-LABELS = ("auto", "oracle", "final_policy", "none")
 
 
 def make_config(env: Any, num_episodes: int, **settings: Any) -> PPOConfig:
@@ -125,24 +122,8 @@ def make_config(env: Any, num_episodes: int, **settings: Any) -> PPOConfig:
         config,
         steps_per_update=steps,
         ent_coef=float(ent),
-        labels=_labels(env, config.labels),
+        labels=resolve_labels("ppo", env, config.labels),
     )
-
-
-def _labels(env: Any, labels: Any) -> str:
-    """``labels`` checked, ``"auto"`` resolved for ``env``."""
-    if labels not in LABELS:
-        raise ValueError(f"ppo: labels must be one of {LABELS}, got {labels!r}")
-    has_oracle = bool(getattr(env, "has_oracle", False))
-    if labels == "oracle" and not has_oracle:
-        raise ValueError(
-            f"ppo: labels='oracle' needs an env with an oracle; "
-            f"{getattr(env, 'name', type(env).__name__)} has none (use "
-            "'final_policy')"
-        )
-    if labels == "auto":
-        return "oracle" if has_oracle else "none"
-    return labels
 
 
 def generate_ppo(

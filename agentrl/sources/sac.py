@@ -47,12 +47,11 @@ import jax.numpy as jnp
 import optax
 
 import agentrl.envs.spaces as spaces
-from agentrl.history import History, episode_index, task_ids
+from agentrl.history import History, episode_index, resolve_labels, task_ids
 from agentrl.prng import key_scan
 from agentrl.rl.nets import ActionHead, dense, example, obs_features
 
 LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0  # the references' clamp
-LABELS = ("auto", "oracle", "final_policy", "none")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,8 +100,9 @@ def make_config(env: Any, num_episodes: int, **settings: Any) -> SACConfig:
         raise ValueError(
             f"sac: lr must be > 0 and alpha >= 0, got {config.lr}, {config.alpha}"
         )
+    labels = resolve_labels("sac", env, config.labels)
     return dataclasses.replace(
-        config, start_steps=start, buffer_size=size, labels=_labels(env, config.labels)
+        config, start_steps=start, buffer_size=size, labels=labels
     )
 
 
@@ -110,17 +110,6 @@ def _check_ints(minimum: int = 1, **values: Any) -> None:
     for name, value in values.items():
         if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
             raise ValueError(f"sac: {name} must be an int >= {minimum}, got {value!r}")
-
-
-def _labels(env: Any, labels: Any) -> str:
-    if labels not in LABELS:
-        raise ValueError(f"sac: labels must be one of {LABELS}, got {labels!r}")
-    has_oracle = bool(getattr(env, "has_oracle", False))
-    if labels == "oracle" and not has_oracle:
-        raise ValueError("sac: labels='oracle' needs an env with an oracle")
-    if labels == "auto":
-        return "oracle" if has_oracle else "none"
-    return labels
 
 
 def generate_sac(
