@@ -20,6 +20,10 @@ The presets differ in horizon, data and model size:
   histories on 16 of the 45 training tasks, 120 SAC episodes each (12,000
   steps: SAC learns part of the task in that time, not all of it), a
   3-layer width-64 model, 1,500 updates of batch 16, 30 evaluation episodes.
+  HalfCheetah-Vel (:data:`HALFCHEETAH_DATA_CHANGES`) has 8 histories of 600
+  episodes instead: over 120 its SAC barely improves, and AD then has no
+  learning to distil; its AD reads them with T2MIR's loader
+  (:data:`T2MIR_LOADER`).
 - ``gpu``: the references' horizon (200), one history per training task
   (45), 100 SAC episodes (20,000 steps), T2MIR's AD width (3 layers, 8
   heads, width 256, bfloat16 matmuls), 3,000 updates of batch 24.
@@ -37,9 +41,9 @@ return). T2MIR's loader and evaluation are options of AD (docs/references.md):
 ``--set algo.window_start=episode --set algo.episode_window=subset_by_return
 --set algo.eval_context=sorted_episodes`` trains on 4 distinct episodes of a
 history in ascending return and acts on its 3 best past episodes sorted by
-return plus the current one (docs/mujoco.md has the measured run); the
-presets keep AD's own windows and rolling context, which the committed
-records used.
+return plus the current one (docs/mujoco.md has the measured runs).
+HalfCheetah-Vel's ``cpu`` preset uses it; the other presets, Walker-Params'
+``cpu`` among them, keep AD's own windows and rolling context.
 """
 
 from typing import Any
@@ -68,6 +72,24 @@ DATA_CHANGES: dict[str, dict[str, Any]] = dict(
         "data.num_episodes": 1000,
     },
 )
+
+
+#: HalfCheetah-Vel's changes: at ``cpu``, 8 histories of 600 SAC episodes
+#: (60,000 steps a task), long enough for SAC's return to rise in them; at
+#: 120 episodes it barely does (docs/mujoco.md, sessions 41-42).
+HALFCHEETAH_DATA_CHANGES: dict[str, dict[str, Any]] = {
+    **DATA_CHANGES,
+    "cpu": {"data.num_tasks": 8, "data.num_episodes": 600},
+}
+
+#: T2MIR's loader and evaluation context, options of AD (docs/references.md):
+#: 4 distinct episodes of a history in ascending return; acting on the 3 best
+#: past episodes sorted by return plus the current one.
+T2MIR_LOADER: dict[str, str] = {
+    "window_start": "episode",
+    "episode_window": "subset_by_return",
+    "eval_context": "sorted_episodes",
+}
 
 
 def sac_histories(env: str, **source_args: Any) -> DataConfig:
@@ -107,8 +129,13 @@ def ad_base(name: str, env: str, eval_episodes: int) -> ExperimentConfig:
     )
 
 
-def ad_changes(eval_episodes: int) -> dict[str, dict[str, Any]]:
-    """Each preset's changes to :func:`ad_base` (module docstring)."""
+def ad_changes(
+    eval_episodes: int,
+    data_changes: dict[str, dict[str, Any]] = DATA_CHANGES,
+    cpu: dict[str, Any] | None = None,
+) -> dict[str, dict[str, Any]]:
+    """Each preset's changes to :func:`ad_base` (module docstring), on the
+    family's ``data_changes``; ``cpu``: more changes to the ``cpu`` preset."""
     t2mir_model = {
         "model.num_heads": 8,
         "model.d_model": 256,
@@ -116,7 +143,7 @@ def ad_changes(eval_episodes: int) -> dict[str, dict[str, Any]]:
     }
     return dict(
         smoke={
-            **DATA_CHANGES["smoke"],
+            **data_changes["smoke"],
             "context_episodes": 2,
             "model.num_layers": 2,
             "model.num_heads": 2,
@@ -129,9 +156,9 @@ def ad_changes(eval_episodes: int) -> dict[str, dict[str, Any]]:
             "eval.num_tasks": 2,
             "eval.num_episodes": 3,
         },
-        cpu={},
+        cpu={**data_changes["cpu"], **(cpu or {})},
         gpu={
-            **DATA_CHANGES["gpu"],
+            **data_changes["gpu"],
             **t2mir_model,
             "model.compute_dtype": "bfloat16",
             "train.batch_size": 24,
@@ -141,7 +168,7 @@ def ad_changes(eval_episodes: int) -> dict[str, dict[str, Any]]:
             "eval.num_episodes": eval_episodes,
         },
         full={
-            **DATA_CHANGES["full"],
+            **data_changes["full"],
             **t2mir_model,
             "train.batch_size": 24,
             "train.lr": 3e-4,

@@ -50,12 +50,12 @@ Presets (2-core CPU of the development machine):
 - ``full``: T2MIR's AD settings on 45 histories of 1,000 SAC episodes.
 """
 
-from _locomotion import ad_base, ad_changes
+from _locomotion import HALFCHEETAH_DATA_CHANGES, T2MIR_LOADER, ad_base, ad_changes
 
 from agentrl.train.experiments import make_presets
 
 EVAL_EPISODES = 30  # T2MIR's HalfCheetah-Vel evaluation
 
 BASE = ad_base("ad_halfcheetah_vel", "halfcheetah_vel", EVAL_EPISODES)
-CHANGES = ad_changes(EVAL_EPISODES)
+CHANGES = ad_changes(EVAL_EPISODES, HALFCHEETAH_DATA_CHANGES, cpu=T2MIR_LOADER)
 PRESETS = make_presets(BASE, **CHANGES)

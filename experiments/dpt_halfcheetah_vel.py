@@ -31,8 +31,8 @@ whose actions' origin its published code does not show
 (docs/references.md). HalfCheetah-Vel has no oracle, so the label here is
 the nearest thing the data has: **deviation** -- a learned, imperfect
 expert (SAC's final policy after the data's budget: at the ``cpu`` preset
-12,000 steps, where SAC is still far from converged), not an optimal
-action. Other deviations: the contexts are consecutive transitions of a
+60,000 steps, where SAC's return has risen but not converged), not an
+optimal action. Other deviations: the contexts are consecutive transitions of a
 learning run, not DPT's independent uniform roll-in nor T2MIR-DPT's
 "mixed" data; query states are the history's own states, not uniform
 draws; Gaussian negative log-likelihood, not T2MIR-DPT's MSE
@@ -46,27 +46,31 @@ Presets (2-core CPU of the development machine; ``gpu`` for one H100):
   histories of 4 episodes of 20 steps, context 20, 2 layers width 16, 40
   updates; minutes of compiling MJX and SAC. Plumbing only.
 - ``cpu``: ``agentrl reproduce dpt_halfcheetah_vel --preset cpu --seeds 1
-  --controls`` — AD's ``cpu`` data (16 SAC histories of 120 episodes of
-  100 steps) with the labels, context 100 (one episode), 4 layers width
-  64, 3,000 updates of batch 32, 30 evaluation episodes on the held-out
-  velocities. Estimated from measured pieces (shared 2-core CPU): SAC's
-  histories 18 min (``ad_halfcheetah_vel``'s measurement: the same runs),
+  --controls`` — AD's ``cpu`` data (8 SAC histories of 600 episodes of
+  100 steps since session 42; 16 of 120 before) with the labels, context
+  100 (one episode), 4 layers width 64, 3,000 updates of batch 32, 30
+  evaluation episodes on the held-out velocities. Estimated for the 16 x
+  120 data from measured pieces (shared 2-core CPU): SAC's histories 18
+  min (``ad_halfcheetah_vel``'s measurement: the same runs),
   0.27 s an update (measured over 40 updates on 2 tiny histories: 3,000
   take ~14 min), an evaluation ~5-6 min (measured 3.3 min with SAC beside
   for 30 episodes; the preset's 120 add ~2). So a seed is ~37 min and
   ``reproduce --controls`` ~45-50 min (measured: 57 min with other jobs on
-  the cores). Measured, 1 seed x 3 test velocities (docs/mujoco.md):
+  the cores). Not rerun on the 8 x 600 data (SAC's histories alone take
+  ~35 min there). Measured on the 16 x 120 data, 1 seed x 3 test
+  velocities (``--set data.num_tasks=16 --set data.num_episodes=120``;
+  record ``repro_dpt_halfcheetah_vel_cpu_num_tasks16_num_episodes120``):
   return -116.0 -> -117.0, score 1.00 [0.82, 1.27] (SAC's converged level
   1): flat, and an empty context does better (-1.13 [-1.48, -0.78]);
   rewards zeroed +8.2 [2.2, 11.8], shuffled -0.28 [-1.27, 0.27], expert
-  distillation +1.57 [0.78, 2.49]: no in-context learning. Not feasible within
-  30 min on 2 cores: the SAC data alone (192k steps, one SAC update each)
-  is 18 min, and fewer SAC steps would weaken the labels (SAC's final
-  policy) further. What it can show: the rise from episode 1 (empty
+  distillation +1.57 [0.78, 2.49]: no in-context learning. Not feasible
+  within 30 min on 2 cores: the SAC data alone (480k steps, one SAC update
+  each) is ~35 min, and fewer SAC steps would weaken the labels (SAC's
+  final policy) further. What it can show: the rise from episode 1 (empty
   context) to episode 2 (one episode in context: reward and velocity
   identify the target), and the context controls. Its ceiling is SAC's
-  final policy after 12,000 steps (a weak gait, docs/mujoco.md), so the
-  score is bounded near SAC's converged 1.
+  final policy after the data's SAC steps, so the score is bounded near
+  SAC's converged 1.
 - ``gpu``: the references' horizon (200), AD's ``gpu`` data (45 histories
   of 100 SAC episodes) with the labels, context 200 (T2MIR-DPT's one-
   episode prompt), T2MIR-DPT's model (4 layers, 4 heads, width 128, FFN
@@ -78,7 +82,7 @@ Presets (2-core CPU of the development machine; ``gpu`` for one H100):
 """
 
 from _dpt import dpt_base, width_fields
-from _locomotion import DATA_CHANGES, sac_histories
+from _locomotion import HALFCHEETAH_DATA_CHANGES, sac_histories
 
 from agentrl.train.experiments import make_presets, steps_fields
 
@@ -101,7 +105,7 @@ BASE = dpt_base(
 T2MIR_DPT = {"model.num_heads": 4, **width_fields(128), "train.lr": 3e-4}
 CHANGES = dict(
     smoke={
-        **DATA_CHANGES["smoke"],
+        **HALFCHEETAH_DATA_CHANGES["smoke"],
         "context_size": 20,  # one 20-step episode
         "model.num_layers": 2,
         "model.num_heads": 2,
@@ -111,16 +115,16 @@ CHANGES = dict(
         "eval.num_tasks": 2,
         "eval.num_episodes": 3,
     },
-    cpu={},
+    cpu=HALFCHEETAH_DATA_CHANGES["cpu"],
     gpu={
-        **DATA_CHANGES["gpu"],
+        **HALFCHEETAH_DATA_CHANGES["gpu"],
         "context_size": 200,  # one 200-step episode, T2MIR-DPT's prompt
         **T2MIR_DPT,
         **steps_fields(5000),
         "model.compute_dtype": "bfloat16",
     },
     full={
-        **DATA_CHANGES["full"],
+        **HALFCHEETAH_DATA_CHANGES["full"],
         "context_size": 200,
         **T2MIR_DPT,
         **steps_fields(100_000),

@@ -40,10 +40,16 @@ Presets (2-core CPU of the development machine; ``gpu`` for one H100):
   updates, then one evaluation): compile and first update 56 s, then 6.5 s
   an update (3,200 MJX steps and 10 epochs of GRU replay); one evaluation
   on the 3 test velocities 4.9 min, nearly all of it SAC learning beside
-  for 120 episodes. So a seed is ~28 min (training 23, evaluation 5) and
-  ``reproduce --controls`` (validation, test, three controls) ~35-40 min
-  (measured, session 33: 24 min, the machine otherwise quiet; 4.7 s an
-  update). Measured, 1 seed x 3 test velocities, one trial of 4 episodes:
+  for 120 episodes (the data block's length before session 42; SAC now
+  learns beside for 600, the data's 8 x 600 that AD's ``cpu`` preset
+  shares, so expect its evaluation several times longer: not measured).
+  So a seed was ~28 min (training 23, evaluation 5) and ``reproduce
+  --controls`` (validation, test, three controls) ~35-40 min (measured,
+  session 33: 24 min, the machine otherwise quiet; 4.7 s an update).
+  Measured before session 42 (SAC's baseline over 120 episodes: ``--set
+  data.num_tasks=16 --set data.num_episodes=120``, record
+  ``repro_rl2_halfcheetah_vel_cpu_num_tasks16_num_episodes120``), 1 seed
+  x 3 test velocities, one trial of 4 episodes:
   return -135.3 -> -128.8, score 0.66 [0.64, 0.69] (SAC's converged level
   1, random 0.03); minus rewards zeroed +2.5 [-0.5, 5.9], shuffled -0.6
   [-2.8, 1.2], an empty context -2.6 [-3.6, -1.2]: it runs better than
@@ -63,7 +69,7 @@ Presets (2-core CPU of the development machine; ``gpu`` for one H100):
 - ``full``: 1,024 envs, 500 updates (102M env steps), 256 units.
 """
 
-from _locomotion import DATA_CHANGES, sac_histories
+from _locomotion import HALFCHEETAH_DATA_CHANGES, sac_histories
 
 from agentrl.algos import RL2
 from agentrl.train.config import EvalConfig, ExperimentConfig
@@ -99,7 +105,7 @@ BASE = ExperimentConfig(
 )
 CHANGES = dict(
     smoke={
-        **DATA_CHANGES["smoke"],
+        **HALFCHEETAH_DATA_CHANGES["smoke"],
         "algo.trial_episodes": 2,
         "algo.num_envs": 4,
         "algo.rollout_steps": 20,
@@ -111,16 +117,16 @@ CHANGES = dict(
         "eval.num_tasks": 2,
         "eval.num_episodes": 2,
     },
-    cpu={},
+    cpu=HALFCHEETAH_DATA_CHANGES["cpu"],
     gpu={
-        **DATA_CHANGES["gpu"],
+        **HALFCHEETAH_DATA_CHANGES["gpu"],
         "algo.num_envs": 1024,
         "algo.rollout_steps": 200,
         "algo.hidden": 256,
         **steps_fields(40, logs=20, checkpoints=2),
     },
     full={
-        **DATA_CHANGES["full"],
+        **HALFCHEETAH_DATA_CHANGES["full"],
         "algo.num_envs": 1024,
         "algo.rollout_steps": 200,
         "algo.hidden": 256,

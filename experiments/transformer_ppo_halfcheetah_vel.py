@@ -40,13 +40,18 @@ Presets (2-core CPU of the development machine; ``gpu`` for one H100):
   preset), one evaluation trial on the held-out velocities. Measured on
   the shared 2-core CPU (4 trials): compile and first trial 67 s, then ~12
   s a trial (6,400 MJX steps, 4 partial updates); an evaluation on the 3
-  test velocities is ~5 min (SAC learning beside it for 120 episodes, as
-  measured for ``rl2_halfcheetah_vel``). What is feasible at that budget:
+  test velocities was ~5 min with SAC learning beside it for 120 episodes
+  (as measured for ``rl2_halfcheetah_vel``); since session 42 SAC learns
+  beside for 600 (AD's ``cpu`` data block, 8 x 600), several times longer
+  (not measured). What is feasible at that budget:
   a return above random's, moving at the speeds that pay on average;
   in-context adaptation of the speed within a trial is not expected at
   under 1M env steps. Measured (session 34, ``reproduce --seeds 1
-  --controls``, 33 min with two other jobs on the cores;
-  ``benchmarks/results/repro_transformer_ppo_halfcheetah_vel_cpu``): one
+  --controls``, 33 min with two other jobs on the cores, SAC's baseline
+  over 120 episodes: ``--set data.num_tasks=16 --set
+  data.num_episodes=120``, record
+  ``repro_transformer_ppo_halfcheetah_vel_cpu_num_tasks16_num_episodes120``
+  in ``benchmarks/results/``): one
   trial on each of the 3 test velocities, validation chose ``greedy``,
   return -88.3 at episode 1 and -109.2 over the last episodes, score 1.03
   [0.10, 2.29] (random 0.03); minus rewards shuffled +15.2 [11.2, 19.3],
@@ -60,7 +65,7 @@ Presets (2-core CPU of the development machine; ``gpu`` for one H100):
 - ``full``: 1,024 envs, 200 trials (164M env steps), TrMRL's 10 epochs.
 """
 
-from _locomotion import DATA_CHANGES, sac_histories
+from _locomotion import HALFCHEETAH_DATA_CHANGES, sac_histories
 
 from agentrl.algos import TransformerPPO
 from agentrl.models import ModelConfig
@@ -98,7 +103,7 @@ BASE = ExperimentConfig(
 TRMRL_MODEL = {"model.num_heads": 8, "model.d_model": 128, "model.d_ff": 512}
 CHANGES = dict(
     smoke={
-        **DATA_CHANGES["smoke"],
+        **HALFCHEETAH_DATA_CHANGES["smoke"],
         "algo.trial_episodes": 2,
         "algo.update_every": 20,
         "algo.num_envs": 4,
@@ -112,16 +117,16 @@ CHANGES = dict(
         "eval.num_tasks": 2,
         "eval.num_episodes": 2,
     },
-    cpu={},
+    cpu=HALFCHEETAH_DATA_CHANGES["cpu"],
     gpu={
-        **DATA_CHANGES["gpu"],
+        **HALFCHEETAH_DATA_CHANGES["gpu"],
         "algo.num_envs": 512,
         "algo.update_every": 200,
         **TRMRL_MODEL,
         **steps_fields(20, logs=20, checkpoints=2),
     },
     full={
-        **DATA_CHANGES["full"],
+        **HALFCHEETAH_DATA_CHANGES["full"],
         "algo.num_envs": 1024,
         "algo.update_every": 200,
         "algo.num_epochs": 10,

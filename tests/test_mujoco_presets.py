@@ -101,3 +101,18 @@ def test_gpu_preset_sizes():
     for config in (rl2, tppo, dpt):
         assert _horizon(config) == 200  # the references' horizon
         assert (config.eval.num_tasks, config.data.split_fraction) == (5, 0.9)
+
+
+def test_halfcheetah_cpu_histories_hold_learning_read_by_t2mirs_loader():
+    """HalfCheetah-Vel's cpu data are 8 x 600 SAC episodes, AD and T2MIR-AD
+    read them with T2MIR's loader; Walker-Params keeps its 16 x 120 and AD's
+    own windows (what its records used)."""
+    ad = load_experiment("ad_halfcheetah_vel", "cpu")
+    assert (ad.data.num_tasks, ad.data.num_episodes) == (8, 600)
+    loader = (ad.algo.window_start, ad.algo.episode_window, ad.algo.eval_context)
+    assert loader == ("episode", "subset_by_return", "sorted_episodes")
+    t2mir = load_experiment("t2mir_ad_halfcheetah_vel", "cpu")
+    assert t2mir.data == ad.data and t2mir.algo.base == ad.algo
+    walker = load_experiment("ad_walker_params", "cpu")
+    assert (walker.data.num_tasks, walker.data.num_episodes) == (16, 120)
+    assert walker.algo.eval_context != "sorted_episodes"
