@@ -18,27 +18,26 @@ Presets (2-core CPU of the development machine):
 - ``smoke``: ``agentrl train ad_halfcheetah_vel --preset smoke`` — 4 SAC
   histories of 4 episodes of 20 steps, 40 updates; about 3-4 min, nearly
   all compiling MJX and SAC. Plumbing only.
-- ``cpu``: ``agentrl train ad_halfcheetah_vel --preset cpu`` then
-  ``agentrl eval runs/ad_halfcheetah_vel-cpu --control zero_rewards
-  --control shuffle_rewards --control empty_context`` — 100-step episodes,
-  16 SAC histories of 120 episodes, 1,500 updates, 30 evaluation episodes
-  on the held-out velocities (2 validation, 3 test). Measured, 1 seed, with
-  another job on the cores: data 18 min, training 7 min, ``agentrl
-  reproduce ... --controls`` 22 min more. Result: AD is flat at SAC's
-  converged level from episode 1 (score 0.69 [0.50, 0.88], random 0, SAC
-  converged 1) and does not beat the empty-context control (−3.8 [−5.2,
-  −2.3]): **no in-context learning at this size**; docs/mujoco.md says
-  why, ``benchmarks/results/repro_ad_halfcheetah_vel_cpu.md`` has the
-  record. With T2MIR's loader and sorted-episode evaluation (session 34,
-  ``experiments/_locomotion.py`` names the settings): -138.2 -> -125.3,
-  no better than an empty context (-0.95 [-8.44, 7.52]): no in-context
-  learning either. Histories that hold learning change that (session 41,
-  ``--set data.num_tasks=8 --set data.num_episodes=600`` with T2MIR's
-  loader, about 80 min a seed; docs/mujoco.md): SAC's histories rise
-  -147 -> -56 per tenth, and AD (-120.3 -> -108.7) beats rewards zeroed,
-  rewards shuffled and an empty context (CIs above 0); its rise is not
-  resolved over 3 test velocities and expert distillation is better; 1
-  seed. Deviation kept: the preset's 16 x 120 histories, for its time.
+- ``cpu``: ``agentrl reproduce ad_halfcheetah_vel --preset cpu --seeds 3
+  --controls`` — 100-step episodes, 8 SAC histories of 600 episodes
+  (60,000 steps a velocity), read with T2MIR's loader and acted on with its
+  sorted-episode context (``experiments/_locomotion.py``), 1,500 updates,
+  30 evaluation episodes on the held-out velocities (2 validation, 3
+  test). About 80 min a seed on the 2-core CPU beside one other job, 110
+  beside three (SAC's histories 31-38 min, training 10-21, the protocol
+  with the controls and the expert run 33-57); not feasible in 30 min: over 120
+  SAC episodes a velocity (the preset before session 42, 16 x 120, ~75 min
+  a seed) SAC's return barely rises and AD has no improvement to distil
+  (docs/mujoco.md). Measured, 3 seeds x 3 test velocities (sessions 41-42,
+  ``benchmarks/results/repro_ad_halfcheetah_vel_cpu.md``): the histories
+  rise (-147 -> -56, -175 -> -60, -198 -> -67 per tenth); AD -125.4 ->
+  -108.8, **rising +16.6 [6.1, 24.5]** (episode 1 to the last 10, 8 of 9
+  velocities), and **beats rewards zeroed +19.3 [3.8, 32], shuffled +9.5
+  [1.4, 20.5] and an empty context +23.5 [16.3, 34.5]**; expert
+  distillation is better (-26.1 [-47.3, -9.9]), so the protocol's
+  four-control verdict is no. T2MIR-AD minus AD +3.3 [-9.4, 27.3]. The
+  16 x 120 records keep their numbers under ``--set data.num_tasks=16
+  --set data.num_episodes=120`` (+ AD's own loader for the first).
 - ``gpu``: 200-step episodes, 45 histories of 100 SAC episodes, T2MIR's
   width, 3,000 updates; sized for about 3 min on one H100 (estimated, not
   measured: no GPU was lent when it was written). Expect histories that

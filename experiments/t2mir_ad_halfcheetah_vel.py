@@ -15,19 +15,19 @@ softmax (``add_softmax: True``).
   ``ad_halfcheetah_vel``'s smoke with the MoE. Plumbing only.
 - ``cpu``: ``agentrl train t2mir_ad_halfcheetah_vel --preset cpu
   --data.path runs/ad_halfcheetah_vel-cpu/dataset`` (AD's histories, so the
-  pair is compared on the same data) then ``agentrl eval``; measured beside
-  AD (``agentrl reproduce t2mir_ad_halfcheetah_vel --compare
-  ad_halfcheetah_vel --preset cpu --seeds 1``, 28 min with AD's run done):
-  T2MIR-AD minus AD +0.38 [−3.0, 2.2] return, paired over 3 test
-  velocities, 1 seed: no difference resolved (both flat; docs/mujoco.md).
-  The paper reports T2MIR-AD ahead of AD on HalfCheetah-Vel. With T2MIR's
-  own loader and evaluation (``--set algo.base.window_start=episode --set
-  algo.base.episode_window=subset_by_return --set
-  algo.base.eval_context=sorted_episodes``, session 34, the same data):
-  -131.8 -> -123.9, minus AD with the same loader +1.39 [-0.34, 3.94]:
-  not resolved either. On 8 SAC histories of 600 episodes (session 41,
-  ``--set data.num_tasks=8 --set data.num_episodes=600`` and the loader's
-  three; docs/mujoco.md): -124.6 -> -112.4, minus AD -3.77 [-8.65, 0.39].
+  pair is compared on the same data) then ``agentrl eval``; or the paired
+  protocol (``agentrl reproduce t2mir_ad_halfcheetah_vel --compare
+  ad_halfcheetah_vel --preset cpu --seeds 3`` with AD's datasets
+  hard-linked into its run folders, docs/mujoco.md). AD's ``cpu`` data
+  (8 SAC histories of 600 episodes) and T2MIR's loader, as AD's preset.
+  Measured, 3 seeds x 3 test velocities (sessions 41-42, record
+  ``repro_t2mir_ad_halfcheetah_vel_vs_ad_halfcheetah_vel_cpu``): T2MIR-AD
+  -118.7 -> -105.5, **minus AD +3.3 [-9.4, 27.3]** (paired): the paper's
+  T2MIR-AD ahead is not resolved (per seed -3.8, +22.9, -9.4; the mean
+  rests on one velocity's +65.3, AD is ahead on 5 of 9). On the 16 x
+  120 preset before session 42 (1 seed, ``--set data.num_tasks=16 --set
+  data.num_episodes=120``): AD's loader +0.38 [-3.0, 2.2]; T2MIR's loader
+  +1.39 [-0.34, 3.94]; neither resolved (both flat; docs/mujoco.md).
 - ``gpu`` / ``full``: ``ad_halfcheetah_vel``'s with the MoE (``full`` is
   T2MIR's AD budget: 100k updates, 10k warm-up).
 """
