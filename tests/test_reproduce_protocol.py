@@ -113,6 +113,23 @@ def test_online_bandit_target_is_the_paired_regret_ratio_to_thompson(experiment)
     assert 1.5 < ratio["value"] < 2.6
 
 
+@pytest.mark.parametrize("rise", [0.0, 5.0])
+def test_the_default_target_judges_the_rise_in_context_paired(rise):
+    # task-to-task spread far wider than the rise: only pairing resolves it
+    rng = np.random.default_rng(5)
+    level = rng.normal(0.0, 50.0, (3, 4, 1))  # [seed, task, 1]
+    curve = np.concatenate([np.zeros((3, 4, 1)), np.full((3, 4, 11), rise)], -1)
+    returns = level + curve + rng.normal(0.0, 0.5, (3, 4, 12))
+    combined = {"m": [EvalResult("m", r) for r in returns]}
+    summary = summarize(combined, resample="both")
+    score, gain = targets.targets_for("ad_halfcheetah_vel", summary, combined, [])
+    assert "last 10 episodes minus episode 1" in gain["name"]
+    assert gain["value"] == pytest.approx(rise, abs=0.5)
+    assert gain["met"] == (rise > 0) and gain["ci"].startswith("[")
+    one = {"m": [EvalResult("m", r[:, :1]) for r in returns]}  # nothing after ep 1
+    (score,) = targets.targets_for("ad_halfcheetah_vel", summarize(one), one, [])
+
+
 def test_every_experiment_declares_a_known_target_kind():
     kinds = {name: targets.target_kind(name) for name in known_experiments()}
     assert kinds["ad_darkroom"] == "ad_darkroom"

@@ -25,7 +25,9 @@ are several seeds) and verdict. The kinds and their goals (the issues'):
   (the mean of the sides' success rates) with the CI's low end above 0.5,
   what any policy without memory scores (it turns the same way whatever
   the cue);
-- ``improves``: the learner's last-episodes score (else return) above 0.
+- ``improves``: the learner's last-episodes score (else return) above 0,
+  and its return rising in context (last episodes minus episode 1, paired
+  per seed and task) where there are more episodes than the last ones.
 """
 
 from __future__ import annotations
@@ -141,16 +143,22 @@ def online_bandit(algo: str, summary: dict, combined: dict, run_dirs: list) -> l
                     ratio <= 1.5, False)]  # fmt: skip
 
 
-def online_darkroom(algo: str, summary: dict, combined: dict, run_dirs: list) -> list:
-    k, m = summary[algo]["last_k"], summary[algo]["score_last"]
-    curves = _curves(combined[algo])  # [seed, task, episode]
+def _gain(curves: np.ndarray, k: int) -> tuple[float, float, float]:
+    """``(mean, low, high)`` of the last ``k`` episodes minus episode 1 of
+    ``curves [seed, task, episode]``, paired per seed and task."""
     gain = curves[..., -k:].mean(-1) - curves[..., 0]
     low, high = _bootstrap(gain)
+    return float(gain.mean()), low, high
+
+
+def online_darkroom(algo: str, summary: dict, combined: dict, run_dirs: list) -> list:
+    k, m = summary[algo]["last_k"], summary[algo]["score_last"]
+    gain, low, high = _gain(_curves(combined[algo]), k)
     return [
         with_ci(f"{algo} normalized score, last {k} episodes",
                 m["mean"], *m["mean_ci"], 0.8, m["mean"] >= 0.8),
         with_ci(f"{algo} score gain, last {k} episodes minus episode 1",
-                float(gain.mean()), low, high, 0.0, low > 0.0),
+                gain, low, high, 0.0, low > 0.0),
     ]  # fmt: skip
 
 
@@ -213,8 +221,15 @@ def memory_probe(algo: str, summary: dict, combined: dict, run_dirs: list) -> li
 def improves(algo: str, summary: dict, combined: dict, run_dirs: list) -> list:
     m = summary[algo].get("score_last", summary[algo]["return_last"])
     low, high = m["mean_ci"]
-    return [with_ci(f"{algo} normalized score, last episodes",
+    rows = [with_ci(f"{algo} normalized score, last episodes",
                     m["mean"], low, high, 0.0, low > 0.0)]  # fmt: skip
+    returns = np.stack([np.asarray(r.returns, np.float64) for r in combined[algo]])
+    k = summary[algo]["last_k"]
+    if returns.shape[-1] > k:  # a rise in context needs episodes after the first
+        gain, low, high = _gain(returns, k)
+        rows.append(with_ci(f"{algo} return rise, last {k} episodes minus episode 1",
+                            gain, low, high, 0.0, low > 0.0))  # fmt: skip
+    return rows
 
 
 KINDS: dict[str, Callable[..., list]] = {
