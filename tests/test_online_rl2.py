@@ -215,7 +215,7 @@ def test_vmapped_seeds_equal_single_runs():
     lrs = jnp.array([1e-3, 3e-3], jnp.float32)
     params = dict(hp())
     vmapped = jax.jit(jax.vmap(lambda k, lr: trainer(k, {**params, "lr": lr})))
-    states, metrics = vmapped(keys, lrs)
+    states, metrics = vmapped(jax.random.clone(keys), lrs)  # keys reused below
     single = jax.jit(trainer)
     for i in range(2):
         state, m = single(keys[i], {**params, "lr": lrs[i]})
@@ -372,7 +372,7 @@ def test_rollout_keys_are_the_per_step_splits():
     env = FlipBandit(num_arms=2, horizon=3)
     trainer = TrialPPO(env, small_shape(num_envs=4, rollout_steps=5), None)
     key = jax.random.key(3)
-    keys = trainer.rollout_keys(key)
+    keys = trainer.rollout_keys(jax.random.clone(key))  # re-derived below
     data = {k: jax.random.key_data(v) for k, v in keys.items()}
     assert {k: v.shape[:2] for k, v in data.items()} == {
         "act": (5, 2),

@@ -67,6 +67,15 @@ class OnlineSweep(SweepResult):
         return self.program.weights(one)
 
 
+def member_keys(seeds: list[int], num_settings: int) -> jax.Array:
+    """``[S * H]`` keys: member ``m``'s is ``jax.random.key(seeds[m // H])``,
+    the key :func:`agentrl.train.fit` makes from that seed. Made in one
+    vmapped call: stacking separately made keys counts as using them under
+    ``jax_debug_key_reuse``."""
+    member_seeds = np.repeat(np.asarray(seeds, np.int64), num_settings)
+    return jax.vmap(jax.random.key)(jnp.asarray(member_seeds, jnp.int32))
+
+
 def _member_sharding(num_members: int) -> NamedSharding:
     """Members on the ``sweep`` axis of a mesh of ``gcd(M, devices)`` devices."""
     return NamedSharding(sweep_mesh(num_members), P(parallel.SWEEP))
@@ -130,7 +139,7 @@ def online_sweep(
     hp = member_hparams(full, settings, num_s)
     program, init, run = _compiled(full)
     start = time.perf_counter()
-    keys = jax.numpy.stack([jax.random.key(s) for s in seeds for _ in settings])
+    keys = member_keys(seeds, num_h)
     # members over gcd(M, devices) devices (the mesh's sweep axis); the
     # jitted programs follow their inputs' placement
     member_spec = _member_sharding(num_s * num_h)
@@ -203,7 +212,7 @@ def train_members(
     settings = list(settings or [{}])
     num_s, num_h = len(seeds), len(settings)
     hparams = member_hparams(full, settings, num_s)
-    keys = jnp.stack([jax.random.key(int(s)) for s in seeds for _ in settings])
+    keys = member_keys(seeds, num_h)
     state, metrics = jax.jit(jax.vmap(program))(keys, hparams)
     metrics = {k: v.reshape(num_s, num_h, *v.shape[1:]) for k, v in metrics.items()}
     return state, metrics
