@@ -123,8 +123,8 @@ def preset_configs(quick: bool) -> list[tuple[str, Any]]:
             if preset not in module.PRESETS:
                 continue
             config = module.PRESETS[preset]()
-            if config.algo.trains_online:
-                break
+            if config.algo.by_training(from_data=False, online=True):
+                break  # no supervised step to time
             model = dataclasses.replace(config.model, compute_dtype="bfloat16")
             train = config.train
             if quick:

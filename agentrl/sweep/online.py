@@ -72,8 +72,8 @@ def member_keys(seeds: list[int], num_settings: int) -> jax.Array:
     the key :func:`agentrl.train.fit` makes from that seed. Made in one
     vmapped call: stacking separately made keys counts as using them under
     ``jax_debug_key_reuse``."""
-    member_seeds = np.repeat(np.asarray(seeds, np.int64), num_settings)
-    return jax.vmap(jax.random.key)(jnp.asarray(member_seeds, jnp.int32))
+    member_seeds = jnp.repeat(jnp.asarray(seeds, jnp.int32), num_settings)
+    return jax.vmap(jax.random.key)(member_seeds)
 
 
 def _member_sharding(num_members: int) -> NamedSharding:
