@@ -116,24 +116,3 @@ def episode_index(done: jax.Array) -> jax.Array:
     """``[..., step]`` episode index of each step from ``done [..., step]``."""
     done = done.astype(jnp.int32)
     return (jnp.cumsum(done, axis=-1) - done).astype(jnp.int32)
-
-
-LABELS = ("auto", "oracle", "final_policy", "none")  # a source's DPT labels
-
-
-def resolve_labels(source: str, env: Any, labels: Any) -> str:
-    """``labels`` (one of :data:`LABELS`) checked for ``env``, ``"auto"``
-    resolved: the env's oracle where it has one, else none. ``source`` names
-    the source in the error."""
-    if labels not in LABELS:
-        raise ValueError(f"{source}: labels must be one of {LABELS}, got {labels!r}")
-    has_oracle = bool(getattr(env, "has_oracle", False))
-    if labels == "oracle" and not has_oracle:
-        raise ValueError(
-            f"{source}: labels='oracle' needs an env with an oracle; "
-            f"{getattr(env, 'name', type(env).__name__)} has none (use "
-            "'final_policy')"
-        )
-    if labels == "auto":
-        return "oracle" if has_oracle else "none"
-    return labels

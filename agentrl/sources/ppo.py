@@ -41,10 +41,11 @@ import jax
 import jax.numpy as jnp
 
 import agentrl.envs.spaces as spaces
-from agentrl.history import History, episode_index, resolve_labels, task_ids
+from agentrl.history import History, episode_index, task_ids
 from agentrl.prng import key_scan
 from agentrl.rl.nets import Policy
 from agentrl.rl.ppo import Learner, gae, optimizer, ppo_loss, sgd_epochs
+from agentrl.sources.settings import check_ints, config_from, resolve_labels
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,19 +74,8 @@ class PPOConfig:
 
 def make_config(env: Any, num_episodes: int, **settings: Any) -> PPOConfig:
     """Validate ``settings`` (PPOConfig fields) and fill the per-env defaults."""
-    fields = {f.name: f.default for f in dataclasses.fields(PPOConfig)}
-    unknown = sorted(set(settings) - set(fields))
-    if unknown:
-        allowed = ", ".join(f"{k}={v!r}" for k, v in fields.items())
-        raise ValueError(f"ppo: unknown setting(s) {unknown}; valid: {allowed}")
-    horizon = getattr(env, "horizon", None)
-    if not isinstance(horizon, int) or horizon < 1:
-        raise ValueError(f"ppo: env.horizon must be an int >= 1, got {horizon!r}")
-    if isinstance(num_episodes, bool) or not isinstance(num_episodes, int):
-        raise ValueError(f"ppo: num_episodes must be an int >= 1, got {num_episodes}")
-    if num_episodes < 1:
-        raise ValueError(f"ppo: num_episodes must be an int >= 1, got {num_episodes}")
-    config = PPOConfig(**settings)
+    config = config_from("ppo", PPOConfig, env, num_episodes, settings)
+    horizon = env.horizon
     total = num_episodes * horizon
     steps = config.steps_per_update
     if steps is None:
@@ -96,10 +86,12 @@ def make_config(env: Any, num_episodes: int, **settings: Any) -> PPOConfig:
             f"ppo: steps_per_update must be a positive divisor of num_episodes * "
             f"horizon = {total}, got {steps!r}"
         )
-    for name in ("num_epochs", "num_minibatches", "hidden"):
-        value = getattr(config, name)
-        if not isinstance(value, int) or value < 1:
-            raise ValueError(f"ppo: {name} must be an int >= 1, got {value!r}")
+    check_ints(
+        "ppo",
+        num_epochs=config.num_epochs,
+        num_minibatches=config.num_minibatches,
+        hidden=config.hidden,
+    )
     if steps % config.num_minibatches:
         raise ValueError(
             f"ppo: num_minibatches must divide steps_per_update = {steps}, got "

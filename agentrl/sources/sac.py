@@ -47,9 +47,10 @@ import jax.numpy as jnp
 import optax
 
 import agentrl.envs.spaces as spaces
-from agentrl.history import History, episode_index, resolve_labels, task_ids
+from agentrl.history import History, episode_index, task_ids
 from agentrl.prng import key_scan
 from agentrl.rl.nets import ActionHead, dense, example, obs_features
+from agentrl.sources.settings import check_ints, config_from, resolve_labels
 
 LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0  # the references' clamp
 
@@ -71,27 +72,18 @@ class SACConfig:
 
 def make_config(env: Any, num_episodes: int, **settings: Any) -> SACConfig:
     """Validate ``settings`` (SACConfig fields) and fill the per-run defaults."""
-    fields = {f.name: f.default for f in dataclasses.fields(SACConfig)}
-    unknown = sorted(set(settings) - set(fields))
-    if unknown:
-        allowed = ", ".join(f"{k}={v!r}" for k, v in fields.items())
-        raise ValueError(f"sac: unknown setting(s) {unknown}; valid: {allowed}")
     if spaces.is_discrete(env.action_space(None)):
         raise ValueError("sac: needs a continuous (Box) action space")
-    horizon = getattr(env, "horizon", None)
-    if not isinstance(horizon, int) or horizon < 1:
-        raise ValueError(f"sac: env.horizon must be an int >= 1, got {horizon!r}")
-    if isinstance(num_episodes, bool) or not isinstance(num_episodes, int):
-        raise ValueError(f"sac: num_episodes must be an int >= 1, got {num_episodes}")
-    if num_episodes < 1:
-        raise ValueError(f"sac: num_episodes must be an int >= 1, got {num_episodes}")
-    config = SACConfig(**settings)
+    config = config_from("sac", SACConfig, env, num_episodes, settings)
+    horizon = env.horizon
     steps = num_episodes * horizon
     start = config.start_steps
     start = min(2000, steps // 20) if start is None else start
     size = min(steps, 10_000) if config.buffer_size is None else config.buffer_size
-    _check_ints(hidden=config.hidden, batch_size=config.batch_size, buffer_size=size)
-    _check_ints(start_steps=start, minimum=0)
+    check_ints(
+        "sac", hidden=config.hidden, batch_size=config.batch_size, buffer_size=size
+    )
+    check_ints("sac", start_steps=start, minimum=0)
     for name in ("gamma", "tau"):
         value = getattr(config, name)
         if not 0.0 <= value <= 1.0:
@@ -104,12 +96,6 @@ def make_config(env: Any, num_episodes: int, **settings: Any) -> SACConfig:
     return dataclasses.replace(
         config, start_steps=start, buffer_size=size, labels=labels
     )
-
-
-def _check_ints(minimum: int = 1, **values: Any) -> None:
-    for name, value in values.items():
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise ValueError(f"sac: {name} must be an int >= {minimum}, got {value!r}")
 
 
 def generate_sac(
