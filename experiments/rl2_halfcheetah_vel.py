@@ -42,18 +42,20 @@ Presets (2-core CPU of the development machine; ``gpu`` for one H100):
   on the 3 test velocities 4.9 min, nearly all of it SAC learning beside
   for 120 episodes (the data block's length before session 42; SAC now
   learns beside for 600, the data's 8 x 600 that AD's ``cpu`` preset
-  shares, so expect its evaluation several times longer: not measured).
-  So a seed was ~28 min (training 23, evaluation 5) and ``reproduce
-  --controls`` (validation, test, three controls) ~35-40 min (measured,
-  session 33: 24 min, the machine otherwise quiet; 4.7 s an update).
-  Measured before session 42 (SAC's baseline over 120 episodes: ``--set
-  data.num_tasks=16 --set data.num_episodes=120``, record
-  ``repro_rl2_halfcheetah_vel_cpu_num_tasks16_num_episodes120``), 1 seed
-  x 3 test velocities, one trial of 4 episodes:
-  return -135.3 -> -128.8, score 0.66 [0.64, 0.69] (SAC's converged level
-  1, random 0.03); minus rewards zeroed +2.5 [-0.5, 5.9], shuffled -0.6
-  [-2.8, 1.2], an empty context -2.6 [-3.6, -1.2]: it runs better than
-  random, with no in-context adaptation, as expected below. What is
+  shares). Measured (session 43, ``reproduce --seeds 1 --controls``, two
+  to four other jobs on the cores): 52 min (training 26). 1 seed x 3 test
+  velocities, one trial of 4 episodes, validation chose ``sample``:
+  return -130.3 -> -125.5, score 0.32 [0.22, 0.44] (SAC's converged level
+  after 600 episodes 1, random -0.04); minus rewards zeroed -1.0 [-4.5,
+  1.6], shuffled +0.4 [-2.0, 4.3], an empty context +8.2 [6.4, 9.7]
+  (record ``repro_rl2_halfcheetah_vel_cpu``; before session 42, with
+  SAC's baseline over 120 episodes, ``--set data.num_tasks=16 --set
+  data.num_episodes=120``, record
+  ``repro_rl2_halfcheetah_vel_cpu_num_tasks16_num_episodes120``: -135.3
+  -> -128.8, score 0.66 against that shorter SAC run's level, an empty
+  context -2.6 [-3.6, -1.2]). It runs better than random and reads its
+  context (an empty one does worse), but what it reads is not the rewards:
+  no in-context adaptation, as expected below. What is
   feasible at that budget: the policy learns to move at speeds that pay
   on average (return above random's, towards SAC's converged level);
   adapting its speed to the target within a trial is not expected at

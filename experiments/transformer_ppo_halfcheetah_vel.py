@@ -42,22 +42,25 @@ Presets (2-core CPU of the development machine; ``gpu`` for one H100):
   s a trial (6,400 MJX steps, 4 partial updates); an evaluation on the 3
   test velocities was ~5 min with SAC learning beside it for 120 episodes
   (as measured for ``rl2_halfcheetah_vel``); since session 42 SAC learns
-  beside for 600 (AD's ``cpu`` data block, 8 x 600), several times longer
-  (not measured). What is feasible at that budget:
-  a return above random's, moving at the speeds that pay on average;
-  in-context adaptation of the speed within a trial is not expected at
-  under 1M env steps. Measured (session 34, ``reproduce --seeds 1
-  --controls``, 33 min with two other jobs on the cores, SAC's baseline
-  over 120 episodes: ``--set data.num_tasks=16 --set
+  beside for 600 (AD's ``cpu`` data block, 8 x 600). What is feasible at
+  that budget: a return above random's, moving at the speeds that pay on
+  average; in-context adaptation of the speed within a trial is not
+  expected at under 1M env steps. Measured (session 43, ``reproduce
+  --seeds 1 --controls``, 43 min with two to four other jobs on the
+  cores; record ``repro_transformer_ppo_halfcheetah_vel_cpu``): one trial
+  on each of the 3 test velocities, validation chose ``greedy``, return
+  -78.0 at episode 1 and -89.7 over the last episodes, score 0.59 [0.36,
+  0.84] (SAC's converged level after 600 episodes 1, random -0.04); minus
+  rewards zeroed +49.8 [-1.6, 81.4], shuffled +4.2 [-0.3, 8.1], empty
+  context +65.0 [23.6, 88.1]: a gait far above random that needs its
+  context, no rise within a trial and no control but the empty context
+  beaten (**no in-context learning**, as expected). Session 34's run (SAC's
+  baseline over 120 episodes: ``--set data.num_tasks=16 --set
   data.num_episodes=120``, record
-  ``repro_transformer_ppo_halfcheetah_vel_cpu_num_tasks16_num_episodes120``
-  in ``benchmarks/results/``): one
-  trial on each of the 3 test velocities, validation chose ``greedy``,
-  return -88.3 at episode 1 and -109.2 over the last episodes, score 1.03
-  [0.10, 2.29] (random 0.03); minus rewards shuffled +15.2 [11.2, 19.3],
-  zeroed +12.9 [-6.9, 41.5], empty context +0.53 [-1.79, 2.34]: a gait
-  far above random that reads its rewards, no adaptation within a trial
-  (**no in-context learning**, as expected).
+  ``repro_transformer_ppo_halfcheetah_vel_cpu_num_tasks16_num_episodes120``)
+  gave -88.3 -> -109.2, the same verdict (its score, 1.03, is against
+  that shorter SAC run's level); the same seed and test velocities, on
+  another CPU model (MJX's float results differ, as session 40 saw).
 - ``gpu``: TrMRL's shape: 200-step episodes (800-step trials), 2 layers, 8
   heads, width 128, FFN 512, 512 envs, 20 trials (8.2M env steps);
   sized for about 3 min on one H100 (estimated, not measured: no GPU was
