@@ -49,28 +49,27 @@ Presets (2-core CPU of the development machine; ``gpu`` for one H100):
   --controls`` — AD's ``cpu`` data (8 SAC histories of 600 episodes of
   100 steps since session 42; 16 of 120 before) with the labels, context
   100 (one episode), 4 layers width 64, 3,000 updates of batch 32, 30
-  evaluation episodes on the held-out velocities. Estimated for the 16 x
-  120 data from measured pieces (shared 2-core CPU): SAC's histories 18
-  min (``ad_halfcheetah_vel``'s measurement: the same runs),
-  0.27 s an update (measured over 40 updates on 2 tiny histories: 3,000
-  take ~14 min), an evaluation ~5-6 min (measured 3.3 min with SAC beside
-  for 30 episodes; the preset's 120 add ~2). So a seed is ~37 min and
-  ``reproduce --controls`` ~45-50 min (measured: 57 min with other jobs on
-  the cores). Not rerun on the 8 x 600 data (SAC's histories alone take
-  ~35 min there). Measured on the 16 x 120 data, 1 seed x 3 test
-  velocities (``--set data.num_tasks=16 --set data.num_episodes=120``;
-  record ``repro_dpt_halfcheetah_vel_cpu_num_tasks16_num_episodes120``):
-  return -116.0 -> -117.0, score 1.00 [0.82, 1.27] (SAC's converged level
-  1): flat, and an empty context does better (-1.13 [-1.48, -0.78]);
-  rewards zeroed +8.2 [2.2, 11.8], shuffled -0.28 [-1.27, 0.27], expert
-  distillation +1.57 [0.78, 2.49]: no in-context learning. Not feasible
-  within 30 min on 2 cores: the SAC data alone (480k steps, one SAC update
-  each) is ~35 min, and fewer SAC steps would weaken the labels (SAC's
-  final policy) further. What it can show: the rise from episode 1 (empty
+  evaluation episodes on the held-out velocities. Measured (session 43,
+  ``reproduce --seeds 1 --controls``, 83 min with two to four other jobs
+  on the cores: SAC's histories 43, training 10, evaluation with SAC
+  beside for 600 episodes and the expert-distillation run the rest;
+  record ``repro_dpt_halfcheetah_vel_cpu``), 1 seed x 3 test velocities,
+  validation chose ``sample``: return -113.2 -> -107.3, rise +5.9 [-2.9,
+  14.7], score 0.59 [0.27, 1.00] (SAC's converged level after 600
+  episodes 1; SAC learning beside it 0.26); minus rewards zeroed +17.5
+  [14.2, 22.7], shuffled +0.03 [-4.9, 3.0], empty context -0.9 [-8.2,
+  8.0], expert distillation -0.4 [-6.5, 5.9]: it reads the rewards
+  (zeroing them hurts) but plays as well with an empty context, **no
+  in-context learning**. On the 16 x 120 data before session 42 (``--set
+  data.num_tasks=16 --set data.num_episodes=120``; record
+  ``repro_dpt_halfcheetah_vel_cpu_num_tasks16_num_episodes120``, AMD
+  CPU): -116.0 -> -117.0, the same verdict. Not feasible within 30 min
+  on 2 cores: the SAC data alone (480k steps, one SAC update each) is
+  35-45 min, and fewer SAC steps would weaken the labels (SAC's final
+  policy) further. What it can show: the rise from episode 1 (empty
   context) to episode 2 (one episode in context: reward and velocity
   identify the target), and the context controls. Its ceiling is SAC's
-  final policy after the data's SAC steps, so the score is bounded near
-  SAC's converged 1.
+  final policy after the data's SAC steps.
 - ``gpu``: the references' horizon (200), AD's ``gpu`` data (45 histories
   of 100 SAC episodes) with the labels, context 200 (T2MIR-DPT's one-
   episode prompt), T2MIR-DPT's model (4 layers, 4 heads, width 128, FFN
