@@ -26,7 +26,10 @@ draws a fresh start each episode as the references' gym envs do. A
 physics drawn inside the jitted call (:func:`brax_task_runner`, Brax's
 domain-randomisation wrapper on traced physics): Brax's step with physics
 as data, so that ratio is the cost of what the family adds (reported, no
-target). Written to ``env_throughput_mujoco``.
+target); and Brax's bare step is timed on its *default* physics passed as
+data (``brax_task_runner(..., default=True)``) against itself on constant
+physics: what physics as data costs MJX, which no family whose task is its
+physics can avoid (reported). Written to ``env_throughput_mujoco``.
 
     agentrl bench env_throughput [--quick]
     agentrl bench env_throughput --mujoco [--mujoco-envs 16] [--mujoco-steps 40]
@@ -319,19 +322,23 @@ def brax_wrapped_runner(env, num_envs: int, num_steps: int):
     return jax.jit(run)
 
 
-def brax_task_runner(env, num_envs: int, num_steps: int):
+def brax_task_runner(env, num_envs: int, num_steps: int, default: bool = False):
     """Jitted Brax bare step on a ``*_params`` family's task physics drawn
     inside the call, as ours are (traced, through Brax's own
     ``DomainRandomizationVmapWrapper``), no auto-reset: the same physics as
     data, so ours over it is the cost of what the family adds (auto-reset,
-    keys)."""
+    keys). ``default``: every env gets the default physics instead, still
+    as data (arguments of the jitted call, batched per env): Brax's step
+    over its constant-physics self is then what physics as data costs MJX."""
     from brax.envs.wrappers import training
 
     size = env.action_size
 
-    def run(key):
+    def run(key, defaults):
         k_tasks, k_reset, k_steps = _run_keys(key)
         params = jax.vmap(env.sample_params)(jax.random.split(k_tasks, num_envs))
+        if default:
+            params = params.replace(**defaults)
         physics = physics_of(env, params)
         on_tasks = training.DomainRandomizationVmapWrapper(
             env.brax_env, lambda sys: physics
@@ -340,7 +347,12 @@ def brax_task_runner(env, num_envs: int, num_steps: int):
 
         return _random_play(on_tasks.step, state, k_steps, num_steps, size)
 
-    return jax.jit(run)
+    jitted = jax.jit(run)
+    defaults = {
+        f: jnp.broadcast_to(env.defaults[f], (num_envs, *env.defaults[f].shape))
+        for f in env.randomise
+    }
+    return lambda key: jitted(key, defaults)
 
 
 def _compile_seconds(fn, key) -> float:
@@ -366,18 +378,22 @@ def mujoco_main(
         runners = {"agentrl": ours, "brax": brax, "brax_wrapped": wrapped}
         if getattr(env, "randomise", None):
             runners["brax_task"] = brax_task_runner(env, num_envs, num_steps)
+            runners["brax_data"] = brax_task_runner(
+                env, num_envs, num_steps, default=True
+            )
         compile_s = {lib: _compile_seconds(fn, key) for lib, fn in runners.items()}
         seconds = bench.paired_rounds(
             {lib: (fn, (key,)) for lib, fn in runners.items()}, rounds
         )
 
-        def ratio(other):  # median [CI] of other's seconds / ours, per round
-            pairs = zip(seconds["agentrl"], seconds[other], strict=True)
+        def ratio(other, to="agentrl"):  # median [CI] of other's s / to's, per round
+            pairs = zip(seconds[to], seconds[other], strict=True)
             return bench.median_ci([b / a for a, b in pairs])
 
         median, low, high = ratio("brax")
         parity = ratio("brax_wrapped")
         same = ratio("brax_task") if "brax_task" in runners else None
+        data = ratio("brax", to="brax_data") if "brax_data" in runners else None
         steps = num_envs * num_steps
         sps = {lib: steps / min(sec) for lib, sec in seconds.items()}
         results[name] = {
@@ -392,6 +408,8 @@ def mujoco_main(
             "wrapped_ratio_ci95": list(parity[1:]),
             "task_physics_ratio_median": same and same[0],
             "task_physics_ratio_ci95": same and list(same[1:]),
+            "brax_physics_as_data_ratio_median": data and data[0],
+            "brax_physics_as_data_ratio_ci95": data and list(data[1:]),
         }
         rows.append(
             {
@@ -407,7 +425,10 @@ def mujoco_main(
                 "vs Brax step on the same traced task physics": (
                     f"{same[0]:.3f} [{same[1]:.3f}, {same[2]:.3f}]" if same else "–"
                 ),
-                "compile s (agentrl / brax / wrapped[ / task])": " / ".join(
+                "Brax step, default physics as data vs constant": (
+                    f"{data[0]:.3f} [{data[1]:.3f}, {data[2]:.3f}]" if data else "–"
+                ),
+                "compile s (agentrl / brax / wrapped[ / task / data])": " / ".join(
                     f"{compile_s[lib]:.1f}" for lib in runners
                 ),
             }
@@ -432,7 +453,9 @@ def mujoco_main(
             "and its training env with auto-reset and per-env physics "
             "(reported), and for *_params families its bare step on the same "
             "task physics drawn inside the call, as ours (reported: what the "
-            "family adds); steps/s from each side's best round; "
+            "family adds), and Brax's bare step on its default physics passed "
+            "as data over its constant-physics self (reported: what physics "
+            "as data costs MJX); steps/s from each side's best round; "
             f"compile time excluded (listed). {bench.load_note(load_start)}."
         ),
     )

@@ -52,3 +52,16 @@ def test_brax_on_task_physics_moves_differently_and_restores_its_sys():
     )
     assert np.isfinite(total) and total != bare_total  # other masses, other motion
     assert env.brax_env.sys is own  # swapped only while tracing
+
+
+@pytest.mark.long
+def test_brax_on_its_default_physics_as_data_moves_as_its_constant_self():
+    env = envs.make("hopper_params", horizon=2)
+    _, bare = mujoco_runners(env, 2, 3)
+    as_data = brax_task_runner(env, 2, 3, default=True)
+    total, bare_total = (
+        float(as_data(jax.random.key(0))),
+        float(bare(jax.random.key(0))),
+    )
+    # the same physics and keys: equal up to how XLA orders the float work
+    np.testing.assert_allclose(total, bare_total, rtol=1e-4)
