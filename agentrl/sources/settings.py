@@ -15,7 +15,9 @@ from typing import Any
 LABELS = ("auto", "oracle", "final_policy", "none")  # a source's DPT labels
 
 
-def config_from(source: str, config_cls: type, env: Any, num_episodes: Any, settings):
+def config_from(
+    source: str, config_cls: type, env: Any, num_episodes: Any, settings: dict
+) -> Any:
     """``config_cls(**settings)`` once ``settings`` name only its fields,
     ``env.horizon`` is an int >= 1 and ``num_episodes`` an int >= 1."""
     fields = {f.name: f.default for f in dataclasses.fields(config_cls)}
