@@ -42,8 +42,10 @@ return). T2MIR's loader and evaluation are options of AD (docs/references.md):
 --set algo.eval_context=sorted_episodes`` trains on 4 distinct episodes of a
 history in ascending return and acts on its 3 best past episodes sorted by
 return plus the current one (docs/mujoco.md has the measured runs).
-HalfCheetah-Vel's ``cpu`` preset uses it; the other presets, Walker-Params'
-``cpu`` among them, keep AD's own windows and rolling context.
+Every HalfCheetah-Vel preset uses it (the ``cpu`` one since session 42,
+measured there; the others since session 43, as T2MIR's reference does at
+every size, unmeasured); Walker-Params' presets keep AD's own windows and
+rolling context.
 """
 
 from typing import Any
@@ -132,10 +134,18 @@ def ad_base(name: str, env: str, eval_episodes: int) -> ExperimentConfig:
 def ad_changes(
     eval_episodes: int,
     data_changes: dict[str, dict[str, Any]] = DATA_CHANGES,
-    cpu: dict[str, Any] | None = None,
+    loader: dict[str, str] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Each preset's changes to :func:`ad_base` (module docstring), on the
-    family's ``data_changes``; ``cpu``: more changes to the ``cpu`` preset."""
+    family's ``data_changes``; ``loader``: AD's loader and evaluation
+    context in every preset (:data:`T2MIR_LOADER`), else AD's own."""
+    changes = _ad_preset_changes(eval_episodes, data_changes)
+    return {preset: {**c, **(loader or {})} for preset, c in changes.items()}
+
+
+def _ad_preset_changes(
+    eval_episodes: int, data_changes: dict[str, dict[str, Any]]
+) -> dict[str, dict[str, Any]]:
     t2mir_model = {
         "model.num_heads": 8,
         "model.d_model": 256,
@@ -156,7 +166,7 @@ def ad_changes(
             "eval.num_tasks": 2,
             "eval.num_episodes": 3,
         },
-        cpu={**data_changes["cpu"], **(cpu or {})},
+        cpu=data_changes["cpu"],
         gpu={
             **data_changes["gpu"],
             **t2mir_model,

@@ -39,14 +39,16 @@ Presets (2-core CPU of the development machine):
   16 x 120 records keep their numbers under ``--set data.num_tasks=16
   --set data.num_episodes=120`` (+ AD's own loader for the first).
 - ``gpu``: 200-step episodes, 45 histories of 100 SAC episodes, T2MIR's
-  width, 3,000 updates; sized for about 3 min on one H100 (estimated, not
-  measured: no GPU was lent when it was written). Expect histories that
+  width and loader (as every preset here since session 43), 3,000
+  updates; sized for about 3 min on one H100 (estimated, not measured: no
+  GPU was lent when it was written). Expect histories that
   rise only partly: a probe on this CPU (session 41, 3 velocities, SAC
   as here at 200-step episodes) had SAC's mean return per tenth of its
   run go from -526 to -403 at 2.5 m/s over 100 episodes (20,000 steps),
   and from -504 to -172 over 300 (60,000 steps, Meta-DT's "medium"
   checkpoint step); most of the gain comes after 30,000 steps.
-- ``full``: T2MIR's AD settings on 45 histories of 1,000 SAC episodes.
+- ``full``: T2MIR's AD settings and loader on 45 histories of 1,000 SAC
+  episodes.
 """
 
 from _locomotion import HALFCHEETAH_DATA_CHANGES, T2MIR_LOADER, ad_base, ad_changes
@@ -56,5 +58,5 @@ from agentrl.train.experiments import make_presets
 EVAL_EPISODES = 30  # T2MIR's HalfCheetah-Vel evaluation
 
 BASE = ad_base("ad_halfcheetah_vel", "halfcheetah_vel", EVAL_EPISODES)
-CHANGES = ad_changes(EVAL_EPISODES, HALFCHEETAH_DATA_CHANGES, cpu=T2MIR_LOADER)
+CHANGES = ad_changes(EVAL_EPISODES, HALFCHEETAH_DATA_CHANGES, loader=T2MIR_LOADER)
 PRESETS = make_presets(BASE, **CHANGES)

@@ -28,8 +28,9 @@ softmax (``add_softmax: True``).
   120 preset before session 42 (1 seed, ``--set data.num_tasks=16 --set
   data.num_episodes=120``): AD's loader +0.38 [-3.0, 2.2]; T2MIR's loader
   +1.39 [-0.34, 3.94]; neither resolved (both flat; docs/mujoco.md).
-- ``gpu`` / ``full``: ``ad_halfcheetah_vel``'s with the MoE (``full`` is
-  T2MIR's AD budget: 100k updates, 10k warm-up).
+- ``gpu`` / ``full``: ``ad_halfcheetah_vel``'s with the MoE, T2MIR's
+  loader included (since session 43; ``full`` is T2MIR's AD budget: 100k
+  updates, 10k warm-up).
 """
 
 import ad_halfcheetah_vel

@@ -105,8 +105,8 @@ def test_gpu_preset_sizes():
 
 def test_halfcheetah_cpu_histories_hold_learning_read_by_t2mirs_loader():
     """HalfCheetah-Vel's cpu data are 8 x 600 SAC episodes, AD and T2MIR-AD
-    read them with T2MIR's loader; Walker-Params keeps its 16 x 120 and AD's
-    own windows (what its records used)."""
+    read them (and every other preset's) with T2MIR's loader; Walker-Params
+    keeps its 16 x 120 and AD's own windows (what its records used)."""
     ad = load_experiment("ad_halfcheetah_vel", "cpu")
     assert (ad.data.num_tasks, ad.data.num_episodes) == (8, 600)
     loader = (ad.algo.window_start, ad.algo.episode_window, ad.algo.eval_context)
@@ -116,3 +116,8 @@ def test_halfcheetah_cpu_histories_hold_learning_read_by_t2mirs_loader():
     walker = load_experiment("ad_walker_params", "cpu")
     assert (walker.data.num_tasks, walker.data.num_episodes) == (16, 120)
     assert walker.algo.eval_context != "sorted_episodes"
+    for preset in ("smoke", "gpu", "full"):  # T2MIR's loader at every size
+        algo = load_experiment("t2mir_ad_halfcheetah_vel", preset).algo.base
+        assert (algo.window_start, algo.eval_context) == ("episode", "sorted_episodes")
+        walker = load_experiment("ad_walker_params", preset).algo
+        assert (walker.window_start, walker.eval_context) == ("any", "rolling")
