@@ -42,20 +42,20 @@ Presets (2-core CPU of the development machine; ``gpu`` for one H100):
   on the 3 test velocities 4.9 min, nearly all of it SAC learning beside
   for 120 episodes (the data block's length before session 42; SAC now
   learns beside for 600, the data's 8 x 600 that AD's ``cpu`` preset
-  shares). Measured (session 43, ``reproduce --seeds 1 --controls``, two
-  to four other jobs on the cores): 52 min (training 26). 1 seed x 3 test
-  velocities, one trial of 4 episodes, validation chose ``sample``:
-  return -130.3 -> -125.5, score 0.32 [0.22, 0.44] (SAC's converged level
-  after 600 episodes 1, random -0.04); minus rewards zeroed -1.0 [-4.5,
-  1.6], shuffled +0.4 [-2.0, 4.3], an empty context +8.2 [6.4, 9.7]
-  (record ``repro_rl2_halfcheetah_vel_cpu``; before session 42, with
-  SAC's baseline over 120 episodes, ``--set data.num_tasks=16 --set
+  shares). Measured (session 43, ``reproduce --seeds 1 --controls`` for
+  seeds 0 and 1, ~50 min each with one to four other jobs on the cores,
+  training 26; record ``repro_rl2_halfcheetah_vel_cpu``), 2 seeds x 3
+  test velocities, one trial of 4 episodes, validation chose ``sample``
+  and ``greedy``: return -128.5 -> -127.2, score 0.46 [0.22, 0.84] (SAC's
+  converged level after 600 episodes 1, random -0.06); minus rewards
+  zeroed -1.5 [-2.8, 0.3], shuffled -0.3 [-1.7, 2.0], an empty context
+  +2.8 [-4.3, 8.9] (seed 0 alone: +8.2 [6.4, 9.7]). Before session 42,
+  with SAC's baseline over 120 episodes (``--set data.num_tasks=16 --set
   data.num_episodes=120``, record
-  ``repro_rl2_halfcheetah_vel_cpu_num_tasks16_num_episodes120``: -135.3
-  -> -128.8, score 0.66 against that shorter SAC run's level, an empty
-  context -2.6 [-3.6, -1.2]). It runs better than random and reads its
-  context (an empty one does worse), but what it reads is not the rewards:
-  no in-context adaptation, as expected below. What is
+  ``repro_rl2_halfcheetah_vel_cpu_num_tasks16_num_episodes120``, 1 seed):
+  -135.3 -> -128.8, score 0.66 against that shorter SAC run's level, an
+  empty context -2.6 [-3.6, -1.2]). It runs better than random, with no
+  in-context adaptation, as expected below. What is
   feasible at that budget: the policy learns to move at speeds that pay
   on average (return above random's, towards SAC's converged level);
   adapting its speed to the target within a trial is not expected at

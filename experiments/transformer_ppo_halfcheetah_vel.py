@@ -46,21 +46,22 @@ Presets (2-core CPU of the development machine; ``gpu`` for one H100):
   that budget: a return above random's, moving at the speeds that pay on
   average; in-context adaptation of the speed within a trial is not
   expected at under 1M env steps. Measured (session 43, ``reproduce
-  --seeds 1 --controls``, 43 min with two to four other jobs on the
-  cores; record ``repro_transformer_ppo_halfcheetah_vel_cpu``): one trial
-  on each of the 3 test velocities, validation chose ``greedy``, return
-  -78.0 at episode 1 and -89.7 over the last episodes, score 0.59 [0.36,
-  0.84] (SAC's converged level after 600 episodes 1, random -0.04); minus
-  rewards zeroed +49.8 [-1.6, 81.4], shuffled +4.2 [-0.3, 8.1], empty
-  context +65.0 [23.6, 88.1]: a gait far above random that needs its
-  context, no rise within a trial and no control but the empty context
-  beaten (**no in-context learning**, as expected). Session 34's run (SAC's
-  baseline over 120 episodes: ``--set data.num_tasks=16 --set
+  --seeds 1 --controls`` for seeds 0 and 1, 43 and ~50 min with one to
+  four other jobs on the cores; record
+  ``repro_transformer_ppo_halfcheetah_vel_cpu``): one trial on each of 3
+  test velocities a seed, validation chose ``greedy`` and ``sample``,
+  return -93.4 at episode 1 and -105.8 over the last episodes, score 0.23
+  [-0.59, 0.71] (SAC's converged level after 600 episodes 1, random
+  -0.06; seed 0 0.59, seed 1 -0.14); minus rewards zeroed +31.9 [-19.7,
+  73.5], shuffled +1.7 [-1.7, 5.7], empty context +38.6 [-5.4, 77.4]
+  (seed 0 alone +65.0 [23.6, 88.1]): it falls within the trial and beats
+  no control (**no in-context learning**, as expected). Session 34's run
+  (SAC's baseline over 120 episodes: ``--set data.num_tasks=16 --set
   data.num_episodes=120``, record
   ``repro_transformer_ppo_halfcheetah_vel_cpu_num_tasks16_num_episodes120``)
-  gave -88.3 -> -109.2, the same verdict (its score, 1.03, is against
-  that shorter SAC run's level); the same seed and test velocities, on
-  another CPU model (MJX's float results differ, as session 40 saw).
+  gave -88.3 -> -109.2 on seed 0, the same verdict (its score, 1.03, is
+  against that shorter SAC run's level; another CPU model, whose MJX
+  float results differ, as session 40 saw).
 - ``gpu``: TrMRL's shape: 200-step episodes (800-step trials), 2 layers, 8
   heads, width 128, FFN 512, 512 envs, 20 trials (8.2M env steps);
   sized for about 3 min on one H100 (estimated, not measured: no GPU was
