@@ -71,6 +71,9 @@ class Args:
     KEY=VALUE (repeatable), e.g. horizon=1000 or means_beta=(0.5,0.5)"""
     progress: bool = True
     """show a progress bar"""
+    source_cache: Annotated[Path | None, default_is("none: rerun them")] = None
+    """folder of the whole-run source baselines (SAC, PPO): a run made there
+    with the same tasks, keys, settings, code and machine is read, not rerun"""
 
 
 def run(args: Args) -> int:
@@ -80,6 +83,7 @@ def run(args: Args) -> int:
         else [b.strip() for b in args.baselines.split(",") if b.strip()]
     )
     check_output_path(args.out, "--out")
+    check_output_path(args.source_cache, "--source-cache")
     from agentrl.evaluate.report import screen_summary
     from agentrl.evaluate.run import evaluate_run
 
@@ -100,6 +104,7 @@ def run(args: Args) -> int:
             step=args.step,
             env_args=dict(args.env_arg),
             progress=args.progress,
+            source_cache=args.source_cache,
         )
     print(screen_summary(json.loads(paths["json"].read_text())))
     for kind, path in paths.items():

@@ -35,6 +35,11 @@ The protocol (docs/protocol.md):
   (:func:`agentrl.evaluate.controls.controls_for`).
 - A ``--compare`` experiment uses the same data seeds and evaluation keys,
   so the difference is paired per (seed, task).
+- A source that runs only whole (SAC, PPO) is a baseline run from scratch
+  on the test tasks; its runs are kept in ``<runs>/source-runs/`` and read
+  back by any experiment that meets the same tasks, keys, settings, code
+  and machine (:mod:`agentrl.evaluate.source_cache`), so the learners of
+  one family and seed run it once.
 
 Writes, into the results folder (``--out``, else ``$AGENTRL_BENCH_RESULTS``,
 else ``benchmarks/results/`` under the current directory):
@@ -79,6 +84,9 @@ from agentrl.project import RESULTS_ENV
 from agentrl.tables import write_json
 from agentrl.train.experiments import load_experiment
 from agentrl.train.loop import fit
+
+#: The folder under ``--runs`` that keeps the source baselines' runs.
+SOURCE_RUNS = "source-runs"
 
 
 def seed_config(name: str, preset: str, seed: int, overrides: dict | None):
@@ -192,8 +200,14 @@ def _seed(config, root, seed, controls, scan_checkpoints, rules):
         scan = select(checkpoint_candidates(run_dir, sel.choice.eval))
         record["checkpoint_scan"] = scan.validation
     used = list(ctl.CONTEXT_CONTROLS) if controls else None
-    results, _ = evaluate_choice(sel, control=used)
+    results, _ = evaluate_choice(sel, control=used, source_cache=source_cache(root))
     return results, record
+
+
+def source_cache(run_dir: Path) -> Path:
+    """The folder of source-run baselines beside the runs (shared by every
+    experiment under one ``--runs``: :mod:`agentrl.evaluate.source_cache`)."""
+    return run_dir.parent / SOURCE_RUNS
 
 
 def _expert(config, root, episodes, rules):

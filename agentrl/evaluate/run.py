@@ -108,6 +108,7 @@ def evaluate_run(
     step: int | None = None,
     env_args: dict[str, Any] | None = None,
     progress: bool = False,
+    source_cache: str | Path | None = None,
 ) -> dict[str, Path]:
     """Evaluate the run's model and baselines; write results.json, .md, plots.
 
@@ -123,11 +124,15 @@ def evaluate_run(
     ``train.steps`` is evaluated with a warning, :class:`UnfinishedRunWarning`,
     and every result file says so). ``env_args`` evaluates under shift: the
     family built with these constructor arguments changed
-    (:mod:`agentrl.evaluate.shift`). ``progress``: a bar on stderr. Returns
-    the paths written (see :func:`agentrl.evaluate.write_results`).
+    (:mod:`agentrl.evaluate.shift`). ``progress``: a bar on stderr.
+    ``source_cache``: a folder where the whole-run source baselines (SAC,
+    PPO) made with the same inputs and code are read instead of rerun, and
+    new ones stored (:mod:`agentrl.evaluate.source_cache`). Returns the
+    paths written (see :func:`agentrl.evaluate.write_results`).
     """
     check_arguments(num_episodes, num_tasks, seed, baselines)
     check_output_path(out_dir, "out_dir")
+    check_output_path(source_cache, "source_cache")
     if control is not None:
         check_control(control)
     results, title = run_results(
@@ -142,6 +147,7 @@ def evaluate_run(
         step,
         env_args=env_args,
         progress=progress,
+        source_cache=source_cache,
     )
     out = Path(out_dir or Path(run_dir) / "eval")
     paths = write_results(results, out, title=title, env=_env_of(results))
@@ -338,6 +344,7 @@ def run_results(
     env_args: dict[str, Any] | None = None,
     progress: bool = False,
     run: Any = None,
+    source_cache: str | Path | None = None,
 ) -> tuple[dict[str, Any], str]:
     """``({method: EvalResult}, title)`` of a run (see :func:`evaluate_run`).
 
@@ -347,6 +354,7 @@ def run_results(
     evaluated beside the model and keyed ``"<label>/<control>"``. ``run``:
     the run already opened (:func:`~agentrl.train.rundir.load_run` of
     ``run_dir`` at ``step``), to open it once for several evaluations.
+    ``source_cache`` as for :func:`evaluate_run`.
     """
     check_arguments(num_episodes, num_tasks, seed, baselines)
     run = run if run is not None else load_run(run_dir, step)
@@ -380,7 +388,10 @@ def run_results(
     results = evaluate_methods(
         env, methods, params, key, num_episodes, env_key=env_key, progress=progress
     )
-    add_source_runs(results, env, config.data, whole_runs, params, key, num_episodes)
+    cache = None if source_cache is None else (Path(source_cache), env_key)
+    add_source_runs(
+        results, env, config.data, whole_runs, params, key, num_episodes, cache
+    )
     _record(results, run, acting, shift, tasks, ids, used_args, controls)
     return results, _title(acting, tasks, controls, shift, checkpoint_status(run))
 

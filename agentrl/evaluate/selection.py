@@ -287,10 +287,12 @@ def evaluate_choice(
     seed: int | None = None,
     baselines: list[str] | None = None,
     control: str | None = None,
+    source_cache: Path | None = None,
 ) -> tuple[dict[str, Any], str]:
     """The chosen candidate (and baselines) on the *test* tasks, once.
 
-    The selection is recorded in the model's result metadata.
+    The selection is recorded in the model's result metadata;
+    ``source_cache`` as for :func:`~agentrl.evaluate.run.evaluate_run`.
     """
     c = selection.choice
     results, title = run_results(
@@ -303,6 +305,7 @@ def evaluate_choice(
         control=control,
         step=c.step,
         eval_overrides=c.eval,
+        source_cache=source_cache,
     )
     label = next(iter(results))
     results[label].metadata["selection"] = selection.to_json()

@@ -17,11 +17,15 @@ if more), all tasks in one jit. One run gives two things:
   converged source 1, and ``metadata["oracle"]`` names it. It is the
   source's own exploring policy at the end of its run, not a deterministic
   roll-out of its final weights.
+
+Given a folder (``cache``), a run already made there with the same inputs
+and code is read instead of recomputed (:mod:`agentrl.evaluate.source_cache`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from typing import Any
 
 import jax
@@ -29,6 +33,7 @@ import numpy as np
 
 import agentrl.evaluate.metrics as metrics
 from agentrl.evaluate.evaluate import EvalResult
+from agentrl.evaluate.source_cache import cached_returns, entry_fields
 from agentrl.evaluate.task_parameter import task_parameter_metadata
 from agentrl.sources.registry import SOURCES, generate
 
@@ -51,16 +56,27 @@ def source_run(
     params: Any,
     key: jax.Array,
     num_episodes: int,
+    cache: tuple[Path, str] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(returns [task, episode], converged [task])`` of ``name`` learning
     from scratch on tasks ``params [task, ...]``; the data's settings when
-    ``name`` is the data's source (``data``: the run's ``DataConfig``)."""
+    ``name`` is the data's source (``data``: the run's ``DataConfig``).
+    ``cache``: ``(folder, env_key)``, the folder of earlier runs and the
+    family's name and arguments as JSON (module docstring)."""
     settings = dict(data.source_args) if name == data.source else {}
     length = max(data.num_episodes, num_episodes)
-    history = generate(
-        name, env, params, jax.random.fold_in(key, SOURCE_SALT), length, **settings
-    )
-    returns = np.asarray(metrics.per_episode_returns(history, length), np.float64)
+    run_key = jax.random.fold_in(key, SOURCE_SALT)
+
+    def compute() -> np.ndarray:
+        history = generate(name, env, params, run_key, length, **settings)
+        return np.asarray(metrics.per_episode_returns(history, length), np.float64)
+
+    if cache is None:
+        returns = compute()
+    else:
+        folder, env_key = cache
+        fields = entry_fields(name, settings, length, env, env_key, params, run_key)
+        returns = cached_returns(folder, fields, compute)
     last = max(1, round(CONVERGED_SHARE * length))
     return returns[:, :num_episodes], returns[:, -last:].mean(axis=1)
 
@@ -73,15 +89,18 @@ def add_source_runs(
     params: Any,
     key: jax.Array,
     num_episodes: int,
+    cache: tuple[Path, str] | None = None,
 ) -> None:
     """Add each of ``names`` (history sources) to ``results`` (the methods
     already evaluated on ``params``, whose references they share), in place;
     the data's source's converged return becomes the oracle of a family
-    without one (module docstring)."""
+    without one (module docstring). ``cache`` as for :func:`source_run`."""
     first = next(iter(results.values()))
     random, oracle = first.random_return, first.oracle_return
     for name in names:
-        returns, converged = source_run(env, data, name, params, key, num_episodes)
+        returns, converged = source_run(
+            env, data, name, params, key, num_episodes, cache
+        )
         results[name] = EvalResult(
             name=name,
             returns=returns,
