@@ -4,6 +4,8 @@
   read, not recomputed, and equals the uncached run bit for bit;
 - a change to any input (key, tasks, settings, episode count, family
   arguments) is a miss, and so is a change to the code defining the source;
+  a setting the source declares ``record_only`` is not an input, and PPO's
+  and SAC's DPT labels are indeed no input of their runs (long);
 - an unreadable entry, or one made from other inputs, is recomputed and
   replaced;
 - ``agentrl eval --source-cache`` refuses a file, with exit 2.
@@ -24,7 +26,7 @@ from agentrl.envs.point_robot import PointRobot
 from agentrl.evaluate.source_cache import code_digest
 from agentrl.evaluate.source_runs import source_run
 from agentrl.sources import registry
-from agentrl.sources.registry import generate
+from agentrl.sources.registry import SOURCES, generate
 
 SOURCE = "counted_whole_run_for_test"
 ENV_KEY = json.dumps(["point_robot", {"horizon": 5}])
@@ -42,9 +44,10 @@ def counted_source():
     registry.register_source(
         SOURCE,
         description="test",
-        defaults={"scale": 1.0},
+        defaults={"scale": 1.0, "note": "a"},
         histories=histories,
         learns=True,
+        record_only=("note",),
     )
     yield calls
     registry.SOURCES.unregister(SOURCE)
@@ -97,6 +100,30 @@ def test_every_input_is_part_of_the_key(counted_source, tmp_path):
         source_run(**{**args, **change})
         assert len(counted_source) == n, what
     assert len(list(tmp_path.glob("*.json"))) == 1 + len(changed)
+    noted = types.SimpleNamespace(
+        source=SOURCE, source_args=(("note", "b"),), num_episodes=6
+    )
+    source_run(env, noted, SOURCE, params, jax.random.key(1), 4, cache)
+    assert len(counted_source) == 1 + len(changed)  # record-only: the same run
+
+
+@pytest.mark.long  # four compiles of the learners
+@pytest.mark.parametrize("source", ["ppo", "sac"])
+def test_dpt_labels_do_not_change_the_run(source):
+    """What ``record_only=("labels",)`` claims: the run's actions and rewards
+    are bit-identical whichever labels are recorded beside them."""
+    assert SOURCES[source].record_only == ("labels",)
+    env = PointRobot(horizon=5, goals="uniform")
+    params = jax.vmap(env.sample_params)(jax.random.split(jax.random.key(0), 2))
+    fast = {"ppo": {}, "sac": {"hidden": 32, "batch_size": 32}}[source]
+    runs = [
+        generate(source, env, params, jax.random.key(1), 8, labels=labels, **fast)
+        for labels in ("none", "final_policy")
+    ]
+    for field in ("action", "reward", "obs"):
+        np.testing.assert_array_equal(
+            getattr(runs[0], field), getattr(runs[1], field), err_msg=field
+        )
 
 
 def test_the_code_defining_a_plug_in_is_part_of_the_key(tmp_path):

@@ -10,8 +10,9 @@ transformer PPO on one seed ran it four times, with identical results.
 
 An entry is the run's per-episode returns ``[task, episode]``, stored as
 JSON (floats round-trip exactly) under the SHA-256 of everything the
-returns depend on (:func:`entry_fields`): the source and its settings, the
-episode count, the family and its arguments, the tasks' parameters and the
+returns depend on (:func:`entry_fields`): the source and its settings
+(less those that only change what is recorded beside the run, the
+source's ``record_only``: DPT's labels), the episode count, the family and its arguments, the tasks' parameters and the
 key (bytes), and the code and machine that compute them: every ``.py`` file
 of the agentrl package and of the modules defining the source and the
 environment (plug-ins included), the versions of the numerical packages,
@@ -79,14 +80,16 @@ def entry_fields(
     its programs); ``params``: the tasks' parameters ``[task, ...]``;
     ``key``: the source run's PRNG key.
     """
+    spec = SOURCES[source]
+    kept = {k: v for k, v in settings.items() if k not in spec.record_only}
     return {
         "source": source,
-        "settings": json.loads(json.dumps(settings, sort_keys=True, default=str)),
+        "settings": json.loads(json.dumps(kept, sort_keys=True, default=str)),
         "num_episodes": int(num_episodes),
         "env": env_key,
         "params_sha256": _tree_digest(params),
         "key_sha256": _tree_digest(jax.random.key_data(key)),
-        "code_sha256": code_digest([SOURCES[source].histories, type(env)]),
+        "code_sha256": code_digest([spec.histories, type(env)]),
         "packages": {name: _version(name) for name in NUMERIC_PACKAGES},
         "machine": machine_info(),
     }

@@ -110,6 +110,10 @@ class Source:
         last episodes are its converged behaviour: what the
         expert-distillation control trains on. ``random`` and ``dpt_rollin``
         (independent roll-ins) do not learn.
+      record_only: settings that change only what is recorded beside the
+        run (DPT's labels, computed after it without a key), never the
+        actions, rewards or returns; a source run kept for its returns
+        (:mod:`agentrl.evaluate.source_cache`) is shared across them.
     """
 
     name: str
@@ -124,6 +128,7 @@ class Source:
     baseline: bool = False
     text: tuple[str, ...] = ()
     learns: bool = False
+    record_only: tuple[str, ...] = ()
 
 
 #: the registered sources, in registration order (see :class:`Source`)
@@ -384,6 +389,7 @@ register_source(
     defaults=None,
     histories=_ppo_histories,
     learns=True,
+    record_only=("labels",),
 )
 
 register_source(
@@ -393,6 +399,7 @@ register_source(
     applies=_need_box_actions,
     histories=_sac_histories,
     learns=True,
+    record_only=("labels",),
 )
 
 
