@@ -6,14 +6,16 @@ evaluating a learner on a MuJoCo family (SAC for 600 episodes on three
 HalfCheetah-Vel velocities: ~25 minutes on 2 CPU cores). Every learner of
 one family and seed meets the same tasks, keys and source settings, so it
 is the same computation: ``agentrl reproduce`` of AD, DPT, RL² and
-transformer PPO on one seed ran it four times, with identical results.
+transformer PPO on one seed ran it four times, with identical results
+(session 43's records).
 
 An entry is the run's per-episode returns ``[task, episode]``, stored as
 JSON (floats round-trip exactly) under the SHA-256 of everything the
 returns depend on (:func:`entry_fields`): the source and its settings
 (less those that only change what is recorded beside the run, the
-source's ``record_only``: DPT's labels), the episode count, the family and its arguments, the tasks' parameters and the
-key (bytes), and the code and machine that compute them: every ``.py`` file
+source's ``record_only``: DPT's labels), the episode count, the family and
+its arguments, the tasks' parameters and the key (bytes), and the code
+and machine that compute them: every ``.py`` file
 of the agentrl package and of the modules defining the source and the
 environment (plug-ins included), the versions of the numerical packages,
 and the device and CPU (MuJoCo's floats differ across CPU models). Any
