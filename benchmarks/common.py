@@ -19,9 +19,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from agentrl.evaluate.reproduce_record import machine_info, target, write_record
+from agentrl.evaluate.reproduce_record import target, write_record
 from agentrl.prng import is_key
 from agentrl.project import results_dir
+from agentrl.provenance import machine_info
 from agentrl.tables import markdown_table
 
 __all__ = [

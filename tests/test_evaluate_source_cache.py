@@ -23,8 +23,8 @@ import pytest
 
 from agentrl.cli import main
 from agentrl.envs.point_robot import PointRobot
-from agentrl.evaluate.source_cache import code_digest
 from agentrl.evaluate.source_runs import source_run
+from agentrl.provenance import code_digest
 from agentrl.sources import registry
 from agentrl.sources.registry import SOURCES, generate
 

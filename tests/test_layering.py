@@ -35,6 +35,7 @@ FLOORS: list[tuple[int, tuple[str, ...]]] = [
             "agentrl.cliargs",
             "agentrl.project",
             "agentrl.prng",
+            "agentrl.provenance",
         ),
     ),
     (1, ("agentrl.envs",)),

@@ -39,7 +39,10 @@ The protocol (docs/protocol.md):
   on the test tasks; its runs are kept in ``<runs>/source-runs/`` and read
   back by any experiment that meets the same tasks, keys, settings, code
   and machine (:mod:`agentrl.evaluate.source_cache`), so the learners of
-  one family and seed run it once.
+  one family and seed run it once. Likewise a distilled learner's
+  generated histories are kept in ``<runs>/datasets/`` and linked into the
+  next run with the same data config (a ``--compare`` partner, a ``--set``
+  ablation of the model or training: :mod:`agentrl.train.data_cache`).
 
 Writes, into the results folder (``--out``, else ``$AGENTRL_BENCH_RESULTS``,
 else ``benchmarks/results/`` under the current directory):
@@ -82,11 +85,14 @@ from agentrl.evaluate.source_runs import share_stand_in_oracle
 from agentrl.evaluate.targets import target_kind
 from agentrl.project import RESULTS_ENV
 from agentrl.tables import write_json
+from agentrl.train.data_cache import keep_dataset, reuse_dataset
 from agentrl.train.experiments import load_experiment
 from agentrl.train.loop import fit
 
 #: The folder under ``--runs`` that keeps the source baselines' runs.
 SOURCE_RUNS = "source-runs"
+#: The folder under ``--runs`` that keeps the generated datasets.
+DATASETS = "datasets"
 
 
 def seed_config(name: str, preset: str, seed: int, overrides: dict | None):
@@ -193,7 +199,7 @@ def _load_seed(path: Path) -> tuple[dict, dict]:
 
 def _seed(config, root, seed, controls, scan_checkpoints, rules):
     """Train, select on validation and test one seed: ``(results, record)``."""
-    run_dir = fit(config, root)
+    run_dir = fit_sharing_data(config, root)
     sel = select(acting_candidates(run_dir, rules))
     record: dict[str, Any] = {"seed": seed, "selection": sel.to_json()}
     if scan_checkpoints:
@@ -202,6 +208,20 @@ def _seed(config, root, seed, controls, scan_checkpoints, rules):
     used = list(ctl.CONTEXT_CONTROLS) if controls else None
     results, _ = evaluate_choice(sel, control=used, source_cache=source_cache(root))
     return results, record
+
+
+def fit_sharing_data(config: Any, root: Path) -> Path:
+    """``fit(config, root)``; a distilled learner's generated dataset is
+    taken from ``<runs>/datasets`` when another run made it, else kept
+    there after training (:mod:`agentrl.train.data_cache`)."""
+    shares = config.algo.by_training(from_data=True, online=False)
+    folder = root.parent / DATASETS
+    if shares:
+        reuse_dataset(folder, config.data, root)
+    run_dir = fit(config, root)
+    if shares:
+        keep_dataset(folder, config.data, root)
+    return run_dir
 
 
 def source_cache(run_dir: Path) -> Path:

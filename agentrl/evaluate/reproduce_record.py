@@ -4,7 +4,7 @@ A reproduction (:mod:`agentrl.evaluate.reproduce`) and every benchmark of a
 project's ``benchmarks/`` write their results in one form, into
 :func:`agentrl.project.results_dir` (``benchmarks/results`` under the
 current directory, or ``$AGENTRL_BENCH_RESULTS``). The JSON has ``name``,
-``machine`` (:func:`machine_info`), ``date``, ``agentrl_version``,
+``machine`` (:func:`agentrl.provenance.machine_info`), ``date``, ``agentrl_version``,
 ``results`` (free form) and ``targets``: ``[{"name", "value", "target",
 "higher_is_better", "met"}]`` (:func:`target`); the markdown holds the same
 as tables.
@@ -13,37 +13,13 @@ as tables.
 from __future__ import annotations
 
 import datetime
-import os
-import platform
 from pathlib import Path
 from typing import Any
 
-import jax
-
 from agentrl.project import results_dir
+from agentrl.provenance import machine_info
 from agentrl.tables import markdown_table, write_json, write_text
 from agentrl.version import __version__
-
-
-def machine_info() -> dict[str, Any]:
-    """The CPU model, core count, device kind and count, and JAX version."""
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    device = jax.devices()[0]
-    return {
-        "cpu": cpu,
-        "cores": os.cpu_count(),
-        "device_kind": device.device_kind,
-        "platform": device.platform,
-        "num_devices": jax.device_count(),
-        "jax_version": jax.__version__,
-    }
 
 
 def target(name: str, value: float, goal: float, higher_is_better: bool = True):

@@ -18,7 +18,8 @@ its arguments, the tasks' parameters and the key (bytes), and the code
 and machine that compute them: every ``.py`` file
 of the agentrl package and of the modules defining the source and the
 environment (plug-ins included), the versions of the numerical packages,
-and the device and CPU (MuJoCo's floats differ across CPU models). Any
+and the device and CPU (MuJoCo's floats differ across CPU models;
+:mod:`agentrl.provenance`). Any
 change to these is a miss, so a stale entry cannot put another
 computation's numbers into a result; the cost of that safety is that an
 edit anywhere in agentrl recomputes. Entries are written atomically; an
@@ -27,9 +28,6 @@ unreadable or mismatched one is recomputed and replaced.
 
 from __future__ import annotations
 
-import hashlib
-import importlib.metadata
-import inspect
 import json
 import sys
 from collections.abc import Callable
@@ -39,15 +37,15 @@ from typing import Any
 import jax
 import numpy as np
 
-import agentrl
-from agentrl.evaluate.reproduce_record import machine_info
+from agentrl.provenance import (
+    code_digest,
+    json_digest,
+    machine_info,
+    package_versions,
+    tree_digest,
+)
 from agentrl.sources.registry import SOURCES
 from agentrl.tables import write_json
-
-#: The packages whose versions can change a source run's floats.
-NUMERIC_PACKAGES = (
-    "jax", "jaxlib", "numpy", "flax", "optax", "brax", "mujoco", "mujoco-mjx",
-)  # fmt: skip
 
 
 def cached_returns(
@@ -57,7 +55,7 @@ def cached_returns(
 ) -> np.ndarray:
     """The returns ``[task, episode]`` stored under ``fields`` in ``folder``,
     else ``compute()``'s, stored there before they are returned."""
-    path = Path(folder) / f"{fields['source']}-{entry_digest(fields)[:24]}.json"
+    path = Path(folder) / f"{fields['source']}-{json_digest(fields)[:24]}.json"
     stored = _read(path, fields)
     if stored is not None:
         print(f"{fields['source']}: its run read from {path}", file=sys.stderr)
@@ -89,61 +87,12 @@ def entry_fields(
         "settings": json.loads(json.dumps(kept, sort_keys=True, default=str)),
         "num_episodes": int(num_episodes),
         "env": env_key,
-        "params_sha256": _tree_digest(params),
-        "key_sha256": _tree_digest(jax.random.key_data(key)),
+        "params_sha256": tree_digest(params),
+        "key_sha256": tree_digest(jax.random.key_data(key)),
         "code_sha256": code_digest([spec.histories, type(env)]),
-        "packages": {name: _version(name) for name in NUMERIC_PACKAGES},
+        "packages": package_versions(),
         "machine": machine_info(),
     }
-
-
-def entry_digest(fields: dict[str, Any]) -> str:
-    """SHA-256 (hex) of ``fields`` in canonical JSON."""
-    text = json.dumps(fields, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-def code_digest(objects: list[Any]) -> str:
-    """SHA-256 over the agentrl package's ``.py`` files and those defining
-    ``objects`` (a plug-in's source or family lives outside the package)."""
-    package = Path(agentrl.__file__).resolve().parent
-    files = set(package.rglob("*.py"))
-    for obj in objects:
-        where = _defining_file(obj)
-        if where is not None:
-            files.add(where)
-    digest = hashlib.sha256()
-    for path in sorted(files):
-        digest.update(str(path.relative_to(package) if path.is_relative_to(package)
-                          else path).encode())  # fmt: skip
-        digest.update(hashlib.sha256(path.read_bytes()).digest())
-    return digest.hexdigest()
-
-
-def _defining_file(obj: Any) -> Path | None:
-    try:
-        where = inspect.getsourcefile(obj)
-    except TypeError:  # a builtin, or a class defined interactively
-        return None
-    return None if where is None else Path(where).resolve()
-
-
-def _tree_digest(tree: Any) -> str:
-    """SHA-256 over each leaf's path, dtype, shape and bytes."""
-    digest = hashlib.sha256()
-    for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]:
-        array = np.asarray(leaf)
-        digest.update(f"{jax.tree_util.keystr(path)}|{array.dtype}|{array.shape}|"
-                      .encode())  # fmt: skip
-        digest.update(np.ascontiguousarray(array).tobytes())
-    return digest.hexdigest()
-
-
-def _version(package: str) -> str | None:
-    try:
-        return importlib.metadata.version(package)
-    except importlib.metadata.PackageNotFoundError:
-        return None
 
 
 def _read(path: Path, fields: dict[str, Any]) -> np.ndarray | None:
