@@ -8,13 +8,15 @@
 - an entry a killed writer left without ``fields.json`` is no entry and is
   replaced;
 - through ``reproduce``: a second experiment with the same data trains on
-  the first one's histories without generating any.
+  the first one's histories without generating any; a dataset a run had
+  before (perhaps from other code) is not kept.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
+import shutil
 
 import pytest
 
@@ -109,6 +111,13 @@ def test_reproduce_trains_a_second_experiment_on_the_first_ones_data(
         tmp_path / "first" / "dataset" / "agentrl.json",
         run_dir / "dataset" / "agentrl.json",
     )
+    # a run that had its dataset already (made by other code, perhaps) is
+    # trained on, but its dataset is not kept under this code's key
+    monkeypatch.undo()
+    shutil.rmtree(tmp_path / DATASETS)
+    fit_sharing_data(other, tmp_path / "second")
+    assert not (tmp_path / DATASETS).exists()
+    monkeypatch.setattr(train_data, "write_dataset", no_generation)
     with pytest.raises(AssertionError, match="generated again"):
         fit_sharing_data(
             dataclasses.replace(other, data=_config(seed=7).data), tmp_path / "third"

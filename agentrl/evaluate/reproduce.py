@@ -213,13 +213,16 @@ def _seed(config, root, seed, controls, scan_checkpoints, rules):
 def fit_sharing_data(config: Any, root: Path) -> Path:
     """``fit(config, root)``; a distilled learner's generated dataset is
     taken from ``<runs>/datasets`` when another run made it, else kept
-    there after training (:mod:`agentrl.train.data_cache`)."""
+    there after training (:mod:`agentrl.train.data_cache`). Only a dataset
+    this call generates is kept: one the run already had may come from
+    other code, which the entry's key would not say."""
     shares = config.algo.by_training(from_data=True, online=False)
     folder = root.parent / DATASETS
     if shares:
         reuse_dataset(folder, config.data, root)
+    generates = shares and not (root / "dataset").exists()
     run_dir = fit(config, root)
-    if shares:
+    if generates:
         keep_dataset(folder, config.data, root)
     return run_dir
 

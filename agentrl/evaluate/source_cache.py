@@ -14,12 +14,11 @@ JSON (floats round-trip exactly) under the SHA-256 of everything the
 returns depend on (:func:`entry_fields`): the source and its settings
 (less those that only change what is recorded beside the run, the
 source's ``record_only``: DPT's labels), the episode count, the family and
-its arguments, the tasks' parameters and the key (bytes), and the code
-and machine that compute them: every ``.py`` file
+its arguments, the tasks' parameters and the key (bytes), and the code and
+machine that compute them (:mod:`agentrl.provenance`): every ``.py`` file
 of the agentrl package and of the modules defining the source and the
 environment (plug-ins included), the versions of the numerical packages,
-and the device and CPU (MuJoCo's floats differ across CPU models;
-:mod:`agentrl.provenance`). Any
+and the device and CPU (MuJoCo's floats differ across CPU models). Any
 change to these is a miss, so a stale entry cannot put another
 computation's numbers into a result; the cost of that safety is that an
 edit anywhere in agentrl recomputes. Entries are written atomically; an
