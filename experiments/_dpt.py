@@ -4,6 +4,15 @@ A DPT run uses the ``transition`` token layout (the window, one query plus
 ``context_size`` transitions, is derived from the algorithm), a feed-forward
 width of four times the model width, AdamW with weight decay 1e-4 and the
 derived warm-up (a tenth of the steps, at most 500).
+
+The reference (jon--lee/decision-pretrained-transformer, ``train.py`` and
+``run_*.sh``) trains with AdamW at a constant learning rate, no warm-up and
+no gradient clipping, batches of 64 over its 80,000 training contexts
+(1,250 updates an epoch), and its scripts evaluate epoch 400 on the
+bandit (500,000 updates) and epoch 200 on Dark Room (250,000): the
+``full`` presets (:data:`REFERENCE_OPTIMISER`, :func:`reference_updates`).
+The smaller presets keep the library's warm-up, cosine decay and clip at
+norm 1 (not the reference's; not compared) over far fewer updates.
 """
 
 from agentrl.algos import DPT
@@ -51,6 +60,23 @@ def dpt_base(
         ),
         eval=EvalConfig(num_tasks=eval_tasks, num_episodes=eval_episodes),
     )
+
+
+#: The reference's optimiser beside AdamW: constant rate, no warm-up, no clip.
+REFERENCE_OPTIMISER = {
+    "train.schedule": "constant",
+    "train.warmup_steps": 0,
+    "train.grad_clip": None,
+}
+
+#: Training contexts a reference epoch passes over (80% of 100,000), in
+#: batches of 64.
+REFERENCE_UPDATES_PER_EPOCH = 80_000 // 64
+
+
+def reference_updates(epochs: int) -> int:
+    """The updates of ``epochs`` reference epochs (400 bandit, 200 Dark Room)."""
+    return epochs * REFERENCE_UPDATES_PER_EPOCH
 
 
 def width_fields(width: int) -> dict[str, int]:

@@ -61,11 +61,19 @@ roll-in as an ablation):
 - ``t2mir_setup`` / ``t2mir_setup_gpu``: T2MIR's own DPT setup (9x9, H=20, 81 goals
   65/16), to compare with ``t2mir_dpt_darkroom`` there, at the cpu and gpu
   budgets.
-- ``full``: the paper's (100,000 tasks, embedding 32, 4 layers, one head,
-  batch 64, lr 1e-3, 40 evaluation episodes).
+- ``full``: the reference's (100,000 tasks, embedding 32, 4 layers, one
+  head, batch 64, AdamW lr 1e-3 constant, wd 1e-4, no warm-up, no gradient
+  clipping, 40 evaluation episodes) for the 250,000 updates its script
+  evaluates (epoch 200 of 1,250 batches: ``_dpt.reference_updates``).
+  Until session 44 it ran 100,000 updates with warm-up, cosine decay and a
+  clip at norm 1.
+- Named deviations of the smaller presets: the ``gpu`` preset's 30,000
+  updates are 12% of the reference's 250,000; it and the ``cpu`` preset
+  use warm-up, cosine decay and a clip at norm 1, where the reference
+  trains at a constant rate unclipped (not compared).
 """
 
-from _dpt import dpt_base, width_fields
+from _dpt import REFERENCE_OPTIMISER, dpt_base, reference_updates, width_fields
 
 from agentrl.train.config import DataConfig
 from agentrl.train.experiments import make_presets, steps_fields
@@ -133,7 +141,8 @@ CHANGES = dict(
         "model.compute_dtype": "bfloat16",
     },
     full={
-        **steps_fields(100_000),
+        **steps_fields(reference_updates(200)),
+        **REFERENCE_OPTIMISER,
         "data.num_tasks": 100_000,
         "train.batch_size": 64,
         "model.num_heads": 1,

@@ -9,7 +9,10 @@ positives are two *different* roll-ins of a task
 (``agentrl.data.samplers.pair_rows``): before, both rows of a pair were the
 same context (the context is every step of a one-episode roll-in, so both
 started at step 0), and a paired batch saw half as many distinct histories
-as DPT's. ``smoke``/``cpu``/``gpu``/``full`` as in ``dpt_darkroom``;
+as DPT's. ``smoke``/``cpu``/``gpu``/``full`` as in ``dpt_darkroom``, so
+the two compare at equal budget (``full``: the DPT reference's constant
+rate, no clip, 250,000 updates; T2MIR's own DPT training, warm-up and
+cosine with a clip at norm 1, is not a preset here);
 ``t2mir_setup`` / ``t2mir_setup_gpu``: T2MIR's own DPT setup (9x9, H=20, 81 goals
 65/16) against ``dpt_darkroom``'s presets of the same name.
 

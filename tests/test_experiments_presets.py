@@ -52,6 +52,14 @@ def test_presets_follow_the_reference_settings():
         for exp in ("t2mir_ad_darkroom", "t2mir_dpt_darkroom"):
             assert load_experiment(exp, preset).model.task_routing == "token"
         assert load_experiment("t2mir_ad_darkroom", preset).model.task_experts == 12
+    # DPT's reference: constant AdamW, no warm-up, no clip, batch 64, and the
+    # epochs its scripts evaluate (400 bandit, 200 Dark Room) of 1,250 batches
+    for exp, lr, updates in (("dpt_bandit", 1e-4, 500_000),
+                             ("dpt_darkroom", 1e-3, 250_000)):  # fmt: skip
+        train = load_experiment(exp, "full").train
+        assert (train.steps, train.batch_size, train.lr) == (updates, 64, lr)
+        assert (train.schedule, train.warmup, train.grad_clip) == ("constant", 0, None)
+        assert train.weight_decay == 1e-4
     full = load_experiment("ad_eps_darkroom", "full")
     assert (full.data.num_tasks, full.data.num_episodes) == (65, 20_000)
     assert dict(full.data.source_args) == {

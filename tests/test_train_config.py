@@ -1,10 +1,15 @@
 """Config validation and overrides fail early, naming the field."""
 
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
 import pytest
 
 from agentrl import configtools
 from agentrl.train.config import DataConfig, ExperimentConfig, TrainConfig
 from agentrl.train.experiments import load_experiment
+from agentrl.train.step import make_optimizer
 
 
 def test_presets_of_every_experiment_load():
@@ -112,3 +117,32 @@ def test_cli_override_parsing_and_roundtrip():
 def test_unknown_experiment_lists_known():
     with pytest.raises(ValueError, match="experiments has: .*ad_darkroom"):
         load_experiment("nope")
+
+
+def test_no_gradient_clipping_keeps_the_optimizer_state_and_clips_nothing():
+    """``train.grad_clip=None`` (the DPT reference's optimiser): AdamW on the
+    raw gradients, with the same state structure as a clipped chain, so a
+    config changes clipping without changing the checkpoint layout; 0 and
+    negative clips are refused, naming the field."""
+    train = TrainConfig(steps=10, lr=1e-2, warmup_steps=0, schedule="constant")
+    params = {"w": jnp.ones(3)}
+    grads = [{"w": jnp.full(3, 100.0)}, {"w": jnp.full(3, 0.1)}]
+
+    def updates(tx):
+        state, out = tx.init(params), []
+        for g in grads:
+            u, state = tx.update(g, state, params)
+            out.append(np.asarray(u["w"]))
+        return out, state
+
+    free, free_state = updates(
+        make_optimizer(TrainConfig(**{**vars(train), "grad_clip": None}))
+    )
+    clipped, clipped_state = updates(make_optimizer(train))
+    plain, _ = updates(optax.adamw(1e-2, weight_decay=train.weight_decay))
+    np.testing.assert_allclose(free[1], plain[1], rtol=1e-6)
+    assert np.abs(free[1] - clipped[1]).max() > 1e-4  # clipping changed Adam's moments
+    assert jax.tree.structure(free_state) == jax.tree.structure(clipped_state)
+    for bad in (0.0, -1.0):
+        with pytest.raises(ValueError, match="train.grad_clip"):
+            TrainConfig(grad_clip=bad)

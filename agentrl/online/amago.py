@@ -243,7 +243,7 @@ class AmagoShape:
     critics_in_target: int
     critic_hidden: int
     explore_steps: int
-    grad_clip: float
+    grad_clip: float | None
     lr_shape: Callable[[Any], Any] | None = None
     explore_window: tuple[int, int] | None = None
 

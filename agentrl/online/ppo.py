@@ -102,7 +102,7 @@ class PPOShape:
     num_updates: int
     hidden: int
     embed: int
-    grad_clip: float
+    grad_clip: float | None
     init_log_std: float = -0.5
     lr_shape: Callable[[Any], Any] | None = None
     grid_size: int | None = None  # encode discrete obs as grid cells

@@ -101,7 +101,7 @@ class TransformerShape:
     num_epochs: int
     num_minibatches: int
     num_updates: int
-    grad_clip: float
+    grad_clip: float | None
     lr_shape: Callable[[Any], Any] | None = None
     init_log_std: float = -0.5  # continuous actions: the Gaussian's initial log std
 

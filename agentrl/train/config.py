@@ -164,7 +164,8 @@ class TrainConfig:
       warmup_fraction: warm-up as a fraction of ``steps`` when unset.
       max_warmup_steps: cap of the derived warm-up.
       schedule: learning-rate schedule after warm-up, cosine or constant.
-      grad_clip: global gradient-norm clip.
+      grad_clip: global gradient-norm clip; ``None``: no clipping (the DPT
+        reference's).
       seed: seed of the model initialisation and batch sampling.
       log_every: steps between metrics.jsonl / TensorBoard records.
       checkpoint_every: steps between checkpoints.
@@ -184,7 +185,7 @@ class TrainConfig:
     warmup_fraction: float = 0.1
     max_warmup_steps: int = 500
     schedule: str = "cosine"
-    grad_clip: float = 1.0
+    grad_clip: float | None = 1.0
     seed: int = 0
     log_every: int = 10
     checkpoint_every: int = 200
@@ -230,8 +231,10 @@ class TrainConfig:
             f"train.max_warmup_steps must be >= 0, got {self.max_warmup_steps!r}",
         )
         _check(
-            _is_number(self.grad_clip) and self.grad_clip > 0,
-            f"train.grad_clip must be > 0 and finite, got {self.grad_clip!r}",
+            self.grad_clip is None
+            or (_is_number(self.grad_clip) and self.grad_clip > 0),
+            "train.grad_clip must be > 0 and finite, or None (no clipping), got "
+            f"{self.grad_clip!r}",
         )
         _check(
             _is_int(self.seed, 0),
