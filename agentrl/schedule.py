@@ -8,8 +8,10 @@ import optax
 
 
 def schedule_shape(train: Any) -> optax.Schedule:
-    """Learning-rate multiplier in [0, 1]: linear warm-up, then cosine to 0.1
-    (``schedule="cosine"``) or flat (``"constant"``)."""
+    """Learning-rate multiplier in [0, 1]: linear warm-up from 0 over
+    ``train.warmup`` updates (none when it is 0: the first update at the
+    full rate), then cosine to ``train.cosine_end`` (``schedule="cosine"``)
+    or flat (``"constant"``)."""
     warmup = min(train.warmup, max(train.steps - 1, 0))
     if train.schedule == "cosine":
         return optax.warmup_cosine_decay_schedule(
@@ -17,9 +19,11 @@ def schedule_shape(train: Any) -> optax.Schedule:
             1.0,
             warmup_steps=warmup,
             decay_steps=max(train.steps, warmup + 1),
-            end_value=0.1,
+            end_value=train.cosine_end,
         )
+    if warmup == 0:
+        return optax.constant_schedule(1.0)
     return optax.join_schedules(
-        [optax.linear_schedule(0.0, 1.0, max(warmup, 1)), optax.constant_schedule(1.0)],
-        [max(warmup, 1)],
+        [optax.linear_schedule(0.0, 1.0, warmup), optax.constant_schedule(1.0)],
+        [warmup],
     )

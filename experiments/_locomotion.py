@@ -26,9 +26,11 @@ The presets differ in horizon, data and model size:
   (:data:`T2MIR_LOADER`).
 - ``gpu``: the references' horizon (200), one history per training task
   (45), 100 SAC episodes (20,000 steps), T2MIR's AD width (3 layers, 8
-  heads, width 256, bfloat16 matmuls), 3,000 updates of batch 24.
+  heads, width 256, bfloat16 matmuls), 3,000 updates of T2MIR's batch (24
+  on HalfCheetah-Vel, 32 on Walker-Params).
 - ``full``: T2MIR's AD settings (3 layers, 8 heads, width 256, FFN 1024,
-  dropout 0.05, batch 24, AdamW lr 3e-4, wd 1e-4, 10k warm-up, 100k
+  dropout 0.05, batch 24 / 32 (Walker), AdamW lr 3e-4, wd 1e-4, clip 1,
+  10k warm-up then a cosine to 0 (``train.cosine_end``), 100k
   updates) on 45 histories of 1,000 SAC episodes (200,000 steps; T2MIR's
   collector runs 250k steps for HalfCheetah-Vel, 1M for Walker).
 
@@ -135,16 +137,19 @@ def ad_changes(
     eval_episodes: int,
     data_changes: dict[str, dict[str, Any]] = DATA_CHANGES,
     loader: dict[str, str] | None = None,
+    batch: int = 24,
 ) -> dict[str, dict[str, Any]]:
     """Each preset's changes to :func:`ad_base` (module docstring), on the
     family's ``data_changes``; ``loader``: AD's loader and evaluation
-    context in every preset (:data:`T2MIR_LOADER`), else AD's own."""
-    changes = _ad_preset_changes(eval_episodes, data_changes)
+    context in every preset (:data:`T2MIR_LOADER`), else AD's own;
+    ``batch``: T2MIR's batch for the family at ``gpu`` and ``full`` (24
+    HalfCheetah-Vel, 32 Walker-Params)."""
+    changes = _ad_preset_changes(eval_episodes, data_changes, batch)
     return {preset: {**c, **(loader or {})} for preset, c in changes.items()}
 
 
 def _ad_preset_changes(
-    eval_episodes: int, data_changes: dict[str, dict[str, Any]]
+    eval_episodes: int, data_changes: dict[str, dict[str, Any]], batch: int
 ) -> dict[str, dict[str, Any]]:
     t2mir_model = {
         "model.num_heads": 8,
@@ -171,7 +176,7 @@ def _ad_preset_changes(
             **data_changes["gpu"],
             **t2mir_model,
             "model.compute_dtype": "bfloat16",
-            "train.batch_size": 24,
+            "train.batch_size": batch,
             "train.lr": 3e-4,
             "train.warmup_steps": 300,
             **steps_fields(3000),
@@ -180,9 +185,10 @@ def _ad_preset_changes(
         full={
             **data_changes["full"],
             **t2mir_model,
-            "train.batch_size": 24,
+            "train.batch_size": batch,
             "train.lr": 3e-4,
             "train.warmup_steps": 10_000,
+            "train.cosine_end": 0.0,
             **steps_fields(100_000),
             "eval.num_episodes": eval_episodes,
         },

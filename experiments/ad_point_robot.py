@@ -54,15 +54,17 @@ Presets (2-core CPU of the development machine):
   With consecutive windows (session 38, 3 seeds): -19.3 -> -19.3, score
   0.01, at the same training loss. Record
   ``repro_ad_point_robot_cpu_window_startepisode_episode_windowsubset_by_return_eval_contextsorted_episodes``.
-- ``gpu``: T2MIR's AD model for Point-Robot (4 layers, 8 heads, width
-  128, batch 64, lr 3e-4) on 450 PPO histories (10 per training goal) of
-  200 episodes, 10,000 updates with a 1,000-step warm-up, 100 evaluation
-  episodes; sized for under 8 minutes on one H100 (estimated, not measured:
+- ``gpu``: T2MIR's AD model for Point-Robot (3 layers, 8 heads, width
+  128, FFN 512, dropout 0.05, batch 32, lr 3e-4: ``T2MIR_MODEL``) on 450 PPO
+  histories (10 per training goal) of 200 episodes, 10,000 updates with a
+  1,000-step warm-up, T2MIR's 30 evaluation episodes (until session 44: 4
+  layers, batch 64, dropout 0.1, 100 episodes, said to be T2MIR's; they
+  were not); sized for under 8 minutes on one H100 (estimated, not measured:
   ~0.2 TFLOP a step, a few ms; the PPO data, 450 runs of 4,000 steps
   vmapped in one program, is the larger unknown).
 - ``full``: the T2MIR AD settings for Point-Robot: 450 histories of 200
-  episodes, 4 layers, 8 heads, width 128, batch 64, AdamW lr 3e-4, wd 1e-4,
-  10k warm-up then cosine, 100k updates; for a GPU.
+  episodes, ``T2MIR_MODEL``, AdamW wd 1e-4, clip 1, 10k warm-up then a
+  cosine to 0, 100k updates, 30 evaluation episodes; for a GPU.
 """
 
 from agentrl.algos import AD
@@ -107,6 +109,20 @@ BASE = ExperimentConfig(
     ),
     eval=EvalConfig(num_tasks=5, num_episodes=50),
 )
+# T2MIR-AD's Point-Robot config (T2MIR-AD/configs/args_point_robot_v0.yaml):
+# 3 layers, 8 heads, width 128, FFN 512, dropout 0.05, batch 32, lr 3e-4
+T2MIR_MODEL = {
+    "model.num_layers": 3,
+    "model.num_heads": 8,
+    "model.d_model": 128,
+    "model.d_ff": 512,
+    "model.dropout": 0.05,
+    "train.batch_size": 32,
+    "train.lr": 3e-4,
+}
+#: T2MIR's Point-Robot evaluation: 30 episodes a task
+T2MIR_EVAL_EPISODES = 30
+
 CHANGES = dict(
     smoke={
         "data.num_tasks": 8,
@@ -128,31 +144,24 @@ CHANGES = dict(
     gpu={
         "data.num_tasks": 450,
         "data.num_episodes": 200,
-        "model.num_heads": 8,
-        "model.d_model": 128,
-        "model.d_ff": 512,
+        **T2MIR_MODEL,
         "model.compute_dtype": "bfloat16",
         "train.steps": 10_000,
-        "train.batch_size": 64,
-        "train.lr": 3e-4,
         "train.warmup_steps": 1000,
         "train.log_every": 200,
         "train.checkpoint_every": 2500,
-        "eval.num_episodes": 100,
+        "eval.num_episodes": T2MIR_EVAL_EPISODES,
     },
     full={
         "data.num_tasks": 450,
         "data.num_episodes": 200,
-        "model.num_heads": 8,
-        "model.d_model": 128,
-        "model.d_ff": 512,
+        **T2MIR_MODEL,
         "train.steps": 100_000,
-        "train.batch_size": 64,
-        "train.lr": 3e-4,
         "train.warmup_steps": 10_000,
+        "train.cosine_end": 0.0,
         "train.log_every": 100,
         "train.checkpoint_every": 5000,
-        "eval.num_episodes": 100,
+        "eval.num_episodes": T2MIR_EVAL_EPISODES,
     },
 )
 PRESETS = make_presets(BASE, **CHANGES)

@@ -42,5 +42,5 @@ from agentrl.train.experiments import make_presets
 EVAL_EPISODES = 40  # T2MIR's Walker-Params evaluation
 
 BASE = ad_base("ad_walker_params", "walker_params", EVAL_EPISODES)
-CHANGES = ad_changes(EVAL_EPISODES)
+CHANGES = ad_changes(EVAL_EPISODES, batch=32)
 PRESETS = make_presets(BASE, **CHANGES)

@@ -73,11 +73,12 @@ Presets (2-core CPU of the development machine; ``gpu`` for one H100):
 - ``gpu``: the references' horizon (200), AD's ``gpu`` data (45 histories
   of 100 SAC episodes) with the labels, context 200 (T2MIR-DPT's one-
   episode prompt), T2MIR-DPT's model (4 layers, 4 heads, width 128, FFN
-  512), lr 3e-4, 5,000 updates of batch 32 in bfloat16; sized for about 3
+  512, dropout 0.05), lr 3e-4, 5,000 updates of batch 32 in bfloat16; sized for about 3
   min on one H100 (estimated, not measured: no GPU was lent; SAC's
   20,000 sequential steps are most of it, as ``ad_halfcheetah_vel``'s).
-- ``full``: T2MIR-DPT's training (batch 32, AdamW lr 3e-4, wd 1e-4, 10k
-  warm-up, 100k updates) on 45 histories of 1,000 SAC episodes.
+- ``full``: T2MIR-DPT's training (batch 32, AdamW lr 3e-4, wd 1e-4, clip
+  1, 10k warm-up then a cosine to 0, 100k updates, dropout 0.05) on 45
+  histories of 1,000 SAC episodes.
 """
 
 from _dpt import dpt_base, width_fields
@@ -100,8 +101,14 @@ BASE = dpt_base(
     eval_tasks=5,
     eval_episodes=EVAL_EPISODES,
 )
-# T2MIR-DPT's HalfCheetahVel-v0 model: 4 layers, 4 heads, width 128, FFN 512
-T2MIR_DPT = {"model.num_heads": 4, **width_fields(128), "train.lr": 3e-4}
+# T2MIR-DPT's HalfCheetahVel-v0 model: 4 layers, 4 heads, width 128, FFN 512,
+# dropout 0.05 (T2MIR-DPT/configs/args_cheetah_vel_v0.yaml)
+T2MIR_DPT = {
+    "model.num_heads": 4,
+    **width_fields(128),
+    "model.dropout": 0.05,
+    "train.lr": 3e-4,
+}
 CHANGES = dict(
     smoke={
         **HALFCHEETAH_DATA_CHANGES["smoke"],
@@ -128,6 +135,7 @@ CHANGES = dict(
         **T2MIR_DPT,
         **steps_fields(100_000),
         "train.warmup_steps": 10_000,
+        "train.cosine_end": 0.0,
     },
 )
 PRESETS = make_presets(BASE, **CHANGES)

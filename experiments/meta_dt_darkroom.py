@@ -53,8 +53,10 @@ return (20, a goal on the start cell), as DT's.
   session that wrote it), for a few minutes on one H100: ~0.6M parameters x
   128 x 25 tokens a step.
 - ``full``: the reference's Point-Robot settings (docs/references.md,
-  "Meta-DT"): batch 128, lr 1e-4, weight decay 1e-4, warm-up 10,000,
-  100,000 updates, dropout 0.1, width 128, 3 layers.
+  "Meta-DT"): batch 128, lr 1e-4, weight decay 1e-4, warm-up 10,000 then
+  a constant rate, gradient clip 0.25, 100,000 updates, dropout 0.1, width
+  128, 3 layers (the ``gpu`` preset too, at 5,000 updates; until session
+  44 both decayed by a cosine and clipped at 1).
 
 Deviations (see ``agentrl.algos.meta_dt``): world model trained jointly with
 the policy (``stop_gradient`` on ``z``) rather than pretrained; the prompt's
@@ -89,6 +91,10 @@ REFERENCE_MODEL = {
     "train.batch_size": 128,
     "train.lr": 1e-4,
     "train.weight_decay": 1e-4,
+    # train_meta_dt.py: linear warm-up, then constant (LambdaLR); trainer.py
+    # clips the gradient norm at 0.25
+    "train.schedule": "constant",
+    "train.grad_clip": 0.25,
 }
 # ad_darkroom's smoke data and model, without AD's window field
 SMOKE = {

@@ -36,7 +36,9 @@ exists.
   0.1), batch 128, lr 1e-4, weight decay 1e-4, 10,000 updates; sized, not
   measured.
 - ``full``: the reference's settings: batch 128, lr 1e-4, weight decay 1e-4,
-  10,000 warm-up steps, 100,000 updates.
+  10,000 warm-up steps then a constant rate, gradient clip 0.25, 100,000
+  updates (the ``gpu`` preset's optimiser too; until session 44 both
+  decayed by a cosine and clipped at 1).
 
 Deviations: those of ``agentrl.algos.meta_dt`` (joint training of the world
 model, previous-episode prompts in training, empty-prompt rows), PPO

@@ -15,8 +15,9 @@ at the last token is that mean; docs/references.md).
 Deviations from T2MIR's Point-Robot AD config (width 128, 3 layers, 8 heads,
 batch 32, 100k updates on SAC "mixed" data sorted by return): the presets
 are ``ad_point_robot``'s (PPO learning histories, read as T2MIR's loader
-reads its data: 4 distinct episodes sorted by return; its widths and
-budgets), so the comparison with AD is at equal budget.
+reads its data: 4 distinct episodes sorted by return), so the comparison
+with AD is at equal budget; at ``gpu`` and ``full`` those are T2MIR's model
+and training (``ad_point_robot.T2MIR_MODEL``), at ``cpu`` a smaller model.
 
 - ``smoke``: ``agentrl train t2mir_ad_point_robot --preset smoke`` — as
   ``ad_point_robot``'s smoke (8 PPO histories of 20 episodes, 60 updates)
@@ -33,7 +34,7 @@ budgets), so the comparison with AD is at equal budget.
   met at this size (level with AD). Its controls were not run (AD's, on
   the same preset: ``repro_ad_point_robot_cpu_window_start...``).
 - ``gpu`` / ``full``: ``ad_point_robot``'s with the MoE (the ``full``
-  preset is T2MIR's AD budget: 100k updates, 10k warm-up).
+  preset is T2MIR's AD training: 100k updates, 10k warm-up, a cosine to 0).
 """
 
 import ad_point_robot

@@ -164,6 +164,8 @@ class TrainConfig:
       warmup_fraction: warm-up as a fraction of ``steps`` when unset.
       max_warmup_steps: cap of the derived warm-up.
       schedule: learning-rate schedule after warm-up, cosine or constant.
+      cosine_end: where the cosine ends, a fraction of the peak rate (0.1;
+        the references' cosines end at 0).
       grad_clip: global gradient-norm clip; ``None``: no clipping (the DPT
         reference's).
       seed: seed of the model initialisation and batch sampling.
@@ -185,6 +187,7 @@ class TrainConfig:
     warmup_fraction: float = 0.1
     max_warmup_steps: int = 500
     schedule: str = "cosine"
+    cosine_end: float = 0.1
     grad_clip: float | None = 1.0
     seed: int = 0
     log_every: int = 10
@@ -235,6 +238,10 @@ class TrainConfig:
             or (_is_number(self.grad_clip) and self.grad_clip > 0),
             "train.grad_clip must be > 0 and finite, or None (no clipping), got "
             f"{self.grad_clip!r}",
+        )
+        _check(
+            _is_number(self.cosine_end) and 0.0 <= self.cosine_end <= 1.0,
+            f"train.cosine_end must be in [0, 1], got {self.cosine_end!r}",
         )
         _check(
             _is_int(self.seed, 0),
