@@ -64,11 +64,12 @@ Presets (times measured on the 2-core CPU of the development machine):
   With 120 episodes a history and stride 2, most windows come from the
   converged phase and the greedy model never finds a held-out goal (return
   1.19 flat, one seed).
-- ``gpu``: the paper's model (4 layers, 8 heads, width 512, batch 512, lr
-  3e-4) on 2,600 Q-learning histories (40 per training goal) of 100
-  episodes, 3,000 updates, 100 evaluation episodes; sized to finish in
-  under 8 minutes on one H100. Sizing (estimated, not measured: no GPU was
-  lent to the session that wrote it): a step is 6 x 12.6M parameters x
+- ``gpu``: a paper-scale model (4 layers, 8 heads, width 512, batch 512,
+  lr 3e-4: AD-ε's code has 4 heads) on 2,600 Q-learning histories (40 per
+  training goal) of 100 episodes, 3,000 updates, 100 evaluation
+  episodes; sized to finish in under 8 minutes on one H100. Sizing
+  (estimated, not measured: no GPU was lent to the session that wrote
+  it): a step is 6 x 12.6M parameters x
   40,960 tokens = 3.1 TFLOP, ~0.1 s at an assumed 30 TFLOP/s sustained in
   float32/TF32, so 3,000 updates take ~5 minutes, leaving ~3 for the data
   (0.26M Q-learning steps), compiling and evaluating. The first run on a GPU
@@ -78,12 +79,22 @@ Presets (times measured on the 2-core CPU of the development machine):
   corner, H=100, 100 goals split 80/20, context 4 episodes (400 steps).
   ``t2mir_setup``: 320 Q-learning histories (4 per training goal) of 60 episodes,
   the cpu model, 2,000 updates of batch 16, 20 held-out goals x 30 episodes
-  (estimated ~15-25 minutes a seed on 2 cores). ``t2mir_setup_gpu``: T2MIR's AD
-  model (4 layers, 8 heads, width 256, batch 64, lr 3e-4) on 800 histories
-  of 100 episodes, 10,000 updates, 50 evaluation episodes (same sizing
-  rule: ~0.6 TFLOP a step).
+  (estimated ~15-25 minutes a seed on 2 cores). ``t2mir_setup_gpu``: 4
+  layers, 8 heads, width 256, batch 64, lr 3e-4 on 800 histories of 100
+  episodes, 10,000 updates, 50 evaluation episodes (same sizing rule: ~0.6
+  TFLOP a step). Not T2MIR's own Dark Room AD model, which is width 64
+  (FFN 256, the MoE layer's 384), batch 128, no dropout
+  (``T2MIR-AD/configs/args_darkroom_v0.yaml``); this docstring said it was
+  until session 44. ``t2mir_setup_full``: that config at its scale (width
+  64, FFN 256, no dropout, batch 128, 300k updates, 10k warm-up, a cosine
+  to 0, clip 1) on ``t2mir_setup_gpu``'s data (T2MIR trains on its
+  downloaded "mixed" data, not published as code); for a GPU, not run.
 - ``full``: the paper's scale (docs/references.md, AD-ε Dark Room settings):
-  4 layers, width 512, batch 512, lr 3e-4, 300k updates; for a GPU.
+  4 layers, width 512, batch 512, lr 3e-4, 300k updates; for a GPU. The AD
+  paper published no code; against AD-ε's code this preset differs in
+  heads (8; 4), weight decay (1e-4; 0), the cosine's end (0.1; 0), warm-up
+  (10,000; 5,078), dropout (0.1; 0.5/0.1/0.3) and Adam's b2 (0.999;
+  0.99): ``ad_eps_darkroom``'s full preset takes the code's.
 """
 
 from agentrl.algos import AD
@@ -165,7 +176,9 @@ CHANGES = dict(
         "eval.num_episodes": 100,
     },
 )
-# the paper's model (AD-eps Dark Room: 4 layers, width 512, batch 512)
+# the paper-scale model: AD-eps Dark Room's layers, width, batch and rate; 8
+# heads (AD-eps's code: 4, as its full presets; this one's gpu runs are on
+# record with 8)
 PAPER_MODEL = {
     "model.num_layers": 4,
     "model.num_heads": 8,
@@ -207,6 +220,20 @@ CHANGES["t2mir_setup_gpu"] = {
     "train.lr": 3e-4,
     "eval.num_tasks": 20,
     "eval.num_episodes": 50,
+}
+# T2MIR-AD's Dark Room config (T2MIR-AD/configs/args_darkroom_v0.yaml) at its
+# scale: 4 layers, 8 heads, width 64, FFN 256, no dropout, batch 128, lr 3e-4,
+# wd 1e-4, 10k warm-up, a cosine to 0, clip 1, 300k updates
+CHANGES["t2mir_setup_full"] = {
+    **CHANGES["t2mir_setup_gpu"],
+    "model.d_model": 64,
+    "model.d_ff": 256,
+    "model.dropout": 0.0,
+    "model.compute_dtype": "float32",
+    **steps_fields(300_000),
+    "train.batch_size": 128,
+    "train.warmup_steps": 10_000,
+    "train.cosine_end": 0.0,
 }
 PRESETS = make_presets(BASE, **CHANGES)
 

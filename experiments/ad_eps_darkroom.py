@@ -47,8 +47,9 @@ greedy rule needs its 300k updates; the reproduction chose
   sampling) the same preset gave 0.955x (10.19 [9.20, 11.1]) and no seed
   passed 0.958x; with consecutive episodes 0.90
   (``repro_ad_eps_darkroom_cpu_episode_stride1.md``, the old settings).
-- ``gpu``: the paper's model (4 layers, 8 heads, width 512, batch 512, lr
-  3e-4) on the reference's data layout cut to 2,000 episodes: one history
+- ``gpu``: ``ad_darkroom``'s gpu model (4 layers, 8 heads, width 512,
+  batch 512, lr 3e-4, AdamW wd 1e-4, a cosine to 0.1) on the reference's
+  data layout cut to 2,000 episodes: one history
   per training goal (65), ε decayed per step over 90% of it, 3,000 updates,
   100 evaluation episodes; sized for under 8 minutes on one H100 as
   ``ad_darkroom``'s gpu preset (estimated, not measured).
@@ -56,7 +57,15 @@ greedy rule needs its 300k updates; the reproduction chose
   per training goal (65; 26M steps), ε from 1 to 0.3 decayed per step over
   the first 90%, context 4 episodes (80 steps) starting at any step, 4
   layers width 512, batch 512, lr 3e-4, 300k updates, 100 greedy
-  evaluation episodes; for a GPU.
+  evaluation episodes; for a GPU. Its training is the reference code's
+  (``REFERENCE_TRAINING``, since session 44): 4 heads, no weight decay, a
+  5,078-step warm-up (a tenth of one pass over its windows) and a cosine to
+  0. Named deviations left: the reference's Adam betas (0.9, 0.99) (ours
+  0.999), its three dropout rates (attention 0.5, residual 0.1, embedding
+  0.3; ours one rate, 0.1), its tokens embedded at 64 then projected to
+  512 (ours embedded at 512), and its fp16 autocast (ours float32); its
+  loop also runs to the end of the epoch that passes 300k (304,692
+  updates).
 """
 
 import dataclasses
@@ -68,6 +77,15 @@ from agentrl.train.experiments import make_presets, steps_fields
 
 # AD-eps: epsilon 1 -> 1 - target performance (0.7), per step, over 90%
 CURRICULUM = (("epsilon_end", 0.3), ("decay_fraction", 0.9), ("schedule", "step"))
+
+#: The AD-eps reference's training beside the paper's model
+#: (``dark_room/ad_darkroom.py``'s TrainConfig, ``utils/schedule.py``): 4 heads,
+#: Adam without weight decay (AdamW at 0 is Adam), a cosine to 0.
+REFERENCE_TRAINING = {
+    "model.num_heads": 4,
+    "train.weight_decay": 0.0,
+    "train.cosine_end": 0.0,
+}
 
 BASE = dataclasses.replace(
     ad_darkroom.BASE,
@@ -111,9 +129,13 @@ CHANGES = dict(
     },
     full={
         **ad_darkroom.CHANGES["full"],
+        **REFERENCE_TRAINING,
         "data.num_tasks": 65,
         "data.num_episodes": 20_000,
         "data.source_args": CURRICULUM,
+        # the reference warms up over a tenth of one pass over its windows:
+        # ceil((65 x 20,000 x 20 - 80) / 512) = 50,782 batches
+        "train.warmup_steps": 5_078,
         "eval.num_episodes": 100,
     },
 )

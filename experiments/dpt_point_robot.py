@@ -27,12 +27,17 @@ T2MIR's: 50 goals uniform in ``[-1, 1]^2`` from a seed, random starts in
   PPO histories (20 per training goal) of 100 episodes, 20,000 updates, 40
   evaluation episodes; sized for under 8 minutes on one H100 (estimated,
   not measured; launch-bound steps of a few ms, PPO data the unknown).
-- ``full``: DPT's settings (embedding 32, 4 layers, batch 64, AdamW lr 1e-3,
-  wd 1e-4) at 100k updates on 4,500 histories; 40 evaluation episodes; for
-  a GPU.
+- ``full``: DPT's Dark Room training moved to Point-Robot (embedding 32, 4
+  layers, one head, batch 64, AdamW lr 1e-3 constant, wd 1e-4, no warm-up,
+  no clip: ``_dpt.REFERENCE_OPTIMISER``, since session 44) at 100k updates
+  on 4,500 histories; 40 evaluation episodes; for a GPU. DPT's reference
+  has no Point-Robot; T2MIR-DPT's Point-Robot config (width 128, 3 layers,
+  8 heads, batch 32, lr 3e-4, dropout 0.05, 10k warm-up and a cosine, clip
+  1) is not a preset here. The smaller presets keep 2 heads and the
+  library's warm-up, cosine and clip.
 """
 
-from _dpt import dpt_base, width_fields
+from _dpt import REFERENCE_OPTIMISER, dpt_base, width_fields
 
 from agentrl.train.config import DataConfig
 from agentrl.train.experiments import make_presets, steps_fields
@@ -87,6 +92,8 @@ CHANGES = dict(
         "data.num_tasks": 4500,
         "data.num_episodes": 100,
         **steps_fields(100_000),
+        **REFERENCE_OPTIMISER,
+        "model.num_heads": 1,  # DPT's code: one head whatever its flag
     },
 )
 PRESETS = make_presets(BASE, **CHANGES)

@@ -54,7 +54,7 @@ BASE = dataclasses.replace(
     model=dataclasses.replace(ad_darkroom.BASE.model, obs_encoding="table"),
 )
 # AD's demo and T2MIR-setup presets are not DT studies
-SKIP = ("demo", "t2mir_setup", "t2mir_setup_gpu")
+SKIP = ("demo", "t2mir_setup", "t2mir_setup_gpu", "t2mir_setup_full")
 PRESETS = make_presets(
     BASE, **{p: c for p, c in ad_darkroom.CHANGES.items() if p not in SKIP}
 )

@@ -57,7 +57,13 @@ Presets (``agentrl train radt_darkroom --preset P``; compare with AD by
 - ``gpu``: ``ad_darkroom``'s gpu sizes (2,600 histories of 100 episodes, the
   paper's AD model) with pieces every 10 steps (0.52M pieces); not run (no
   GPU lent to the session that wrote it).
-- ``full``: ``ad_darkroom``'s full sizes; for a GPU.
+- ``full``: ``ad_darkroom``'s full data (6,500 histories of 1,000
+  episodes) with RA-DT's own training (``REFERENCE_TRAINING``: batch 128,
+  lr 1e-4, weight decay 1e-2, warm-up 4,000, clip 0.25, 100k updates);
+  for a GPU. Until session 44 it trained as ``ad_darkroom``'s (batch 512,
+  lr 3e-4, 300k updates). Named deviation left: the reference's context
+  is 50 steps of a 100-step 10x10 episode, ours half a 20-step episode
+  (above).
 """
 
 import dataclasses
@@ -65,7 +71,7 @@ import dataclasses
 import ad_darkroom
 
 from agentrl.algos import RADT
-from agentrl.train.experiments import make_presets
+from agentrl.train.experiments import make_presets, steps_fields
 
 BASE = dataclasses.replace(
     ad_darkroom.BASE,
@@ -80,4 +86,26 @@ CHANGES = {
 }
 CHANGES["gpu"]["algo.piece_stride"] = 10
 CHANGES["full"]["algo.piece_stride"] = 10
+
+#: RA-DT's own training (ml-jku/RA-DT: ``agent_params=radt_disc_icl
+#: run_params=finetune``; the rate, decay and clip are
+#: ``DecisionTransformerSb3``'s defaults, which the config keeps): the
+#: ``dt_medium_64`` model (4 layers, 8 heads, width 512; GPT-2's FFN 4x and
+#: dropout 0.1), batch 128, AdamW lr 1e-4, weight decay 1e-2, 4,000 warm-up
+#: steps, a cosine to 1e-6 (0.01 of the rate), clip 0.25, 100,000 updates.
+REFERENCE_TRAINING = {
+    "model.num_layers": 4,
+    "model.num_heads": 8,
+    "model.d_model": 512,
+    "model.d_ff": 2048,
+    "model.dropout": 0.1,
+    "train.batch_size": 128,
+    "train.lr": 1e-4,
+    "train.weight_decay": 1e-2,
+    "train.warmup_steps": 4000,
+    "train.cosine_end": 0.01,
+    "train.grad_clip": 0.25,
+    **steps_fields(100_000),
+}
+CHANGES["full"].update(REFERENCE_TRAINING)
 PRESETS = make_presets(BASE, **CHANGES)

@@ -50,12 +50,15 @@ splits and evaluation keys)::
   in every seed, each choice resolved, every number as above. Not
   memorisation (training pairs score as held-out ones), not the same-task
   retrieval bonus (``--set algo.task_weight=0``).
-- ``gpu`` / ``full``: ``ad_eps_key_to_door``'s sizes; not run.
+- ``gpu``: ``ad_eps_key_to_door``'s sizes; not run.
+- ``full``: ``ad_eps_key_to_door``'s data with RA-DT's own training
+  (``radt_darkroom.REFERENCE_TRAINING``); not run.
 """
 
 import dataclasses
 
 import ad_eps_key_to_door
+from radt_darkroom import REFERENCE_TRAINING
 
 from agentrl.algos import RADT
 from agentrl.train.experiments import make_presets
@@ -81,4 +84,5 @@ CHANGES["smoke"].update(
         "algo.piece_stride": 3,
     }
 )
+CHANGES["full"].update(REFERENCE_TRAINING)
 PRESETS = make_presets(BASE, **CHANGES)

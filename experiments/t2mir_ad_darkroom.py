@@ -22,8 +22,12 @@ segments from one history).
   ``t2mir_setup`` / ``t2mir_setup_gpu``: T2MIR's own setup (10x10, corner start, H=100,
   100 goals 80/20), at cpu and gpu budgets, against ``ad_darkroom``'s
   presets of the same name: ``agentrl reproduce t2mir_ad_darkroom
-  --compare ad_darkroom --preset t2mir_setup``; ``full``: the paper's AD settings
-  for Dark Room (300k updates on a GPU).
+  --compare ad_darkroom --preset t2mir_setup``; ``t2mir_setup_full``:
+  T2MIR-AD's Dark Room config at its scale (width 64, batch 128, no
+  dropout, 300k updates; ``ad_darkroom``'s docstring), for a GPU;
+  ``full``: ``ad_darkroom``'s full preset with the MoE (AD-ε's scale on the
+  9x9 room, width 512, batch 512), for an equal-budget comparison with AD
+  there: not T2MIR's own Dark Room config, which ``t2mir_setup_full`` is.
 
 Measured on T2MIR's setup (``--preset t2mir_setup --seeds 3``, run as one
 process a seed; 3 seeds x 10 test goals, each seed its own data and

@@ -24,6 +24,11 @@ Deviations from the XLand-100B AD baseline (``baselines/ad/configs/xland.yaml``:
 8 layers, width 512, 8 heads, 4,096-step windows, lr 1e-3, batch 64 per GPU,
 embedding dropout 0.1):
 
+- Optimiser and regularisation: the baseline's Adam without weight decay,
+  500 warm-up steps and a cosine to ~0 at ``gpu``/``full`` (since session
+  44); its betas (0.9, 0.99) (ours 0.999), its dropout on the embedding
+  only (ours 0.1 on the embedding and residuals) and fp16 (ours bfloat16
+  matmuls) stay.
 - Observations enter the transformer as the flattened ``[5, 5, 2]`` (tile,
   colour) ids through one linear layer (agentrl's encoder for multi-axis
   Box observations); the baseline embeds each id. Training windows are
@@ -121,6 +126,10 @@ CHANGES = dict(
         "model.remat": True,  # 8 layers of 3,888-token windows: memory-bound
         "train.steps": 50_000,
         "train.batch_size": 64,
+        # the baseline's DeepSpeed Adam: no weight decay, 500 warm-up steps
+        # (the derived default here), a cosine to ~0
+        "train.weight_decay": 0.0,
+        "train.cosine_end": 0.0,
         "train.log_every": 500,
         "train.checkpoint_every": 5000,
         "eval.num_tasks": 64,

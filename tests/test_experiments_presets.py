@@ -60,6 +60,7 @@ def test_presets_follow_the_reference_settings():
         assert (train.steps, train.batch_size, train.lr) == (updates, 64, lr)
         assert (train.schedule, train.warmup, train.grad_clip) == ("constant", 0, None)
         assert train.weight_decay == 1e-4
+    _assert_reference_training()
     full = load_experiment("ad_eps_darkroom", "full")
     assert (full.data.num_tasks, full.data.num_episodes) == (65, 20_000)
     assert dict(full.data.source_args) == {
@@ -74,3 +75,59 @@ def test_presets_follow_the_reference_settings():
     assert load_experiment("ad_eps_darkroom", "cpu").eval.acting == "sample_then_greedy"
     t2mir_ad = dict(load_experiment("ad_darkroom", "t2mir_setup").data.env_args)
     assert t2mir_ad == {"size": 10, "horizon": 100, "start": "corner"}
+
+
+def _fields(name: str, preset: str, *paths: str) -> tuple:
+    config = load_experiment(name, preset)
+    out = []
+    for path in paths:
+        part, field = path.split(".")
+        out.append(getattr(getattr(config, part), field))
+    return tuple(out)
+
+
+def _assert_reference_training():
+    """The full presets' training, as the reference code has it (docs/fidelity.md
+    item 13, with the file each value comes from)."""
+    # ad-eps dark_room/ad_darkroom.py: 4 heads, Adam without decay, warm-up a
+    # tenth of one pass (5,078 batches), cosine to 0; key_to_door: batch 8
+    ad_eps = ("model.num_heads", "train.weight_decay", "train.cosine_end")
+    assert _fields("ad_eps_darkroom", "full", *ad_eps) == (4, 0.0, 0.0)
+    assert load_experiment("ad_eps_darkroom", "full").train.warmup == 5078
+    assert _fields("ad_eps_key_to_door", "full", *ad_eps, "train.batch_size") == (
+        4, 0.0, 0.0, 8,
+    )  # fmt: skip
+    # RA-DT: radt_disc_icl + finetune, DecisionTransformerSb3's defaults
+    radt = ("train.steps", "train.batch_size", "train.lr", "train.weight_decay",
+            "train.warmup_steps", "train.grad_clip", "train.cosine_end")  # fmt: skip
+    for name in ("radt_darkroom", "radt_key_to_door"):
+        assert _fields(name, "full", *radt) == (
+            100_000,
+            128,
+            1e-4,
+            1e-2,
+            4000,
+            0.25,
+            0.01,
+        )
+    # Meta-DT: LambdaLR warm-up then constant, clip 0.25 (gpu and full)
+    for name in ("meta_dt_point_robot", "meta_dt_darkroom"):
+        for preset in ("gpu", "full"):
+            assert _fields(name, preset, "train.schedule", "train.grad_clip") == (
+                "constant", 0.25,
+            )  # fmt: skip
+    # T2MIR-AD configs: Point-Robot 3 layers / batch 32 / dropout 0.05, Walker
+    # batch 32, HalfCheetah 24; every cosine to 0 at full
+    point = ("model.num_layers", "train.batch_size", "model.dropout")
+    for preset in ("gpu", "full"):
+        assert _fields("ad_point_robot", preset, *point) == (3, 32, 0.05)
+    assert _fields("ad_walker_params", "full", "train.batch_size") == (32,)
+    assert _fields("ad_halfcheetah_vel", "full", "train.batch_size") == (24,)
+    for name in ("ad_point_robot", "ad_walker_params", "ad_halfcheetah_vel",
+                 "dpt_halfcheetah_vel", "ad_eps_darkroom", "xland_ad"):  # fmt: skip
+        assert _fields(name, "full", "train.cosine_end") == (0.0,), name
+    assert _fields("dpt_halfcheetah_vel", "full", "model.dropout") == (0.05,)
+    t2mir_room = ("model.d_model", "train.batch_size", "model.dropout", "train.steps")
+    for name in ("ad_darkroom", "t2mir_ad_darkroom"):
+        assert _fields(name, "t2mir_setup_full", *t2mir_room) == (64, 128, 0.0, 300_000)
+    assert _fields("xland_ad", "full", "train.weight_decay") == (0.0,)
