@@ -124,7 +124,15 @@ def write_outputs(out: Path, work: Path, summary: dict) -> list[Path]:
 
 
 def _archive(archive: Path, work: Path, folders: tuple[str, ...]) -> None:
-    skip = ("checkpoints", "dataset", "-data", "tmp", ".orbax-checkpoint-tmp")
+    # datasets: a run's own and those reproduce keeps for reuse (runs/datasets)
+    skip = (
+        "checkpoints",
+        "dataset",
+        "datasets",
+        "-data",
+        "tmp",
+        ".orbax-checkpoint-tmp",
+    )
     with tarfile.open(archive, "w:gz") as tar:
         for folder in folders:
             for path in _small_files(work / folder, skip):

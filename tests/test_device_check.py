@@ -283,6 +283,8 @@ def _smoke(tmp_path: Path, only: str | None, xla_flags: str = "none") -> dict:
         names = tar.getnames()
     assert any(n.startswith("logs/") for n in names)
     assert not any("checkpoints" in n for n in names)
+    # datasets stay out: a run's own and those reproduce keeps (runs/datasets)
+    assert not any("/dataset/" in n or "/datasets/" in n for n in names)
     return summary
 
 
