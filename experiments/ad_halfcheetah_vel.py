@@ -28,14 +28,14 @@ Presets (2-core CPU of the development machine):
   with the controls and the expert run 33-57); not feasible in 30 min: over 120
   SAC episodes a velocity (the preset before session 42, 16 x 120, ~75 min
   a seed) SAC's return barely rises and AD has no improvement to distil
-  (docs/mujoco.md). Measured, 3 seeds x 3 test velocities (sessions 41-42,
-  ``benchmarks/results/repro_ad_halfcheetah_vel_cpu.md``): the histories
-  rise (-147 -> -56, -175 -> -60, -198 -> -67 per tenth); AD -125.4 ->
-  -108.8, **rising +16.6 [6.1, 24.5]** (episode 1 to the last 10, 8 of 9
-  velocities), and **beats rewards zeroed +19.3 [3.8, 32], shuffled +9.5
-  [1.4, 20.5] and an empty context +23.5 [16.3, 34.5]**; expert
-  distillation is better (-26.1 [-47.3, -9.9]), so the protocol's
-  four-control verdict is no. T2MIR-AD minus AD +3.3 [-9.4, 27.3]. The
+  (docs/mujoco.md). Measured, 4 seeds x 3 test velocities (sessions 41-42,
+  seed 3 in session 44; ``benchmarks/results/repro_ad_halfcheetah_vel_cpu.md``):
+  the histories rise (-147 -> -56, -175 -> -60, -198 -> -67, -178 -> -64
+  per tenth); AD -140.0 -> -122.5, **rising +17.5 [7.6, 26.3]** (episode 1
+  to the last 10), and **beats rewards zeroed +23.6 [9.5, 38.1], shuffled
+  +12.8 [3.0, 26.2] and an empty context +26.7 [17.0, 39.7]**; expert
+  distillation is better (-33.8 [-55.7, -15.4]), so the protocol's
+  four-control verdict is no. T2MIR-AD minus AD +7.5 [-7.3, 30.2]. The
   16 x 120 records keep their numbers under ``--set data.num_tasks=16
   --set data.num_episodes=120`` (+ AD's own loader for the first).
 - ``gpu``: 200-step episodes, 45 histories of 100 SAC episodes, T2MIR's

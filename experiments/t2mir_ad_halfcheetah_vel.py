@@ -17,14 +17,16 @@ softmax (``add_softmax: True``).
   --data.path runs/ad_halfcheetah_vel-cpu/dataset`` (AD's histories, so the
   pair is compared on the same data) then ``agentrl eval``; or the paired
   protocol (``agentrl reproduce t2mir_ad_halfcheetah_vel --compare
-  ad_halfcheetah_vel --preset cpu --seeds 3`` with AD's datasets
-  hard-linked into its run folders, docs/mujoco.md). AD's ``cpu`` data
+  ad_halfcheetah_vel --preset cpu --seeds 3``, which computes each seed's
+  histories and SAC baseline once for both: docs/mujoco.md). AD's ``cpu`` data
   (8 SAC histories of 600 episodes) and T2MIR's loader, as AD's preset.
-  Measured, 3 seeds x 3 test velocities (sessions 41-42, record
+  Measured, 4 seeds x 3 test velocities (sessions 41-42, seed 3 in
+  session 44; record
   ``repro_t2mir_ad_halfcheetah_vel_vs_ad_halfcheetah_vel_cpu``): T2MIR-AD
-  -118.7 -> -105.5, **minus AD +3.3 [-9.4, 27.3]** (paired): the paper's
-  T2MIR-AD ahead is not resolved (per seed -3.8, +22.9, -9.4; the mean
-  rests on one velocity's +65.3, AD is ahead on 5 of 9). On the 16 x
+  -137.3 -> -115.1, **minus AD +7.5 [-7.3, 30.2]** (paired): the paper's
+  T2MIR-AD ahead is not resolved (per seed -3.8, +22.9, -9.4, +20.1; the
+  mean rests on two fast velocities' +65.3 and +64.8, AD is ahead on 8 of
+  12). On the 16 x
   120 preset before session 42 (1 seed, ``--set data.num_tasks=16 --set
   data.num_episodes=120``): AD's loader +0.38 [-3.0, 2.2]; T2MIR's loader
   +1.39 [-0.34, 3.94]; neither resolved (both flat; docs/mujoco.md).
