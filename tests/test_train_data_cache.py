@@ -7,6 +7,8 @@
   read from a path, and a source that reads files, are never kept;
 - an entry a killed writer left without ``fields.json`` is no entry and is
   replaced;
+- ``share_dataset`` keeps a dataset it generates at once, before any
+  training, so a run started meanwhile on the same data finds it;
 - through ``reproduce``: a second experiment with the same data trains on
   the first one's histories without generating any; a dataset a run had
   before (perhaps from other code) is not kept.
@@ -31,6 +33,7 @@ from agentrl.train.data_cache import (
     entry_path,
     keep_dataset,
     reuse_dataset,
+    share_dataset,
 )
 from agentrl.train.experiments import load_experiment
 
@@ -89,6 +92,21 @@ def test_an_incomplete_entry_is_no_entry_and_is_replaced(tmp_path):
     keep_dataset(folder, config.data, tmp_path / "a")
     assert (entry / FIELDS_FILE).is_file() and not (entry / "half_written").exists()
     assert reuse_dataset(folder, config.data, tmp_path / "b")
+
+
+def test_a_shared_dataset_is_kept_before_training(tmp_path):
+    config = _config()
+    folder = tmp_path / "kept"
+    share_dataset(folder, config, tmp_path / "a")
+    assert (tmp_path / "a" / "dataset").is_dir()
+    assert not (tmp_path / "a" / "checkpoints").exists()  # nothing trained
+    entry = entry_path(folder, dataset_fields(config.data))
+    assert (entry / FIELDS_FILE).is_file()
+    share_dataset(folder, config, tmp_path / "b")
+    assert os.path.samefile(
+        tmp_path / "a" / "dataset" / "agentrl.json",
+        tmp_path / "b" / "dataset" / "agentrl.json",
+    )
 
 
 def test_reproduce_trains_a_second_experiment_on_the_first_ones_data(

@@ -85,7 +85,7 @@ from agentrl.evaluate.source_runs import share_stand_in_oracle
 from agentrl.evaluate.targets import target_kind
 from agentrl.project import RESULTS_ENV
 from agentrl.tables import write_json
-from agentrl.train.data_cache import keep_dataset, reuse_dataset
+from agentrl.train.data_cache import share_dataset
 from agentrl.train.experiments import load_experiment
 from agentrl.train.loop import fit
 
@@ -211,20 +211,11 @@ def _seed(config, root, seed, controls, scan_checkpoints, rules):
 
 
 def fit_sharing_data(config: Any, root: Path) -> Path:
-    """``fit(config, root)``; a distilled learner's generated dataset is
-    taken from ``<runs>/datasets`` when another run made it, else kept
-    there after training (:mod:`agentrl.train.data_cache`). Only a dataset
-    this call generates is kept: one the run already had may come from
-    other code, which the entry's key would not say."""
-    shares = config.algo.by_training(from_data=True, online=False)
-    folder = root.parent / DATASETS
-    if shares:
-        reuse_dataset(folder, config.data, root)
-    generates = shares and not (root / "dataset").exists()
-    run_dir = fit(config, root)
-    if generates:
-        keep_dataset(folder, config.data, root)
-    return run_dir
+    """``fit(config, root)``; a distilled learner's dataset is shared through
+    ``<runs>/datasets`` (:func:`agentrl.train.data_cache.share_dataset`)."""
+    if config.algo.by_training(from_data=True, online=False):
+        share_dataset(root.parent / DATASETS, config, root)
+    return fit(config, root)
 
 
 def source_cache(run_dir: Path) -> Path:

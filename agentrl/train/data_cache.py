@@ -7,11 +7,13 @@ experiment and its ``--compare`` partner, every ``--set`` ablation of the
 model or the training. On a MuJoCo family that is the costliest step (SAC's
 HalfCheetah-Vel histories: 31-43 minutes a seed on 2 CPU cores).
 
-``agentrl reproduce`` keeps each dataset it generates in
-``<runs>/datasets/<digest>/`` (:func:`keep_dataset`: hard links to the
-run's files, copies where a link cannot be made) and links a kept one into
-a new run before training (:func:`reuse_dataset`), so ``fit`` finds it in
-place of generating it and checks its checksums on first use.
+``agentrl reproduce`` calls :func:`share_dataset` before training: a kept
+dataset is linked into the new run (:func:`reuse_dataset`), else the run's
+own is generated there at once and kept in ``<runs>/datasets/<digest>/``
+(:func:`keep_dataset`: hard links to the run's files, copies where a link
+cannot be made), so a run started on the same data while this one trains
+finds it. ``fit`` then opens the run's dataset in place of generating it
+and checks its checksums on first use.
 
 The digest covers every field of the data config but ``path``, the code
 that generates it (the agentrl package, and the files defining the source
@@ -34,10 +36,12 @@ from pathlib import Path
 from typing import Any
 
 from agentrl.envs.registry import ENVS
+from agentrl.envs.registry import make as make_env
 from agentrl.provenance import code_digest, json_digest, machine_info, package_versions
 from agentrl.safeio import remove, remove_stale_siblings, temp_sibling
 from agentrl.sources.registry import SOURCES
 from agentrl.tables import write_json
+from agentrl.train.data import prepare_dataset
 
 #: The file an entry is complete with: the fields its digest was made from.
 FIELDS_FILE = "fields.json"
@@ -63,6 +67,21 @@ def dataset_fields(data: Any) -> dict[str, Any] | None:
 def entry_path(folder: Path, fields: dict[str, Any]) -> Path:
     """The entry folder of ``fields`` in ``folder``."""
     return Path(folder) / json_digest(fields)[:24]
+
+
+def share_dataset(folder: Path, config: Any, run_dir: Path) -> None:
+    """``run_dir/dataset`` of ``config``: linked from ``folder`` when kept
+    there, else generated into the run and kept. A dataset the run already
+    has is left alone and not kept: it may come from other code, which the
+    entry's key would not say."""
+    data = config.data
+    if dataset_fields(data) is None or (Path(run_dir) / "dataset").exists():
+        return
+    if reuse_dataset(folder, data, run_dir):
+        return
+    env = make_env(data.env, **dict(data.env_args))
+    prepare_dataset(config, env, Path(run_dir))
+    keep_dataset(folder, data, run_dir)
 
 
 def reuse_dataset(folder: Path, data: Any, run_dir: Path) -> bool:
