@@ -10,8 +10,8 @@ key and miss whenever either changes:
   those defining given objects (a plug-in's source or family);
 - :func:`package_versions`: the numerical packages' versions;
 - :func:`machine_info`: the CPU model, core count, device kind and count;
-- :func:`tree_digest`: SHA-256 of a pytree of arrays (tasks' parameters, a
-  PRNG key's data), leaf by leaf.
+- :func:`tree_digest`: a digest of a pytree of arrays (tasks' parameters, a
+  PRNG key), leaf by leaf (also the sweep's task-set ids).
 """
 
 from __future__ import annotations
@@ -80,13 +80,15 @@ def code_digest(objects: list[Any]) -> str:
     return digest.hexdigest()
 
 
-def tree_digest(tree: Any) -> str:
-    """SHA-256 over each leaf's path, dtype, shape and bytes."""
-    digest = hashlib.sha256()
-    for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]:
+def tree_digest(tree: Any, algorithm: str = "sha256") -> str:
+    """Hex digest over each leaf's dtype, shape and bytes, in tree order (a
+    typed PRNG key by its key data): equal exactly when the arrays are."""
+    digest = hashlib.new(algorithm)
+    for leaf in jax.tree.leaves(tree):
+        if jax.dtypes.issubdtype(getattr(leaf, "dtype", None), jax.dtypes.prng_key):
+            leaf = jax.random.key_data(leaf)
         array = np.ascontiguousarray(np.asarray(leaf))
-        label = f"{jax.tree_util.keystr(path)}|{array.dtype}|{array.shape}|"
-        digest.update(label.encode())
+        digest.update(f"{array.dtype.str}{array.shape}".encode())
         digest.update(array.tobytes())
     return digest.hexdigest()
 

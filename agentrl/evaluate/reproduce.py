@@ -206,7 +206,8 @@ def _seed(config, root, seed, controls, scan_checkpoints, rules):
         scan = select(checkpoint_candidates(run_dir, sel.choice.eval))
         record["checkpoint_scan"] = scan.validation
     used = list(ctl.CONTEXT_CONTROLS) if controls else None
-    results, _ = evaluate_choice(sel, control=used, source_cache=source_cache(root))
+    source_runs = root.parent / SOURCE_RUNS
+    results, _ = evaluate_choice(sel, control=used, source_cache=source_runs)
     return results, record
 
 
@@ -216,12 +217,6 @@ def fit_sharing_data(config: Any, root: Path) -> Path:
     if config.algo.by_training(from_data=True, online=False):
         share_dataset(root.parent / DATASETS, config, root)
     return fit(config, root)
-
-
-def source_cache(run_dir: Path) -> Path:
-    """The folder of source-run baselines beside the runs (shared by every
-    experiment under one ``--runs``: :mod:`agentrl.evaluate.source_cache`)."""
-    return run_dir.parent / SOURCE_RUNS
 
 
 def _expert(config, root, episodes, rules):

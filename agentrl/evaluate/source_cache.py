@@ -87,7 +87,7 @@ def entry_fields(
         "num_episodes": int(num_episodes),
         "env": env_key,
         "params_sha256": tree_digest(params),
-        "key_sha256": tree_digest(jax.random.key_data(key)),
+        "key_sha256": tree_digest(key),
         "code_sha256": code_digest([spec.histories, type(env)]),
         "packages": package_versions(),
         "machine": machine_info(),

@@ -12,13 +12,12 @@ the rows' own intervals carry: :func:`paired_row_difference`.
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
-import jax
 import numpy as np
 
 from agentrl.evaluate.metrics import paired_ci
+from agentrl.provenance import tree_digest
 
 #: per-task score field -> the row field naming its task set
 TASK_SET_FIELDS = {"task_scores": "task_set", "train_task_scores": "train_task_set"}
@@ -28,17 +27,10 @@ def task_set_id(params: Any) -> str:
     """A short hash naming tasks ``params [task, ...]`` (any pytree).
 
     The first 16 hex digits of a SHA-1 over every leaf's dtype, shape and
-    bytes, in tree order: equal exactly when the tasks are the same, in the
-    same order.
+    bytes, in tree order (:func:`agentrl.provenance.tree_digest`): equal
+    exactly when the tasks are the same, in the same order.
     """
-    digest = hashlib.sha1()
-    for leaf in jax.tree.leaves(params):
-        if jax.dtypes.issubdtype(getattr(leaf, "dtype", None), jax.dtypes.prng_key):
-            leaf = jax.random.key_data(leaf)
-        array = np.ascontiguousarray(np.asarray(leaf))
-        digest.update(f"{array.dtype.str}{array.shape}".encode())
-        digest.update(array.tobytes())
-    return digest.hexdigest()[:16]
+    return tree_digest(params, "sha1")[:16]
 
 
 def _per_task(row: dict[str, Any], field: str, name: str) -> np.ndarray:

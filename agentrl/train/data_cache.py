@@ -74,14 +74,15 @@ def share_dataset(folder: Path, config: Any, run_dir: Path) -> None:
     there, else generated into the run and kept. A dataset the run already
     has is left alone and not kept: it may come from other code, which the
     entry's key would not say."""
-    data = config.data
-    if dataset_fields(data) is None or (Path(run_dir) / "dataset").exists():
+    data, target = config.data, Path(run_dir) / "dataset"
+    fields = dataset_fields(data)  # hashes the package's code: once a call
+    if fields is None or target.exists():
         return
-    if reuse_dataset(folder, data, run_dir):
+    entry = entry_path(folder, fields)
+    if _link_entry(entry, fields, target):
         return
-    env = make_env(data.env, **dict(data.env_args))
-    prepare_dataset(config, env, Path(run_dir))
-    keep_dataset(folder, data, run_dir)
+    prepare_dataset(config, make_env(data.env, **dict(data.env_args)), Path(run_dir))
+    _keep(entry, fields, target)
 
 
 def reuse_dataset(folder: Path, data: Any, run_dir: Path) -> bool:
@@ -91,12 +92,7 @@ def reuse_dataset(folder: Path, data: Any, run_dir: Path) -> bool:
     fields = dataset_fields(data)
     if fields is None or target.exists():
         return False
-    entry = entry_path(folder, fields)
-    if _read_fields(entry) != fields:
-        return False
-    _link_tree(entry, target, skip=FIELDS_FILE)
-    print(f"histories: the dataset kept in {entry}")
-    return True
+    return _link_entry(entry_path(folder, fields), fields, target)
 
 
 def keep_dataset(folder: Path, data: Any, run_dir: Path) -> None:
@@ -104,9 +100,21 @@ def keep_dataset(folder: Path, data: Any, run_dir: Path) -> None:
     unless it is not kept or an entry for it exists already."""
     source = Path(run_dir) / "dataset"
     fields = dataset_fields(data)
-    if fields is None or not source.is_dir():
-        return
-    entry = entry_path(folder, fields)
+    if fields is not None and source.is_dir():
+        _keep(entry_path(folder, fields), fields, source)
+
+
+def _link_entry(entry: Path, fields: dict[str, Any], target: Path) -> bool:
+    """Link ``entry`` into ``target`` if it is complete and made from ``fields``."""
+    if _read_fields(entry) != fields:
+        return False
+    _link_tree(entry, target, skip=FIELDS_FILE)
+    print(f"histories: the dataset kept in {entry}")
+    return True
+
+
+def _keep(entry: Path, fields: dict[str, Any], source: Path) -> None:
+    """``entry``: ``source``'s files and ``fields``, unless it holds them."""
     if _read_fields(entry) == fields:
         return
     if entry.exists():  # incomplete or foreign: replaced
