@@ -24,6 +24,7 @@ import jax
 
 from agentrl.agents.rolling import rolling_cache_agent
 from agentrl.agents.sorted_episodes import sorted_episodes_agent
+from agentrl.agents.window import window_agent
 from agentrl.algos.base import Algorithm, check, register_algorithm
 from agentrl.algos.losses import action_loss
 from agentrl.data.samplers import EPISODE_WINDOWS, ADSampler
@@ -31,9 +32,10 @@ from agentrl.envs.base import env_horizon
 
 #: where a training window may start (``agentrl.data.samplers.WINDOW_STARTS``)
 WINDOW_STARTS = ("any", "episode")
-#: what the model reads when it acts: a rolling window of its last steps, or
-#: its best past episodes sorted by return (:mod:`agentrl.agents.sorted_episodes`)
-EVAL_CONTEXTS = ("rolling", "sorted_episodes")
+#: what the model reads when it acts: its last steps on a rolling KV cache, its
+#: last window re-encoded each step (:mod:`agentrl.agents.window`), or its best
+#: past episodes sorted by return (:mod:`agentrl.agents.sorted_episodes`)
+EVAL_CONTEXTS = ("rolling", "window", "sorted_episodes")
 
 
 def ad_loss(model: Any, batch: dict[str, jax.Array], *, deterministic: bool = False):
@@ -98,8 +100,11 @@ class AD(Algorithm):
         ascending return (``"subset_by_return"``: T2MIR-AD's MuJoCo data
         loader, which sorts each task's episodes by return and draws sorted
         episode ids); both need ``window_start="episode"`` and stride 1.
-      eval_context: how it acts: ``"rolling"`` (default, AD's): a KV cache
-        over its last ``context_episodes * horizon`` steps; or
+      eval_context: how it acts: ``"rolling"`` (default): a KV cache
+        over its last ``context_episodes * horizon`` steps, one token a
+        step; ``"window"`` (the AD-ε reference code's): those steps
+        re-encoded from scratch every step, each prediction seeing what a
+        training window shows (:mod:`agentrl.agents.window`); or
         ``"sorted_episodes"`` (T2MIR-AD's evaluation on MuJoCo): its
         ``context_episodes - 1`` best past episodes by ascending return,
         then the current one (fixed-length episodes, "step" token layout).
@@ -176,6 +181,8 @@ class AD(Algorithm):
     def make_agent(self, model: Any, env: Any, num_steps: int, config: Any) -> Any:
         if self.eval_context == "sorted_episodes":
             return sorted_episodes_agent(model, env, config, self.context_episodes)
+        if self.eval_context == "window":
+            return window_agent(model, env, config)
         return rolling_cache_agent(model, env, config)
 
 
