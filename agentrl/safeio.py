@@ -31,6 +31,7 @@ import re
 import shutil
 import socket
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 LOCK_FILE = ".lock"
@@ -128,6 +129,48 @@ def remove_stale_siblings(
     for candidate in stale:
         remove(candidate)
     return stale
+
+
+def link_tree(
+    source: Path,
+    target: Path,
+    skip: str | None = None,
+    copied: Callable[[Path], bool] = lambda rel: False,
+) -> None:
+    """``target``: a folder of hard links to ``source``'s files (copies where
+    linking fails, and of the files whose relative path ``copied`` names:
+    those another writer may change in place), but not ``skip`` (a relative
+    path); built beside ``target`` and renamed into place."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_siblings(target)
+    tmp = temp_sibling(target)
+    try:
+        for path in sorted(source.rglob("*")):
+            rel = path.relative_to(source)
+            if path.is_dir() or str(rel) == skip:
+                continue
+            (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+            if copied(rel) or not _hard_link(path, tmp / rel):
+                shutil.copy2(path, tmp / rel)
+        try:
+            tmp.replace(target)
+        except OSError:
+            if not target.is_dir():
+                raise
+            # another process put the same folder in place first
+    finally:
+        if tmp.exists():
+            remove(tmp)
+
+
+def _hard_link(source: Path, link: Path) -> bool:
+    """Link ``link`` to ``source``; ``False`` where another file system or
+    the file system's rules forbid it."""
+    try:
+        os.link(source, link)
+    except OSError:
+        return False
+    return True
 
 
 class DirectoryLock:

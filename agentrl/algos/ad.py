@@ -8,7 +8,8 @@ starts only), ``episode_stride`` k takes every k-th episode, to distill a
 learner k times faster than its source, and the loss is the action
 likelihood at every step of the window. In
 context it acts with a rolling KV cache over its own history, one token per
-step, across episode boundaries.
+step, across episode boundaries (``eval_context="window"``: the reference
+code's reading, the last window re-encoded every step).
 
 AD-ε is the same model, loss and acting on histories made by an oracle whose
 ε-greedy noise is annealed across episodes (the ``noisy_oracle`` source);

@@ -53,7 +53,12 @@ selections, verdict) and a folder of the same name with ``results.json``,
 per-goal heatmap (:mod:`agentrl.evaluate.reproduce_report`).
 ``--set FIELD=VALUE`` (repeatable) changes the preset for an ablation; its
 results get the suffix ``_<field><value>...`` (e.g. ``_episode_stride3``)
-and never overwrite the preset's own.
+and never overwrite the preset's own. An ablation of evaluation settings
+only (``eval.*``, ``algo.eval_context``:
+:data:`agentrl.train.rundir.EVALUATION_ONLY`) trains nothing of its own: it
+evaluates copies of the preset's runs of the same seeds (trained first
+where missing), so the two are paired on the same weights
+(:func:`reuse_training`).
 """
 
 from __future__ import annotations
@@ -84,10 +89,12 @@ from agentrl.evaluate.selection import (
 from agentrl.evaluate.source_runs import share_stand_in_oracle
 from agentrl.evaluate.targets import target_kind
 from agentrl.project import RESULTS_ENV
+from agentrl.safeio import link_tree
 from agentrl.tables import write_json
 from agentrl.train.data_cache import share_dataset
 from agentrl.train.experiments import load_experiment
 from agentrl.train.loop import fit
+from agentrl.train.rundir import evaluation_only
 
 #: The folder under ``--runs`` that keeps the source baselines' runs.
 SOURCE_RUNS = "source-runs"
@@ -151,6 +158,9 @@ def train_and_evaluate(
         stale = (controls and _missing_controls(results, config)) or (
             scan_checkpoints and "checkpoint_scan" not in record
         )
+        if (not results or stale) and overrides and _evaluation_only(overrides):
+            base = runs_root / f"{name}-{preset}-seed{seed}"
+            reuse_training(seed_config(name, preset, seed, None), base, root)
         if not results or stale:
             fresh, fresh_record = _seed(
                 config, root, seed, controls, scan_checkpoints, rules
@@ -217,6 +227,35 @@ def fit_sharing_data(config: Any, root: Path) -> Path:
     if config.algo.by_training(from_data=True, online=False):
         share_dataset(root.parent / DATASETS, config, root)
     return fit(config, root)
+
+
+def _evaluation_only(overrides: dict[str, str]) -> bool:
+    return all(evaluation_only(field) for field in overrides)
+
+
+def reuse_training(base_config: Any, base: Path, root: Path) -> None:
+    """``root``: the preset's trained run ``base`` (trained first if it is
+    not), for an ablation of evaluation settings only, with its
+    expert-distillation run and data where ``base`` has them.
+
+    Checkpoints and records are copied (evaluating ``root`` rewrites its
+    config and logs), the data hard-linked (read only). Nothing is done for
+    a run that exists: an earlier call made it.
+    """
+    fit_sharing_data(base_config, base)
+    for suffix in ("", "-expert", "-expert-data"):
+        source = base.with_name(base.name + suffix)
+        target = root.with_name(root.name + suffix)
+        if source.is_dir() and not target.exists():
+            data = suffix == "-expert-data"
+            link_tree(
+                source, target, copied=lambda rel, d=data: not d and _not_data(rel)
+            )
+            print(f"training: the run {source.name} reused for {target.name}")
+
+
+def _not_data(rel: Path) -> bool:
+    return rel.parts[0] != "dataset"
 
 
 def _expert(config, root, episodes, rules):

@@ -30,15 +30,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
-import shutil
 from pathlib import Path
 from typing import Any
 
 from agentrl.envs.registry import ENVS
 from agentrl.envs.registry import make as make_env
 from agentrl.provenance import code_digest, json_digest, machine_info, package_versions
-from agentrl.safeio import remove, remove_stale_siblings, temp_sibling
+from agentrl.safeio import link_tree, remove
 from agentrl.sources.registry import SOURCES
 from agentrl.tables import write_json
 from agentrl.train.data import prepare_dataset
@@ -108,7 +106,7 @@ def _link_entry(entry: Path, fields: dict[str, Any], target: Path) -> bool:
     """Link ``entry`` into ``target`` if it is complete and made from ``fields``."""
     if _read_fields(entry) != fields:
         return False
-    _link_tree(entry, target, skip=FIELDS_FILE)
+    link_tree(entry, target, skip=FIELDS_FILE)
     print(f"histories: the dataset kept in {entry}")
     return True
 
@@ -119,7 +117,7 @@ def _keep(entry: Path, fields: dict[str, Any], source: Path) -> None:
         return
     if entry.exists():  # incomplete or foreign: replaced
         remove(entry)
-    _link_tree(source, entry)
+    link_tree(source, entry)
     write_json(entry / FIELDS_FILE, fields)
 
 
@@ -128,30 +126,3 @@ def _read_fields(entry: Path) -> dict[str, Any] | None:
         return json.loads((entry / FIELDS_FILE).read_text())
     except (OSError, ValueError):
         return None
-
-
-def _link_tree(source: Path, target: Path, skip: str | None = None) -> None:
-    """``target``: a folder of hard links to ``source``'s files (copies where
-    linking fails), built beside it and renamed into place."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    remove_stale_siblings(target)
-    tmp = temp_sibling(target)
-    try:
-        for path in sorted(source.rglob("*")):
-            rel = path.relative_to(source)
-            if path.is_dir() or str(rel) == skip:
-                continue
-            (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
-            try:
-                os.link(path, tmp / rel)
-            except OSError:  # another file system, or links not allowed
-                shutil.copy2(path, tmp / rel)
-        try:
-            tmp.replace(target)
-        except OSError:
-            if not target.is_dir():
-                raise
-            # another process put the same entry in place first
-    finally:
-        if tmp.exists():
-            remove(tmp)

@@ -34,9 +34,14 @@ from agentrl.train.checkpoint import Checkpointer
 from agentrl.train.config import ExperimentConfig
 from agentrl.version import __version__
 
+# Fields that change only how a trained model acts when evaluated (the
+# evaluation settings, an AD learner's acting context): a run trained with
+# other values is the same run, so ``agentrl reproduce`` reuses it.
+EVALUATION_ONLY = ("eval.", "algo.eval_context", "algo.base.eval_context")
+
 # What a resumed run may change: how long it trains, how it logs and
 # checkpoints, how many updates a call runs (never changes the results),
-# where its dataset lives, the evaluation settings, and how the model
+# where its dataset lives, how it is evaluated, and how the model
 # computes the same function (MoE dispatch, attention kernel and block,
 # rematerialisation: tested equal in outputs and gradients), so a run saved
 # before a default implementation changed still resumes.
@@ -47,19 +52,26 @@ RESUME_MAY_CHANGE = (
     "train.keep_checkpoints",
     "train.steps_per_call",
     "data.path",
-    "eval.",
+    *EVALUATION_ONLY,
     "model.moe_dispatch",
     "model.attention",
     "model.remat",
 )
 
 
+def _named_in(field: str, names: tuple[str, ...]) -> bool:
+    """``field`` is one of ``names`` (a name ending in "." is a section)."""
+    return any(field.startswith(p) if p.endswith(".") else field == p for p in names)
+
+
 def _may_change_on_resume(field: str) -> bool:
-    """``field`` is in RESUME_MAY_CHANGE (a name ending in "." is a section)."""
-    return any(
-        field.startswith(p) if p.endswith(".") else field == p
-        for p in RESUME_MAY_CHANGE
-    )
+    return _named_in(field, RESUME_MAY_CHANGE)
+
+
+def evaluation_only(field: str) -> bool:
+    """Whether ``field`` (``"eval.acting"``) changes only how a trained model
+    is evaluated, never what it learns (:data:`EVALUATION_ONLY`)."""
+    return _named_in(field, EVALUATION_ONLY)
 
 
 def _read_json(path: Path) -> dict[str, Any]:
