@@ -52,8 +52,11 @@ updates (below); the reference's 300 evaluation episodes cut to 60 (cpu).
   over its windows, at batch 8 about 25,000 x the mean episode length
   (derived from the code, not run): longer than its 300k updates, so its
   rate rises linearly the whole run and never decays, where ours warms up
-  for 10,000 and decays by a cosine to 0; its Adam betas, dropout rates,
-  embedding and fp16 as ``ad_eps_darkroom``'s. Data: the reference's script
+  for 10,000 and decays by a cosine to 0; its embedding, three tokens per
+  step and fp16 as ``ad_eps_darkroom``'s. Its Adam betas (0.9, 0.99) and
+  dropout rates (attention weights 0.5, residual 0.1, embedding 0.3;
+  ``ad_dark_key2door.py`` lines 44-46 and 51) are matched
+  (``ad_eps_darkroom.REFERENCE_ADAM_AND_DROPOUT``). Data: the reference's script
   offers ``max_perf`` 1.0 (ε to 0) or 0.5 (ε to 0.75, its README's
   example); the preset's ε to 0.3 is the paper's 70% target.
 """
@@ -101,6 +104,9 @@ CHANGES = dict(
     full={
         **ad_darkroom.PAPER_MODEL,
         **ad_eps_darkroom.REFERENCE_TRAINING,
+        # ad_dark_key2door.py lines 44-46 (dropout 0.5 / 0.1 / 0.3) and 51
+        # (betas (0.9, 0.99)): dark_room's values
+        **ad_eps_darkroom.REFERENCE_ADAM_AND_DROPOUT,
         "train.batch_size": 8,  # ad_dark_key2door.py's default; ad-k2d.yaml keeps it
         "data.num_episodes": 2000,
         **steps_fields(300_000),

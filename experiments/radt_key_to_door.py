@@ -58,6 +58,7 @@ splits and evaluation keys)::
 import dataclasses
 
 import ad_eps_key_to_door
+from ad_eps_darkroom import REFERENCE_ADAM_AND_DROPOUT
 from radt_darkroom import REFERENCE_TRAINING
 
 from agentrl.algos import RADT
@@ -68,8 +69,9 @@ BASE = dataclasses.replace(
     name="radt_key_to_door",
     algo=RADT(context_len=20, piece_len=20, query_len=10, piece_stride=10),
 )
-# AD's fields that RA-DT does not have (its context is set in steps)
-AD_ONLY = ("context_episodes", "episode_stride")
+# AD's fields that RA-DT does not have (its context is set in steps), and
+# AD-eps's reference Adam and dropout (RA-DT trains as its own reference)
+AD_ONLY = ("context_episodes", "episode_stride", *REFERENCE_ADAM_AND_DROPOUT)
 CHANGES = {
     preset: {
         k: v for k, v in ad_eps_key_to_door.CHANGES[preset].items() if k not in AD_ONLY

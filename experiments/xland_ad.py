@@ -26,9 +26,12 @@ embedding dropout 0.1):
 
 - Optimiser and regularisation: the baseline's Adam without weight decay,
   500 warm-up steps and a cosine to ~0 at ``gpu``/``full`` (since session
-  44); its betas (0.9, 0.99) (ours 0.999), its dropout on the embedding
-  only (ours 0.1 on the embedding and residuals) and fp16 (ours bfloat16
-  matmuls) stay.
+  44), and its betas (0.9, 0.99) and dropout on the embedding only (0.1;
+  none on the residuals or the attention weights) there too
+  (``train.adam_b2``, ``model.embedding_dropout``/``residual_dropout``;
+  until then b2 0.999 and 0.1 on the embedding and residuals). The
+  ``cpu`` preset keeps 0.1 on both and b2 0.999. Its fp16 (ours bfloat16
+  matmuls) stays.
 - Observations enter the transformer as the flattened ``[5, 5, 2]`` (tile,
   colour) ids through one linear layer (agentrl's encoder for multi-axis
   Box observations); the baseline embeds each id. Training windows are
@@ -130,6 +133,13 @@ CHANGES = dict(
         # (the derived default here), a cosine to ~0
         "train.weight_decay": 0.0,
         "train.cosine_end": 0.0,
+        # baselines/ad/configs/xland.yaml line 10: betas (0.9, 0.99); lines
+        # 24-26: attention_dropout 0.0, residual_dropout 0.0,
+        # embedding_dropout 0.1 (train_xland.py's defaults 0.5 / 0.1 / 0.3,
+        # lines 40-42, are overridden by the yaml its README runs)
+        "train.adam_b2": 0.99,
+        "model.embedding_dropout": 0.1,
+        "model.residual_dropout": 0.0,
         "train.log_every": 500,
         "train.checkpoint_every": 5000,
         "eval.num_tasks": 64,

@@ -131,3 +131,35 @@ def _assert_reference_training():
     for name in ("ad_darkroom", "t2mir_ad_darkroom"):
         assert _fields(name, "t2mir_setup_full", *t2mir_room) == (64, 128, 0.0, 300_000)
     assert _fields("xland_ad", "full", "train.weight_decay") == (0.0,)
+    _assert_reference_adam_and_dropout()
+
+
+#: Adam's b2 and the rates of the three dropout sites
+ADAM_AND_DROPOUT = ("train.adam_b2", "model.attention_dropout",
+                    "model.residual_dropout", "model.embedding_dropout")  # fmt: skip
+
+
+def _assert_reference_adam_and_dropout():
+    """Adam's b2 and the dropout sites where the reference code sets them."""
+    # ad-eps dark_room/ad_darkroom.py TrainConfig lines 43-45 (attention 0.5,
+    # residual 0.1, embedding 0.3: ADTransformer's defaults, 0.0 and 0.1 for
+    # the last two, overridden) and 50 (betas (0.9, 0.99)); the same in
+    # key_to_door/ad_dark_key2door.py lines 44-46 and 51
+    for name in ("ad_eps_darkroom", "ad_eps_key_to_door"):
+        assert _fields(name, "full", *ADAM_AND_DROPOUT) == (0.99, 0.5, 0.1, 0.3)
+    # xland-minigrid-datasets baselines/ad/configs/xland.yaml line 10 (betas
+    # (0.9, 0.99)), lines 24-26 (dropout: attention 0, residual 0, embedding 0.1)
+    for preset in ("gpu", "full"):
+        assert _fields("xland_ad", preset, *ADAM_AND_DROPOUT) == (0.99, 0.0, 0.0, 0.1)
+    # the smaller presets keep optax's b2 and one rate
+    for name in ("ad_eps_darkroom", "ad_eps_key_to_door", "xland_ad"):
+        for preset in ("smoke", "cpu"):
+            got = _fields(name, preset, *ADAM_AND_DROPOUT)
+            assert got == (0.999, 0.0, None, None), (name, preset)
+    assert _fields("ad_eps_darkroom", "gpu", *ADAM_AND_DROPOUT) == (
+        0.999, 0.0, None, None,
+    )  # fmt: skip
+    # RA-DT's Key-to-Door takes ad_eps_key_to_door's data, not its training
+    assert _fields("radt_key_to_door", "full", *ADAM_AND_DROPOUT) == (
+        0.999, 0.0, None, None,
+    )  # fmt: skip

@@ -58,6 +58,7 @@ def test_an_evaluation_ablation_reuses_the_presets_training(tmp_path):
     window = dataclasses.replace(
         config, algo=dataclasses.replace(config.algo, eval_context="window")
     )
+
     def checkpoint_files():
         files = (root / "checkpoints").rglob("*")
         return {p: p.stat().st_mtime_ns for p in files if p.is_file()}

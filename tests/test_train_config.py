@@ -146,3 +146,87 @@ def test_no_gradient_clipping_keeps_the_optimizer_state_and_clips_nothing():
     for bad in (0.0, -1.0):
         with pytest.raises(ValueError, match="train.grad_clip"):
             TrainConfig(grad_clip=bad)
+
+
+def _adam_by_hand(grads, lr, b1, b2, eps):
+    """Adam's updates for ``grads`` (a list of arrays), written out."""
+    m = v = 0.0
+    out = []
+    for t, g in enumerate(grads, start=1):
+        m = b1 * m + (1 - b1) * g
+        v = b2 * v + (1 - b2) * g * g
+        m_hat, v_hat = m / (1 - b1**t), v / (1 - b2**t)
+        out.append(-lr * m_hat / (np.sqrt(v_hat) + eps))
+    return out
+
+
+def test_adam_b2_reaches_the_optimizer():
+    """``train.adam_b2`` (the AD-ε and XLand AD references' 0.99) is Adam's
+    second-moment decay in ``make_optimizer``: its updates are Adam's with
+    that b2 written out by hand, and differ from the default's (0.999)."""
+    params = {"w": jnp.ones(3)}
+    grads = [np.array([1.0, -2.0, 0.5]), np.array([0.1, 3.0, -1.0])]
+    grads += [np.array([2.0, 0.2, 0.3])]
+
+    def updates(train):
+        tx = make_optimizer(train)
+        state, out = tx.init(params), []
+        for g in grads:
+            u, state = tx.update({"w": jnp.asarray(g)}, state, params)
+            out.append(np.asarray(u["w"]))
+        return out
+
+    base = dict(steps=10, lr=1e-2, warmup_steps=0, schedule="constant")
+    plain = dict(weight_decay=0.0, grad_clip=None)
+    got = updates(TrainConfig(**base, **plain, adam_b2=0.99))
+    want = _adam_by_hand(grads, 1e-2, 0.9, 0.99, 1e-8)
+    for a, b in zip(got, want, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5)
+    default = updates(TrainConfig(**base, **plain))
+    assert TrainConfig().adam_b2 == 0.999
+    by_hand = _adam_by_hand(grads, 1e-2, 0.9, 0.999, 1e-8)
+    np.testing.assert_allclose(default[2], by_hand[2], rtol=1e-5)
+    # bias correction hides b2 at first: 2.7e-3 apart by the third step
+    assert not np.allclose(default[2], got[2], rtol=1e-3, atol=0.0)
+    # with decay and clipping, b2 is the only difference from optax.adamw's
+    decayed = updates(TrainConfig(**base, adam_b2=0.99, grad_clip=100.0))
+    tx = optax.adamw(1e-2, b2=0.99, weight_decay=TrainConfig().weight_decay)
+    state = tx.init(params)
+    for g, a in zip(grads, decayed, strict=True):
+        u, state = tx.update({"w": jnp.asarray(g)}, state, params)
+        np.testing.assert_allclose(a, u["w"], rtol=1e-6)
+
+
+@pytest.mark.parametrize("bad", [0.0, 1.0, -0.5, 1.5, float("nan"), True, "0.99"])
+def test_adam_b2_outside_zero_one_is_refused_naming_the_field(bad):
+    with pytest.raises(ValueError, match=r"train.adam_b2 must be in \(0, 1\)"):
+        TrainConfig(adam_b2=bad)
+
+
+def test_adam_b2_is_a_static_setting_overridable_by_name():
+    c = load_experiment("ad_darkroom", "smoke", {"train.adam_b2": "0.99"})
+    assert c.train.adam_b2 == 0.99
+    assert "train.adam_b2" not in configtools.traced_values(c)  # static
+    with pytest.raises(ValueError, match="train.adam_b2"):
+        load_experiment("ad_darkroom", "smoke", {"train.adam_b2": "1"})
+
+
+def test_online_learners_take_adam_b2():
+    """The online trainers' chain (RL², transformer PPO, AMAGO) uses the
+    shape's ``adam_b2``, which the programs fill from ``train.adam_b2``."""
+    import types
+
+    from agentrl.online.ppo import trial_optimizer
+    from agentrl.online.program import _common
+
+    params = {"w": jnp.ones(3)}
+    grads = [np.array([1.0, -2.0, 0.5]), np.array([0.1, 3.0, -1.0])]
+    shape = types.SimpleNamespace(lr_shape=None, grad_clip=None, adam_b2=0.99)
+    tx = trial_optimizer(shape, {"lr": 1e-2, "weight_decay": 0.0}, 0)
+    state = tx.init(params)
+    want = _adam_by_hand(grads, 1e-2, 0.9, 0.99, 1e-5)
+    for g, w in zip(grads, want, strict=True):
+        u, state = tx.update({"w": jnp.asarray(g)}, state, params)
+        np.testing.assert_allclose(u["w"], w, rtol=1e-5)
+    config = load_experiment("rl2_darkroom", "smoke", {"train.adam_b2": "0.95"})
+    assert _common(config, None)["adam_b2"] == 0.95

@@ -37,6 +37,18 @@ always float32.
 Optional Sink-KV (ReLIC): a learned per-layer, per-head key and value that
 every query sees, position-free (no RoPE), so a head can put its attention
 weight on "nothing"; it joins the softmax as one more column.
+
+Optional dropout on the attention weights (training's full pass only;
+:class:`WeightDropout`): each weight, the sink's included, is kept with
+probability ``1 - rate`` and scaled by ``1 / (1 - rate)`` after the softmax
+(its normaliser is the undropped one, as ``torch.nn.MultiheadAttention``'s
+``dropout``). The keep mask is drawn per (batch, head) group and per query
+block of the blockwise tiling, from ``fold_in(group key, block index)``
+(:func:`_tile_keep`): the blockwise pass draws each tile's mask where it
+computes the tile and draws it again in its hand-written backward pass, and
+the reference assembles the same tiles into its ``[T, T]`` mask, so the two
+paths drop the same weights (given the same key and ``block``) and agree in
+outputs and gradients. Decoding and prefill never drop.
 """
 
 from __future__ import annotations
@@ -119,13 +131,85 @@ def _sink_values(p_sink: jax.Array, sink_v: jax.Array) -> jax.Array:
     return jnp.einsum("bhq,hd->bqhd", p_sink[..., 0], sink_v.astype(F32))
 
 
-def masked_attention(q, k, v, q_pos, k_pos, window: int, sink=None) -> jax.Array:
+class WeightDropout(NamedTuple):
+    """Dropout on the attention weights of a training pass.
+
+    Attributes:
+      key: a typed PRNG key; every (batch, head) group gets its own
+        (``split(key, B * H)``) and every query block of a group draws its
+        keep mask from ``fold_in(group key, block index)``.
+      rate: probability of dropping a weight, in ``(0, 1)``.
+    """
+
+    key: jax.Array
+    rate: float
+
+
+def _group_keys(dropout: WeightDropout | None, groups: int):
+    """One key per (batch, head) group ``[B H]`` (``None`` without dropout)."""
+    if dropout is None:
+        return None
+    return jax.random.split(dropout.key, groups)
+
+
+def _tile_keep(keys, index: int, rate: float, shape: tuple[int, int]) -> jax.Array:
+    """Keep mask ``[c, *shape]`` of query block ``index`` for group keys ``[c]``.
+
+    ``shape`` is ``(rows, keys [+ 1 for the sink])``: the tile's key span
+    ``[k0, q1)`` of :func:`_query_spans`, then the sink's column.
+    """
+
+    def one(key):
+        return jax.random.bernoulli(jax.random.fold_in(key, index), 1.0 - rate, shape)
+
+    return jax.vmap(one)(keys)
+
+
+def _weight_keep(keys, t: int, window: int, block: int, rate: float, sink: bool):
+    """The whole ``[G, T, T (+ 1)]`` keep mask of :func:`_tile_keep`'s tiles.
+
+    Each query block's tile lands on its key span ``[k0, q1)`` (False
+    elsewhere: those weights are zero anyway) and the sink's column last.
+    """
+    rows = []
+    for index, (q0, q1, k0) in enumerate(_query_spans(t, window, block)):
+        span = q1 - k0
+        tile = _tile_keep(keys, index, rate, (q1 - q0, span + int(sink)))
+        row = jnp.pad(tile[..., :span], ((0, 0), (0, 0), (k0, t - q1)))
+        if sink:
+            row = jnp.concatenate([row, tile[..., span:]], axis=-1)
+        rows.append(row)
+    return jnp.concatenate(rows, axis=1)
+
+
+def _drop(w: jax.Array, keep: jax.Array | None, rate: float) -> jax.Array:
+    """``w`` where ``keep`` (scaled by ``1 / (1 - rate)``), else 0."""
+    if keep is None:
+        return w
+    return jnp.where(keep, w / (1.0 - rate), 0.0)
+
+
+def masked_attention(
+    q,
+    k,
+    v,
+    q_pos,
+    k_pos,
+    window: int,
+    sink=None,
+    dropout: WeightDropout | None = None,
+    block: int = 128,
+) -> jax.Array:
     """Softmax attention of ``q [B, Tq, H, Dh]`` over ``k, v [B, Tk, H, Dh]``.
 
     The reference: materialises the ``[B, H, Tq, Tk]`` float32 scores, masks
     them with :func:`window_mask` and (``sink = (key [H, Dh], value [H, Dh])``)
     adds one always-visible sink column. Matmul operands in ``q``'s dtype,
     float32 accumulation, float32 softmax. Returns ``[B, Tq, H, Dh]`` float32.
+
+    ``dropout`` (a full pass: ``q_pos = k_pos = arange(T)``) drops weights
+    after the softmax with the mask :func:`blockwise_attention` draws with
+    query blocks of ``block`` tokens (the same weights dropped).
     """
     s = mixed_einsum("bqhd,bkhd->bhqk", q, k)
     s = jnp.where(window_mask(q_pos, k_pos, window), s, NEG_INF)
@@ -133,6 +217,16 @@ def masked_attention(q, k, v, q_pos, k_pos, window: int, sink=None) -> jax.Array
         s = jnp.concatenate([s, _sink_scores(q, sink[0])], axis=-1)
     p = jax.nn.softmax(s, axis=-1)
     tk = k.shape[1]
+    if dropout is not None:
+        b, t, h = q.shape[:3]
+        if tk != t:
+            raise ValueError(
+                "masked_attention: dropout needs a full pass (as many keys as "
+                f"queries), got {t} queries and {tk} keys"
+            )
+        keys = _group_keys(dropout, b * h)
+        keep = _weight_keep(keys, t, window, block, dropout.rate, sink is not None)
+        p = _drop(p, keep.reshape(b, h, *keep.shape[1:]), dropout.rate)
     pv = p[..., :tk].astype(v.dtype)
     y = mixed_einsum("bhqk,bkhd->bqhd", pv, v)
     if sink is not None:
@@ -194,12 +288,26 @@ def _sink_tile(qb, sink_k) -> jax.Array:
     return s[..., None]
 
 
-def _flash_forward(q, k_t, v, sink_k, sink_v, window, block, sink):
-    """Outputs ``[c, T, Dh]`` and row log-normalisers ``[c, T, 1]`` of one chunk."""
+def _tile_masks(keys, index: int, rate: float, rows: int, span: int, sink: bool):
+    """``(keep [c, Q, K], sink keep [c, Q, 1])`` of one tile, ``(None, None)``
+    without dropout (``keys`` ``None``)."""
+    if keys is None:
+        return None, None
+    keep = _tile_keep(keys, index, rate, (rows, span + int(sink)))
+    return keep[..., :span], (keep[..., span:] if sink else None)
+
+
+def _flash_forward(q, k_t, v, sink_k, sink_v, keys, window, block, sink, rate):
+    """Outputs ``[c, T, Dh]`` and row log-normalisers ``[c, T, 1]`` of one chunk.
+
+    ``keys``: the chunk's group keys ``[c]`` for weight dropout at ``rate``
+    (``None``: none); the normaliser is the undropped weights'.
+    """
     ys, lse = [], []
-    for q0, q1, k0 in _query_spans(q.shape[1], window, block):
+    for index, (q0, q1, k0) in enumerate(_query_spans(q.shape[1], window, block)):
         qb = q[:, q0:q1]
         s = _tile_scores(qb, k_t[..., k0:q1], q0, k0, window)
+        keep, keep_sink = _tile_masks(keys, index, rate, q1 - q0, q1 - k0, sink)
         m = jnp.max(s, axis=-1, keepdims=True)
         if sink:
             s_sink = _sink_tile(qb, sink_k)
@@ -207,17 +315,20 @@ def _flash_forward(q, k_t, v, sink_k, sink_v, window, block, sink):
         m = jax.lax.stop_gradient(m)  # softmax does not depend on it
         e = jnp.exp(s - m)
         norm = jnp.sum(e, axis=-1, keepdims=True)
-        y = mixed_matmul(e.astype(v.dtype), v[:, k0:q1])
+        y = mixed_matmul(_drop(e, keep, rate).astype(v.dtype), v[:, k0:q1])
         if sink:
             e_sink = jnp.exp(s_sink - m)
             norm = norm + e_sink
-            y = y + e_sink * sink_v.astype(F32)[:, None, :]
+            w_sink = _drop(e_sink, keep_sink, rate)
+            y = y + w_sink * sink_v.astype(F32)[:, None, :]
         ys.append(y / norm)  # normalised on [Q, Dh], not on [Q, K]
         lse.append(m + jnp.log(norm))
     return jnp.concatenate(ys, axis=1), jnp.concatenate(lse, axis=1)
 
 
-def _flash_backward(q, k_t, v, sink_k, sink_v, y, lse, dy, window, block, sink):
+def _flash_backward(
+    q, k_t, v, sink_k, sink_v, keys, y, lse, dy, window, block, sink, rate
+):
     """Gradients of one chunk's :func:`_flash_forward` outputs ``y`` for ``dy``.
 
     Flash attention's backward pass: each tile's weights are recomputed from
@@ -225,6 +336,10 @@ def _flash_backward(q, k_t, v, sink_k, sink_v, y, lse, dy, window, block, sink):
     ``ds = p (dy V^T - rowsum(dy y))``. Every matmul reads its operands in
     their stored layout (keys transposed, gradients of ``K^T`` and ``V^T``
     accumulated as ``[Dh, K]``), so XLA:CPU runs no transposed contraction.
+    With weight dropout each tile's keep mask ``M`` is drawn again from the
+    group keys (:func:`_tile_keep`, the forward pass's draw): ``dV`` takes
+    the dropped weights ``p M / (1 - rate)``, ``dy V^T`` is masked and scaled
+    the same way, and ``rowsum(dy y)`` is still ``rowsum(p dP)``.
     """
     dt = q.dtype
     k, q_t = jnp.swapaxes(k_t, 1, 2), jnp.swapaxes(q, 1, 2)
@@ -233,30 +348,36 @@ def _flash_backward(q, k_t, v, sink_k, sink_v, y, lse, dy, window, block, sink):
     dq, dk_t, dv_t = [], jnp.zeros(k_t.shape, F32), jnp.zeros(v_t.shape, F32)
     d_sink_k = jnp.zeros(sink_k.shape, F32)
     d_sink_v = jnp.zeros(sink_v.shape, F32)
-    for q0, q1, k0 in _query_spans(q.shape[1], window, block):
+    spans = _query_spans(q.shape[1], window, block)
+    for index, (q0, q1, k0) in enumerate(spans):
         qb, dyb, lse_b, delta_b = (
             q[:, q0:q1],
             dy[:, q0:q1],
             lse[:, q0:q1],
             delta[:, q0:q1],
         )
+        keep, keep_sink = _tile_masks(keys, index, rate, q1 - q0, q1 - k0, sink)
         p = jnp.exp(_tile_scores(qb, k_t[..., k0:q1], q0, k0, window) - lse_b)
         dp = jnp.matmul(dyb.astype(dt), v_t[..., k0:q1], preferred_element_type=F32)
+        dp = _drop(dp, keep, rate)
         ds = (p * (dp - delta_b)).astype(dt)
         dq_b = jnp.matmul(ds, k[:, k0:q1], preferred_element_type=F32)
         dk_t = dk_t.at[..., k0:q1].add(
             jnp.matmul(q_t[..., q0:q1], ds, preferred_element_type=F32)
         )
+        w = _drop(p, keep, rate).astype(dt)
         dv_t = dv_t.at[..., k0:q1].add(
-            jnp.matmul(dy_t[..., q0:q1], p.astype(dt), preferred_element_type=F32)
+            jnp.matmul(dy_t[..., q0:q1], w, preferred_element_type=F32)
         )
         if sink:
             p_sink = jnp.exp(_sink_tile(qb, sink_k) - lse_b)  # [c, Q, 1]
             dp_sink = jnp.sum(dyb * sink_v.astype(F32)[:, None, :], -1, keepdims=True)
+            dp_sink = _drop(dp_sink, keep_sink, rate)
             ds_sink = p_sink * (dp_sink - delta_b)
             dq_b = dq_b + ds_sink * sink_k.astype(F32)[:, None, :]
             d_sink_k = d_sink_k + jnp.sum(ds_sink * qb.astype(F32), axis=1)
-            d_sink_v = d_sink_v + jnp.sum(p_sink * dyb, axis=1)
+            w_sink = _drop(p_sink, keep_sink, rate)
+            d_sink_v = d_sink_v + jnp.sum(w_sink * dyb, axis=1)
         dq.append(dq_b)
     return (
         jnp.concatenate(dq, axis=1).astype(q.dtype),
@@ -275,40 +396,52 @@ def _chunked(fn, chunk: int, *arrays):
     ``G`` groups at once would write every tile to memory and read it back.
     """
     groups = arrays[0].shape[0]
-    split = [a.reshape(groups // chunk, chunk, *a.shape[1:]) for a in arrays]
+    split = jax.tree.map(
+        lambda a: a.reshape(groups // chunk, chunk, *a.shape[1:]), arrays
+    )
     out = jax.lax.map(lambda xs: fn(*xs), split)
     return jax.tree.map(lambda o: o.reshape(groups, *o.shape[2:]), out)
 
 
-def _flash_fwd(q, k_t, v, sink_k, sink_v, window, block, chunk, sink):
+def _flash_fwd(q, k_t, v, sink_k, sink_v, keys, window, block, chunk, sink, rate):
     def fwd(*xs):
-        return _flash_forward(*xs, window, block, sink)
+        return _flash_forward(*xs, window, block, sink, rate)
 
-    y, lse = _chunked(fwd, chunk, q, k_t, v, sink_k, sink_v)
-    return y, (q, k_t, v, sink_k, sink_v, y, lse)
-
-
-@functools.partial(jax.custom_vjp, nondiff_argnums=(5, 6, 7, 8))
-def _flash(q, k_t, v, sink_k, sink_v, window, block, chunk, sink):
-    """``[G, T, Dh]`` attention, ``chunk`` groups at a time (blockwise_attention)."""
-    return _flash_fwd(q, k_t, v, sink_k, sink_v, window, block, chunk, sink)[0]
+    y, lse = _chunked(fwd, chunk, q, k_t, v, sink_k, sink_v, keys)
+    return y, (q, k_t, v, sink_k, sink_v, keys, y, lse)
 
 
-def _flash_bwd(window, block, chunk, sink, residuals, dy):
+@functools.partial(jax.custom_vjp, nondiff_argnums=(6, 7, 8, 9, 10))
+def _flash(q, k_t, v, sink_k, sink_v, keys, window, block, chunk, sink, rate):
+    """``[G, T, Dh]`` attention, ``chunk`` groups at a time (blockwise_attention).
+
+    ``keys``: group keys ``[G]`` of weight dropout at ``rate`` (``None``:
+    none); kept as a residual, so the backward pass draws the same masks.
+    """
+    args = (q, k_t, v, sink_k, sink_v, keys, window, block, chunk, sink, rate)
+    return _flash_fwd(*args)[0]
+
+
+def _flash_bwd(window, block, chunk, sink, rate, residuals, dy):
     def bwd(*xs):
-        return _flash_backward(*xs, window, block, sink)
+        return _flash_backward(*xs, window, block, sink, rate)
 
-    return _chunked(bwd, chunk, *residuals, dy)
+    grads = _chunked(bwd, chunk, *residuals, dy)
+    return (*grads, None)  # no cotangent for the keys
 
 
 _flash.defvjp(_flash_fwd, _flash_bwd)
 
 
-def blockwise_attention(q, k, v, window: int, block: int, sink=None) -> jax.Array:
+def blockwise_attention(
+    q, k, v, window: int, block: int, sink=None, dropout: WeightDropout | None = None
+) -> jax.Array:
     """:func:`masked_attention` at positions ``arange(T)``: flash attention in pure JAX.
 
     ``q, k, v [B, T, H, Dh]``; ``sink = (key [H, Dh], value [H, Dh])`` or
-    ``None``. Returns ``[B, T, H, Dh]`` float32.
+    ``None``; ``dropout``: weight dropout (training; the module docstring),
+    the same weights dropped as :func:`masked_attention` with this ``block``.
+    Returns ``[B, T, H, Dh]`` float32.
 
     Query block ``[i, i + block)`` only meets keys in ``[i - window + 1,
     i + block)``: blocks of the ``[T, T]`` score matrix that the causal mask
@@ -346,11 +479,13 @@ def blockwise_attention(q, k, v, window: int, block: int, sink=None) -> jax.Arra
         )
     rows = min(block, t)
     chunk = _group_chunk(groups, rows, min(t, window + rows - 1))
-    args = (heads_major(q), k_t, heads_major(v), sink_k, sink_v, window, block)
+    keys = _group_keys(dropout, groups)
+    rate = 0.0 if dropout is None else float(dropout.rate)
+    arrays = (heads_major(q), k_t, heads_major(v), sink_k, sink_v, keys)
     if chunk is None:
-        y = _flash_forward(*args, sink is not None)[0]
+        y = _flash_forward(*arrays, window, block, sink is not None, rate)[0]
     else:
-        y = _flash(*args, chunk, sink is not None)
+        y = _flash(*arrays, window, block, chunk, sink is not None, rate)
     return jnp.swapaxes(y.reshape(b, h, t, d), 1, 2)
 
 
@@ -361,7 +496,11 @@ class CausalSelfAttention(nnx.Module):
     ``"reference"`` (:func:`masked_attention` over the full ``[T, T]``; kept
     for tests). ``sink``: learned per-head sink key and value (Sink-KV), an
     extra always-visible, position-free slot that lets a head put its weight
-    nowhere; off by default (no parameters are created then).
+    nowhere; off by default (no parameters are created then). ``dropout``:
+    the rate of dropout on the attention weights in a training full pass
+    (:class:`WeightDropout`); only a rate above 0 forks an RNG stream
+    (``rngs``' ``dropout`` stream), so a model without it has the same state
+    as before the setting existed.
     """
 
     def __init__(
@@ -375,6 +514,7 @@ class CausalSelfAttention(nnx.Module):
         block: int = 128,
         sink: bool = False,
         dtype=jnp.float32,
+        dropout: float = 0.0,
     ):
         self.num_heads = num_heads
         self.dtype = dtype
@@ -390,6 +530,9 @@ class CausalSelfAttention(nnx.Module):
             shape = (num_heads, self.head_dim)
             self.sink_key = nnx.Param(init(rngs.params(), shape))
             self.sink_value = nnx.Param(init(rngs.params(), shape))
+        self.weight_dropout = dropout
+        if dropout > 0.0:  # its own stream, forked after the parameters
+            self.dropout_rngs = rngs["dropout"].fork()
 
     def _sink(self):
         if not self.has_sink:
@@ -409,17 +552,26 @@ class CausalSelfAttention(nnx.Module):
         b, t = y.shape[:2]
         return self.out(y.reshape(b, t, -1))
 
-    def __call__(self, x: jax.Array, pos: jax.Array, window: int) -> jax.Array:
+    def __call__(
+        self, x: jax.Array, pos: jax.Array, window: int, deterministic: bool = True
+    ) -> jax.Array:
         """Full pass: ``x [B, T, d]``, ``pos [T]`` -> ``[B, T, d]``.
 
-        The blockwise path assumes ``pos = arange(T)`` (every full pass of
-        :class:`~agentrl.models.DecisionModel` uses it).
+        The blockwise path and the reference's dropout masks assume ``pos =
+        arange(T)`` (every full pass of :class:`~agentrl.models.DecisionModel`
+        uses it). ``deterministic``
+        False drops attention weights at the module's rate (a key drawn
+        from its stream each call).
         """
         q, k, v = self._project(x, pos)
+        dropout = None
+        if self.weight_dropout > 0.0 and not deterministic:
+            dropout = WeightDropout(self.dropout_rngs(), self.weight_dropout)
+        sink = self._sink()
         if self.impl == "reference":
-            y = masked_attention(q, k, v, pos, pos, window, self._sink())
+            y = masked_attention(q, k, v, pos, pos, window, sink, dropout, self.block)
         else:
-            y = blockwise_attention(q, k, v, window, self.block, self._sink())
+            y = blockwise_attention(q, k, v, window, self.block, sink, dropout)
         return self._merge(y)
 
     def decode(

@@ -68,7 +68,18 @@ class ModelConfig:
       action_kind: ``"discrete"`` or ``"continuous"``.
       action_size: number of actions, or action dimension.
       num_layers, num_heads, d_model, d_ff: transformer shape (pre-norm).
-      dropout: residual and embedding dropout rate (training only).
+      dropout: residual and embedding dropout rate (training only), for
+        each of the two sites its own field leaves unset.
+      embedding_dropout: dropout rate on the input tokens (after the
+        embedding, before the first block); ``None``: ``dropout``.
+      residual_dropout: dropout rate on each block's attention and FFN
+        outputs before they join the residual stream; ``None``: ``dropout``.
+      attention_dropout: dropout rate on the attention weights (after the
+        softmax, the sink's weight included), training's full passes only;
+        both ``attention`` paths drop the same weights for the same key
+        (:mod:`agentrl.models.attention`). 0: none, and no RNG stream for it
+        (the model's state is the one it had before the setting existed).
+        Decoding and prefill never drop.
       max_steps: attention window in *steps* (also the default cache size);
         ``None`` until filled from the algorithm's context by
         ``agentrl.models.config.complete_model_config`` (a model needs it set).
@@ -129,6 +140,9 @@ class ModelConfig:
     d_model: int = 128
     d_ff: int = 512
     dropout: float = 0.0
+    embedding_dropout: float | None = None
+    residual_dropout: float | None = None
+    attention_dropout: float = 0.0
     max_steps: int | None = None
     token_layout: str = "step"
     head: str = "categorical"
@@ -155,6 +169,7 @@ class ModelConfig:
         if self.obs_encoding == "grid":
             self._check_grid()
         self._check_head()
+        self._check_dropout()
         self._check_moe()
 
     def _check_choices(self) -> None:
@@ -217,7 +232,7 @@ class ModelConfig:
             )
 
     def _check_head(self) -> None:
-        """The action head fits the action kind; dropout in [0, 1)."""
+        """The action head fits the action kind."""
         if self.action_kind == "discrete" and self.head != "categorical":
             raise ValueError(
                 "ModelConfig.head must be 'categorical' for discrete actions, "
@@ -228,10 +243,24 @@ class ModelConfig:
                 "ModelConfig.head must be one of ('gaussian', 'mse') for "
                 f"continuous actions, got {self.head!r}"
             )
-        if isinstance(self.dropout, bool) or not 0.0 <= self.dropout < 1.0:
-            raise ValueError(
-                f"ModelConfig.dropout must be in [0, 1), got {self.dropout}"
-            )
+
+    def _check_dropout(self) -> None:
+        """Every dropout rate in [0, 1) (the two optional ones also None)."""
+        rates = {
+            "dropout": (self.dropout, False),
+            "embedding_dropout": (self.embedding_dropout, True),
+            "residual_dropout": (self.residual_dropout, True),
+            "attention_dropout": (self.attention_dropout, False),
+        }
+        for name, (value, optional) in rates.items():
+            if optional and value is None:
+                continue
+            number = isinstance(value, int | float) and not isinstance(value, bool)
+            if not number or not 0.0 <= value < 1.0:
+                unset = " or None (use ModelConfig.dropout)" if optional else ""
+                raise ValueError(
+                    f"ModelConfig.{name} must be in [0, 1){unset}, got {value!r}"
+                )
 
     def _check_moe(self) -> None:
         """MoE layer indices and, with MoE layers, expert counts and sizes."""
@@ -280,6 +309,20 @@ class ModelConfig:
                 f"obs_encoding='grid', got obs_size={self.obs_size}, "
                 f"grid_size={self.grid_size}"
             )
+
+    @property
+    def embedding_dropout_rate(self) -> float:
+        """Dropout on the tokens: ``embedding_dropout``, else ``dropout``."""
+        if self.embedding_dropout is None:
+            return self.dropout
+        return self.embedding_dropout
+
+    @property
+    def residual_dropout_rate(self) -> float:
+        """Dropout on the blocks' outputs: ``residual_dropout``, else ``dropout``."""
+        if self.residual_dropout is None:
+            return self.dropout
+        return self.residual_dropout
 
     @property
     def grid_layers(self) -> int:

@@ -68,6 +68,7 @@ class Block(nnx.Module):
             block=c.attention_block,
             sink=c.attention_sink,
             dtype=dtype_of(c.compute_dtype),
+            dropout=c.attention_dropout,
         )
         self.ln2 = nnx.LayerNorm(c.d_model, rngs=rngs)
         if moe:
@@ -76,7 +77,8 @@ class Block(nnx.Module):
             self.ffn = MLP(
                 c.d_model, c.d_ff, rngs=rngs, dtype=dtype_of(c.compute_dtype)
             )
-        self.drop = nnx.Dropout(c.dropout, rngs=rngs)
+        # residual dropout: on the attention's and the FFN's outputs
+        self.drop = nnx.Dropout(c.residual_dropout_rate, rngs=rngs)
 
     def _ffn(self, x, h, task_in, deterministic):
         if self.moe:
@@ -87,9 +89,8 @@ class Block(nnx.Module):
 
     def __call__(self, x, pos, window: int, deterministic: bool):
         """``x [B, N, d]``, ``pos [N]`` -> ``(x [B, N, d], aux)``."""
-        x = x + self.drop(
-            self.attn(self.ln1(x), pos, window), deterministic=deterministic
-        )
+        y = self.attn(self.ln1(x), pos, window, deterministic)
+        x = x + self.drop(y, deterministic=deterministic)
         h = self.ln2(x)
         task_in = h
         if self.sequence_routing:
@@ -138,7 +139,7 @@ class DecisionModel(nnx.Module):
         self.config = config
         c = config
         self.embed = TokenEmbedding(c, rngs=rngs)
-        self.drop = nnx.Dropout(c.dropout, rngs=rngs)
+        self.drop = nnx.Dropout(c.embedding_dropout_rate, rngs=rngs)  # on tokens
         self.blocks = nnx.List(
             [Block(c, i in c.moe_layers, rngs=rngs) for i in range(c.num_layers)]
         )
@@ -206,8 +207,9 @@ class DecisionModel(nnx.Module):
           action: ``[B, T]`` int32 or ``[B, T, action_size]`` (a_t; only
             earlier actions are seen by prediction t).
           reward: ``[B, T]`` (r_t, after a_t).
-          deterministic: False turns on dropout and noisy gating (needs the
-            ``dropout`` / ``noise`` streams, or ``default``, in ``rngs``).
+          deterministic: False turns on dropout (embedding, residual,
+            attention weights) and noisy gating (needs the ``dropout`` /
+            ``noise`` streams, or ``default``, in ``rngs``).
           window: attention window in steps (default ``config.max_steps``);
             T may exceed it (sliding window, as in rolling decoding).
 

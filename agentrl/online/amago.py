@@ -246,6 +246,7 @@ class AmagoShape:
     grad_clip: float | None
     lr_shape: Callable[[Any], Any] | None = None
     explore_window: tuple[int, int] | None = None
+    adam_b2: float = 0.999  # Adam's second-moment decay (train.adam_b2)
 
 
 class AmagoState(NamedTuple):
@@ -533,6 +534,7 @@ def amago_program(config: Any, env: Any) -> AmagoProgram:
         grad_clip=train.grad_clip,
         lr_shape=schedule_shape(train),
         explore_window=algo.explore_window,
+        adam_b2=train.adam_b2,
     )
     model = complete_model_config(config.model, env, algo)
     return AmagoProgram(

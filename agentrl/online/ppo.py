@@ -105,6 +105,7 @@ class PPOShape:
     grad_clip: float | None
     init_log_std: float = -0.5
     lr_shape: Callable[[Any], Any] | None = None
+    adam_b2: float = 0.999  # Adam's second-moment decay (train.adam_b2)
     grid_size: int | None = None  # encode discrete obs as grid cells
 
 
@@ -153,13 +154,17 @@ def hparam(hp: dict, name: str) -> jax.Array:
 
 def trial_optimizer(shape: Any, hp: dict, update: jax.Array):
     """The online trainers' chain: :func:`agentrl.rl.ppo.optimizer` with
-    Adam's ``eps=1e-5``, ``hp``'s weight decay and learning rate, the rate
-    scaled by ``shape.lr_shape(update)``."""
+    Adam's ``eps=1e-5`` and ``b2=shape.adam_b2``, ``hp``'s weight decay and
+    learning rate, the rate scaled by ``shape.lr_shape(update)``."""
     lr = hparam(hp, "lr")
     if shape.lr_shape is not None:
         lr = lr * shape.lr_shape(update)
     return optimizer(
-        lr, shape.grad_clip, eps=1e-5, weight_decay=hparam(hp, "weight_decay")
+        lr,
+        shape.grad_clip,
+        eps=1e-5,
+        weight_decay=hparam(hp, "weight_decay"),
+        b2=shape.adam_b2,
     )
 
 

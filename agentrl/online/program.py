@@ -99,6 +99,7 @@ def _common(config: Any, env: Any) -> dict[str, Any]:
         "num_updates": train.steps,
         "grad_clip": train.grad_clip,
         "lr_shape": schedule_shape(train),
+        "adam_b2": train.adam_b2,
     }
 
 

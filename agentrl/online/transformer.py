@@ -104,6 +104,7 @@ class TransformerShape:
     grad_clip: float | None
     lr_shape: Callable[[Any], Any] | None = None
     init_log_std: float = -0.5  # continuous actions: the Gaussian's initial log std
+    adam_b2: float = 0.999  # Adam's second-moment decay (train.adam_b2)
 
 
 class PolicyParams(NamedTuple):

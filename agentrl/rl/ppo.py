@@ -155,10 +155,15 @@ def gae_across_episodes(value, next_value, reward, trial_end, gamma, lam):
 
 # ----------------------------------------------------------------- optimizer
 def optimizer(
-    lr: Any, grad_clip: float | None, *, eps: float = 1e-8, weight_decay: Any = None
+    lr: Any,
+    grad_clip: float | None,
+    *,
+    eps: float = 1e-8,
+    weight_decay: Any = None,
+    b2: float = 0.999,
 ) -> optax.GradientTransformation:
-    """Global-norm clipping (``None``: none), Adam, decoupled weight decay,
-    the learning rate.
+    """Global-norm clipping (``None``: none), Adam (second-moment decay
+    ``b2``), decoupled weight decay, the learning rate.
 
     ``lr`` and ``weight_decay`` may be traced. ``weight_decay=None`` leaves
     the decay out of the chain (a decay of 0 would add ``0 * params``, and
@@ -167,7 +172,7 @@ def optimizer(
     clip = (
         optax.identity() if grad_clip is None else optax.clip_by_global_norm(grad_clip)
     )
-    parts = [clip, optax.scale_by_adam(eps=eps)]
+    parts = [clip, optax.scale_by_adam(b2=b2, eps=eps)]
     if weight_decay is not None:
         parts.append(optax.add_decayed_weights(weight_decay))
     return optax.chain(*parts, optax.scale(-lr))

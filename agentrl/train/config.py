@@ -152,7 +152,8 @@ class TrainConfig:
     """Optimisation and bookkeeping (the algorithm's own fields are ``algo.*``).
 
     ``lr`` and ``weight_decay`` are traced (a sweep over them is one
-    program). ``warmup_steps`` unset: ``warmup_fraction`` of the steps, at
+    program); ``adam_b2`` is static (a new value compiles a new program).
+    ``warmup_steps`` unset: ``warmup_fraction`` of the steps, at
     most ``max_warmup_steps`` (see :attr:`warmup`).
 
     Attributes:
@@ -160,6 +161,9 @@ class TrainConfig:
       batch_size: training windows per step (global, over all devices).
       lr: peak learning rate (AdamW).
       weight_decay: AdamW weight decay.
+      adam_b2: Adam's second-moment decay rate, in (0, 1) (0.999, optax's
+        and PyTorch's default; the AD-ε and XLand AD references' 0.99).
+        The online learners' Adam takes it too.
       warmup_steps: linear warm-up steps; unset: derived from ``steps``.
       warmup_fraction: warm-up as a fraction of ``steps`` when unset.
       max_warmup_steps: cap of the derived warm-up.
@@ -183,6 +187,7 @@ class TrainConfig:
     batch_size: int = 32
     lr: float = traced(3e-4)
     weight_decay: float = traced(1e-4)
+    adam_b2: float = 0.999
     warmup_steps: int | None = None
     warmup_fraction: float = 0.1
     max_warmup_steps: int = 500
@@ -215,6 +220,11 @@ class TrainConfig:
         _check(
             _is_number(self.weight_decay) and self.weight_decay >= 0,
             f"train.weight_decay must be >= 0 and finite, got {self.weight_decay!r}",
+        )
+        _check(
+            _is_number(self.adam_b2) and 0.0 < self.adam_b2 < 1.0,
+            "train.adam_b2 must be in (0, 1) (Adam's second-moment decay: "
+            f"0.999 by default, 0.99 in the AD-ε reference), got {self.adam_b2!r}",
         )
         _check(
             self.warmup_steps is None or _is_int(self.warmup_steps, 0),

@@ -32,16 +32,20 @@ from agentrl.train.config import ExperimentConfig, TrainConfig
 def make_optimizer(
     train: TrainConfig, lr: Any = None, weight_decay: Any = None
 ) -> optax.GradientTransformation:
-    """AdamW, warm-up + cosine, global-norm clipping (none where
-    ``train.grad_clip`` is ``None``: an identity of the same state); lr/wd
-    may be traced."""
+    """AdamW (``b2 = train.adam_b2``), warm-up + cosine, global-norm clipping
+    (none where ``train.grad_clip`` is ``None``: an identity of the same
+    state); lr/wd may be traced."""
     lr = train.lr if lr is None else lr
     weight_decay = train.weight_decay if weight_decay is None else weight_decay
     shape = schedule_shape(train)
     clip = train.grad_clip
     return optax.chain(
         optax.identity() if clip is None else optax.clip_by_global_norm(clip),
-        optax.adamw(lambda count: lr * shape(count), weight_decay=weight_decay),
+        optax.adamw(
+            lambda count: lr * shape(count),
+            b2=train.adam_b2,
+            weight_decay=weight_decay,
+        ),
     )
 
 
