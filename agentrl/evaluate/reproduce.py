@@ -238,23 +238,26 @@ def reuse_training(base_config: Any, base: Path, root: Path) -> None:
     not), for an ablation of evaluation settings only, with its
     expert-distillation run and data where ``base`` has them.
 
-    Checkpoints and records are copied (evaluating ``root`` rewrites its
-    config and logs), the data hard-linked (read only). Nothing is done for
-    a run that exists: an earlier call made it.
+    The data are hard-linked (read only); checkpoints and records are
+    copied (evaluating ``root`` rewrites its config and logs). A target
+    that exists is left as it is (an earlier call made it).
     """
     fit_sharing_data(base_config, base)
     for suffix in ("", "-expert", "-expert-data"):
         source = base.with_name(base.name + suffix)
         target = root.with_name(root.name + suffix)
         if source.is_dir() and not target.exists():
-            data = suffix == "-expert-data"
-            link_tree(
-                source, target, copied=lambda rel, d=data: not d and _not_data(rel)
-            )
+            data_only = suffix == "-expert-data"
+            link_tree(source, target, copied=_never if data_only else _not_data)
             print(f"training: the run {source.name} reused for {target.name}")
 
 
+def _never(rel: Path) -> bool:
+    return False
+
+
 def _not_data(rel: Path) -> bool:
+    """Whether ``rel`` (inside a run) lies outside the run's ``dataset/``."""
     return rel.parts[0] != "dataset"
 
 
