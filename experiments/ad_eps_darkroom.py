@@ -42,7 +42,15 @@ greedy rule needs its 300k updates; the reproduction chose
   (seed 1, sampling: the data's noise, two goals never found). Over 5
   seeds (seeds 3 and 4 added): 11.77 [7.68, 15.6], **1.09x [0.71, 1.45]**
   (per seed 1.59, 0.68, 1.31, 1.29, 0.58; seed 4 never finds 5 of its 8
-  test goals): not met. Before the
+  test goals): not met. Re-run in session 45 with today's code (batches
+  drawn on the device; Intel Xeon; ``repro_ad_eps_darkroom_cpu``):
+  ``sample_then_greedy`` chosen in every seed (resolved in 2 of 5), last-10
+  return 1.48 -> 14.43 [12.0, 16.4], **1.34x [1.11, 1.53]** the data's
+  best (noisy oracle 10.99): met; per seed 17.00, 14.53, 14.25, 13.88,
+  12.50. With the reference's reading, the last 80 steps re-encoded every
+  step (``--set algo.eval_context=window``, the same weights): 1.32x
+  [1.11, 1.52], -0.14 [-1.66, 1.93] return against the rolling cache
+  (``paired_ad_eps_darkroom_eval_context_window``). Before the
   reference settings (episode-aligned windows, ε decayed per episode,
   sampling) the same preset gave 0.955x (10.19 [9.20, 11.1]) and no seed
   passed 0.958x; with consecutive episodes 0.90

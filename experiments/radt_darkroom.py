@@ -42,8 +42,9 @@ Presets (``agentrl train radt_darkroom --preset P``; compare with AD by
   distillation (+0.16 [-3.69, 3.79]; RA-DT trained on the histories' last
   fifth reaches 7.53): no in-context learning beyond expert data. AD
   (80-step context) on the same seeds, data, splits and test goals (the
-  committed ``repro_ad_darkroom_cpu``, 5 seeds, trained 2026-11-24, not
-  re-run): 1.28 -> 10.76; RA-DT minus AD -3.08 [-6.65, 0.88]
+  ``repro_ad_darkroom_cpu`` as committed before session 45, 5 seeds,
+  trained 2026-11-24; git f915d80; re-run since, 10.10 in the mean):
+  1.28 -> 10.76; RA-DT minus AD -3.08 [-6.65, 0.88]
   (``paired_radt_vs_ad_darkroom``; 3 seeds gave -3.99 [-7.14, -0.82]):
   behind AD in the mean, not resolved either way. Context lengths
   (session 34, 3 seeds, docs/results.md): RA-DT with ``--set
