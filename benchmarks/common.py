@@ -19,6 +19,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from agentrl.agents.driver import run_batched_agent
+from agentrl.agents.model_agents import ModelHandle
 from agentrl.evaluate.reproduce_record import target, write_record
 from agentrl.prng import is_key
 from agentrl.project import results_dir
@@ -35,6 +37,7 @@ __all__ = [
     "paired_rounds",
     "results_dir",
     "target",
+    "time_agent",
     "timeit",
     "write_record",
 ]
@@ -64,6 +67,26 @@ def timeit(fn, *args, repeats: int = 3) -> float:
         jax.block_until_ready(fn(*call_args))
         best = min(best, time.perf_counter() - start)
     return best
+
+
+def time_agent(make_agent, handle, env, params, num_steps: int, repeats: int):
+    """``(compile_s, best seconds, actions [tasks, steps])`` of the batched
+    agent ``make_agent(model)`` acting ``num_steps`` steps on the tasks
+    ``params`` in one jit, the model's weights (``handle``, a
+    :class:`~agentrl.agents.model_agents.ModelHandle`) a traced argument."""
+
+    @jax.jit
+    def run(weights, params, key):
+        agent = make_agent(ModelHandle(handle.graphdef, weights))
+        return run_batched_agent(env, agent, params, key, num_steps)[0].action
+
+    key = jax.random.key(0)
+    start = time.perf_counter()
+    compiled = run.lower(handle.weights, params, key).compile()
+    compile_s = time.perf_counter() - start
+    actions = jax.block_until_ready(compiled(handle.weights, params, key))
+    best = timeit(compiled, handle.weights, params, key, repeats=repeats)
+    return compile_s, best, actions
 
 
 def paired_rounds(fns: dict, rounds: int) -> dict[str, list[float]]:

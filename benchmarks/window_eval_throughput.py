@@ -28,14 +28,12 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
-import time
 
 import common as bench
 import jax
 import jax.numpy as jnp
 
-from agentrl.agents.driver import run_batched_agent
-from agentrl.agents.model_agents import ModelHandle, split_model
+from agentrl.agents.model_agents import split_model
 from agentrl.agents.rolling import ADModelAgent
 from agentrl.agents.window import WindowModelAgent
 from agentrl.cliargs import positive_int
@@ -65,25 +63,6 @@ def setup(shape: str, num_tasks: int):
     return env, model, jax.vmap(env.sample_params)(keys)
 
 
-def time_agent(agent_cls, handle, env, params, num_steps: int, repeats: int):
-    """``(compile_s, best seconds, greedy actions [tasks, steps])``."""
-    window = handle.get().config.max_steps
-
-    @jax.jit
-    def run(weights, params, key):
-        model = ModelHandle(handle.graphdef, weights)
-        agent = agent_cls(model, env, window, greedy=True)
-        return run_batched_agent(env, agent, params, key, num_steps)[0].action
-
-    key = jax.random.key(0)
-    start = time.perf_counter()
-    compiled = run.lower(handle.weights, params, key).compile()
-    compile_s = time.perf_counter() - start
-    actions = jax.block_until_ready(compiled(handle.weights, params, key))
-    best = bench.timeit(compiled, handle.weights, params, key, repeats=repeats)
-    return compile_s, best, actions
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         prog="agentrl bench window_eval_throughput",
@@ -98,10 +77,16 @@ def main(argv: list[str] | None = None) -> None:
     env, model, params = setup(args.shape, args.tasks)
     handle = split_model(model)
     num_steps = args.episodes * env.horizon
+    window = model.config.max_steps
     rows, actions = [], []
     for name, cls in (("rolling", ADModelAgent), ("window", WindowModelAgent)):
-        compile_s, sec, acts = time_agent(
-            cls, handle, env, params, num_steps, args.repeats
+        compile_s, sec, acts = bench.time_agent(
+            lambda m, cls=cls: cls(m, env, window, greedy=True),
+            handle,
+            env,
+            params,
+            num_steps,
+            args.repeats,
         )
         actions.append(acts)
         rows.append(
