@@ -144,8 +144,8 @@ def test_ad_acts_by_the_window_it_is_told_through_the_lane_program(tiny_ad_confi
     policy = ModelPolicy(
         model, lambda handle, n: windowed.algo.make_agent(handle, env, n, windowed)
     )
-    alone = run_policy(env, control_policy(policy, "zero_rewards"), params, key, steps)[
-        0
-    ]
+    same_key = jax.random.clone(key)  # the same draws, by design
+    controlled = control_policy(policy, "zero_rewards")
+    alone = run_policy(env, controlled, params, same_key, steps)[0]
     np.testing.assert_array_equal(laned.action, alone.action)
     np.testing.assert_array_equal(laned.reward, alone.reward)
