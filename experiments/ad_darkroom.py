@@ -37,22 +37,22 @@ Presets (times measured on the 2-core CPU of the development machine):
   ``demo`` with 2,000 steps and 50 evaluation episodes; about 6 minutes a
   seed. Target (issue): mean normalized score of the last 10 of 50 episodes
   >= 0.75, first episode clearly lower. With any-step windows and the
-  validation protocol (5 seeds x 8 test goals, each seed its own data and
-  split), re-run in session 45 with batches drawn on the device (Intel
-  Xeon): score 0.60 [0.42, 0.75], return 0.4 -> 10.1 [7.2, 12.7];
-  Q-learning online on the same goals 0.72; AUC minus Q-learning's +0.00
-  [-0.16, 0.16] (``repro_ad_darkroom_cpu``): not met. Controls
+  validation protocol (each seed its own data and split), re-run in
+  session 45 with batches drawn on the device (Intel Xeon), 8 seeds x 8
+  test goals: score 0.61 [0.47, 0.74], return 1.4 -> 10.3 [7.9, 12.5];
+  Q-learning online on the same goals 0.70; AUC minus Q-learning's +0.04
+  [-0.09, 0.17] (``repro_ad_darkroom_cpu``): not met. Controls
   (``--controls``): AD beats rewards zeroed, shuffled and an empty context
-  by ~10 return (CIs above 0), expert distillation by +3.7 [-0.2, 7.5]:
-  not resolved (the first run, session 21, host sampler: 0.63 [0.48,
-  0.76], +4.8 [1.6, 8.2]). Acting on the reference's reading, the last 80
-  steps re-encoded every step (``--set algo.eval_context=window``, the
-  same weights; 21x the rolling cache's time a step here,
-  ``window_eval_throughput_darkroom``): 0.62 [0.48, 0.77], +0.6 [-1.8,
-  3.4] return over the rolling cache
-  (``paired_ad_darkroom_eval_context_window``), +4.1 [0.4, 7.8] over
-  expert distillation. Expert distillation is not flat under the chosen
-  ``sample_then_greedy`` rule (validation score 0.57, vs 0.33 greedy):
+  by ~10 return and expert distillation by +4.2 [1.3, 7.1] (CIs above 0;
+  +3.7 [-0.2, 7.5] over the first 5 seeds; the first run, session 21,
+  host sampler, 5 seeds: 0.63 [0.48, 0.76], +4.8 [1.6, 8.2]). Acting on
+  the reference's reading, the last 80 steps re-encoded every step
+  (``--set algo.eval_context=window``, the same weights; 21x the rolling
+  cache's time a step here, ``window_eval_throughput_darkroom``): 0.63
+  [0.49, 0.76], +0.4 [-1.1, 2.0] return over the rolling cache
+  (``paired_ad_darkroom_eval_context_window``), +3.6 [0.4, 6.6] over
+  expert distillation read the same way. Expert distillation is not flat
+  under the chosen ``sample_then_greedy`` rule (validation score 0.57, vs 0.33 greedy):
   sampling explores for it and it returns to a goal its context shows
   (docs/results.md). Data-size scan (``--set data.num_tasks=130|1040``,
   same updates and seeds): 0.63 at 130 histories, 0.61 / 0.68 at 260,

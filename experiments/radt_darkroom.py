@@ -43,7 +43,7 @@ Presets (``agentrl train radt_darkroom --preset P``; compare with AD by
   fifth reaches 7.53): no in-context learning beyond expert data. AD
   (80-step context) on the same seeds, data, splits and test goals (the
   ``repro_ad_darkroom_cpu`` as committed before session 45, 5 seeds,
-  trained 2026-11-24; git f915d80; re-run since, 10.10 in the mean):
+  trained 2026-11-24; git f915d80; re-run since over 8 seeds):
   1.28 -> 10.76; RA-DT minus AD -3.08 [-6.65, 0.88]
   (``paired_radt_vs_ad_darkroom``; 3 seeds gave -3.99 [-7.14, -0.82]):
   behind AD in the mean, not resolved either way. Context lengths
