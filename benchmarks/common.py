@@ -38,6 +38,7 @@ __all__ = [
     "results_dir",
     "target",
     "time_agent",
+    "time_agents",
     "timeit",
     "write_record",
 ]
@@ -87,6 +88,29 @@ def time_agent(make_agent, handle, env, params, num_steps: int, repeats: int):
     actions = jax.block_until_ready(compiled(handle.weights, params, key))
     best = timeit(compiled, handle.weights, params, key, repeats=repeats)
     return compile_s, best, actions
+
+
+def time_agents(makers: dict, handle, env, params, num_steps: int, repeats: int):
+    """``(rows, actions)``: :func:`time_agent` for each ``{method:
+    make_agent}``, a row each (seconds, env steps per second over all
+    tasks, compile seconds) and each method's actions ``[tasks, steps]``."""
+    num_tasks = jax.tree.leaves(params)[0].shape[0]
+    rows, actions = [], []
+    for name, make_agent in makers.items():
+        compile_s, sec, acts = time_agent(
+            make_agent, handle, env, params, num_steps, repeats
+        )
+        actions.append(acts)
+        rows.append(
+            {
+                "method": name,
+                "seconds": sec,
+                "env_steps_per_s": num_tasks * num_steps / sec,
+                "compile_s": compile_s,
+            }
+        )
+        print(f"{name}: {num_steps} steps x {num_tasks} tasks in {sec:.2f}s")
+    return rows, actions
 
 
 def paired_rounds(fns: dict, rounds: int) -> dict[str, list[float]]:

@@ -102,29 +102,16 @@ def main(argv: list[str] | None = None) -> None:
     env, model, params = setup(args.tasks)
     handle = split_model(model)
     num_steps = args.episodes * HORIZON
-    rows, actions = [], []
-    for name, cls in (
-        ("cached", SortedEpisodesAgent),
-        ("full pass", FullPassSortedAgent),
-    ):
-        compile_s, sec, acts = bench.time_agent(
-            lambda m, cls=cls: cls(m, env, CONTEXT_EPISODES, greedy=True),
-            handle,
-            env,
-            params,
-            num_steps,
-            args.repeats,
+    makers = {
+        name: lambda m, cls=cls: cls(m, env, CONTEXT_EPISODES, greedy=True)
+        for name, cls in (
+            ("cached", SortedEpisodesAgent),
+            ("full pass", FullPassSortedAgent),
         )
-        actions.append(acts)
-        rows.append(
-            {
-                "method": name,
-                "seconds": sec,
-                "env_steps_per_s": args.tasks * num_steps / sec,
-                "compile_s": compile_s,
-            }
-        )
-        print(f"{name}: {num_steps} steps x {args.tasks} tasks in {sec:.2f}s")
+    }
+    rows, actions = bench.time_agents(
+        makers, handle, env, params, num_steps, args.repeats
+    )
     speedup = rows[1]["seconds"] / rows[0]["seconds"]
     agree = float(jnp.mean(actions[0] == actions[1]))
     c = model.config

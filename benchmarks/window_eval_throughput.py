@@ -78,26 +78,13 @@ def main(argv: list[str] | None = None) -> None:
     handle = split_model(model)
     num_steps = args.episodes * env.horizon
     window = model.config.max_steps
-    rows, actions = [], []
-    for name, cls in (("rolling", ADModelAgent), ("window", WindowModelAgent)):
-        compile_s, sec, acts = bench.time_agent(
-            lambda m, cls=cls: cls(m, env, window, greedy=True),
-            handle,
-            env,
-            params,
-            num_steps,
-            args.repeats,
-        )
-        actions.append(acts)
-        rows.append(
-            {
-                "method": name,
-                "seconds": sec,
-                "env_steps_per_s": args.tasks * num_steps / sec,
-                "compile_s": compile_s,
-            }
-        )
-        print(f"{name}: {num_steps} steps x {args.tasks} tasks in {sec:.2f}s")
+    makers = {
+        name: lambda m, cls=cls: cls(m, env, window, greedy=True)
+        for name, cls in (("rolling", ADModelAgent), ("window", WindowModelAgent))
+    }
+    rows, actions = bench.time_agents(
+        makers, handle, env, params, num_steps, args.repeats
+    )
     c = model.config
     same = actions[0] == actions[1]  # [tasks, steps]
     filling = float(jnp.mean(same[:, : c.max_steps]))

@@ -239,9 +239,12 @@ def reuse_training(base_config: Any, base: Path, root: Path) -> None:
     expert-distillation run and data where ``base`` has them.
 
     The data are hard-linked (read only); checkpoints and records are
-    copied (evaluating ``root`` rewrites its config and logs). A target
-    that exists is left as it is (an earlier call made it).
+    copied (evaluating ``root`` rewrites its config and logs). Once
+    ``root`` exists (an earlier call made it) nothing is done: the
+    preset's run is not opened again.
     """
+    if root.exists():
+        return
     fit_sharing_data(base_config, base)
     for suffix in ("", "-expert", "-expert-data"):
         source = base.with_name(base.name + suffix)
