@@ -28,7 +28,6 @@ from agentrl.agents.model_agents import (
     action_scores,
     out_shape,
     scores_at,
-    split_model,
 )
 from agentrl.envs.base import env_horizon
 
@@ -130,16 +129,12 @@ class DPTModelAgent(ScoredAgent):
                 f"context_update must be one of {CONTEXT_UPDATES}, "
                 f"got {context_update!r}"
             )
-        self.model = split_model(model)
-        self.env = env
+        super().__init__(model, env, greedy, temperature)
         self.context = context
         if context is not None:
             context_size = context.size
         self.context_size = int(context_size or env.horizon)
         self.context_update = context_update
-        self.greedy = greedy
-        self.temperature = temperature
-        self.space = env.action_space(None)
 
     def init(self, key: jax.Array, params: Any) -> DPTState:
         pending_size = env_horizon(self.env) if self.context_update == "episode" else 1
@@ -218,12 +213,8 @@ class DPTCachedModelAgent(ScoredAgent):
         greedy: bool = False,
         temperature: float = 1.0,
     ):
-        self.model = split_model(model)
-        self.env = env
+        super().__init__(model, env, greedy, temperature)
         self.context_size = int(context_size)
-        self.greedy = greedy
-        self.temperature = temperature
-        self.space = env.action_space(None)
 
     def init(self, key: jax.Array, params: Any) -> DPTCachedState:
         batch = key.shape[0]

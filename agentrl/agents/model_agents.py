@@ -115,10 +115,20 @@ class ScoredAgent:
     (:func:`select_action`) split ``act``, so an acting rule that needs both
     the sampled and the greedy action (:mod:`agentrl.agents.acting`)
     computes the scores once.
-    Subclasses set ``space``, ``greedy`` and ``temperature``.
+    Subclasses call ``super().__init__(model, env, greedy, temperature)``,
+    which keeps the model as a :class:`ModelHandle` and the action space.
     """
 
     batched = True
+
+    def __init__(
+        self, model: Any, env: Any, greedy: bool = False, temperature: float = 1.0
+    ):
+        self.model = split_model(model)
+        self.env = env
+        self.greedy = greedy
+        self.temperature = temperature
+        self.space = env.action_space(None)
 
     def select(self, key: jax.Array, scores: jax.Array, greedy: bool) -> jax.Array:
         return select_action(key, scores, self.space, greedy, self.temperature)

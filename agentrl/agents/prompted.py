@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from agentrl.agents.model_agents import ScoredAgent, action_scores, split_model
+from agentrl.agents.model_agents import ScoredAgent, action_scores
 from agentrl.envs.base import env_horizon
 from agentrl.models.world_model import (
     Tokens,
@@ -99,11 +99,7 @@ class MetaDTAgent(ScoredAgent):
         greedy: bool = False,
         temperature: float = 1.0,
     ):
-        self.model = split_model(model)
-        self.env = env
-        self.greedy = greedy
-        self.temperature = temperature
-        self.space = env.action_space(None)
+        super().__init__(model, env, greedy, temperature)
         self.horizon = env_horizon(env)
         self.num_obs = space_count(env.observation_space(env.default_params))
         self.num_actions = space_count(self.space)

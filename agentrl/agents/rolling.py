@@ -62,12 +62,8 @@ class ADModelAgent(ScoredAgent):
         greedy: bool = False,
         temperature: float = 1.0,
     ):
-        self.model = split_model(model)
-        self.env = env
+        super().__init__(model, env, greedy, temperature)
         self.cache_steps = int(cache_steps)
-        self.greedy = greedy
-        self.temperature = temperature
-        self.space = env.action_space(None)
 
     def init(self, key: jax.Array, params: Any) -> ADState:
         batch = key.shape[0]

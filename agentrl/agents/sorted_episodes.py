@@ -88,13 +88,9 @@ class SortedEpisodesAgent(ScoredAgent):
         greedy: bool = False,
         temperature: float = 1.0,
     ):
-        self.model = split_model(model)
-        self.env = env
+        super().__init__(model, env, greedy, temperature)
         self.horizon = env_horizon(env)
         self.keep = int(context_episodes) - 1
-        self.greedy = greedy
-        self.temperature = temperature
-        self.space = env.action_space(None)
         self.obs_space = env.observation_space(None)
 
     def init(self, key: jax.Array, params: Any) -> SortedEpisodesState:

@@ -67,11 +67,8 @@ class WindowModelAgent(ScoredAgent):
         greedy: bool = False,
         temperature: float = 1.0,
     ):
-        self.model = split_model(model)
+        super().__init__(model, env, greedy, temperature)
         self.window = int(window)
-        self.greedy = greedy
-        self.temperature = temperature
-        self.space = env.action_space(None)
         self.obs_space = env.observation_space(None)
 
     def init(self, key: jax.Array, params: Any) -> WindowState:

@@ -475,15 +475,14 @@ class RADTAgent(ScoredAgent):
         greedy=False,
         temperature: float = 1.0,
     ):
-        self.algo, self.model, self.env = algo, split_model(model), env
+        super().__init__(model, env, greedy, temperature)
+        self.algo = algo
         self.size = int(num_steps) + 1
         self.encoder = algo.encoder(env)
         self.num_obs = int(self.encoder.obs.shape[0])
         self.starts = jnp.asarray(
             piece_starts(self.size, algo.piece_len, algo.piece_stride)
         )
-        self.greedy, self.temperature = greedy, temperature
-        self.space = env.action_space(None)
 
     def init(self, key: jax.Array, params: Any) -> RADTState:
         b = key.shape[0]
