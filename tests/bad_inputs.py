@@ -143,6 +143,8 @@ CLI_ROWS: list[tuple[str, str]] = [
     ("reproduce ad_darkroom --seeds 0", "--seeds"),
     ("reproduce ad_darkroom --set noeq", "--set"),
     ("reproduce ad_darkroom --set algo.nope=1", "algo.nope"),
+    # Dark Room's 81 goals hold 8 validation goals, and nothing to draw beyond
+    ("reproduce ad_darkroom --set eval.validation_tasks=9", "eval.validation_tasks=9"),
     ("reproduce ad_darkroom --runs {file}/sub", "--runs"),
     ("bench q_learning_ceiling --seeds 0", "--seeds"),
     ("bench train_throughput --steps 0", "--steps"),

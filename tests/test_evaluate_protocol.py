@@ -436,16 +436,19 @@ def test_validation_tasks_set_how_many_validation_tasks_choices_see():
     from agentrl.train.config import EvalConfig
 
     def run_with(ev):
+        # the ids stand for the count; the flag says whether tasks beyond
+        # the split may be drawn (only validation tasks asked for by count)
         return SimpleNamespace(
             config=SimpleNamespace(eval=ev),
-            held_out=lambda count, seed, which: (None, list(range(count))),
+            held_out=lambda count, seed, which, draw: (draw, list(range(count))),
         )
 
     run = run_with(EvalConfig(num_tasks=16, validation_tasks=64))
-    assert len(_held_out(run, None, {}, None, 0, "validation")[1]) == 64
-    assert len(_held_out(run, None, {}, None, 0, "test")[1]) == 16
-    assert len(_held_out(run, None, {}, 8, 0, "validation")[1]) == 8  # explicit
+    assert _held_out(run, None, {}, None, 0, "validation") == (True, [*range(64)])
+    assert _held_out(run, None, {}, None, 0, "test") == (False, [*range(16)])
+    assert _held_out(run, None, {}, 8, 0, "validation") == (True, [*range(8)])
     plain = run_with(EvalConfig(num_tasks=16))
-    assert len(_held_out(plain, None, {}, None, 0, "validation")[1]) == 16
+    assert _held_out(plain, None, {}, None, 0, "validation") == (False, [*range(16)])
+    assert _held_out(plain, None, {}, 4, 0, "test") == (False, [*range(4)])
     with pytest.raises(ValueError, match="eval.validation_tasks"):
         EvalConfig(validation_tasks=0)

@@ -18,6 +18,10 @@ so vmapping over params is vmapping over tasks:
 - ``sample_params(key)`` draws one task (vmappable over keys);
 - finite task spaces give ``num_tasks``, a jittable ``params_for_task(task_id)``
   and a deterministic ``task_split(train_fraction, seed, validation_share)``;
+- a finite family whose fixed tasks are draws from a continuous
+  distribution (Point-Robot's goals, HalfCheetah-Vel's velocities) may also
+  give ``draw_params(key)``: a fresh task from that distribution, none of
+  the fixed ones (validation tasks beyond the split's, :func:`can_draw_tasks`);
 - oracles: ``optimal_action(state, params)`` and ``optimal_return(params)``
   (the expected return of an optimal policy over one episode).
 
@@ -200,6 +204,12 @@ class Environment(Generic[S, P]):
     @property
     def has_oracle(self) -> bool:
         return type(self).optimal_action is not Environment.optimal_action
+
+
+def can_draw_tasks(env: Any) -> bool:
+    """Whether ``env`` draws fresh tasks from the distribution its fixed tasks
+    came from (an optional ``draw_params(key)``; vmappable over keys)."""
+    return callable(getattr(env, "draw_params", None))
 
 
 def env_horizon(env: Any) -> int:

@@ -42,6 +42,8 @@ class HalfCheetahDir(HalfCheetahBase):
     task_field = "direction"
     task_parameter_name = "direction (+1 forward, -1 backward)"
     params_class = HalfCheetahDirParams
+    #: two directions and nothing between them: no task beyond the fixed two
+    draw_params = None
 
     def __init__(self, horizon: int = 200, observe_torso: bool = True):
         super().__init__(horizon, 2, 0, -1.0, 1.0, observe_torso)

@@ -263,6 +263,11 @@ class ScalarTaskLocomotion(MjxLocomotion):
     def sample_params(self, key: jax.Array) -> Any:
         if self._table is not None:
             return self.params_for_task(self.task_index(key))
+        return self.draw_params(key)
+
+    def draw_params(self, key: jax.Array) -> Any:
+        """A fresh task from ``U(task_low, task_high)``, the distribution the
+        fixed tasks were drawn from."""
         low, high = self.task_low, self.task_high
         return self.params_of(jax.random.uniform(key, (), minval=low, maxval=high))
 

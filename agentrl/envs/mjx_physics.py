@@ -121,6 +121,11 @@ class RandomPhysics(MjxLocomotion):
     def sample_params(self, key: jax.Array) -> PhysicsParams:
         if self._tables is not None:
             return self.params_for_task(self.task_index(key))
+        return self.draw_params(key)
+
+    def draw_params(self, key: jax.Array) -> PhysicsParams:
+        """A fresh body: every randomised field's default times ``base ** u``,
+        ``u ~ U(-limit, limit)``, the distribution the fixed bodies came from."""
         keys = jax.random.split(key, len(RANDOMISED_FIELDS))
         limit = self.log_scale_limit
         fields = {}

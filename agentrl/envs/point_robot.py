@@ -22,7 +22,8 @@ Tasks (``params.goal [2]``), by ``goals``:
 
 With ``num_goals=N`` the task space is finite: ``params_for_task(i)`` gives
 goal ``i`` and ``sample_params`` draws one of them uniformly; otherwise
-``num_tasks`` is ``None``.
+``num_tasks`` is ``None``. ``draw_params`` draws a fresh goal from the
+layout's distribution either way (validation goals beyond the split's).
 
 Oracle: after ``t`` steps from the origin the reachable set is exactly the box
 ``[-t * max_action, t * max_action]^2``, and the Euclidean projection of the
@@ -154,6 +155,11 @@ class PointRobot(Environment[PointRobotState, PointRobotParams]):
         """A goal from the layout's distribution (or one of the fixed goals)."""
         if self.num_goals:
             return self.params_for_task(jax.random.randint(key, (), 0, self.num_goals))
+        return self.draw_params(key)
+
+    def draw_params(self, key: jax.Array) -> PointRobotParams:
+        """A fresh goal from the layout's distribution (the square, or the
+        half circle's angles), whether or not the family fixes ``num_goals``."""
         if self.goals == "uniform":
             r = self.radius
             return self._goal_params(jax.random.uniform(key, (2,), minval=-r, maxval=r))

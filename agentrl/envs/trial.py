@@ -15,8 +15,8 @@ trial, so trial-level code needs no special casing:
   ``episode_truncated`` and ``episode_final_observation``.
 
 Params are the inner environment's params (the task), so ``sample_params``,
-``params_for_task``, ``task_split`` and the oracle pass through; the trial's
-optimal return is ``num_episodes`` times the inner one.
+``params_for_task``, ``draw_params``, ``task_split`` and the oracle pass
+through; the trial's optimal return is ``num_episodes`` times the inner one.
 """
 
 from __future__ import annotations
@@ -131,6 +131,11 @@ class MultiEpisodeTrial(Environment):
 
     def params_for_task(self, task_id: jax.Array):
         return self.env.params_for_task(task_id)
+
+    @property
+    def draw_params(self):
+        """The inner family's fresh-task draw, ``None`` where it has none."""
+        return getattr(self.env, "draw_params", None)
 
     def optimal_action(self, state: TrialState, params) -> jax.Array:
         return self.env.optimal_action(state.env_state, params)

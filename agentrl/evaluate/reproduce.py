@@ -94,7 +94,7 @@ from agentrl.tables import write_json
 from agentrl.train.data_cache import share_dataset
 from agentrl.train.experiments import load_experiment
 from agentrl.train.loop import fit
-from agentrl.train.rundir import evaluation_only
+from agentrl.train.rundir import check_validation_tasks, evaluation_only
 
 #: The folder under ``--runs`` that keeps the source baselines' runs.
 SOURCE_RUNS = "source-runs"
@@ -376,7 +376,7 @@ def run(args: argparse.Namespace) -> int:
     names = [args.experiment] + ([args.compare] if args.compare else [])
     overrides = parse_sets(args.set)
     for name in names:  # bad fields and targets fail here, before any training
-        load_experiment(name, args.preset, overrides)
+        check_validation_tasks(load_experiment(name, args.preset, overrides))
     target_kind(names[0])
     if args.rescore:
         combined, dirs, protocol = load_written(

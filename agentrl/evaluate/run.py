@@ -258,16 +258,19 @@ def _acting_eval(ev: Any, eval_overrides: dict | None, greedy: bool | None) -> A
 def _held_out(run, env, shift, num_tasks, seed, tasks):
     """``(params, ids)`` of the held-out tasks (under shift: ``shifted_tasks``);
     ``num_tasks`` unset: the run's ``eval.num_tasks``, or for validation
-    tasks its ``eval.validation_tasks`` when set."""
+    tasks its ``eval.validation_tasks`` when set. Validation tasks asked for
+    by count (either way) beyond the split's are fresh draws where the
+    family has them (:func:`~agentrl.train.rundir.held_out_params`)."""
     ev = run.config.eval
-    default = ev.num_tasks
-    if tasks == "validation" and ev.validation_tasks is not None:
-        default = ev.validation_tasks
-    count = default if num_tasks is None else num_tasks
+    asked = num_tasks
+    if tasks == "validation" and asked is None:
+        asked = ev.validation_tasks
+    count = ev.num_tasks if asked is None else asked
     if shift:
         params, ids = shifted_tasks(run, env, count, seed, tasks)
     else:
-        params, ids = run.held_out(count, seed, tasks)
+        draw = tasks == "validation" and asked is not None
+        params, ids = run.held_out(count, seed, tasks, draw=draw)
     if num_tasks is not None and ids is not None and len(ids) < num_tasks:
         # an explicit count is a promise about the reported number: say so
         raise ValueError(

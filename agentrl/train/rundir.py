@@ -27,7 +27,9 @@ import numpy as np
 
 import agentrl.configtools as configtools
 from agentrl.agents.driver import ModelPolicy
+from agentrl.envs.base import can_draw_tasks
 from agentrl.envs.registry import make as make_env
+from agentrl.envs.tasks import DEFAULT_VALIDATION_SHARE
 from agentrl.plugins import import_run_plugins, required_plugins
 from agentrl.tables import write_text
 from agentrl.train.checkpoint import Checkpointer
@@ -216,6 +218,8 @@ def write_run_files(run_dir: Path, config: ExperimentConfig, dataset: Any) -> No
 #: ``fold_in`` salts of the evaluation-only task keys of continuous task
 #: spaces: validation and test tasks are independent draws.
 _SPLIT_SALT = {"test": 0xE7A1, "validation": 0x7A1D, "train": 0x7EA1}
+#: validation tasks drawn beyond a finite split use their own key
+_DRAWN_SALT = 0xD4A3
 
 
 def held_out_params(
@@ -224,6 +228,7 @@ def held_out_params(
     num_tasks: int | None,
     seed: int,
     which: str = "test",
+    draw: bool = False,
 ):
     """``(params [task, ...], ids | None)`` of the held-out ``which`` tasks.
 
@@ -239,6 +244,14 @@ def held_out_params(
     evaluation-only key, independent between validation and test. A split
     recorded without validation ids has no validation tasks: asking for
     them raises ``ValueError``.
+
+    ``draw``: validation tasks only; when ``num_tasks`` is more than the
+    split's validation ids, ``num_tasks`` fresh tasks from the family's task
+    distribution (``draw_params``, :func:`~agentrl.envs.base.can_draw_tasks`:
+    Point-Robot's goals, the MuJoCo families' velocities and bodies; ids
+    ``None``) instead of the few the split holds. The test tasks stay the
+    split's. A family with nothing to draw (Dark Room's 81 goals) raises
+    ``ValueError``.
 
     Why a draw and not the first ids: a split's lists are sorted and a
     family's ids are structured (Key-to-Door's id is key cell major), so
@@ -257,6 +270,8 @@ def held_out_params(
         )
     if env.num_tasks is not None and split is not None:
         ids = [int(i) for i in split.get(which, [])]
+        if draw and which == "validation" and num_tasks and num_tasks > len(ids):
+            return _drawn_tasks(env, ids, num_tasks, seed), None
         if num_tasks is not None and len(ids) > num_tasks:
             rng = np.random.default_rng([seed, _SPLIT_SALT[which]])
             ids = sorted(int(i) for i in rng.choice(ids, num_tasks, replace=False))
@@ -273,6 +288,42 @@ def held_out_params(
         num_tasks or 200,
     )
     return jax.vmap(env.sample_params)(keys), None
+
+
+def check_validation_tasks(config: ExperimentConfig) -> None:
+    """``eval.validation_tasks`` beyond what the run's split will hold, on a
+    family with no tasks to draw beyond its fixed ones, is a ``ValueError``
+    now, before any data or training (a dataset given by ``data.path`` is
+    checked when its split is read, at evaluation)."""
+    asked, data = config.eval.validation_tasks, config.data
+    if asked is None or data.path:
+        return
+    env = make_env(data.env, **dict(data.env_args))
+    if not env.num_tasks or can_draw_tasks(env):
+        return
+    split = env.task_split(data.split_fraction, data.seed, DEFAULT_VALIDATION_SHARE)
+    held = len(split.validation)
+    if asked > held:
+        raise ValueError(
+            f"eval.validation_tasks={asked}: {data.env}'s split holds {held} "
+            f"validation tasks ({env.num_tasks} tasks, data.split_fraction="
+            f"{data.split_fraction}) and the family has no tasks beyond its "
+            f"fixed ones; ask for at most {held}"
+        )
+
+
+def _drawn_tasks(env: Any, ids: list[int], num_tasks: int, seed: int) -> Any:
+    """``num_tasks`` fresh validation tasks from ``env.draw_params``."""
+    if not can_draw_tasks(env):
+        raise ValueError(
+            f"{num_tasks} validation tasks asked for (eval.validation_tasks or "
+            f"--tasks): the recorded split holds {len(ids)} and {env.name} has "
+            f"no tasks beyond its {env.num_tasks} fixed ones; ask for at most "
+            f"{len(ids)}"
+        )
+    salt = _SPLIT_SALT["validation"] ^ _DRAWN_SALT
+    keys = jax.random.split(jax.random.fold_in(jax.random.key(seed), salt), num_tasks)
+    return jax.vmap(env.draw_params)(keys)
 
 
 @dataclasses.dataclass
@@ -314,10 +365,12 @@ class Run:
         num_tasks: int | None = None,
         seed: int | None = None,
         which: str = "test",
+        draw: bool = False,
     ):
         """``(params [task, ...], ids | None)``: held-out ``which`` tasks.
 
-        ``which``: ``"test"`` (as ``eval`` uses) or ``"validation"``.
+        ``which``: ``"test"`` (as ``eval`` uses) or ``"validation"``;
+        ``draw``: as :func:`held_out_params`.
         """
         ev = self.config.eval
         return held_out_params(
@@ -326,6 +379,7 @@ class Run:
             num_tasks or ev.num_tasks,
             ev.seed if seed is None else seed,
             which,
+            draw,
         )
 
     def policy(self, config: ExperimentConfig | None = None, env: Any = None):
