@@ -102,6 +102,13 @@ def test_a_family_without_draws_refuses_more_than_its_split_holds():
         held_out_params(env, split, 9, 0, "validation", draw=True)
     _, ids = held_out_params(env, split, 8, 0, "validation", draw=True)
     assert ids == split["validation"]
+    two_way = split_task_ids(81, 0.8, 0).to_json()  # no validation ids at all
+    with pytest.raises(ValueError, match="no validation tasks"):
+        held_out_params(env, two_way, 9, 0, "validation", draw=True)
+    robot = envs.make("point_robot", **POINT_ROBOT)  # a family that can draw
+    two_way = split_task_ids(50, 0.9, 0).to_json()
+    params, ids = held_out_params(robot, two_way, 4, 0, "validation", draw=True)
+    assert ids is None and params.goal.shape == (4, 2)
 
 
 def test_the_config_check_runs_before_any_data():

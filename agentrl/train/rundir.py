@@ -270,7 +270,8 @@ def held_out_params(
         )
     if env.num_tasks is not None and split is not None:
         ids = [int(i) for i in split.get(which, [])]
-        if draw and which == "validation" and num_tasks and num_tasks > len(ids):
+        beyond = draw and which == "validation" and (num_tasks or 0) > len(ids)
+        if beyond and (ids or can_draw_tasks(env)):  # no ids, no draws: below
             return _drawn_tasks(env, ids, num_tasks, seed), None
         if num_tasks is not None and len(ids) > num_tasks:
             rng = np.random.default_rng([seed, _SPLIT_SALT[which]])
