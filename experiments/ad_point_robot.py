@@ -54,6 +54,14 @@ Presets (2-core CPU of the development machine):
   With consecutive windows (session 38, 3 seeds): -19.3 -> -19.3, score
   0.01, at the same training loss. Record
   ``repro_ad_point_robot_cpu_window_startepisode_episode_windowsubset_by_return_eval_contextsorted_episodes``.
+  The split holds 2 validation goals (5 held out); the rule chosen on 32
+  goals drawn from the goal distribution instead (``--set
+  eval.validation_tasks=32``, the same weights re-evaluated in session 46,
+  ``repro_ad_point_robot_cpu_validation_tasks32``) is the same in every
+  seed (sampling), resolved in 5 of 5 seeds (3 of 5 on 2 goals): same
+  test numbers. The preset keeps the split's 2 (its records, and those of
+  the learners built on it, were chosen so); for a new study set
+  ``eval.validation_tasks=32`` (``docs/protocol.md``).
 - ``gpu``: T2MIR's AD model for Point-Robot (3 layers, 8 heads, width
   128, FFN 512, dropout 0.05, batch 32, lr 3e-4: ``T2MIR_MODEL``) on 450 PPO
   histories (10 per training goal) of 200 episodes, 10,000 updates with a

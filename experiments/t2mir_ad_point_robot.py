@@ -33,6 +33,13 @@ and training (``ad_point_robot.T2MIR_MODEL``), at ``cpu`` a smaller model.
   over the same data, goals and keys: the paper's "T2MIR-AD ahead" is not
   met at this size (level with AD). Its controls were not run (AD's, on
   the same preset: ``repro_ad_point_robot_cpu_window_start...``).
+  Re-chosen on 32 validation goals drawn from the goal distribution
+  (``--set eval.validation_tasks=32``, same weights, session 46,
+  ``repro_t2mir_ad_point_robot_vs_ad_point_robot_cpu_validation_tasks32``):
+  T2MIR-AD's seed 0 switches from greedy, chosen by a "resolved" margin on
+  the split's 2 goals, to sampling (resolved the other way on 32):
+  T2MIR-AD 0.66 [0.58, 0.71], minus AD -0.17 [-0.77, 0.38]; every choice
+  of both resolved. Same verdict.
 - ``gpu`` / ``full``: ``ad_point_robot``'s with the MoE (the ``full``
   preset is T2MIR's AD training: 100k updates, 10k warm-up, a cosine to 0).
 """
