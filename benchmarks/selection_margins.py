@@ -7,7 +7,8 @@ training, no evaluation) and says per record how many choices were clear:
 
 - ``margin`` (records written since the selection kept it): the paired
   CI over validation tasks of the chosen rule minus the runner-up lies
-  above 0;
+  above 0, over at least 6 tasks (``metrics.MIN_RESOLVING_TASKS``; older
+  records called a CI over 2 tasks resolved, judged again here);
 - ``separated`` (every record): the chosen rule's CI lies above the
   runner-up's. Two unpaired CIs are a conservative test (they ignore that
   both rules saw the same tasks and keys), so "not separated" is not
@@ -25,6 +26,7 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
+from agentrl.evaluate.metrics import is_resolved
 from agentrl.evaluate.reproduce_record import write_record
 from agentrl.evaluate.selection import CRITERIA, recorded_field
 from agentrl.project import results_dir
@@ -59,7 +61,7 @@ def judge(selection: dict) -> dict | None:
         "runner_up": runner_up,
         "gap": sign * (values[chosen]["mean"] - values[runner_up]["mean"]),
         "separated": bool(separated),
-        "resolved": None if margin is None else bool(margin["resolved"]),
+        "resolved": None if margin is None else is_resolved(margin),
         "validation_tasks": None if ids is None else len(ids),
     }
 

@@ -36,8 +36,8 @@ and training (``ad_point_robot.T2MIR_MODEL``), at ``cpu`` a smaller model.
   Re-chosen on 32 validation goals drawn from the goal distribution
   (``--set eval.validation_tasks=32``, same weights, session 46,
   ``repro_t2mir_ad_point_robot_vs_ad_point_robot_cpu_validation_tasks32``):
-  T2MIR-AD's seed 0 switches from greedy, chosen by a "resolved" margin on
-  the split's 2 goals, to sampling (resolved the other way on 32):
+  T2MIR-AD's seed 0 switches from greedy, chosen by a margin whose CI over
+  the split's 2 goals was above 0, to sampling (resolved on 32):
   T2MIR-AD 0.66 [0.58, 0.71], minus AD -0.17 [-0.77, 0.38]; every choice
   of both resolved. Same verdict.
 - ``gpu`` / ``full``: ``ad_point_robot``'s with the MoE (the ``full``

@@ -188,6 +188,11 @@ def test_choice_margin_is_paired_per_task_and_names_the_runner_up():
     assert abs(m["mean"] - 0.3) < 0.05 and 0.2 < m["ci"][0] < 0.3
     close = {"sample": base + rng.normal(0, 0.05, 32), "greedy": base}
     assert not choice_margin(close, "sample", 1.0)["resolved"]
+    # a margin of one sign on 5 tasks cannot be resolved (sign test p 0.0625);
+    # on 6 it can (0.031), and the bootstrap CI is above 0 on both
+    for n, resolved in ((2, False), (5, False), (6, True)):
+        m = choice_margin({"a": base[:n] + 1.0, "b": base[:n]}, "a", 1.0)
+        assert m["ci"][0] > 0 and m["resolved"] is resolved, n
     # regret: lower is better, the sign makes a positive margin favour the choice
     m = choice_margin({"a": base + 2.0, "b": base}, "b", -1.0)
     assert m["runner_up"] == "a" and m["mean"] == pytest.approx(2.0)

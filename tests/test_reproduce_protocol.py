@@ -348,8 +348,8 @@ def test_every_online_preset_has_validation_and_test_tasks_for_each_seed():
 
 
 def test_the_record_says_which_seeds_choices_were_resolved():
-    def rec(seed, resolved, mean=0.1, ci=(0.02, 0.2)):
-        margin = {"runner_up": "greedy", "mean": mean, "ci": list(ci), "tasks": 16}
+    def rec(seed, resolved, mean=0.1, ci=(0.02, 0.2), tasks=16):
+        margin = {"runner_up": "greedy", "mean": mean, "ci": list(ci), "tasks": tasks}
         return {"seed": seed, "selection": {"margin": {**margin, "resolved": resolved}}}
 
     note = reproduce_report._margin_note(
@@ -365,6 +365,9 @@ def test_the_record_says_which_seeds_choices_were_resolved():
     note = reproduce_report._margin_note("ad", [rec(0, True), alike])
     assert "in 1 of 1 seeds; 1 without a rival" in note
     assert "no rival in any seed" in reproduce_report._margin_note("ad", [alike])
+    # a CI above 0 over 2 tasks (an older record's "resolved") is not resolved
+    note = reproduce_report._margin_note("ad", [rec(0, True, tasks=2)])
+    assert "in 0 of 1 seeds" in note and "fewer than 6 validation tasks" in note
     # records made before selections kept their margin say nothing
     old = {"seed": 0, "selection": {"choice": {"name": "sample"}}}
     assert reproduce_report._margin_note("ad", [rec(1, True), old]) is None

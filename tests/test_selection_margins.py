@@ -28,7 +28,12 @@ def test_survey_separates_clear_choices_from_overlapping_ones(tmp_path, monkeypa
     clear = _selection({"sample": (0.8, (0.7, 0.9)), "greedy": (0.2, (0.1, 0.3))})
     close = _selection(
         {"sample": (0.5, (0.3, 0.7)), "greedy": (0.45, (0.3, 0.6))},
-        margin={"resolved": True},
+        margin={"resolved": True, "tasks": 16},
+    )
+    # an older record's "resolved" over 2 tasks is judged again: not resolved
+    two = _selection(
+        {"sample": (0.5, (0.3, 0.7)), "greedy": (0.45, (0.3, 0.6))},
+        margin={"resolved": True, "tasks": 2},
     )
     regret = _selection(
         {"sample": (9.0, (8.0, 10.0)), "greedy": (20.0, (18.0, 22.0))},
@@ -43,6 +48,7 @@ def test_survey_separates_clear_choices_from_overlapping_ones(tmp_path, monkeypa
                 "expert_distillation": {"selection": close},
             },
             {"seed": 1, "selection": close},
+            {"seed": 2, "selection": two},
         ],
         "dpt": [{"seed": 0, "selection": regret}],
     }
@@ -50,10 +56,10 @@ def test_survey_separates_clear_choices_from_overlapping_ones(tmp_path, monkeypa
     (tmp_path / "repro_x_cpu.json").write_text(json.dumps(record))
     (tmp_path / "paired_y.json").write_text(json.dumps(record))  # not a reproduction
     (row,) = selection_margins.survey(tmp_path)
-    assert row["record"] == "repro_x_cpu" and row["choices"] == 4
+    assert row["record"] == "repro_x_cpu" and row["choices"] == 5
     # the clear choice and the regret one (lower is better) are separated
     assert row["separated"] == 2
-    assert row["with_margin"] == 2 and row["resolved"] == 2
+    assert row["with_margin"] == 3 and row["resolved"] == 2
     assert row["validation_tasks"] == ["2", "drawn"]
     learners = [(c["learner"], c["seed"]) for c in row["choices_detail"]]
     assert ("ad/expert_distillation", 0) in learners
@@ -64,5 +70,5 @@ def test_survey_separates_clear_choices_from_overlapping_ones(tmp_path, monkeypa
     monkeypatch.setenv("AGENTRL_BENCH_RESULTS", str(tmp_path))
     selection_margins.main(["--name", "margins"])
     md = (tmp_path / "margins.md").read_text()
-    assert "| repro_x_cpu | 4 | 2 | 2 of 2 | 2, drawn |" in md
-    assert "in 2 (50%)" in md
+    assert "| repro_x_cpu | 5 | 2 | 2 of 3 | 2, drawn |" in md
+    assert "in 2 (40%)" in md  # of 5 choices

@@ -333,14 +333,29 @@ def bootstrap_ci(
     return float(low), float(high)
 
 
+#: The fewest paired tasks that can resolve a difference. With n tasks of
+#: one sign the sign test's two-sided p is 2 * 0.5**n: above 0.05 up to
+#: n = 5, so no test at 5% can tell from fewer than 6 tasks, while a
+#: bootstrap CI of n tasks only spans their values ([min, max] for n = 2).
+MIN_RESOLVING_TASKS = 6
+
+
+def is_resolved(paired: dict[str, Any]) -> bool:
+    """A recorded :func:`paired_ci`'s ``resolved``, judged again by today's
+    rule (records made before :data:`MIN_RESOLVING_TASKS` called a CI above
+    0 over 2 tasks resolved)."""
+    return bool(paired["resolved"]) and paired["tasks"] >= MIN_RESOLVING_TASKS
+
+
 def paired_ci(diff: Any, seed: int = 0) -> dict[str, Any]:
     """Mean and 95% bootstrap CI of paired differences ``diff [task]``.
 
     One value per task (A minus B on the same task, already averaged over
     whatever else both share); undefined (non-finite) tasks are left out.
     Returns ``{"mean", "ci": [low, high], "tasks", "dropped", "resolved"}``,
-    ``resolved`` when the CI lies above 0. Raises ``ValueError`` if no task
-    is defined.
+    ``resolved`` when the CI lies above 0 over at least
+    :data:`MIN_RESOLVING_TASKS` tasks. Raises ``ValueError`` if no task is
+    defined.
     """
     diff = np.asarray(diff, np.float64).reshape(-1)
     finite = np.isfinite(diff)
@@ -352,7 +367,7 @@ def paired_ci(diff: Any, seed: int = 0) -> dict[str, Any]:
         "ci": [low, high],
         "tasks": int(finite.sum()),
         "dropped": int((~finite).sum()),
-        "resolved": bool(low > 0),
+        "resolved": bool(low > 0 and finite.sum() >= MIN_RESOLVING_TASKS),
     }
 
 

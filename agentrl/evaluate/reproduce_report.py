@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from agentrl.envs.registry import make as make_env
+from agentrl.evaluate import metrics
 from agentrl.evaluate.controls import controls_for, icl_verdict, paired_difference
 from agentrl.evaluate.evaluate import EvalResult
 from agentrl.evaluate.report import summarize, write_results
@@ -260,7 +261,7 @@ def _margin_note(name: str, records: list[dict]) -> str | None:
         f"seed {seed}: {m['mean']:+.3g} [{m['ci'][0]:.3g}, {m['ci'][1]:.3g}] "
         f"over {m['runner_up']}"
         for seed, m in rivalled
-        if not m["resolved"]
+        if not metrics.is_resolved(m)
     ]
     line = (
         f"Choice of {name}'s acting rule resolved (paired CI of the chosen rule "
@@ -269,10 +270,17 @@ def _margin_note(name: str, records: list[dict]) -> str | None:
     )
     if not open_:
         return line + "."
+    few = rivalled[0][1]["tasks"] < metrics.MIN_RESOLVING_TASKS
+    why = (
+        f"fewer than {metrics.MIN_RESOLVING_TASKS} validation tasks cannot "
+        "resolve a choice"
+        if few
+        else "the validation tasks cannot tell the two rules apart"
+    )
     return (
-        line + "; unresolved (the validation tasks cannot tell the two rules "
-        "apart; where the family's split has more of them: `--set "
-        "eval.validation_tasks=N`): " + "; ".join(open_) + "."
+        line + f"; unresolved ({why}; more of them: `--set "
+        "eval.validation_tasks=N`, where the split holds more or the family "
+        "draws them): " + "; ".join(open_) + "."
     )
 
 
