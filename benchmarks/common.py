@@ -12,6 +12,7 @@ form) and ``targets`` made by :func:`target`) into
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 
@@ -21,11 +22,14 @@ import numpy as np
 
 from agentrl.agents.driver import run_batched_agent
 from agentrl.agents.model_agents import ModelHandle
+from agentrl.envs import make as make_env
 from agentrl.evaluate.reproduce_record import target, write_record
 from agentrl.prng import is_key
 from agentrl.project import results_dir
 from agentrl.provenance import machine_info
 from agentrl.tables import markdown_table
+from agentrl.train.experiments import load_experiment
+from agentrl.train.loop import build_model
 
 __all__ = [
     "fresh_keys",
@@ -68,6 +72,26 @@ def timeit(fn, *args, repeats: int = 3) -> float:
         jax.block_until_ready(fn(*call_args))
         best = min(best, time.perf_counter() - start)
     return best
+
+
+def darkroom_cpu_model(num_tasks: int, horizon=None, context_episodes=None):
+    """``(env, model, params [num_tasks])``: ``ad_darkroom``'s cpu model with
+    random weights, on Dark Room with another ``horizon`` and context of
+    ``context_episodes`` episodes where given (the MuJoCo experiments'
+    400-step context is ``(100, 4)``)."""
+    config = load_experiment("ad_darkroom", "cpu")
+    env_args = dict(config.data.env_args)
+    if horizon is not None:
+        env_args["horizon"] = horizon
+    algo = config.algo
+    if context_episodes is not None:
+        algo = dataclasses.replace(algo, context_episodes=context_episodes)
+    data = dataclasses.replace(config.data, env_args=tuple(env_args.items()))
+    config = dataclasses.replace(config, algo=algo, data=data)
+    env = make_env(config.data.env, **env_args)
+    model = build_model(config, env)
+    keys = jax.random.split(jax.random.key(1), num_tasks)
+    return env, model, jax.vmap(env.sample_params)(keys)
 
 
 def time_agent(make_agent, handle, env, params, num_steps: int, repeats: int):

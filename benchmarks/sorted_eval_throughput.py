@@ -26,7 +26,6 @@ tie). Environment steps per second = tasks x steps / seconds.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 
 import common as bench
@@ -40,9 +39,6 @@ from agentrl.agents.model_agents import (
 )
 from agentrl.agents.sorted_episodes import SortedEpisodesAgent
 from agentrl.cliargs import positive_int
-from agentrl.envs import make as make_env
-from agentrl.train.experiments import load_experiment
-from agentrl.train.loop import build_model
 
 HORIZON, CONTEXT_EPISODES = 100, 4
 
@@ -74,21 +70,6 @@ class FullPassSortedAgent(SortedEpisodesAgent):
         return state._replace(scores=scores_at(action_scores(out, self.space), pos))
 
 
-def setup(num_tasks: int):
-    """``(env, model, params [num_tasks])`` at the MuJoCo context's shape."""
-    config = load_experiment("ad_darkroom", "cpu")
-    env_args = dict(config.data.env_args, horizon=HORIZON)
-    config = dataclasses.replace(
-        config,
-        algo=dataclasses.replace(config.algo, context_episodes=CONTEXT_EPISODES),
-        data=dataclasses.replace(config.data, env_args=tuple(env_args.items())),
-    )
-    env = make_env(config.data.env, **env_args)
-    model = build_model(config, env)
-    keys = jax.random.split(jax.random.key(1), num_tasks)
-    return env, model, jax.vmap(env.sample_params)(keys)
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         prog="agentrl bench sorted_eval_throughput",
@@ -99,7 +80,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=positive_int, default=2)
     args = parser.parse_args(argv)
     load_start = os.getloadavg()[0]
-    env, model, params = setup(args.tasks)
+    env, model, params = bench.darkroom_cpu_model(args.tasks, HORIZON, CONTEXT_EPISODES)
     handle = split_model(model)
     num_steps = args.episodes * HORIZON
     makers = {

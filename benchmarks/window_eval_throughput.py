@@ -26,41 +26,18 @@ readings are on these weights, not of a trained model's return; for that,
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 
 import common as bench
-import jax
 import jax.numpy as jnp
 
 from agentrl.agents.model_agents import split_model
 from agentrl.agents.rolling import ADModelAgent
 from agentrl.agents.window import WindowModelAgent
 from agentrl.cliargs import positive_int
-from agentrl.envs import make as make_env
-from agentrl.train.experiments import load_experiment
-from agentrl.train.loop import build_model
 
 #: shape name -> (horizon, context episodes); None: the preset's own
 SHAPES = {"darkroom": (None, None), "mujoco": (100, 4)}
-
-
-def setup(shape: str, num_tasks: int):
-    """``(env, model, params [num_tasks])``: ad_darkroom's cpu model at ``shape``."""
-    config = load_experiment("ad_darkroom", "cpu")
-    horizon, episodes = SHAPES[shape]
-    env_args = dict(config.data.env_args)
-    if horizon is not None:
-        env_args["horizon"] = horizon
-        config = dataclasses.replace(
-            config,
-            algo=dataclasses.replace(config.algo, context_episodes=episodes),
-            data=dataclasses.replace(config.data, env_args=tuple(env_args.items())),
-        )
-    env = make_env(config.data.env, **env_args)
-    model = build_model(config, env)
-    keys = jax.random.split(jax.random.key(1), num_tasks)
-    return env, model, jax.vmap(env.sample_params)(keys)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -74,7 +51,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=positive_int, default=2)
     args = parser.parse_args(argv)
     load_start = os.getloadavg()[0]
-    env, model, params = setup(args.shape, args.tasks)
+    env, model, params = bench.darkroom_cpu_model(args.tasks, *SHAPES[args.shape])
     handle = split_model(model)
     num_steps = args.episodes * env.horizon
     window = model.config.max_steps
