@@ -169,6 +169,12 @@ def test_verdict_needs_every_control_beaten_with_a_ci_above_zero():
     assert not v["learns_in_context"] and "empty_context" in v["missing"]
     with pytest.raises(ValueError, match="seeds"):
         icl_verdict(good, {"zero_rewards": worse[:2]})
+    # 1 seed x 3 tasks, far apart: a CI above 0, too few pairs to tell
+    few = icl_verdict(
+        [_er(good[0].returns[:3])], {"zero_rewards": [_er(worse[0].returns[:3])]}
+    )
+    d = few["controls"]["zero_rewards"]
+    assert d["low"] > 3.5 and d["pairs"] == 3 and not d["beaten"]
 
 
 def test_choice_margin_is_paired_per_task_and_names_the_runner_up():

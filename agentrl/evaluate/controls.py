@@ -326,12 +326,13 @@ def paired_difference(
     """A minus B, last-``last_k``-episodes return, paired per ``[seed, task]``.
 
     Both were evaluated on the same tasks with the same keys per seed.
-    Returns ``{"mean", "low", "high"}`` (95% bootstrap CI; ``resample`` as
-    :func:`agentrl.evaluate.metrics.bootstrap_ci`).
+    Returns ``{"mean", "low", "high", "pairs"}`` (95% bootstrap CI;
+    ``resample`` as :func:`agentrl.evaluate.metrics.bootstrap_ci`; ``pairs``
+    the ``[seed, task]`` count).
     """
     diff = _last_returns(a_runs, last_k) - _last_returns(b_runs, last_k)
     low, high = metrics.bootstrap_ci(diff, resample=resample, seed=seed)
-    return {"mean": float(diff.mean()), "low": low, "high": high}
+    return {"mean": float(diff.mean()), "low": low, "high": high, "pairs": diff.size}
 
 
 def icl_verdict(
@@ -357,7 +358,9 @@ def icl_verdict(
       "high", "beaten"}}, "missing": [applicable controls not run],
       "not_applicable": [controls that do not apply], "last_k": k}``;
       ``learns_in_context`` is true only if every applicable control was
-      run and each paired CI lies above zero.
+      run and each paired CI lies above zero, over at least
+      :data:`~agentrl.evaluate.metrics.MIN_RESOLVING_TASKS` (seed, task)
+      pairs.
     """
     if not controls:
         raise ValueError("icl_verdict needs at least one control's results")
@@ -377,7 +380,8 @@ def icl_verdict(
                 f"control {name!r} has {len(runs)} seeds, the method {len(method)}"
             )
         d = paired_difference(method, runs, last_k, resample)
-        out[name] = {**d, "beaten": bool(d["low"] > 0)}
+        enough = d["pairs"] >= metrics.MIN_RESOLVING_TASKS  # as a choice's margin
+        out[name] = {**d, "beaten": bool(d["low"] > 0 and enough)}
     missing = [c for c in CONTROLS if c in applicable and c not in controls]
     return {
         "learns_in_context": all(v["beaten"] for v in out.values()) and not missing,
