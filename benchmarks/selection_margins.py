@@ -62,8 +62,19 @@ def judge(selection: dict) -> dict | None:
         "gap": sign * (values[chosen]["mean"] - values[runner_up]["mean"]),
         "separated": bool(separated),
         "resolved": None if margin is None else is_resolved(margin),
-        "validation_tasks": None if ids is None else len(ids),
+        "validation_tasks": _task_count(ids, margin),
     }
+
+
+def _task_count(ids: list | None, margin: dict | None) -> int | str:
+    """How many validation tasks: the ids' count, or for drawn tasks (no ids:
+    bandits, or goals drawn beyond a small split) ``"N drawn"`` where the
+    margin counted them, else ``"drawn"``."""
+    if ids is not None:
+        return len(ids)
+    if margin is not None:
+        return f"{margin['tasks'] + margin.get('dropped', 0)} drawn"
+    return "drawn"
 
 
 def survey(folder: Path) -> list[dict]:
@@ -78,8 +89,7 @@ def survey(folder: Path) -> list[dict]:
         ]
         if not judged:
             continue
-        # drawn families (bandits) record no task ids
-        tasks = sorted({str(j["validation_tasks"] or "drawn") for *_, j in judged})
+        tasks = sorted({str(j["validation_tasks"]) for *_, j in judged})
         with_margin = [j for *_, j in judged if j["resolved"] is not None]
         rows.append(
             {

@@ -72,3 +72,10 @@ def test_survey_separates_clear_choices_from_overlapping_ones(tmp_path, monkeypa
     md = (tmp_path / "margins.md").read_text()
     assert "| repro_x_cpu | 5 | 2 | 2 of 3 | 2, drawn |" in md
     assert "in 2 (40%)" in md  # of 5 choices
+
+
+def test_drawn_validation_tasks_are_counted_from_the_margin():
+    count = selection_margins._task_count
+    assert count([3, 5], None) == 2
+    assert count(None, {"tasks": 30, "dropped": 2}) == "32 drawn"
+    assert count(None, None) == "drawn"  # no rival, no count (bandits' draws)
