@@ -55,9 +55,11 @@ from typing import Any
 from agentrl.algos import AD
 from agentrl.models import ModelConfig
 from agentrl.train.config import DataConfig, EvalConfig, ExperimentConfig, TrainConfig
-from agentrl.train.experiments import steps_fields
+from agentrl.train.experiments import DRAWN_VALIDATION, steps_fields
 
-#: Each preset's changes to :func:`sac_histories` (module docstring).
+#: Each preset's changes to :func:`sac_histories` (module docstring); at
+#: ``gpu`` and ``full`` the split's 2 validation tasks become 32 drawn ones
+#: (``DRAWN_VALIDATION``; ``cpu`` keeps its records' 2).
 DATA_CHANGES: dict[str, dict[str, Any]] = dict(
     smoke={
         "data.env_args": (("horizon", 20),),
@@ -69,11 +71,13 @@ DATA_CHANGES: dict[str, dict[str, Any]] = dict(
         "data.env_args": (("horizon", 200),),
         "data.num_tasks": 45,
         "data.num_episodes": 100,
+        **DRAWN_VALIDATION,
     },
     full={
         "data.env_args": (("horizon", 200),),
         "data.num_tasks": 45,
         "data.num_episodes": 1000,
+        **DRAWN_VALIDATION,
     },
 )
 

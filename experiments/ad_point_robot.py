@@ -79,7 +79,7 @@ Presets (2-core CPU of the development machine):
 from agentrl.algos import AD
 from agentrl.models import ModelConfig
 from agentrl.train.config import DataConfig, EvalConfig, ExperimentConfig, TrainConfig
-from agentrl.train.experiments import make_presets
+from agentrl.train.experiments import DRAWN_VALIDATION, make_presets
 
 # T2MIR's Point-Robot tasks: 50 goals uniform in [-1, 1]^2 (drawn with a
 # seed), starts uniform in [-0.1, 0.1]^2; finite goals, task_split(0.9): 45/5
@@ -160,6 +160,7 @@ CHANGES = dict(
         "train.log_every": 200,
         "train.checkpoint_every": 2500,
         "eval.num_episodes": T2MIR_EVAL_EPISODES,
+        **DRAWN_VALIDATION,
     },
     full={
         "data.num_tasks": 450,
@@ -171,6 +172,7 @@ CHANGES = dict(
         "train.log_every": 100,
         "train.checkpoint_every": 5000,
         "eval.num_episodes": T2MIR_EVAL_EPISODES,
+        **DRAWN_VALIDATION,
     },
 )
 PRESETS = make_presets(BASE, **CHANGES)

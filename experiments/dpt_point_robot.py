@@ -40,7 +40,7 @@ T2MIR's: 50 goals uniform in ``[-1, 1]^2`` from a seed, random starts in
 from _dpt import REFERENCE_OPTIMISER, dpt_base, width_fields
 
 from agentrl.train.config import DataConfig
-from agentrl.train.experiments import make_presets, steps_fields
+from agentrl.train.experiments import DRAWN_VALIDATION, make_presets, steps_fields
 
 # T2MIR's Point-Robot tasks: 50 goals uniform in [-1, 1]^2 (drawn with a
 # seed), starts uniform in [-0.1, 0.1]^2; finite goals, task_split(0.9): 45/5
@@ -87,6 +87,7 @@ CHANGES = dict(
         "data.num_episodes": 100,
         **steps_fields(20_000),
         "model.compute_dtype": "bfloat16",
+        **DRAWN_VALIDATION,
     },
     full={
         "data.num_tasks": 4500,
@@ -94,6 +95,7 @@ CHANGES = dict(
         **steps_fields(100_000),
         **REFERENCE_OPTIMISER,
         "model.num_heads": 1,  # DPT's code: one head whatever its flag
+        **DRAWN_VALIDATION,
     },
 )
 PRESETS = make_presets(BASE, **CHANGES)

@@ -52,7 +52,7 @@ import ad_point_robot
 from meta_dt_darkroom import REFERENCE_MODEL
 
 from agentrl.algos import MetaDT
-from agentrl.train.experiments import make_presets, steps_fields
+from agentrl.train.experiments import DRAWN_VALIDATION, make_presets, steps_fields
 
 BASE = dataclasses.replace(
     ad_point_robot.BASE,
@@ -77,6 +77,7 @@ PRESETS = make_presets(
         **steps_fields(10_000),
         "train.warmup_steps": 1000,
         "eval.num_episodes": 100,
+        **DRAWN_VALIDATION,
     },
     full={
         **REFERENCE_MODEL,
@@ -87,5 +88,6 @@ PRESETS = make_presets(
         "train.log_every": 1000,
         "train.checkpoint_every": 10_000,
         "eval.num_episodes": 100,
+        **DRAWN_VALIDATION,
     },
 )

@@ -19,7 +19,8 @@ from agentrl.configtools import override
 from agentrl.envs.base import can_draw_tasks
 from agentrl.envs.tasks import split_task_ids
 from agentrl.envs.trial import MultiEpisodeTrial
-from agentrl.train.experiments import load_experiment
+from agentrl.evaluate.metrics import MIN_RESOLVING_TASKS
+from agentrl.train.experiments import known_experiments, load_experiment
 from agentrl.train.rundir import check_validation_tasks, held_out_params
 
 POINT_ROBOT = {"num_goals": 50, "goals": "uniform", "start_range": 0.1}
@@ -118,3 +119,27 @@ def test_the_config_check_runs_before_any_data():
         check_validation_tasks(override(darkroom, {"eval.validation_tasks": 9}))
     robot = load_experiment("ad_point_robot", "smoke")
     check_validation_tasks(override(robot, {"eval.validation_tasks": 64}))
+
+
+def test_unrecorded_presets_draw_validation_tasks_where_the_split_is_too_small():
+    """Every ``gpu`` / ``full`` preset whose split holds fewer validation tasks
+    than can resolve a choice, on a family that draws more, asks for them."""
+    checked, families = [], {}
+    for name in known_experiments():
+        if "xland" in name:
+            continue  # XLand's family is slow to build; its tasks are finite rules
+        for preset in ("gpu", "full"):
+            config = load_experiment(name, preset)
+            data = config.data
+            key = (data.env, data.env_args)
+            if key not in families:
+                families[key] = envs.make(data.env, **dict(data.env_args))
+            env = families[key]
+            if not (env.num_tasks and can_draw_tasks(env)):
+                continue
+            split = env.task_split(data.split_fraction, data.seed, 0.5)
+            if len(split.validation) < MIN_RESOLVING_TASKS:
+                asked = config.eval.validation_tasks or 0
+                assert asked >= MIN_RESOLVING_TASKS, (name, preset, asked)
+                checked.append(name)
+    assert {"ad_point_robot", "ad_halfcheetah_vel", "ad_walker_params"} <= set(checked)
