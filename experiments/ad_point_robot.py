@@ -60,9 +60,9 @@ Presets (2-core CPU of the development machine):
   ``repro_ad_point_robot_cpu_validation_tasks32``) is the same in every
   seed (sampling), resolved in 5 of 5 seeds (2 goals cannot resolve a
   choice: ``metrics.MIN_RESOLVING_TASKS``): same test numbers. The
-  preset keeps the split's 2 (its records, and those of the learners
-  built on it, were chosen so); for a new study set
-  ``eval.validation_tasks=32`` (``docs/protocol.md``).
+  cpu preset keeps the split's 2 (its records, and those of the learners
+  built on it, were chosen so); the gpu and full presets draw 32
+  (``DRAWN_VALIDATION``, ``docs/protocol.md``).
 - ``gpu``: T2MIR's AD model for Point-Robot (3 layers, 8 heads, width
   128, FFN 512, dropout 0.05, batch 32, lr 3e-4: ``T2MIR_MODEL``) on 450 PPO
   histories (10 per training goal) of 200 episodes, 10,000 updates with a
