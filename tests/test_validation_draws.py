@@ -20,8 +20,9 @@ from agentrl.envs.base import can_draw_tasks
 from agentrl.envs.tasks import split_task_ids
 from agentrl.envs.trial import MultiEpisodeTrial
 from agentrl.evaluate.metrics import MIN_RESOLVING_TASKS
+from agentrl.evaluate.reproduce import check_validation
 from agentrl.train.experiments import known_experiments, load_experiment
-from agentrl.train.rundir import check_validation_tasks, held_out_params
+from agentrl.train.rundir import held_out_params
 
 POINT_ROBOT = {"num_goals": 50, "goals": "uniform", "start_range": 0.1}
 
@@ -114,11 +115,21 @@ def test_a_family_without_draws_refuses_more_than_its_split_holds():
 
 def test_the_config_check_runs_before_any_data():
     darkroom = load_experiment("ad_darkroom", "smoke")
-    check_validation_tasks(override(darkroom, {"eval.validation_tasks": 8}))
+    assert check_validation(override(darkroom, {"eval.validation_tasks": 8})) is None
     with pytest.raises(ValueError, match=r"eval.validation_tasks=9: .*at most 8"):
-        check_validation_tasks(override(darkroom, {"eval.validation_tasks": 9}))
-    robot = load_experiment("ad_point_robot", "smoke")
-    check_validation_tasks(override(robot, {"eval.validation_tasks": 64}))
+        check_validation(override(darkroom, {"eval.validation_tasks": 9}))
+    # Point-Robot's split holds 2: said before anything runs, and how to fix it
+    robot = load_experiment("ad_point_robot", "cpu")
+    note = check_validation(robot)
+    assert "chosen on 2 validation tasks" in note
+    assert "eval.validation_tasks=32" in note
+    assert check_validation(override(robot, {"eval.validation_tasks": 64})) is None
+    # a family with nothing to draw says how many it holds, or that it has none
+    few = override(darkroom, {"eval.validation_tasks": 4})
+    assert "the split holds 8: `--set eval.validation_tasks=8`" in check_validation(few)
+    tiny = override(darkroom, {"data.env_args": (("size", 3),)})  # 9 goals: 1
+    assert "chosen on 1 validation tasks" in check_validation(tiny)
+    assert "the family has no more" in check_validation(tiny)
 
 
 def test_unrecorded_presets_draw_validation_tasks_where_the_split_is_too_small():

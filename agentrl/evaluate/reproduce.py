@@ -73,6 +73,10 @@ from typing import Any
 import agentrl.configtools as configtools
 import agentrl.evaluate.controls as ctl
 from agentrl.cliargs import check_output_path, positive_int
+from agentrl.envs.base import can_draw_tasks
+from agentrl.envs.registry import make as make_env
+from agentrl.envs.tasks import DEFAULT_VALIDATION_SHARE
+from agentrl.evaluate.metrics import MIN_RESOLVING_TASKS
 from agentrl.evaluate.reproduce_report import (
     ablation_suffix,
     eval_result,
@@ -94,7 +98,7 @@ from agentrl.tables import write_json
 from agentrl.train.data_cache import share_dataset
 from agentrl.train.experiments import load_experiment
 from agentrl.train.loop import fit
-from agentrl.train.rundir import check_validation_tasks, evaluation_only
+from agentrl.train.rundir import evaluation_only
 
 #: The folder under ``--runs`` that keeps the source baselines' runs.
 SOURCE_RUNS = "source-runs"
@@ -227,6 +231,47 @@ def fit_sharing_data(config: Any, root: Path) -> Path:
     if config.algo.by_training(from_data=True, online=False):
         share_dataset(root.parent / DATASETS, config, root)
     return fit(config, root)
+
+
+def check_validation(config: Any) -> str | None:
+    """The validation tasks ``config``'s seeds will choose on, before any data.
+
+    ``eval.validation_tasks`` beyond what the split will hold, on a family
+    with nothing to draw beyond its fixed tasks, is a ``ValueError``
+    (a dataset given by ``data.path`` is checked when its split is read).
+    Returns a one-line note where the choices will see fewer tasks than can
+    resolve one (:data:`~agentrl.evaluate.metrics.MIN_RESOLVING_TASKS`),
+    else ``None``.
+    """
+    data, ev = config.data, config.eval
+    if data.path:
+        return None
+    env = make_env(data.env, **dict(data.env_args))
+    if not env.num_tasks:
+        return None  # a continuous family draws as many as asked
+    split = env.task_split(data.split_fraction, data.seed, DEFAULT_VALIDATION_SHARE)
+    held, draws = len(split.validation), can_draw_tasks(env)
+    if ev.validation_tasks is not None and ev.validation_tasks > held and not draws:
+        raise ValueError(
+            f"eval.validation_tasks={ev.validation_tasks}: {data.env}'s split "
+            f"holds {held} validation tasks ({env.num_tasks} tasks, "
+            f"data.split_fraction={data.split_fraction}) and the family has no "
+            f"tasks beyond its fixed ones; ask for at most {held}"
+        )
+    count = ev.validation_tasks or min(ev.num_tasks, held)
+    if count >= MIN_RESOLVING_TASKS:
+        return None
+    if draws:
+        more = "`--set eval.validation_tasks=32` draws more from the task distribution"
+    elif count < held:
+        more = f"the split holds {held}: `--set eval.validation_tasks={held}`"
+    else:
+        more = "the family has no more"
+    return (
+        f"{config.name}: acting rules are chosen on {count} validation tasks a "
+        f"seed, too few to resolve a choice (at least {MIN_RESOLVING_TASKS}); "
+        f"{more}"
+    )
 
 
 def _evaluation_only(overrides: dict[str, str]) -> bool:
@@ -376,7 +421,9 @@ def run(args: argparse.Namespace) -> int:
     names = [args.experiment] + ([args.compare] if args.compare else [])
     overrides = parse_sets(args.set)
     for name in names:  # bad fields and targets fail here, before any training
-        check_validation_tasks(load_experiment(name, args.preset, overrides))
+        note = check_validation(load_experiment(name, args.preset, overrides))
+        if note:
+            print(note)
     target_kind(names[0])
     if args.rescore:
         combined, dirs, protocol = load_written(

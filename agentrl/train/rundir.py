@@ -29,7 +29,6 @@ import agentrl.configtools as configtools
 from agentrl.agents.driver import ModelPolicy
 from agentrl.envs.base import can_draw_tasks
 from agentrl.envs.registry import make as make_env
-from agentrl.envs.tasks import DEFAULT_VALIDATION_SHARE
 from agentrl.plugins import import_run_plugins, required_plugins
 from agentrl.tables import write_text
 from agentrl.train.checkpoint import Checkpointer
@@ -289,28 +288,6 @@ def held_out_params(
         num_tasks or 200,
     )
     return jax.vmap(env.sample_params)(keys), None
-
-
-def check_validation_tasks(config: ExperimentConfig) -> None:
-    """``eval.validation_tasks`` beyond what the run's split will hold, on a
-    family with no tasks to draw beyond its fixed ones, is a ``ValueError``
-    now, before any data or training (a dataset given by ``data.path`` is
-    checked when its split is read, at evaluation)."""
-    asked, data = config.eval.validation_tasks, config.data
-    if asked is None or data.path:
-        return
-    env = make_env(data.env, **dict(data.env_args))
-    if not env.num_tasks or can_draw_tasks(env):
-        return
-    split = env.task_split(data.split_fraction, data.seed, DEFAULT_VALIDATION_SHARE)
-    held = len(split.validation)
-    if asked > held:
-        raise ValueError(
-            f"eval.validation_tasks={asked}: {data.env}'s split holds {held} "
-            f"validation tasks ({env.num_tasks} tasks, data.split_fraction="
-            f"{data.split_fraction}) and the family has no tasks beyond its "
-            f"fixed ones; ask for at most {held}"
-        )
 
 
 def _drawn_tasks(env: Any, ids: list[int], num_tasks: int, seed: int) -> Any:
