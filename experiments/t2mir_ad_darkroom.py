@@ -43,6 +43,25 @@ same goals 75.5 (0.83), random 0.84, oracle 90.7
 [4.8, 32.5]; T2MIR-AD ahead in every seed (+25.5, +17.9, +29.8, +8.9,
 +8.7).
 
+Re-run with today's code (session 46, seeds 0-2, one process a seed beside
+other work) and read as T2MIR's code reads Dark Room: its config samples
+training windows by timestep and evaluates with ``evaluate_step``, the
+last 400 steps re-encoded every step (``--set
+algo.base.eval_context=window`` here, ``algo.eval_context=window`` for AD;
+the same weights, each reading choosing its own acting rule). Rolling
+cache: T2MIR-AD 16.8 -> 59.8 (score 0.65 [0.43, 0.86]), AD 41.1 (0.44),
+difference +18.6 [-2.5, 40.1] (per seed +35.7, +8.3, +11.9;
+``repro_t2mir_ad_darkroom_vs_ad_darkroom_t2mir_setup_session46``). Window:
+T2MIR-AD 55.8 (0.60), AD 35.5 (0.38), difference +20.4 [-1.1, 38.9]
+(per seed +19.7, +15.5, +25.9;
+``paired_t2mir_ad_vs_ad_darkroom_t2mir_setup_window``); window minus
+rolling T2MIR-AD -3.9 [-20.2, 8.9], AD -5.7 [-18.8, 5.5]
+(``paired_{t2mir_ad,ad}_darkroom_t2mir_setup_eval_context_window``): not
+resolved, T2MIR-AD ahead in every seed either way (3 seeds: the CIs reach
+0). T2MIR acts greedily (argmax);
+greedy scores about 0 on validation goals under both readings here
+(-0.015 to 0.19), so ``sample_then_greedy`` is chosen in every seed.
+
 On ``ad_darkroom``'s cpu preset (``--compare ad_darkroom --preset cpu
 --seeds 5``; 9x9, H=20, 260 histories, 2,000 updates; 5 seeds x 8 test
 goals): T2MIR-AD 1.08 -> 9.60 [6.92, 12.5] (score 0.58 [0.41, 0.75]), AD
