@@ -9,6 +9,7 @@ import pytest
 from flax import nnx
 
 from agentrl import envs
+from agentrl.agents.agent import Step
 from agentrl.algos.dt import dt_observation
 from agentrl.evaluate import run_batched_agent
 from agentrl.models import DecisionModel
@@ -98,3 +99,81 @@ def test_return_conditioning_defaults_and_explicit_values():
     }
     meta = MetaDT().resolve(SimpleNamespace(horizon=50), None)  # shares the rule
     assert (meta.rtg_scale, meta.target_return) == (50.0, None)
+
+
+def _fed_scores(agent, env, obs, action, reward, done):
+    """``[T, B, A]``: the DT agent's next-action scores, fed a recorded
+    history ``obs [B, T + 1]``, ``action``, ``reward``, ``done [B, T]``."""
+    tasks, steps = action.shape
+    params = jax.vmap(env.sample_params)(jax.random.split(jax.random.key(1), tasks))
+    state = agent.init(jax.random.split(jax.random.key(2), tasks), params)
+    state = agent.start(state, obs[:, 0])
+    update, got = jax.jit(agent.update), []
+    for t in range(steps):
+        got.append(np.asarray(state.inner.scores))
+        end = done[:, t]
+        step = Step(
+            obs[:, t],
+            action[:, t],
+            reward[:, t],
+            obs[:, t + 1],
+            end,
+            end,
+            obs[:, t + 1],
+        )
+        state = update(state, step)
+    return np.stack(got)
+
+
+def test_dt_window_reading_scores_a_fresh_pass_over_its_last_steps():
+    """``eval_context="window"``: each step's scores come from one pass over
+    exactly the last ``max_steps`` return-conditioned tokens; the rolling
+    cache scores the same until the window slides, and differently after."""
+    from agentrl.algos.dt import DTModelAgent
+
+    env, config, model = _dt_model_and_config()
+    width, horizon = config.model.max_steps, env.horizon
+    steps, tasks, cells = width + 2 * horizon, 3, env.observation_space(None).n
+    rng = np.random.default_rng(0)
+    obs = jnp.asarray(rng.integers(0, cells, (tasks, steps + 1)), jnp.int32)
+    action = jnp.asarray(rng.integers(0, 5, (tasks, steps)), jnp.int32)
+    reward = jnp.asarray(rng.integers(0, 2, (tasks, steps)), jnp.float32)
+    done = jnp.asarray(np.arange(1, steps + 1) % horizon == 0)[None].repeat(tasks, 0)
+
+    def agent(window):
+        scale = config.algo.rtg_scale
+        return DTModelAgent(model, env, width, TARGET, scale, True, window=window)
+
+    windowed = _fed_scores(agent(True), env, obs, action, reward, done)
+    # each token's return-to-go: the target less the episode's earlier rewards
+    earlier = np.cumsum(reward, 1) - reward
+    rtg = TARGET - (earlier - earlier[:, (np.arange(steps) // horizon) * horizon])
+    tokens = dt_observation(
+        obs[:, :steps], jnp.asarray(rtg), cells, config.algo.rtg_scale
+    )
+    for t in (0, width // 2, width - 1, width, width + 5, steps - 1):
+        seen = slice(max(0, t + 1 - width), t + 1)
+        out = model(
+            tokens[:, seen], action[:, seen], reward[:, seen], deterministic=True
+        )
+        np.testing.assert_allclose(
+            windowed[t], out.action[:, -1], atol=1e-5, err_msg=f"{t}"
+        )
+    rolling = _fed_scores(agent(False), env, obs, action, reward, done)
+    np.testing.assert_allclose(rolling[:width], windowed[:width], atol=1e-5)
+    gap = np.abs(rolling[width:] - windowed[width:]).max(axis=(1, 2))
+    assert (gap > 1e-3).all(), gap
+
+
+def test_dt_eval_context_picks_its_reading_and_refuses_others():
+    from agentrl.agents.rolling import ADModelAgent
+    from agentrl.agents.window import WindowModelAgent
+    from agentrl.algos.dt import DT
+
+    env, config, model = _dt_model_and_config()
+    for reading, inner in (("rolling", ADModelAgent), ("window", WindowModelAgent)):
+        algo = dataclasses.replace(config.algo, eval_context=reading)
+        agent = algo.make_agent(model, env, 10, config)
+        assert isinstance(agent.inner, inner)
+    with pytest.raises(ValueError, match="algo.eval_context must be one of"):
+        DT(eval_context="sorted_episodes")

@@ -57,6 +57,8 @@ class WindowModelAgent(ScoredAgent):
     """A model re-reading its last ``window`` steps every step (batched).
 
     ``start`` must run before the first ``act`` (the driver calls it).
+    ``obs_space``: shape and dtype of the observation the model reads, when
+    it is not the env's (default).
     """
 
     def __init__(
@@ -66,10 +68,13 @@ class WindowModelAgent(ScoredAgent):
         window: int,
         greedy: bool = False,
         temperature: float = 1.0,
+        obs_space: Any = None,
     ):
         super().__init__(model, env, greedy, temperature)
         self.window = int(window)
-        self.obs_space = env.observation_space(None)
+        # what the model reads per step (``.shape``, ``.dtype``): the env's
+        # observation unless a wrapper feeds it another (DT's ``[obs, rtg]``)
+        self.obs_space = obs_space or env.observation_space(None)
 
     def init(self, key: jax.Array, params: Any) -> WindowState:
         b, w = key.shape[0], self.window

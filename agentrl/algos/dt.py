@@ -8,7 +8,9 @@ the usual previous action and reward. Returns-to-go are computed inside each
 episode of the window and reset at episode boundaries.
 
 In context DT acts like AD (one token per step on a rolling KV cache across
-episodes) but conditioned on a target return: each episode starts at
+episodes, or, with ``eval_context="window"``, its last ``max_steps`` steps
+re-encoded every step as the DT reference's ``get_action`` does with its
+last K steps) but conditioned on a target return: each episode starts at
 ``target_return`` (by default the best episode return in the training data,
 as the DT and in-context RL literature set it) and the return-to-go falls by
 every reward received. It has no mechanism to improve across episodes beyond
@@ -26,12 +28,16 @@ import numpy as np
 
 from agentrl.agents.agent import start_agent
 from agentrl.agents.rolling import ADModelAgent, rolling_cache_agent
+from agentrl.agents.window import WindowModelAgent
 from agentrl.algos.ad import check_episodes_fit, check_positive
 from agentrl.algos.base import Algorithm, check, register_algorithm
 from agentrl.algos.losses import action_loss
 from agentrl.data.learning import returns_by_record
 from agentrl.data.samplers import ADSampler
 from agentrl.envs.base import env_horizon
+
+#: How DT reads its context when acting (``DT.eval_context``).
+EVAL_CONTEXTS = ("rolling", "window")
 
 
 def returns_to_go(reward: jax.Array, done: jax.Array) -> jax.Array:
@@ -59,6 +65,12 @@ def dt_observation(
         else obs.astype(jnp.float32).reshape(*obs.shape[:2], -1)
     )
     return jnp.concatenate([base, (rtg / scale)[..., None]], axis=-1)
+
+
+def dt_observation_size(env: Any) -> int:
+    """Length of :func:`dt_observation`'s vector for ``env``'s observations."""
+    space = env.observation_space(env.default_params)
+    return (discrete_obs_count(env) or int(np.prod(space.shape))) + 1
 
 
 def dt_loss(
@@ -149,6 +161,10 @@ class DT(Algorithm):
       target_return: the return each evaluation episode is conditioned on
         (``None``: the best episode return in the training data, filled in
         when the run's dataset is known and saved with the run).
+      eval_context: ``"rolling"`` (default): one token a step on a KV cache
+        of its last ``context_episodes * horizon`` steps; ``"window"``: those
+        steps re-encoded from scratch every step (the DT reference's reading
+        of its last K steps; :mod:`agentrl.agents.window`).
     """
 
     name = "dt"
@@ -157,10 +173,16 @@ class DT(Algorithm):
     context_episodes: int = 4
     rtg_scale: float | None = None
     target_return: float | None = None
+    eval_context: str = "rolling"
 
     def __post_init__(self):
         check_positive("algo", context_episodes=self.context_episodes)
         check_return_conditioning(self.rtg_scale, self.target_return)
+        check(
+            self.eval_context in EVAL_CONTEXTS,
+            f"algo.eval_context must be one of {EVAL_CONTEXTS}, "
+            f"got {self.eval_context!r}",
+        )
 
     def check(self, config: Any) -> None:
         super().check(config)
@@ -215,6 +237,7 @@ class DT(Algorithm):
             agent=DTModelAgent,
             target_return=float(self.target_return),
             rtg_scale=self._scale(env),
+            window=self.eval_context == "window",
         )
 
 
@@ -226,7 +249,8 @@ class DTState(NamedTuple):
 
 
 class DTModelAgent:
-    """DT acting online: AD's cached decoding on return-conditioned tokens.
+    """DT acting online: AD's cached decoding on return-conditioned tokens
+    (``window``: the last ``cache_steps`` steps re-encoded every step).
 
     The observation token of step t is ``[obs_t, rtg_t / scale]`` with
     ``rtg_t = target - (rewards earlier in the episode)``; ``rtg`` is back
@@ -244,11 +268,17 @@ class DTModelAgent:
         rtg_scale: float,
         greedy: bool = False,
         temperature: float = 1.0,
+        window: bool = False,
     ):
-        self.inner = ADModelAgent(
-            model, env, cache_steps, greedy=greedy, temperature=temperature
-        )
         self.num_obs = discrete_obs_count(env)
+        acting = {"greedy": greedy, "temperature": temperature}
+        if window:
+            token = jax.ShapeDtypeStruct((dt_observation_size(env),), jnp.float32)
+            self.inner = WindowModelAgent(
+                model, env, cache_steps, obs_space=token, **acting
+            )
+        else:
+            self.inner = ADModelAgent(model, env, cache_steps, **acting)
         self.target = float(target_return)
         self.scale = float(rtg_scale)
 
