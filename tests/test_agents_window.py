@@ -42,25 +42,24 @@ def _reference(model, obs, action, reward):
     return np.stack(out)
 
 
-def _agent_scores(agent, env, obs, action, reward):
-    """``[step, B, A]``: the agent's scores fed the recorded history."""
-    params = jax.vmap(env.sample_params)(jax.random.split(jax.random.key(1), TASKS))
+def fed_scores(agent, env, obs, action, reward, done=None, read=None):
+    """``[step, B, A]``: the agent's next-action scores, fed the recorded
+    history ``obs [B, T + 1]``, ``action``, ``reward [B, T]`` with episodes
+    ending at ``done [B, T]`` (default: every 4 steps); ``read(state)`` finds
+    the scores in the agent's state (default ``state.scores``)."""
+    tasks, steps = action.shape[:2]
+    if done is None:
+        done = jnp.asarray(np.arange(1, steps + 1) % 4 == 0)[None].repeat(tasks, 0)
+    read = read or (lambda state: state.scores)
+    params = jax.vmap(env.sample_params)(jax.random.split(jax.random.key(1), tasks))
     state = agent.start(
-        agent.init(jax.random.split(jax.random.key(2), TASKS), params), obs[:, 0]
+        agent.init(jax.random.split(jax.random.key(2), tasks), params), obs[:, 0]
     )
     update, got = jax.jit(agent.update), []
-    for s in range(STEPS):
-        got.append(np.asarray(state.scores))
-        end = jnp.full((TASKS,), (s + 1) % 4 == 0)  # episodes of 4 steps
-        step = Step(
-            obs[:, s],
-            action[:, s],
-            reward[:, s],
-            obs[:, s + 1],
-            end,
-            end,
-            obs[:, s + 1],
-        )
+    for s in range(steps):
+        got.append(np.asarray(read(state)))
+        end, seen = done[:, s], obs[:, s + 1]
+        step = Step(obs[:, s], action[:, s], reward[:, s], seen, end, end, seen)
         state = update(state, step)
     return np.stack(got)
 
@@ -72,7 +71,7 @@ def test_each_step_reads_exactly_its_last_window_from_scratch(layout):
     model = make_model(cfg, 3)
     obs, action, reward = _history(9, 5)
     want = _reference(model, obs[:, :STEPS], action, reward)
-    got = _agent_scores(WindowModelAgent(model, env, W), env, obs, action, reward)
+    got = fed_scores(WindowModelAgent(model, env, W), env, obs, action, reward)
     # the window fills (steps 0-4), then slides 8 times
     np.testing.assert_allclose(got, want, atol=1e-5)
 
@@ -81,8 +80,8 @@ def test_the_rolling_cache_reads_the_same_until_the_window_slides():
     env = envs.make("darkroom", size=3, horizon=4)
     model = make_model(small(obs_size=9, action_size=5, max_steps=W), 4)
     obs, action, reward = _history(9, 5, seed=1)
-    window = _agent_scores(WindowModelAgent(model, env, W), env, obs, action, reward)
-    rolling = _agent_scores(ADModelAgent(model, env, W), env, obs, action, reward)
+    window = fed_scores(WindowModelAgent(model, env, W), env, obs, action, reward)
+    rolling = fed_scores(ADModelAgent(model, env, W), env, obs, action, reward)
     np.testing.assert_allclose(window[:W], rolling[:W], atol=1e-5)
     # after it slides, the cache's deeper layers still carry older steps
     gap = np.abs(window[W:] - rolling[W:]).max(axis=(1, 2))
@@ -105,7 +104,7 @@ def test_a_gaussian_head_keeps_its_mean_and_std_at_the_last_step():
     obs = jnp.asarray(rng.normal(size=(TASKS, STEPS + 1, obs_size)), jnp.float32)
     action = jnp.asarray(rng.uniform(-1, 1, (TASKS, STEPS, act)), jnp.float32)
     reward = jnp.asarray(rng.normal(size=(TASKS, STEPS)), jnp.float32)
-    got = _agent_scores(WindowModelAgent(model, env, W), env, obs, action, reward)
+    got = fed_scores(WindowModelAgent(model, env, W), env, obs, action, reward)
     for s in (0, W - 1, STEPS - 1):
         lo = max(0, s + 1 - W)
         ref = forward(

@@ -7,9 +7,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from flax import nnx
+from test_agents_window import fed_scores
 
 from agentrl import envs
-from agentrl.agents.agent import Step
 from agentrl.algos.dt import dt_observation
 from agentrl.evaluate import run_batched_agent
 from agentrl.models import DecisionModel
@@ -101,30 +101,6 @@ def test_return_conditioning_defaults_and_explicit_values():
     assert (meta.rtg_scale, meta.target_return) == (50.0, None)
 
 
-def _fed_scores(agent, env, obs, action, reward, done):
-    """``[T, B, A]``: the DT agent's next-action scores, fed a recorded
-    history ``obs [B, T + 1]``, ``action``, ``reward``, ``done [B, T]``."""
-    tasks, steps = action.shape
-    params = jax.vmap(env.sample_params)(jax.random.split(jax.random.key(1), tasks))
-    state = agent.init(jax.random.split(jax.random.key(2), tasks), params)
-    state = agent.start(state, obs[:, 0])
-    update, got = jax.jit(agent.update), []
-    for t in range(steps):
-        got.append(np.asarray(state.inner.scores))
-        end = done[:, t]
-        step = Step(
-            obs[:, t],
-            action[:, t],
-            reward[:, t],
-            obs[:, t + 1],
-            end,
-            end,
-            obs[:, t + 1],
-        )
-        state = update(state, step)
-    return np.stack(got)
-
-
 def test_dt_window_reading_scores_a_fresh_pass_over_its_last_steps():
     """``eval_context="window"``: each step's scores come from one pass over
     exactly the last ``max_steps`` return-conditioned tokens; the rolling
@@ -144,7 +120,10 @@ def test_dt_window_reading_scores_a_fresh_pass_over_its_last_steps():
         scale = config.algo.rtg_scale
         return DTModelAgent(model, env, width, TARGET, scale, True, window=window)
 
-    windowed = _fed_scores(agent(True), env, obs, action, reward, done)
+    def inner(state):
+        return state.inner.scores
+
+    windowed = fed_scores(agent(True), env, obs, action, reward, done, inner)
     # each token's return-to-go: the target less the episode's earlier rewards
     earlier = np.cumsum(reward, 1) - reward
     rtg = TARGET - (earlier - earlier[:, (np.arange(steps) // horizon) * horizon])
@@ -159,7 +138,7 @@ def test_dt_window_reading_scores_a_fresh_pass_over_its_last_steps():
         np.testing.assert_allclose(
             windowed[t], out.action[:, -1], atol=1e-5, err_msg=f"{t}"
         )
-    rolling = _fed_scores(agent(False), env, obs, action, reward, done)
+    rolling = fed_scores(agent(False), env, obs, action, reward, done, inner)
     np.testing.assert_allclose(rolling[:width], windowed[:width], atol=1e-5)
     gap = np.abs(rolling[width:] - windowed[width:]).max(axis=(1, 2))
     assert (gap > 1e-3).all(), gap
