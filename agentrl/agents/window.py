@@ -14,7 +14,9 @@ far cheaper, and the same scores until the trial outgrows the window;
 after that the oldest token was embedded with its true previous action and
 reward, and deeper layers' keys and values carry what came before the
 window. This agent, ``AD(eval_context="window")``, is the reference's
-reading, at the cost of one pass over ``max_steps`` steps each step.
+reading, at the cost of one pass over ``max_steps`` steps each step. DT's
+``eval_context="window"`` reads its return-conditioned tokens the same way
+(the DT reference's ``get_action`` re-encodes its last K steps).
 
 The window is kept left-aligned: it fills slot by slot, and once full it
 shifts one slot left each step, so its first real step is always at
