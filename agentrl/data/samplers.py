@@ -285,6 +285,51 @@ def pair_rows(rng, task_ids: np.ndarray, num_pairs: int) -> np.ndarray:
     return np.stack([first, second], 1).reshape(-1)
 
 
+def _window_length(
+    dataset: HistoryDataset,
+    num_episodes: int | None,
+    num_transitions: int | None,
+    episode_stride: int,
+) -> int:
+    """Steps in an :class:`ADSampler` window: ``num_episodes`` whole episodes
+    (``episode_stride`` apart) or ``num_transitions`` steps (exactly one of
+    the two given); ``ValueError`` naming the argument if it does not fit
+    ``dataset``'s histories."""
+    if (num_episodes is None) == (num_transitions is None):
+        raise ValueError("give exactly one of `num_episodes`, `num_transitions`")
+    if (
+        isinstance(episode_stride, bool)
+        or not isinstance(episode_stride, int)
+        or episode_stride < 1
+    ):
+        raise ValueError(
+            f"`episode_stride` must be an integer >= 1, got {episode_stride!r}"
+        )
+    if num_episodes is None:
+        if episode_stride != 1:
+            raise ValueError("`episode_stride` needs `num_episodes` windows")
+        steps = dataset.num_steps
+        if not isinstance(num_transitions, int) or not 1 <= num_transitions <= steps:
+            raise ValueError(
+                f"`num_transitions` must be an integer in [1, {steps}], "
+                f"got {num_transitions!r}"
+            )
+        return num_transitions
+    limit = dataset.metadata["num_episodes"]
+    if not isinstance(num_episodes, int) or not 1 <= num_episodes <= limit:
+        raise ValueError(
+            f"`num_episodes` must be an integer in [1, {limit}] (episodes "
+            f"per history), got {num_episodes!r}"
+        )
+    span = (num_episodes - 1) * episode_stride + 1
+    if span > limit:
+        raise ValueError(
+            f"`num_episodes` {num_episodes} with `episode_stride` "
+            f"{episode_stride} spans {span} episodes; histories have {limit}"
+        )
+    return num_episodes * dataset.horizon
+
+
 def _check_episode_window(
     episode_window: str, num_episodes: int | None, stride: int, window_start: str
 ) -> None:
@@ -324,51 +369,18 @@ class ADSampler(_Sampler):
         sharding: Any = None,
         cache_bytes: int | None = None,
     ):
-        if (num_episodes is None) == (num_transitions is None):
-            raise ValueError("give exactly one of `num_episodes`, `num_transitions`")
+        self.length = _window_length(
+            dataset, num_episodes, num_transitions, episode_stride
+        )
         if window_start not in WINDOW_STARTS:
             raise ValueError(
                 f"`window_start` must be one of {WINDOW_STARTS}, got {window_start!r}"
             )
-        horizon, steps = dataset.horizon, dataset.num_steps
-        if (
-            isinstance(episode_stride, bool)
-            or not isinstance(episode_stride, int)
-            or episode_stride < 1
-        ):
-            raise ValueError(
-                f"`episode_stride` must be an integer >= 1, got {episode_stride!r}"
-            )
-        if num_episodes is None and episode_stride != 1:
-            raise ValueError("`episode_stride` needs `num_episodes` windows")
         _check_episode_window(
             episode_window, num_episodes, episode_stride, window_start
         )
-        if num_episodes is not None:
-            limit = dataset.metadata["num_episodes"]
-            if not isinstance(num_episodes, int) or not 1 <= num_episodes <= limit:
-                raise ValueError(
-                    f"`num_episodes` must be an integer in [1, {limit}] (episodes "
-                    f"per history), got {num_episodes!r}"
-                )
-            span = (num_episodes - 1) * episode_stride + 1
-            if span > limit:
-                raise ValueError(
-                    f"`num_episodes` {num_episodes} with `episode_stride` "
-                    f"{episode_stride} spans {span} episodes; histories have {limit}"
-                )
-            self.length = num_episodes * horizon
-        else:
-            if (
-                not isinstance(num_transitions, int)
-                or not 1 <= num_transitions <= steps
-            ):
-                raise ValueError(
-                    f"`num_transitions` must be an integer in [1, {steps}], "
-                    f"got {num_transitions!r}"
-                )
-            self.length = num_transitions
-            window_start = "any"
+        if num_episodes is None:
+            window_start = "any"  # a transition window starts at any step
         if paired and batch_size % 2:
             raise ValueError(
                 f"`batch_size` must be even with paired=True, got {batch_size}"
