@@ -76,7 +76,7 @@ class WindowModelAgent(ScoredAgent):
         self.window = int(window)
         # what the model reads per step (``.shape``, ``.dtype``): the env's
         # observation unless a wrapper feeds it another (DT's ``[obs, rtg]``)
-        self.obs_space = obs_space or env.observation_space(None)
+        self.obs_space = env.observation_space(None) if obs_space is None else obs_space
 
     def init(self, key: jax.Array, params: Any) -> WindowState:
         b, w = key.shape[0], self.window
