@@ -30,7 +30,13 @@ exists.
   over 3 seeds (``repro_meta_dt_point_robot_vs_ad_point_robot_cpu``);
   **ahead of DT** +9.36 [2.93, 15.1] over 5 seeds (DT ends below random;
   ``paired_meta_dt_vs_dt_ad_point_robot``, DT from
-  ``repro_dt_point_robot_cpu``).
+  ``repro_dt_point_robot_cpu``). Retrained with today's code (session 47,
+  Intel): 0.43 [0.33, 0.52]; re-chosen on 32 validation goals drawn from
+  the goal distribution (``--set eval.validation_tasks=32``, same weights)
+  every seed keeps ``sample`` (resolved in 4 of 5; on the split's 2 goals
+  in none), and against AD and DT chosen the same way: -3.83 [-6.12,
+  -1.96] and +8.95 [2.36, 15.2]
+  (``paired_meta_dt_point_robot_validation_tasks32``).
 - ``gpu``: ``ad_point_robot``'s gpu data (450 histories of 200 episodes) and
   the reference's Meta-DT transformer (3 layers, 1 head, width 128, dropout
   0.1), batch 128, lr 1e-4, weight decay 1e-4, 10,000 updates; sized, not
