@@ -5,7 +5,9 @@ windows of whole episodes) but conditioned on the return-to-go inside each
 episode; it has no mechanism to learn across episodes, which is the contrast
 with AD. DT's observation is the one-hot cell with the return-to-go / 20
 appended (a vector), so it uses a linear embedding, not the grid encoding.
-Online it acts like AD (one token per step on a rolling KV cache)
+Online it acts like AD (one token per step on a rolling KV cache; or, with
+``algo.eval_context=window``, the last 80 steps re-encoded every step as
+the DT reference's ``get_action`` reads its last K steps)
 with every episode conditioned on ``algo.target_return``, by default the best
 episode return in its training data (20 here: a goal on the start cell),
 as the DT and in-context RL literature set it.
@@ -21,7 +23,12 @@ as the DT and in-context RL literature set it.
   as its own reproduction); paired difference -8.78 [-12.6, -4.61]
   (``repro_dt_darkroom_vs_ad_darkroom_cpu``); over 5 seeds DT 0.88 ->
   2.23 [0.30, 4.74] (score 0.12 [0.01, 0.27]) vs AD 10.76, difference
-  -8.53 [-11.5, -5.35]. DT stays far below AD; its
+  -8.53 [-11.5, -5.35]. Re-run with today's code (session 47, 5 seeds,
+  ``repro_dt_darkroom_cpu``): DT 0.80 -> 1.46 [0.35, 2.91] (score 0.07),
+  minus AD (``repro_ad_darkroom_cpu``'s seeds 0-4) -8.65 [-11.7, -5.37];
+  with ``--set algo.eval_context=window`` (same weights) 1.94 [0.40, 4.05],
+  +0.49 [-1.55, 2.77] over the rolling cache
+  (``paired_dt_darkroom_eval_context_window``). DT stays far below AD; its
   small rise comes with the sample-then-greedy rule (a goal found by
   sampling is then kept). Before the protocol (greedy acting, one shared
   split, 3 seeds x 16 held-out goals): DT 0.69 -> 1.29
