@@ -371,3 +371,36 @@ def test_the_record_says_which_seeds_choices_were_resolved():
     # records made before selections kept their margin say nothing
     old = {"seed": 0, "selection": {"choice": {"name": "sample"}}}
     assert reproduce_report._margin_note("ad", [rec(1, True), old]) is None
+
+
+def test_an_experiment_given_as_a_path_runs_under_runs_by_its_name(
+    tmp_path, monkeypatch
+):
+    """``agentrl reproduce path/to/exp.py``: the runs go under ``--runs`` and
+    the record is named by the experiment's own name (the runs once went
+    beside the .py file, and the record into folders named after its path)."""
+    import shutil
+    from pathlib import Path
+
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    path = mine / "my_copy.py"  # its config is still named "ad_darkroom"
+    shutil.copy(Path(__file__).parents[1] / "experiments" / "ad_darkroom.py", path)
+
+    def fake_seed(config, root, seed, controls, scan, rules):
+        label, ones = config.algo.label, np.ones((2, 3))
+        runs = {n: EvalResult(n, ones, ones / 2) for n in (label, "random")}
+        return runs, {"seed": seed, "selection": {"choice": {"name": "sample"}}}
+
+    monkeypatch.setattr(reproduce, "_seed", fake_seed)
+    runs, out = tmp_path / "runs", tmp_path / "out"
+    argv = [str(path), "--preset", "smoke", "--seeds", "1"]
+    assert reproduce.main(argv + ["--runs", str(runs), "--out", str(out)]) == 0
+    assert sorted(p.name for p in mine.iterdir()) == ["my_copy.py"]
+    assert (runs / "ad_darkroom-smoke-seed0-results.json").is_file()
+    assert (out / "repro_ad_darkroom_smoke.json").is_file()
+    assert sorted(p.name for p in out.iterdir()) == [
+        "repro_ad_darkroom_smoke",
+        "repro_ad_darkroom_smoke.json",
+        "repro_ad_darkroom_smoke.md",
+    ]

@@ -151,7 +151,8 @@ def train_and_evaluate(
     suffix = ablation_suffix(overrides)
     for seed in range(first_seed, first_seed + seeds):
         config = seed_config(name, preset, seed, overrides)
-        root = runs_root / f"{name}-{preset}{suffix}-seed{seed}"
+        # folders by the experiment's name, also when given as a .py path
+        root = runs_root / f"{config.name}-{preset}{suffix}-seed{seed}"
         cache = root.with_name(root.name + "-results.json")
         results, record = _load_seed(cache) if cache.is_file() else ({}, {})
         # done by an earlier (or a parallel) invocation; redone where it
@@ -163,7 +164,7 @@ def train_and_evaluate(
             scan_checkpoints and "checkpoint_scan" not in record
         )
         if (not results or stale) and overrides and _evaluation_only(overrides):
-            base = runs_root / f"{name}-{preset}-seed{seed}"
+            base = runs_root / f"{config.name}-{preset}-seed{seed}"
             reuse_training(seed_config(name, preset, seed, None), base, root)
         if not results or stale:
             fresh, fresh_record = _seed(
@@ -420,15 +421,15 @@ def run(args: argparse.Namespace) -> int:
         os.environ[RESULTS_ENV] = args.out
     names = [args.experiment] + ([args.compare] if args.compare else [])
     overrides = parse_sets(args.set)
-    for name in names:  # bad fields and targets fail here, before any training
-        note = check_validation(load_experiment(name, args.preset, overrides))
+    configs = [load_experiment(name, args.preset, overrides) for name in names]
+    for config in configs:  # bad fields and targets fail here, before training
+        note = check_validation(config)
         if note:
             print(note)
     target_kind(names[0])
     if args.rescore:
-        combined, dirs, protocol = load_written(
-            result_tag(names, args.preset, overrides)
-        )
+        tag = result_tag([c.name for c in configs], args.preset, overrides)
+        combined, dirs, protocol = load_written(tag)
         report(names, args.preset, combined, dirs, overrides, protocol)
         return 0
     combined: dict[str, list] = {}
@@ -448,8 +449,8 @@ def run(args: argparse.Namespace) -> int:
         )
         for method, results in per_method.items():
             combined.setdefault(method, results)
-        dirs[name] = run_dirs
-        protocol[name] = records
+        dirs[configs[i].name] = run_dirs
+        protocol[configs[i].name] = records
     report(names, args.preset, combined, dirs, overrides, protocol)
     return 0
 

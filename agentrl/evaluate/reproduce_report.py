@@ -91,22 +91,26 @@ def report(
 ) -> None:
     """Tables, plots and targets of a reproduction, under ``results/<tag>``.
 
-    ``overrides`` (``--set``) apply here as in training: they name the
-    result and decide its environment and which controls apply."""
+    ``names``: the experiments as given (names or .py paths); ``dirs`` and
+    ``protocol`` are keyed by the experiments' own names (``config.name``),
+    which also name the result. ``overrides`` (``--set``) apply here as in
+    training: they name the result and decide its environment and which
+    controls apply."""
     suffix = ablation_suffix(overrides)
     configs = {n: load_experiment(n, preset, overrides) for n in names}
-    tag = result_tag(names, preset, overrides)
+    labels = [configs[n].name for n in names]  # ``names`` may be .py paths
+    tag = result_tag(labels, preset, overrides)
     runs = len(next(iter(combined.values())))
     resample = resample_for(runs)
     write_results(
         combined,
         results_dir() / tag,
-        title=f"{' vs '.join(names)} ({preset}{suffix}), test tasks",
+        title=f"{' vs '.join(labels)} ({preset}{suffix}), test tasks",
         env=_env_of(configs[names[0]]),
         resample=resample,
     )
     summary = summarize(combined, resample=resample)
-    targets = targets_for(names[0], summary, combined, dirs[names[0]])
+    targets = targets_for(names[0], summary, combined, dirs[labels[0]])
     config = configs[names[0]]
     verdict, done = _verdict(config, summary, combined, resample, targets)
     if len(names) > 1:
