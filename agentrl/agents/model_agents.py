@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from agentrl.agents.acting import acting_agent
 from agentrl.models.heads import ModelOutput, sample_action
 
 
@@ -46,6 +47,26 @@ def split_model(model: Any) -> ModelHandle:
     if isinstance(model, nnx.Module):
         return ModelHandle(*nnx.split(model))
     return ModelHandle(model, None)
+
+
+def model_agent(agent: Any, model: Any, env: Any, config: Any, **settings: Any) -> Any:
+    """The batched agent ``agent(handle, env, config.model.max_steps, greedy=,
+    temperature=, **settings)`` of ``model`` (one handle shared by the acting
+    rule's agents), acting by ``config.eval.acting`` at
+    ``config.eval.temperature``: how every context-reading agent class
+    (rolling cache, window, DT's) becomes the learner's agent."""
+    handle = split_model(model)
+    return acting_agent(
+        lambda greedy: agent(
+            handle,
+            env,
+            config.model.max_steps,
+            greedy=greedy,
+            temperature=config.eval.temperature,
+            **settings,
+        ),
+        config.eval.acting,
+    )
 
 
 def action_scores(out: Any, space: Any) -> jax.Array:

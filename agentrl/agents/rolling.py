@@ -26,13 +26,12 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from agentrl.agents.acting import acting_agent
 from agentrl.agents.agent import Step
 from agentrl.agents.model_agents import (
     ScoredAgent,
     action_scores,
+    model_agent,
     out_shape,
-    split_model,
 )
 
 
@@ -98,23 +97,8 @@ class ADModelAgent(ScoredAgent):
         return ADState(cache, action, reward, action_scores(out, self.space))
 
 
-def rolling_cache_agent(
-    model: Any, env: Any, config: Any, agent: Any = None, **settings: Any
-) -> Any:
+def rolling_cache_agent(model: Any, env: Any, config: Any) -> Any:
     """The batched agent of a model acting one token per step on a rolling KV
-    cache of ``config.model.max_steps`` (AD's, transformer PPO's; DT's with
-    ``agent=DTModelAgent`` and its ``settings``), by the acting rule
-    ``config.eval.acting`` at ``config.eval.temperature``."""
-    agent = ADModelAgent if agent is None else agent
-    model = split_model(model)  # one handle for the acting rule's agents
-    return acting_agent(
-        lambda greedy: agent(
-            model,
-            env,
-            config.model.max_steps,
-            greedy=greedy,
-            temperature=config.eval.temperature,
-            **settings,
-        ),
-        config.eval.acting,
-    )
+    cache of ``config.model.max_steps`` (AD's, transformer PPO's, AMAGO's), by
+    the acting rule ``config.eval.acting`` at ``config.eval.temperature``."""
+    return model_agent(ADModelAgent, model, env, config)

@@ -32,13 +32,12 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from agentrl.agents.acting import acting_agent
 from agentrl.agents.agent import Step
 from agentrl.agents.model_agents import (
     ScoredAgent,
     action_scores,
+    model_agent,
     out_shape,
-    split_model,
 )
 from agentrl.models.heads import ModelOutput
 
@@ -133,14 +132,4 @@ class WindowModelAgent(ScoredAgent):
 def window_agent(model: Any, env: Any, config: Any) -> Any:
     """The batched agent of a model re-reading its last ``config.model.max_steps``
     steps every step, by ``config.eval.acting`` at ``config.eval.temperature``."""
-    model = split_model(model)
-    return acting_agent(
-        lambda greedy: WindowModelAgent(
-            model,
-            env,
-            config.model.max_steps,
-            greedy=greedy,
-            temperature=config.eval.temperature,
-        ),
-        config.eval.acting,
-    )
+    return model_agent(WindowModelAgent, model, env, config)

@@ -27,7 +27,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from agentrl.agents.agent import start_agent
-from agentrl.agents.rolling import ADModelAgent, rolling_cache_agent
+from agentrl.agents.model_agents import model_agent
+from agentrl.agents.rolling import ADModelAgent
 from agentrl.agents.window import WindowModelAgent
 from agentrl.algos.ad import check_episodes_fit, check_positive
 from agentrl.algos.base import Algorithm, check, register_algorithm
@@ -230,11 +231,11 @@ class DT(Algorithm):
     def make_agent(self, model: Any, env: Any, num_steps: int, config: Any) -> Any:
         check_target_return(self.target_return)
 
-        return rolling_cache_agent(
+        return model_agent(
+            DTModelAgent,
             model,
             env,
             config,
-            agent=DTModelAgent,
             target_return=float(self.target_return),
             rtg_scale=self._scale(env),
             window=self.eval_context == "window",
