@@ -212,6 +212,16 @@ def can_draw_tasks(env: Any) -> bool:
     return callable(getattr(env, "draw_params", None))
 
 
+def validation_beyond_split(env: Any, asked: str, held: int, split: str) -> ValueError:
+    """The refusal of more validation tasks than ``split`` holds (``held``)
+    on a family that cannot draw more (``not can_draw_tasks(env)``);
+    ``asked`` names the setting and its value, ``split`` the split."""
+    return ValueError(
+        f"{asked}: {split} holds {held} validation tasks and {env.name} has no "
+        f"tasks beyond its {env.num_tasks} fixed ones; ask for at most {held}"
+    )
+
+
 def env_horizon(env: Any) -> int:
     """``env.horizon`` or a clear error (needed to size per-episode buffers)."""
     horizon = getattr(env, "horizon", None)

@@ -73,7 +73,7 @@ from typing import Any
 import agentrl.configtools as configtools
 import agentrl.evaluate.controls as ctl
 from agentrl.cliargs import check_output_path, positive_int
-from agentrl.envs.base import can_draw_tasks
+from agentrl.envs.base import can_draw_tasks, validation_beyond_split
 from agentrl.envs.registry import make as make_env
 from agentrl.envs.tasks import DEFAULT_VALIDATION_SHARE
 from agentrl.evaluate.metrics import MIN_RESOLVING_TASKS
@@ -253,11 +253,11 @@ def check_validation(config: Any) -> str | None:
     split = env.task_split(data.split_fraction, data.seed, DEFAULT_VALIDATION_SHARE)
     held, draws = len(split.validation), can_draw_tasks(env)
     if ev.validation_tasks is not None and ev.validation_tasks > held and not draws:
-        raise ValueError(
-            f"eval.validation_tasks={ev.validation_tasks}: {data.env}'s split "
-            f"holds {held} validation tasks ({env.num_tasks} tasks, "
-            f"data.split_fraction={data.split_fraction}) and the family has no "
-            f"tasks beyond its fixed ones; ask for at most {held}"
+        raise validation_beyond_split(
+            env,
+            f"eval.validation_tasks={ev.validation_tasks}",
+            held,
+            f"the split (data.split_fraction={data.split_fraction})",
         )
     count = ev.validation_tasks or min(ev.num_tasks, held)
     if count >= MIN_RESOLVING_TASKS:

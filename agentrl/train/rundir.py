@@ -27,7 +27,7 @@ import numpy as np
 
 import agentrl.configtools as configtools
 from agentrl.agents.driver import ModelPolicy
-from agentrl.envs.base import can_draw_tasks
+from agentrl.envs.base import can_draw_tasks, validation_beyond_split
 from agentrl.envs.registry import make as make_env
 from agentrl.plugins import import_run_plugins, required_plugins
 from agentrl.tables import write_text
@@ -293,11 +293,11 @@ def held_out_params(
 def _drawn_tasks(env: Any, ids: list[int], num_tasks: int, seed: int) -> Any:
     """``num_tasks`` fresh validation tasks from ``env.draw_params``."""
     if not can_draw_tasks(env):
-        raise ValueError(
-            f"{num_tasks} validation tasks asked for (eval.validation_tasks or "
-            f"--tasks): the recorded split holds {len(ids)} and {env.name} has "
-            f"no tasks beyond its {env.num_tasks} fixed ones; ask for at most "
-            f"{len(ids)}"
+        raise validation_beyond_split(
+            env,
+            f"eval.validation_tasks or --tasks {num_tasks}",
+            len(ids),
+            "the recorded split",
         )
     salt = _SPLIT_SALT["validation"] ^ _DRAWN_SALT
     keys = jax.random.split(jax.random.fold_in(jax.random.key(seed), salt), num_tasks)
