@@ -404,3 +404,59 @@ def test_an_experiment_given_as_a_path_runs_under_runs_by_its_name(
         "repro_ad_darkroom_smoke.json",
         "repro_ad_darkroom_smoke.md",
     ]
+
+
+def _variant(tmp_path, name):
+    """A copy of ``ad_darkroom.py`` under another file, named ``name``."""
+    from pathlib import Path
+
+    source = Path(__file__).parents[1] / "experiments" / "ad_darkroom.py"
+    text = source.read_text()
+    assert text.count('name="ad_darkroom"') == 1
+    path = tmp_path / "my_ad.py"
+    path.write_text(text.replace('name="ad_darkroom"', f'name="{name}"'))
+    return str(path)
+
+
+def test_a_variant_of_the_learners_algorithm_is_compared_under_its_own_name(
+    tmp_path, monkeypatch
+):
+    """``reproduce my_ad.py --compare ad_darkroom``: both learners are AD, so
+    both report as "ad"; the compared one is reported by its experiment's
+    name, not dropped (its results once merged into the learner's and the
+    paired difference was the learner minus itself, 0)."""
+    import json
+
+    def fake_seed(config, root, seed, controls, scan, rules):
+        level = 0.8 if config.name == "my_ad" else 0.5
+        values = {config.algo.label: level, "random": 0.1}
+        runs = {
+            n: EvalResult(n, np.full((2, 3), 10 * v), np.full((2, 3), v))
+            for n, v in values.items()
+        }
+        return runs, {"seed": seed, "selection": {"choice": {"name": "sample"}}}
+
+    monkeypatch.setattr(reproduce, "_seed", fake_seed)
+    out = tmp_path / "out"
+    argv = [_variant(tmp_path, "my_ad"), "--compare", "ad_darkroom"]
+    argv += ["--preset", "smoke", "--seeds", "2", "--runs", str(tmp_path / "runs")]
+    assert reproduce.main(argv + ["--out", str(out)]) == 0
+    tag = "repro_my_ad_vs_ad_darkroom_smoke"
+    saved = json.loads((out / tag / "results.json").read_text())
+    assert sorted(saved["runs"]) == ["ad", "ad_darkroom", "random"]
+    assert saved["runs"]["ad"][0]["returns"][0][0] == 8.0
+    assert saved["runs"]["ad_darkroom"][0]["returns"][0][0] == 5.0
+    targets = json.loads((out / f"{tag}.json").read_text())["targets"]
+    paired = [t for t in targets if t["name"].startswith("ad minus ad_darkroom")]
+    assert len(paired) == 1 and paired[0]["value"] == pytest.approx(3.0)
+
+
+def test_two_experiments_of_one_name_are_refused_before_any_run(tmp_path):
+    """A copy that keeps the learner's ``name`` would share its run folders,
+    seed caches and results: refused, naming the field, nothing written."""
+    runs, out = tmp_path / "runs", tmp_path / "out"
+    argv = [_variant(tmp_path, "ad_darkroom"), "--compare", "ad_darkroom"]
+    argv += ["--preset", "smoke", "--runs", str(runs), "--out", str(out)]
+    with pytest.raises(ValueError, match="both experiments are named 'ad_darkroom'"):
+        reproduce.main(argv)
+    assert not runs.exists() and not out.exists()

@@ -34,7 +34,11 @@ The protocol (docs/protocol.md):
   its context set), and the verdict judges it against those
   (:func:`agentrl.evaluate.controls.controls_for`).
 - A ``--compare`` experiment uses the same data seeds and evaluation keys,
-  so the difference is paired per (seed, task).
+  so the difference is paired per (seed, task). It is reported by its
+  algorithm's label, or by its own name where both use one algorithm (a
+  variant of AD against AD); two experiments of one ``name`` are refused
+  (they would share runs and results:
+  :func:`~agentrl.evaluate.reproduce_report.method_labels`).
 - A source that runs only whole (SAC, PPO) is a baseline run from scratch
   on the test tasks; its runs are kept in ``<runs>/source-runs/`` and read
   back by any experiment that meets the same tasks, keys, settings, code
@@ -81,6 +85,7 @@ from agentrl.evaluate.reproduce_report import (
     ablation_suffix,
     eval_result,
     load_written,
+    method_labels,
     report,
     result_tag,
 )
@@ -421,7 +426,9 @@ def run(args: argparse.Namespace) -> int:
         os.environ[RESULTS_ENV] = args.out
     names = [args.experiment] + ([args.compare] if args.compare else [])
     overrides = parse_sets(args.set)
-    configs = [load_experiment(name, args.preset, overrides) for name in names]
+    experiments = {n: load_experiment(n, args.preset, overrides) for n in names}
+    configs = list(experiments.values())
+    labels = method_labels(configs)  # refuses a variant named as the learner
     for config in configs:  # bad fields and targets fail here, before training
         note = check_validation(config)
         if note:
@@ -430,7 +437,7 @@ def run(args: argparse.Namespace) -> int:
     if args.rescore:
         tag = result_tag([c.name for c in configs], args.preset, overrides)
         combined, dirs, protocol = load_written(tag)
-        report(names, args.preset, combined, dirs, overrides, protocol)
+        report(experiments, args.preset, combined, dirs, overrides, protocol)
         return 0
     combined: dict[str, list] = {}
     dirs: dict[str, list[Path]] = {}
@@ -447,11 +454,12 @@ def run(args: argparse.Namespace) -> int:
             scan_checkpoints=args.scan_checkpoints,
             first_seed=args.first_seed,
         )
+        own = configs[i].algo.label
         for method, results in per_method.items():
-            combined.setdefault(method, results)
+            combined.setdefault(labels[i] if method == own else method, results)
         dirs[configs[i].name] = run_dirs
         protocol[configs[i].name] = records
-    report(names, args.preset, combined, dirs, overrides, protocol)
+    report(experiments, args.preset, combined, dirs, overrides, protocol)
     return 0
 
 

@@ -29,7 +29,6 @@ from agentrl.evaluate.selection import recorded_field
 from agentrl.evaluate.targets import resample_for, targets_for, with_ci
 from agentrl.project import results_dir
 from agentrl.tables import markdown_table
-from agentrl.train.experiments import load_experiment
 
 
 def result_tag(names: list[str], preset: str, overrides: dict | None) -> str:
@@ -81,8 +80,30 @@ def _env_of(config: Any) -> Any:
     return make_env(data.env, **dict(data.env_args))
 
 
+def method_labels(configs: list[Any]) -> list[str]:
+    """The method each experiment's own results are reported as, the
+    learner first: its algorithm's label, except that a ``--compare``
+    learner of the learner's algorithm (an AD variant against AD) is
+    reported by its experiment's name.
+
+    Raises ``ValueError`` where two experiments would share their runs or
+    their results (the same ``name``)."""
+    labels = [c.algo.label for c in configs]
+    if len(configs) == 2 and labels[0] == labels[1]:
+        labels[1] = configs[1].name
+    if len(configs) == 2 and (
+        configs[0].name == configs[1].name or labels[0] == labels[1]
+    ):
+        raise ValueError(
+            f"--compare: both experiments are named {configs[1].name!r} (their "
+            "config's `name`), so their runs and results would be one; give "
+            "the variant its own `name`"
+        )
+    return labels
+
+
 def report(
-    names: list[str],
+    experiments: dict[str, Any],
     preset: str,
     combined: dict,
     dirs: dict,
@@ -91,13 +112,14 @@ def report(
 ) -> None:
     """Tables, plots and targets of a reproduction, under ``results/<tag>``.
 
-    ``names``: the experiments as given (names or .py paths); ``dirs`` and
+    ``experiments``: each experiment as given (a name or .py path) to its
+    loaded config (``--set`` applied), the learner first; ``dirs`` and
     ``protocol`` are keyed by the experiments' own names (``config.name``),
     which also name the result. ``overrides`` (``--set``) apply here as in
     training: they name the result and decide its environment and which
     controls apply."""
     suffix = ablation_suffix(overrides)
-    configs = {n: load_experiment(n, preset, overrides) for n in names}
+    names, configs = list(experiments), experiments
     labels = [configs[n].name for n in names]  # ``names`` may be .py paths
     tag = result_tag(labels, preset, overrides)
     runs = len(next(iter(combined.values())))
@@ -114,7 +136,7 @@ def report(
     config = configs[names[0]]
     verdict, done = _verdict(config, summary, combined, resample, targets)
     if len(names) > 1:
-        a, b = (configs[n].algo.label for n in names)
+        a, b = method_labels(list(configs.values()))
         d = paired_difference(
             combined[a], combined[b], summary[a]["last_k"], resample=resample
         )
