@@ -419,6 +419,17 @@ def parse_cli_overrides(tokens: list[str]) -> dict[str, str]:
     return out
 
 
+def flatten(tree: dict, prefix: str = "") -> dict[str, Any]:
+    """``{"a": {"b": 1}}`` -> ``{"a.b": 1}`` (a :func:`to_dict` tree by field)."""
+    out = {}
+    for key, value in tree.items():
+        if isinstance(value, dict):
+            out.update(flatten(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
 def to_dict(config: Any) -> dict[str, Any]:
     """JSON-ready nested dict of a dataclass config (algorithms with their name)."""
     if _polymorphic(config):

@@ -23,6 +23,7 @@ import json
 
 import numpy as np
 
+from agentrl.cliargs import positive_int
 from agentrl.evaluate.controls import paired_difference
 from agentrl.evaluate.reproduce_record import write_record
 from agentrl.evaluate.reproduce_report import eval_result
@@ -45,6 +46,12 @@ def check_pairs(a: list, b: list, names: tuple[str, str]) -> int:
     ``task_ids`` is None), the oracle's return on each task."""
     seeds = min(len(a), len(b))
     for s in range(seeds):
+        shapes = np.shape(a[s].returns), np.shape(b[s].returns)
+        if shapes[0] != shapes[1]:
+            raise SystemExit(
+                f"seed {s}: {names[0]} [task, episode] {shapes[0]} != {names[1]} "
+                f"{shapes[1]}: not the same tasks and episodes"
+            )
         ta, tb = (r.metadata.get("task_ids") for r in (a[s], b[s]))
         if ta is None and tb is None:
             ta, tb = (_oracle_per_task(r, names) for r in (a[s], b[s]))
@@ -73,7 +80,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("first", help="TAG:METHOD compared with the others")
     parser.add_argument("others", nargs="+", help="TAG:METHOD")
-    parser.add_argument("--last", type=int, default=10, help="last episodes scored")
+    parser.add_argument(
+        "--last", type=positive_int, default=10, help="last episodes scored"
+    )
     parser.add_argument(
         "--name", default=None, help="the record's name (default: from the methods)"
     )
@@ -98,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
             "CI high": d["high"],
         }
         rows.append(row)
-        results[f"{method_a}_vs_{method_b}"] = row
+        results[f"{row['a']} vs {row['b']}"] = row  # one method in two tags too
     others = "_".join(s.partition(":")[2] for s in args.others)
     notes = (
         "Paired per [seed, task] over the seeds both reproductions hold (same "

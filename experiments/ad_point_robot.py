@@ -149,7 +149,7 @@ CHANGES = dict(
         "train.checkpoint_every": 30,
         "eval.num_episodes": 4,
     },
-    cpu={},
+    cpu={**DRAWN_VALIDATION},
     gpu={
         "data.num_tasks": 450,
         "data.num_episodes": 200,

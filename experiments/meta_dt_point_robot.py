@@ -75,7 +75,7 @@ def _without_window(changes: dict) -> dict:
 PRESETS = make_presets(
     BASE,
     smoke=_without_window(ad_point_robot.CHANGES["smoke"]),
-    cpu={},
+    cpu={**DRAWN_VALIDATION},
     gpu={
         **REFERENCE_MODEL,
         "data.num_tasks": 450,

@@ -146,6 +146,9 @@ CLI_ROWS: list[tuple[str, str]] = [
     # Dark Room's 81 goals hold 8 validation goals, and nothing to draw beyond
     ("reproduce ad_darkroom --set eval.validation_tasks=9", "eval.validation_tasks=9"),
     ("reproduce ad_darkroom --runs {file}/sub", "--runs"),
+    # other tasks (10x10 goals, horizon 100) cannot be paired with AD's
+    ("reproduce dpt_darkroom --compare ad_darkroom", "data.env_args"),
+    ("reproduce ad_darkroom --compare ad_darkroom", "both experiments are named"),
     ("bench q_learning_ceiling --seeds 0", "--seeds"),
     ("bench train_throughput --steps 0", "--steps"),
     ("bench eval_throughput --repeats 0", "--repeats"),

@@ -19,6 +19,7 @@ from agentrl.evaluate.controls import (
     check_control,
     expert_dataset,
     icl_verdict,
+    paired_difference,
 )
 from agentrl.evaluate.goals import by_distance, goal_grid, goal_layout, per_goal
 from agentrl.train.rundir import held_out_params
@@ -175,6 +176,18 @@ def test_verdict_needs_every_control_beaten_with_a_ci_above_zero():
     )
     d = few["controls"]["zero_rewards"]
     assert d["low"] > 3.5 and d["pairs"] == 3 and not d["beaten"]
+
+
+def test_a_paired_difference_needs_the_same_tasks_and_episodes():
+    def run(episodes, ids=None):
+        return EvalResult("m", np.ones((3, episodes)), metadata={"task_ids": ids})
+
+    same = paired_difference([run(4, [1, 2, 5])], [run(4, [1, 2, 5])], 2)
+    assert same["mean"] == 0.0 and same["pairs"] == 3
+    with pytest.raises(ValueError, match=r"\(3, 4\) vs \(3, 6\)"):
+        paired_difference([run(4)], [run(6)], 2)  # once: each its own last 2
+    with pytest.raises(ValueError, match=r"task ids \[1, 2, 5\] vs \[1, 2, 6\]"):
+        paired_difference([run(4, [1, 2, 5])], [run(4, [1, 2, 6])], 2)
 
 
 def test_choice_margin_is_paired_per_task_and_names_the_runner_up():

@@ -53,3 +53,28 @@ def test_indexed_tasks_pair_by_their_ids(tmp_path, monkeypatch):
     _write(tmp_path, "b", "dt", oracle, [[4.0, 6.0]], ids=[3, 8])
     with pytest.raises(SystemExit, match=r"tasks \[3, 7\] != dt \[3, 8\]"):
         paired_repro.main(["a:ad", "b:dt"])
+
+
+def test_one_method_of_two_tags_keeps_both_rows_and_episodes_must_agree(
+    tmp_path, monkeypatch
+):
+    """The JSON once keyed rows by the methods' names alone, so comparing
+    one method across two reproductions (an ablation) kept the last row."""
+    monkeypatch.setenv("AGENTRL_BENCH_RESULTS", str(tmp_path))
+    oracle = np.array([10.0, 10.0])
+    _write(tmp_path, "a", "q", oracle, [[5.0, 6.0]], ids=[3, 7])
+    _write(tmp_path, "b", "ad", oracle, [[4.0, 6.0]], ids=[3, 7])
+    _write(tmp_path, "c", "ad", oracle, [[2.0, 2.0]], ids=[3, 7])
+    assert paired_repro.main(["a:q", "b:ad", "c:ad", "--name", "x"]) == 0
+    rows = json.loads((tmp_path / "x.json").read_text())["results"]
+    assert sorted(r["a minus b"] for r in rows.values()) == pytest.approx([0.5, 3.5])
+    longer = [np.ones((2, 3))]  # three episodes a task, against one
+    runs = [
+        EvalResult("ad", r, metadata={"task_ids": [3, 7]}).to_json() for r in longer
+    ]
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "results.json").write_text(json.dumps({"runs": {"ad": runs}}))
+    with pytest.raises(SystemExit, match=r"\(2, 1\) != ad \(2, 3\)"):
+        paired_repro.main(["a:q", "d:ad"])
+    with pytest.raises(SystemExit):
+        paired_repro.main(["a:q", "b:ad", "--last", "0"])

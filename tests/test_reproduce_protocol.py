@@ -51,11 +51,20 @@ def test_seed_results_round_trip_through_the_cache(tmp_path):
     r = EvalResult("ad", np.arange(6.0).reshape(2, 3), np.ones((2, 3)) / 2)
     r.metadata["task_ids"] = [4, 7]
     path = tmp_path / "seed0-results.json"
-    reproduce._save_seed(path, {"ad": r}, {"seed": 0, "selection": {"x": 1}})
-    results, record = reproduce._load_seed(path)
+    config = reproduce.seed_config("ad_darkroom", "smoke", 0, None)
+    reproduce._save_seed(path, {"ad": r}, {"seed": 0, "selection": {"x": 1}}, config)
+    results, record = reproduce._load_seed(path, config)
     np.testing.assert_array_equal(results["ad"].returns, r.returns)
     np.testing.assert_array_equal(results["ad"].normalized, r.normalized)
     assert results["ad"].metadata["task_ids"] == [4, 7] and record["seed"] == 0
+    # logging cadence changes no result; an evaluation setting does
+    sets = {"train.log_every": "7"}
+    quiet = reproduce.seed_config("ad_darkroom", "smoke", 0, sets)
+    assert reproduce._load_seed(path, quiet)[0]
+    longer = reproduce.seed_config(
+        "ad_darkroom", "smoke", 0, {"eval.num_episodes": "9"}
+    )
+    assert reproduce._load_seed(path, longer) == ({}, {})
 
 
 def _runs(values):
@@ -460,3 +469,131 @@ def test_two_experiments_of_one_name_are_refused_before_any_run(tmp_path):
     with pytest.raises(ValueError, match="both experiments are named 'ad_darkroom'"):
         reproduce.main(argv)
     assert not runs.exists() and not out.exists()
+
+
+def test_an_edited_experiment_is_evaluated_again_not_read_from_its_cache(
+    tmp_path, monkeypatch, capsys
+):
+    """A seed's cache is named by experiment, preset and ``--set`` only; one
+    written with other settings (the file edited, or two ablations whose
+    names meet) was once reused silently. Now it is redone, saying why."""
+    calls = []
+
+    def fake_seed(config, root, seed, controls, scan, rules):
+        calls.append(config.eval.num_episodes)
+        runs = {
+            n: EvalResult(n, np.ones((2, config.eval.num_episodes)))
+            for n in ("ad", "random")
+        }
+        return runs, {"seed": seed}
+
+    monkeypatch.setattr(reproduce, "_seed", fake_seed)
+    path = _variant(tmp_path, "my_ad")
+    run = dict(name=path, preset="smoke", seeds=1, runs_root=tmp_path / "runs")
+    reproduce.train_and_evaluate(**run)
+    reproduce.train_and_evaluate(**run)  # unchanged: read back
+    assert calls == [6]
+    text = open(path).read()
+    assert text.count('"eval.num_episodes": 6') == 1
+    open(path, "w").write(
+        text.replace('"eval.num_episodes": 6', '"eval.num_episodes": 9')
+    )
+    again, _, _ = reproduce.train_and_evaluate(**run)
+    assert calls == [6, 9] and again["ad"][0].returns.shape == (2, 9)
+    assert "eval.num_episodes: 6 -> 9" in capsys.readouterr().out
+
+
+def test_train_seed_set_by_the_user_is_offset_per_seed_not_dropped():
+    base = reproduce.seed_config("ad_darkroom", "smoke", 1, None)
+    moved = reproduce.seed_config("ad_darkroom", "smoke", 1, {"train.seed": "7"})
+    assert (base.train.seed, moved.train.seed) == (1, 8)
+    assert moved.data.seed == base.data.seed and moved.eval.seed == base.eval.seed
+
+
+def test_the_compared_learners_cached_controls_are_not_the_learners(
+    tmp_path, monkeypatch
+):
+    """``ad_darkroom --controls`` then ``my_ad.py --compare ad_darkroom``
+    (both AD): the partner's cached controls once entered the record as the
+    learner's own, and the verdict judged ``my_ad`` against them."""
+    import json
+
+    def fake_seed(config, root, seed, controls, scan, rules):
+        label = config.algo.label
+        names = [label, "random"] + [
+            f"{label}/{c}" for c in CONTEXT_CONTROLS
+        ] * controls
+        runs = {n: EvalResult(n, np.ones((2, 3)), np.ones((2, 3)) / 2) for n in names}
+        return runs, {"seed": seed, "selection": {"choice": {"name": "sample"}}}
+
+    monkeypatch.setattr(reproduce, "_seed", fake_seed)
+    monkeypatch.setattr(reproduce, "_has_expert_control", lambda config: False)
+    common = ["--preset", "smoke", "--seeds", "1", "--runs", str(tmp_path / "runs")]
+    out = ["--out", str(tmp_path / "out")]
+    assert reproduce.main(["ad_darkroom", "--controls", *common, *out]) == 0
+    argv = [_variant(tmp_path, "my_ad"), "--compare", "ad_darkroom", *common, *out]
+    assert reproduce.main(argv) == 0
+    tag = tmp_path / "out" / "repro_my_ad_vs_ad_darkroom_smoke"
+    saved = json.loads((tag / "results.json").read_text())
+    assert sorted(saved["runs"]) == ["ad", "ad_darkroom", "random"]
+    meta = json.loads(tag.with_suffix(".json").read_text())
+    assert not any("control" in t["name"] for t in meta["targets"])
+
+
+def test_a_compare_on_other_tasks_or_episodes_is_refused_before_any_run(
+    tmp_path, monkeypatch
+):
+    """DPT's Dark Room (10x10, horizon 100, 40 episodes) against AD's (9x9,
+    20, 50): "paired" by index, it once compared different tasks."""
+
+    def no_training(*args):
+        raise AssertionError("a seed was trained")
+
+    monkeypatch.setattr(reproduce, "_seed", no_training)
+    runs = tmp_path / "runs"
+    argv = ["dpt_darkroom", "--compare", "ad_darkroom", "--preset", "cpu"]
+    with pytest.raises(
+        ValueError, match=r"differ in data.env_args .*eval.num_episodes 40 vs 50"
+    ):
+        reproduce.main(argv + ["--runs", str(runs)])
+    assert not runs.exists()
+
+
+def test_other_expert_episodes_distil_the_control_again(tmp_path, monkeypatch):
+    """``--expert-episodes`` changed after a ``--controls`` run: the cached
+    control is redone, and a ``-expert`` run trained on the old count is
+    removed before distilling (resuming it would keep its weights)."""
+    import json
+
+    real_expert, episodes = reproduce._expert, []
+
+    def fake_seed(config, root, seed, controls, scan, rules):
+        names = ["ad", "random"] + [f"ad/{c}" for c in CONTEXT_CONTROLS]
+        return {n: EvalResult(n, np.ones((2, 3))) for n in names}, {"seed": seed}
+
+    def fake_expert(config, root, n, rules):
+        episodes.append(n)
+        return EvalResult("ed", np.zeros((2, 3))), {"episodes": n}
+
+    monkeypatch.setattr(reproduce, "_seed", fake_seed)
+    monkeypatch.setattr(reproduce, "_expert", fake_expert)
+    run = dict(name="ad_darkroom", preset="smoke", seeds=1, runs_root=tmp_path)
+    for n in (2, 2, 4):
+        reproduce.train_and_evaluate(**run, controls=True, expert_episodes=n)
+    assert episodes == [2, 4]
+
+    expert = tmp_path / "ad_darkroom-smoke-seed0-expert"
+    expert.mkdir()
+    source = {"dataset_source": {"settings": {"expert_episodes": 2}}}
+    (expert / "run.json").write_text(json.dumps(source))
+
+    def stop_at_data(*args, **kwargs):
+        raise RuntimeError(f"-expert kept: {expert.exists()}")
+
+    monkeypatch.setattr(reproduce.ctl, "expert_dataset", stop_at_data)
+    config = reproduce.seed_config("ad_darkroom", "smoke", 0, None)
+    root = tmp_path / "ad_darkroom-smoke-seed0"
+    with pytest.raises(RuntimeError, match="-expert kept: True"):
+        real_expert(config, root, 2, None)  # the same count: resumed
+    with pytest.raises(RuntimeError, match="-expert kept: False"):
+        real_expert(config, root, 4, None)

@@ -13,8 +13,36 @@ def test_set_values_become_overrides_and_a_readable_suffix():
     json_value = parse_sets(['data.source_args=[["epsilon_end", 0.5]]'])
     assert ablation_suffix(json_value) == "_source_args-epsilon_end-0.5"
     two = parse_sets(["train.lr=1e-3", "train.steps=6000"])
-    assert ablation_suffix(two) == "_lr1e-3_steps6000"
+    assert ablation_suffix(two) == "_lr1em3_steps6000"  # a sign is not a dash
     assert ablation_suffix({}) == ""
+
+
+@pytest.mark.parametrize(
+    "first, second",
+    [
+        ("data.num_episodes=30", "eval.num_episodes=30"),
+        ("data.seed=7", "train.seed=7"),
+        ("train.seed=7", "eval.seed=7"),
+        ("train.lr=1e-3", "train.lr=1e+3"),
+        (
+            'data.source_args=[["epsilon_end", -0.5]]',
+            'data.source_args=[["epsilon_end", 0.5]]',
+        ),
+    ],
+)
+def test_two_different_ablations_never_share_a_name(first, second):
+    """Their seeds' caches and records are named by it: two settings once
+    met in one name (the field's section dropped, a sign read as a dash)."""
+    a, b = (ablation_suffix(parse_sets([s])) for s in (first, second))
+    assert a != b
+
+
+def test_names_of_earlier_records_are_kept():
+    """A ``data.`` field and values without signs name as they always did."""
+    sets = parse_sets(["data.num_tasks=16", "data.num_episodes=120"])
+    assert ablation_suffix(sets) == "_num_tasks16_num_episodes120"
+    assert ablation_suffix({"eval.validation_tasks": "32"}) == "_validation_tasks32"
+    assert ablation_suffix({"eval.num_episodes": "30"}) == "_eval_num_episodes30"
 
 
 @pytest.mark.parametrize("bad", ["train.steps", "=3", "train.steps="])
@@ -31,6 +59,18 @@ def test_evaluation_only_fields_are_the_acting_settings():
     assert evaluation_only("algo.base.eval_context")  # T2MIR-AD's AD
     for field in ("train.lr", "algo.context_episodes", "model.dropout", "evaluate"):
         assert not evaluation_only(field), field
+
+
+def test_a_leaf_name_set_is_judged_as_its_field():
+    """``--set validation_tasks=32`` is ``eval.validation_tasks``: the
+    preset's weights are reused for it too (it once trained a second run)."""
+    from agentrl.evaluate.reproduce import _evaluation_only
+    from agentrl.train.experiments import load_experiment
+
+    t2mir = load_experiment("t2mir_ad_darkroom", "smoke")
+    assert _evaluation_only({"validation_tasks": "32"}, t2mir)
+    assert _evaluation_only({"eval_context": "window"}, t2mir)  # algo.base.
+    assert not _evaluation_only({"validation_tasks": "32", "lr": "1e-3"}, t2mir)
 
 
 def test_an_evaluation_ablation_reuses_the_presets_training(tmp_path):

@@ -316,6 +316,21 @@ def _last_returns(runs: Sequence[Any], last_k: int) -> np.ndarray:
     return np.stack([np.asarray(r.returns) for r in runs])[..., -last_k:].mean(-1)
 
 
+def _check_paired(a_runs: Sequence[Any], b_runs: Sequence[Any]) -> None:
+    if len(a_runs) != len(b_runs):
+        raise ValueError(f"paired over seeds: {len(a_runs)} != {len(b_runs)} seeds")
+    for seed, (a, b) in enumerate(zip(a_runs, b_runs, strict=True)):
+        shapes = np.shape(a.returns), np.shape(b.returns)
+        ids = a.metadata.get("task_ids"), b.metadata.get("task_ids")
+        if shapes[0] != shapes[1] or (None not in ids and ids[0] != ids[1]):
+            raise ValueError(
+                f"seed {seed}: {a.name} and {b.name} were not evaluated on the "
+                f"same tasks and episodes ([task, episode] {shapes[0]} vs "
+                f"{shapes[1]}; task ids {ids[0]} vs {ids[1]}), so they cannot "
+                "be paired"
+            )
+
+
 def paired_difference(
     a_runs: Sequence[Any],
     b_runs: Sequence[Any],
@@ -325,11 +340,13 @@ def paired_difference(
 ) -> dict[str, float]:
     """A minus B, last-``last_k``-episodes return, paired per ``[seed, task]``.
 
-    Both were evaluated on the same tasks with the same keys per seed.
-    Returns ``{"mean", "low", "high", "pairs"}`` (95% bootstrap CI;
-    ``resample`` as :func:`agentrl.evaluate.metrics.bootstrap_ci`; ``pairs``
-    the ``[seed, task]`` count).
+    Both were evaluated on the same tasks with the same keys per seed: a
+    ``ValueError`` where a seed's ``[task, episode]`` shapes or recorded
+    task ids differ. Returns ``{"mean", "low", "high", "pairs"}`` (95%
+    bootstrap CI; ``resample`` as :func:`agentrl.evaluate.metrics.bootstrap_ci`;
+    ``pairs`` the ``[seed, task]`` count).
     """
+    _check_paired(a_runs, b_runs)
     diff = _last_returns(a_runs, last_k) - _last_returns(b_runs, last_k)
     low, high = metrics.bootstrap_ci(diff, resample=resample, seed=seed)
     return {"mean": float(diff.mean()), "low": low, "high": high, "pairs": diff.size}

@@ -71,6 +71,7 @@ import argparse
 import dataclasses
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -112,12 +113,13 @@ DATASETS = "datasets"
 
 
 def seed_config(name: str, preset: str, seed: int, overrides: dict | None):
-    """The preset's config for training seed ``seed``: own data, split, key."""
+    """The preset's config for training seed ``seed``: own data, split, key
+    (``data.seed``, ``train.seed`` and ``eval.seed`` each offset by it)."""
     config = load_experiment(name, preset, overrides)
     return dataclasses.replace(
         config,
         data=dataclasses.replace(config.data, path="", seed=config.data.seed + seed),
-        train=dataclasses.replace(config.train, seed=seed),
+        train=dataclasses.replace(config.train, seed=config.train.seed + seed),
         eval=dataclasses.replace(config.eval, seed=config.eval.seed + seed),
     )
 
@@ -159,7 +161,7 @@ def train_and_evaluate(
         # folders by the experiment's name, also when given as a .py path
         root = runs_root / f"{config.name}-{preset}{suffix}-seed{seed}"
         cache = root.with_name(root.name + "-results.json")
-        results, record = _load_seed(cache) if cache.is_file() else ({}, {})
+        results, record = _load_seed(cache, config) if cache.is_file() else ({}, {})
         # done by an earlier (or a parallel) invocation; redone where it
         # lacks what this one asks for: a --compare run, which shares the
         # run (and its cache) but evaluates no controls, must not leave a
@@ -168,7 +170,7 @@ def train_and_evaluate(
         stale = (controls and _missing_controls(results, config)) or (
             scan_checkpoints and "checkpoint_scan" not in record
         )
-        if (not results or stale) and overrides and _evaluation_only(overrides):
+        if (not results or stale) and overrides and _evaluation_only(overrides, config):
             base = runs_root / f"{config.name}-{preset}-seed{seed}"
             reuse_training(seed_config(name, preset, seed, None), base, root)
         if not results or stale:
@@ -176,12 +178,16 @@ def train_and_evaluate(
                 config, root, seed, controls, scan_checkpoints, rules
             )
             results, record = {**results, **fresh}, {**record, **fresh_record}
-            _save_seed(cache, results, record)  # kept if the control run dies
+            _save_seed(cache, results, record, config)  # kept if the control dies
         ed = f"{config.algo.label}/expert_distillation"
-        if controls and ed not in results and _has_expert_control(config):
-            n = expert_episodes or default_expert_episodes(config)
+        n = expert_episodes or default_expert_episodes(config)
+        if (
+            controls
+            and _has_expert_control(config)
+            and _expert_stale(results, record, config, n)
+        ):
             results[ed], record["expert_distillation"] = _expert(config, root, n, rules)
-            _save_seed(cache, results, record)
+            _save_seed(cache, results, record, config)
         for method, result in share_stand_in_oracle(results).items():
             per_method.setdefault(method, []).append(result)
         run_dirs.append(root)
@@ -206,15 +212,55 @@ def _missing_controls(results: dict, config: Any) -> list[str]:
     return [c for c in ctl.CONTEXT_CONTROLS if f"{label}/{c}" not in results]
 
 
-def _save_seed(path: Path, results: dict, record: dict) -> None:
+def _save_seed(path: Path, results: dict, record: dict, config: Any) -> None:
     runs = {m: r.to_json() for m, r in results.items()}
-    write_json(path, {"runs": runs, "protocol": record}, indent=None)
+    saved = {"runs": runs, "protocol": record, "config": configtools.to_dict(config)}
+    write_json(path, saved, indent=None)
 
 
-def _load_seed(path: Path) -> tuple[dict, dict]:
+#: Settings that change no result of a seed (logging, checkpoint cadence,
+#: how updates are dispatched): a cache that differs only there is reused.
+CACHE_IGNORES = (
+    "train.log_every",
+    "train.checkpoint_every",
+    "train.keep_checkpoints",
+    "train.steps_per_call",
+    "model.moe_dispatch",
+)
+
+
+def _load_seed(path: Path, config: Any) -> tuple[dict, dict]:
+    """A seed's cached ``(results, record)``, or ``({}, {})`` where they were
+    computed with another config than ``config`` (said, then redone). A
+    cache written before caches recorded their config (before session 48)
+    is reused as it is: a run's ``config.json`` is the completed config
+    and cannot stand in for it."""
     saved = json.loads(path.read_text())
+    then = saved.get("config")
+    changed = _changed_fields(then, config) if then is not None else []
+    if changed:
+        print(f"{path.name}: computed with {'; '.join(changed)}; evaluated again")
+        return {}, {}
     results = {m: eval_result(run) for m, run in saved["runs"].items()}
     return results, saved["protocol"]
+
+
+def _changed_fields(then: dict, config: Any) -> list[str]:
+    """``"field: then -> now"`` for each setting that differs (but
+    :data:`CACHE_IGNORES`)."""
+    old = configtools.flatten(json.loads(json.dumps(then)))
+    new = configtools.flatten(json.loads(json.dumps(configtools.to_dict(config))))
+    return [
+        f"{k}: {old.get(k)!r} -> {new.get(k)!r}"
+        for k in sorted(old.keys() | new.keys())
+        if old.get(k) != new.get(k) and k not in CACHE_IGNORES
+    ]
+
+
+def _expert_stale(results: dict, record: dict, config: Any, episodes: int) -> bool:
+    """Whether the seed lacks an expert-distillation result on ``episodes``."""
+    done = record.get("expert_distillation", {}).get("episodes")
+    return f"{config.algo.label}/expert_distillation" not in results or done != episodes
 
 
 def _seed(config, root, seed, controls, scan_checkpoints, rules):
@@ -280,8 +326,50 @@ def check_validation(config: Any) -> str | None:
     )
 
 
-def _evaluation_only(overrides: dict[str, str]) -> bool:
-    return all(evaluation_only(field) for field in overrides)
+#: What a ``--compare`` pair must share to be paired per (seed, task): the
+#: same test tasks (family, split, data seeds), evaluation keys and episodes.
+PAIRED_SETTINGS = (
+    "data.env",
+    "data.env_args",
+    "data.split_fraction",
+    "data.seed",
+    "eval.seed",
+    "eval.num_tasks",
+    "eval.num_episodes",
+)
+
+
+def check_comparable(configs: list[Any]) -> list[str]:
+    """The methods ``configs`` report as (:func:`method_labels`), after
+    checking a ``--compare`` pair can be paired: a ``ValueError`` where both
+    have one ``name`` (they would share runs, caches and results) or differ
+    in a :data:`PAIRED_SETTINGS` field."""
+    labels = method_labels(configs)
+    if len(configs) < 2:
+        return labels
+    a, b = configs
+    if a.name == b.name or labels[0] == labels[1]:
+        raise ValueError(
+            f"--compare: both experiments are named {b.name!r} (their config's "
+            "`name`), so their runs and results would be one; give the variant "
+            "its own `name`"
+        )
+    fa, fb = (configtools.flatten(configtools.to_dict(c)) for c in configs)
+    differ = [f"{k} {fa[k]!r} vs {fb[k]!r}" for k in PAIRED_SETTINGS if fa[k] != fb[k]]
+    if differ:
+        raise ValueError(
+            f"--compare {b.name}: a difference is paired per (seed, task) over "
+            f"the same test tasks, keys and episodes as {a.name}'s; they differ "
+            f"in {'; '.join(differ)} (a --set applies to both)"
+        )
+    return labels
+
+
+def _evaluation_only(overrides: dict[str, str], config: Any) -> bool:
+    """Whether every ``--set`` field (a path, or a leaf name ``config``
+    resolves) changes only how a trained model is evaluated."""
+    fields = (configtools.resolve(config, field) for field in overrides)
+    return all(evaluation_only(field) for field in fields)
 
 
 def reuse_training(base_config: Any, base: Path, root: Path) -> None:
@@ -306,6 +394,15 @@ def reuse_training(base_config: Any, base: Path, root: Path) -> None:
             print(f"training: the run {source.name} reused for {target.name}")
 
 
+def _expert_episodes_of(run_dir: Path) -> int | None:
+    """The last-episode count an expert-distillation run was trained on."""
+    record = run_dir / "run.json"
+    if not record.is_file():
+        return None
+    source = json.loads(record.read_text()).get("dataset_source") or {}
+    return source.get("settings", {}).get("expert_episodes")
+
+
 def _never(rel: Path) -> bool:
     return False
 
@@ -316,12 +413,21 @@ def _not_data(rel: Path) -> bool:
 
 
 def _expert(config, root, episodes, rules):
-    """The expert-distillation control of one seed: ``(result, record)``."""
+    """The expert-distillation control of one seed: ``(result, record)``.
+
+    A ``-expert`` run distilled from another number of last episodes (an
+    earlier ``--expert-episodes``) is trained again from scratch: resuming
+    it on the new data would keep its weights."""
+    ed_root = root.with_name(root.name + "-expert")
+    kept = _expert_episodes_of(ed_root)
+    if kept is not None and kept != episodes:
+        print(f"{ed_root.name}: distilled from {kept} episodes, now {episodes}")
+        shutil.rmtree(ed_root)
     data = ctl.expert_dataset(
         root / "dataset", root.with_name(root.name + "-expert-data"), episodes,
         overwrite=True,
     )  # fmt: skip
-    ed_dir = fit(ctl.expert_config(config, data), root.with_name(root.name + "-expert"))
+    ed_dir = fit(ctl.expert_config(config, data), ed_root)
     ed_sel = select(acting_candidates(ed_dir, rules))
     ed, _ = evaluate_choice(ed_sel, baselines=[])
     record = {
@@ -426,9 +532,9 @@ def run(args: argparse.Namespace) -> int:
         os.environ[RESULTS_ENV] = args.out
     names = [args.experiment] + ([args.compare] if args.compare else [])
     overrides = parse_sets(args.set)
-    experiments = {n: load_experiment(n, args.preset, overrides) for n in names}
-    configs = list(experiments.values())
-    labels = method_labels(configs)  # refuses a variant named as the learner
+    configs = [load_experiment(n, args.preset, overrides) for n in names]
+    labels = check_comparable(configs)
+    experiments = dict(zip(names, configs, strict=True))
     for config in configs:  # bad fields and targets fail here, before training
         note = check_validation(config)
         if note:
@@ -456,6 +562,8 @@ def run(args: argparse.Namespace) -> int:
         )
         own = configs[i].algo.label
         for method, results in per_method.items():
+            if i and method.startswith(f"{own}/"):
+                continue  # the compared learner's controls (cached) are its own
             combined.setdefault(labels[i] if method == own else method, results)
         dirs[configs[i].name] = run_dirs
         protocol[configs[i].name] = records

@@ -12,6 +12,8 @@ there are several seeds (tasks only with one).
 
 from __future__ import annotations
 
+import collections
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -27,8 +29,10 @@ from agentrl.evaluate.report import summarize, write_results
 from agentrl.evaluate.reproduce_record import target, write_record
 from agentrl.evaluate.selection import recorded_field
 from agentrl.evaluate.targets import resample_for, targets_for, with_ci
+from agentrl.models import ModelConfig
 from agentrl.project import results_dir
 from agentrl.tables import markdown_table
+from agentrl.train.config import DataConfig, EvalConfig, TrainConfig
 
 
 def result_tag(names: list[str], preset: str, overrides: dict | None) -> str:
@@ -36,16 +40,36 @@ def result_tag(names: list[str], preset: str, overrides: dict | None) -> str:
     return f"repro_{'_vs_'.join(names)}_{preset}{ablation_suffix(overrides)}"
 
 
+#: Field names more than one section has (``data.seed``, ``train.seed``,
+#: ``eval.seed``): outside ``data`` a suffix names their section too.
+SHARED_FIELDS = frozenset(
+    name
+    for name, count in collections.Counter(
+        f.name
+        for section in (DataConfig, TrainConfig, EvalConfig, ModelConfig)
+        for f in dataclasses.fields(section)
+    ).items()
+    if count > 1
+)
+
+
 def ablation_suffix(overrides: dict[str, str] | None) -> str:
     """``{"algo.episode_stride": "3"}`` -> ``"_episode_stride3"``.
 
-    ``{"data.source_args": '[["epsilon_end", 0.5]]'}`` ->
-    ``"_source_args-epsilon_end-0.5"``.
+    ``{"data.source_args": '[["epsilon_end", -0.5]]'}`` ->
+    ``"_source_args-epsilon_end-m0.5"``; a field of :data:`SHARED_FIELDS`
+    outside ``data`` keeps its section: ``{"eval.num_episodes": "30"}`` ->
+    ``"_eval_num_episodes30"`` (``data.num_episodes`` gives
+    ``"_num_episodes30"``, as every record before session 48 has it).
     """
-    parts = [
-        f"{field.rsplit('.', 1)[-1]}{value}"
-        for field, value in (overrides or {}).items()
-    ]
+    parts = []
+    for field, value in (overrides or {}).items():
+        section, _, leaf = field.rpartition(".")
+        if leaf in SHARED_FIELDS and section not in ("", "data"):
+            leaf = f"{section.replace('.', '_')}_{leaf}"
+        # a sign before a digit is kept apart from the separators below
+        value = re.sub(r"-(?=[0-9.])", "m", re.sub(r"\+(?=[0-9.])", "p", value))
+        parts.append(f"{leaf}{value}")
     slug = "_".join(parts)
     # JSON values (e.g. source_args) become dash-separated words
     slug = re.sub(r"[^A-Za-z0-9_.]+", "-", slug).strip("-")
@@ -84,21 +108,10 @@ def method_labels(configs: list[Any]) -> list[str]:
     """The method each experiment's own results are reported as, the
     learner first: its algorithm's label, except that a ``--compare``
     learner of the learner's algorithm (an AD variant against AD) is
-    reported by its experiment's name.
-
-    Raises ``ValueError`` where two experiments would share their runs or
-    their results (the same ``name``)."""
+    reported by its experiment's name."""
     labels = [c.algo.label for c in configs]
     if len(configs) == 2 and labels[0] == labels[1]:
         labels[1] = configs[1].name
-    if len(configs) == 2 and (
-        configs[0].name == configs[1].name or labels[0] == labels[1]
-    ):
-        raise ValueError(
-            f"--compare: both experiments are named {configs[1].name!r} (their "
-            "config's `name`), so their runs and results would be one; give "
-            "the variant its own `name`"
-        )
     return labels
 
 

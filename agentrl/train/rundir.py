@@ -150,8 +150,8 @@ def check_resumable(run_dir: Path, config: ExperimentConfig) -> None:
     saved_file = Path(run_dir) / "config.json"
     if not saved_file.is_file():
         return
-    saved = _flatten(_read_json(saved_file))
-    now = _flatten(json.loads(json.dumps(configtools.to_dict(config))))
+    saved = configtools.flatten(_read_json(saved_file))
+    now = configtools.flatten(json.loads(json.dumps(configtools.to_dict(config))))
     changed = [
         f"{k}: {saved[k]!r} -> {now[k]!r}"
         for k in sorted(saved.keys() & now.keys())
@@ -163,16 +163,6 @@ def check_resumable(run_dir: Path, config: ExperimentConfig) -> None:
             f" a resumed run may only change {', '.join(RESUME_MAY_CHANGE)}. "
             "Train into a new run_dir instead."
         )
-
-
-def _flatten(tree: dict, prefix: str = "") -> dict[str, Any]:
-    out = {}
-    for key, value in tree.items():
-        if isinstance(value, dict):
-            out.update(_flatten(value, f"{prefix}{key}."))
-        else:
-            out[f"{prefix}{key}"] = value
-    return out
 
 
 def write_run_record(
