@@ -54,15 +54,17 @@ Presets (2-core CPU of the development machine):
   With consecutive windows (session 38, 3 seeds): -19.3 -> -19.3, score
   0.01, at the same training loss. Record
   ``repro_ad_point_robot_cpu_window_startepisode_episode_windowsubset_by_return_eval_contextsorted_episodes``.
-  The split holds 2 validation goals (5 held out); the rule chosen on 32
-  goals drawn from the goal distribution instead (``--set
-  eval.validation_tasks=32``, the same weights re-evaluated in session 46,
-  ``repro_ad_point_robot_cpu_validation_tasks32``) is the same in every
-  seed (sampling), resolved in 5 of 5 seeds (2 goals cannot resolve a
-  choice: ``metrics.MIN_RESOLVING_TASKS``): same test numbers. The
-  cpu preset keeps the split's 2 (its records, and those of the learners
-  built on it, were chosen so); the gpu and full presets draw 32
-  (``DRAWN_VALIDATION``, ``docs/protocol.md``).
+  The split holds 2 validation goals (5 held out), too few to resolve a
+  choice (``metrics.MIN_RESOLVING_TASKS``), so since session 48 every
+  preset, this one too, chooses on 32 goals drawn from the goal
+  distribution (``DRAWN_VALIDATION``, ``docs/protocol.md``; the learners
+  built on this preset inherit it). The record of that protocol is
+  ``repro_ad_point_robot_cpu_validation_tasks32`` (the same weights
+  re-evaluated with ``--set eval.validation_tasks=32``, with its controls,
+  session 47): the same rule in every seed (sampling), resolved in 5 of
+  5, so the same test numbers, 0.67 [0.64, 0.71]; beats the three context
+  controls (+9.8 / +11.9 / +9.7), not expert distillation (-0.67 [-1.70,
+  0.91]). The record above chose on the split's 2.
 - ``gpu``: T2MIR's AD model for Point-Robot (3 layers, 8 heads, width
   128, FFN 512, dropout 0.05, batch 32, lr 3e-4: ``T2MIR_MODEL``) on 450 PPO
   histories (10 per training goal) of 200 episodes, 10,000 updates with a

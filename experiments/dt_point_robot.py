@@ -30,10 +30,12 @@ episodes.
 - ``gpu``, ``full``: ``ad_point_robot``'s with DT; for a GPU.
 
 The acting rule is chosen per seed on validation goals by ``agentrl
-reproduce`` (the split's 2; on 32 goals drawn from the goal distribution,
-``--set eval.validation_tasks=32``, seed 4 switches from greedy to
-sampling: DT -0.13 [-0.47, 0.27], ``repro_dt_point_robot_cpu_validation_tasks32``,
-session 46). Deviation from the DT paper: the return-to-go enters as a
+reproduce``: since session 48 on 32 goals drawn from the goal
+distribution (``ad_point_robot``'s presets), whose record is
+``repro_dt_point_robot_cpu_validation_tasks32`` (the same weights with
+``--set eval.validation_tasks=32``, session 46: seed 4 switches from
+greedy to sampling, DT -0.13 [-0.47, 0.27]); ``repro_dt_point_robot_cpu``
+above chose on the split's 2. Deviation from the DT paper: the return-to-go enters as a
 feature of the observation token, not as a token of its own
 (``agentrl.algos.dt``).
 """
