@@ -47,9 +47,13 @@ splits and evaluation keys)::
   12,000, paired -0.07 [-0.24, 0.10]: more updates leave RA-DT where it
   was. The 3,000-update records re-chosen on 64 validation pairs (session
   38: RA-DT with controls, AD-ε, AD-ε at 40 steps, all seeds): ``sample``
-  in every seed, each choice resolved, every number as above. Not
-  memorisation (training pairs score as held-out ones), not the same-task
-  retrieval bonus (``--set algo.task_weight=0``).
+  in every seed, each choice resolved, every number as above. Not the
+  same-task retrieval bonus (``--set algo.task_weight=0``). "Not
+  memorisation (training pairs score as held-out ones)" is withdrawn:
+  ``agentrl eval --split train`` then drew its pairs from the split's
+  ~5,184 training ids, while the 1,000 histories cover 1,000 of them, so
+  most pairs scored were never trained on (fixed in session 48; not
+  re-run).
 - ``gpu``: ``ad_eps_key_to_door``'s sizes; not run.
 - ``full``: ``ad_eps_key_to_door``'s data with RA-DT's own training
   (``radt_darkroom.REFERENCE_TRAINING``); not run.

@@ -111,6 +111,15 @@ CLI_ROWS: list[tuple[str, str]] = [
     ("train ad_darkroom --data.env_args size=-1 --run-dir {tmp}/r", "size"),
     ("train ad_darkroom --data.path {tmp}/nonexistent --run-dir {tmp}/r", "no such"),
     ("train dpt_bandit --data.path {data} --run-dir {tmp}/r", "holds 'darkroom'"),
+    # the dataset's Dark Room starts in the centre: training on it while
+    # evaluating from the corner was once accepted
+    (
+        "train ad_darkroom --data.path {data} --data.env_args start=corner "
+        "--run-dir {tmp}/r",
+        "start: 'center' there, 'corner' here",
+    ),
+    # a finished run: training afresh into it once mixed the two runs
+    ("train ad_darkroom --no-resume --run-dir {run}", "holds a run"),
     ("train ad_darkroom --eval.temperature 0", "eval.temperature"),
     ("train ad_darkroom --train.seed -1", "train.seed"),
     ("train ad_darkroom --data.seed -1", "data.seed"),

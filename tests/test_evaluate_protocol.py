@@ -58,21 +58,59 @@ def test_a_two_way_split_has_no_validation_tasks():
         held_out_params(env, two, None, 0, "training")
 
 
-def test_training_tasks_are_a_draw_of_the_splits_train_ids():
+def test_training_tasks_are_a_draw_of_the_trained_ids():
     split = envs.make("dark_key_to_door").task_split(0.8, 0, 0.5).to_json()
     env = envs.make("dark_key_to_door")
-    params, ids = held_out_params(env, split, 16, 3, "train")
-    assert len(ids) == 16 == len(set(ids)) and set(ids) <= set(split["train"])
-    assert ids == sorted(ids) and ids != split["train"][:16]
-    assert ids == held_out_params(env, split, 16, 3, "train")[1]  # seeded
-    assert ids != held_out_params(env, split, 16, 4, "train")[1]
+    trained = split["train"][::3]  # the ids a run trained on: some of the split's
+
+    def train_ids(seed):
+        return held_out_params(env, split, 16, seed, "train", trained=trained)
+
+    params, ids = train_ids(3)
+    assert len(ids) == 16 == len(set(ids)) and set(ids) <= set(trained)
+    assert ids == sorted(ids) and ids != trained[:16]
+    assert ids == train_ids(3)[1] and ids != train_ids(4)[1]  # seeded
     first = jax.vmap(env.params_for_task)(jnp.asarray(ids[:1]))
     assert jax.tree.map(lambda a: a[:1].tolist(), params) == jax.tree.map(
         lambda a: a.tolist(), first
     )
+    # never the split's training ids, most of which a small run never saw
+    with pytest.raises(ValueError, match="pass trained"):
+        held_out_params(env, split, 16, 3, "train")
     # a continuous family's training tasks are not recorded
     with pytest.raises(ValueError, match="finite task space"):
         held_out_params(envs.make("gaussian_bandit"), None, 8, 0, "train")
+
+
+def test_a_runs_training_tasks_are_its_datasets(
+    darkroom_dataset, tiny_ad_config, tmp_path
+):
+    """``--split train``: the tasks the run's histories were made on (8 of the
+    split's 65 training goals here), not any of the split's training ids."""
+    from agentrl import configtools
+    from agentrl.data import open_dataset
+    from agentrl.train.experiments import load_experiment
+    from agentrl.train.rundir import Run
+
+    meta = open_dataset(darkroom_dataset, verify="none").metadata
+    split, trained = meta["split"], sorted(set(meta["task_ids"]["train"]))
+    assert len(split["train"]) > 4 * len(trained)  # the case that went wrong
+    env = envs.make("darkroom")
+    run = Run(tmp_path, tiny_ad_config(2), None, env, split, 0)  # no model needed
+    assert run.trained_task_ids() == trained
+    for count, seed in ((4, 0), (4, 1), (6, 2)):
+        _, ids = run.held_out(count, seed, "train")
+        assert len(ids) == count and set(ids) <= set(trained), (count, seed)
+    assert run.held_out(64, 0, "train")[1] == trained  # all, where fewer
+    # a run whose dataset is gone: refused, naming where it was looked for
+    gone = configtools.override(tiny_ad_config(2), {"data.path": str(tmp_path / "x")})
+    with pytest.raises(ValueError, match="no dataset to read the tasks"):
+        Run(tmp_path, gone, None, env, split, 0).held_out(4, 0, "train")
+    # an online learner draws from all the split's training ids
+    online = load_experiment("rl2_darkroom", "smoke")
+    assert Run(tmp_path, online, None, env, split, 0).trained_task_ids() == sorted(
+        split["train"]
+    )
 
 
 def test_continuous_validation_and_test_tasks_are_different_draws():
@@ -450,7 +488,8 @@ def test_agentrl_eval_on_training_tasks(tiny_run, tmp_path):
     assert main(argv) == 0
     meta = json.loads((out / "results.json").read_text())["runs"]["ad"][0]["metadata"]
     assert meta["tasks"] == "train" and len(meta["task_ids"]) == 2
-    assert set(meta["task_ids"]) <= set(load_run(tiny_run).split["train"])
+    # tasks its histories were made on, not just any of the split's train ids
+    assert set(meta["task_ids"]) <= set(load_run(tiny_run).trained_task_ids())
 
 
 def test_validation_tasks_set_how_many_validation_tasks_choices_see():

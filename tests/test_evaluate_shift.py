@@ -55,6 +55,38 @@ def test_darkroom_goal_region_splits_the_grid_by_distance():
         envs.make("darkroom", min_goal_distance=9)
 
 
+def test_shifted_validation_tasks_are_never_test_tasks():
+    """A shift that changes the task set: validation and test tasks are two
+    halves of the unseen tasks, whatever either count (the validation tasks
+    were once cut after the *validation* count, inside the test tasks)."""
+    from types import SimpleNamespace
+
+    from agentrl.evaluate.shift import shifted_env, shifted_tasks
+
+    env = envs.make("darkroom")
+    far = shifted_env("darkroom", {}, {"min_goal_distance": 3})  # 68 goals
+    run = SimpleNamespace(env=env, split=env.task_split(0.3, 0, 0.5).to_json())
+    # 47 goals no training goal: 24 test, 23 validation
+    for val, test in ((8, 16), (16, 8), (23, 24), (1, 1), (12, 12)):
+        v = shifted_tasks(run, far, val, 0, "validation")[1]
+        t = shifted_tasks(run, far, test, 0, "test")[1]
+        assert (len(v), len(t)) == (val, test) and not set(v) & set(t), (val, test)
+    # the test tasks reported before validation tasks were kept apart
+    assert shifted_tasks(run, far, 16, 0, "test")[1] == [
+        1, 2, 3, 6, 10, 17, 18, 28, 29, 31, 32, 33, 42, 45, 50, 61
+    ]  # fmt: skip
+    params, ids = shifted_tasks(run, far, 4, 1, "test")
+    assert ids == [15, 31, 34, 46]
+    np.testing.assert_array_equal(
+        params.goal, jax.vmap(far.params_for_task)(jnp.asarray(ids)).goal
+    )
+    for which, count, most in (("test", 25, 24), ("validation", 24, 23)):
+        with pytest.raises(
+            ValueError, match=f"24 of them test tasks and 23 .* at most {most}"
+        ):
+            shifted_tasks(run, far, count, 0, which)
+
+
 # ------------------------------------------------ a trained run under shift
 
 

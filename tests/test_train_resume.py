@@ -134,7 +134,7 @@ def test_resume_refuses_a_different_config(darkroom_dataset, tmp_path):
 def test_resume_allows_the_model_computing_the_same_function_differently(
     darkroom_dataset, tmp_path
 ):
-    from agentrl.train.rundir import check_resumable, load_run
+    from agentrl.train.rundir import load_run, resumable_config
 
     run_dir = fit(
         _config(darkroom_dataset), tmp_path / "r", progress=False, stop_at_step=5
@@ -148,8 +148,60 @@ def test_resume_allows_the_model_computing_the_same_function_differently(
         attention="reference" if model.attention != "reference" else "blockwise",
         remat=not model.remat,
     )
-    check_resumable(run_dir, dataclasses.replace(config, model=same_function))
+    resumable_config(run_dir, dataclasses.replace(config, model=same_function))
     # a field whose name starts like an allowed one is still compared
     sink = dataclasses.replace(model, attention_sink=not model.attention_sink)
     with pytest.raises(ValueError, match=r"model\.attention_sink: "):
-        check_resumable(run_dir, dataclasses.replace(config, model=sink))
+        resumable_config(run_dir, dataclasses.replace(config, model=sink))
+
+
+def test_a_run_resumed_for_more_steps_keeps_its_learning_rate_schedule(
+    darkroom_dataset, tmp_path
+):
+    """40 steps, then resumed to 80: the cosine laid over 40 goes on (its
+    end value beyond), recorded as ``train.schedule_steps``; once a new
+    cosine over 80 restarted it mid-run (0.1 -> 0.63 of the peak here)."""
+    from agentrl.schedule import schedule_shape
+    from agentrl.train.rundir import load_run
+
+    config = _config(darkroom_dataset)
+    run_dir = fit(config, tmp_path / "run", progress=False)
+    longer = dataclasses.replace(
+        config, train=dataclasses.replace(config.train, steps=80)
+    )
+    fit(longer, run_dir, progress=False, stop_at_step=45)
+    resumed = load_run(run_dir).config.train
+    assert (resumed.steps, resumed.schedule_steps) == (80, 40)
+    first, kept = schedule_shape(config.train), schedule_shape(resumed)
+    fresh = schedule_shape(longer.train)
+    for step in (0, 3, 20, 39, 40, 60):
+        assert float(kept(step)) == pytest.approx(float(first(step)))
+    assert float(kept(60)) == pytest.approx(config.train.cosine_end)
+    assert float(fresh(40)) > 0.5  # what a new cosine would have done
+    # resumed again, longer still: the same schedule; another one is refused
+    longest = dataclasses.replace(
+        config, train=dataclasses.replace(config.train, steps=90)
+    )
+    fit(longest, run_dir, progress=False, stop_at_step=50)
+    assert load_run(run_dir).config.train.schedule_steps == 40
+    other = dataclasses.replace(longest.train, schedule_steps=90)
+    with pytest.raises(ValueError, match=r"train\.schedule_steps: 40 -> 90"):
+        fit(dataclasses.replace(config, train=other), run_dir, progress=False)
+
+
+def test_training_afresh_into_a_run_directory_that_holds_a_run_is_refused(
+    darkroom_dataset, tmp_path
+):
+    """``--no-resume`` into a finished run once kept its checkpoints (orbax
+    skips saves at steps it already has), dataset and log, under the new
+    config: refused before anything is written, the run untouched."""
+    config = _config(darkroom_dataset)
+    run_dir = fit(config, tmp_path / "run", progress=False, stop_at_step=10)
+    before = sorted(p.name for p in (run_dir / "checkpoints").iterdir())
+    log = (run_dir / "metrics.jsonl").read_text()
+    with pytest.raises(ValueError, match=r"holds a run \(checkpoints, "):
+        fit(config, run_dir, resume=False, progress=False)
+    assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == before
+    assert (run_dir / "metrics.jsonl").read_text() == log
+    fresh = fit(config, tmp_path / "new", resume=False, progress=False, stop_at_step=5)
+    assert (fresh / "checkpoints").is_dir()

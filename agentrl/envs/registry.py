@@ -16,6 +16,7 @@ give a task distribution).
 from __future__ import annotations
 
 import inspect
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -144,6 +145,16 @@ def overrides_of(name: str) -> dict[str, Any]:
         for p in inspect.signature(factory).parameters.values()
         if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
     }
+
+
+def constructor_args(name: str, overrides: dict[str, Any]) -> dict[str, Any]:
+    """Every constructor argument ``make(name, **overrides)`` builds with:
+    the defaults with ``overrides`` over them, as JSON values (tuples read
+    as lists), so two ways of naming one environment compare equal."""
+    args = dict(overrides)
+    if not name.startswith(GYMNAX_PREFIX):
+        args = {**overrides_of(name), **args}
+    return json.loads(json.dumps(args, default=repr))
 
 
 def _lookup(name: str) -> Callable[..., Any]:

@@ -25,9 +25,11 @@ evaluation key. A finite family keeps the split's held-out task ids where
 the shift keeps the number of tasks (a longer horizon, another radius);
 where it changes the task set (a goal region), the tasks are the shifted
 family's tasks that are no training task of the run (compared by their
-parameters, the horizon aside), shuffled with the evaluation seed: the
-first ``num_tasks`` are the test tasks, the next ``num_tasks`` the
-validation tasks.
+parameters, the horizon aside), shuffled with the evaluation seed and cut
+in two halves once: the test tasks are the first ``num_tasks`` of the first
+half (the larger, where the count is odd), the validation tasks the first
+of the second, so the two never share a task whatever each asks for; a
+count beyond its half is refused.
 """
 
 from __future__ import annotations
@@ -39,7 +41,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from agentrl.envs.registry import make as make_env
-from agentrl.train.rundir import held_out_params
 
 #: base parameter fields that are no part of a task's identity
 _NOT_IDENTITY = ("max_steps_in_episode",)
@@ -84,26 +85,46 @@ def shifted_tasks(
     """``(params [task, ...], ids | None)`` of the held-out tasks under shift.
 
     See the module docstring for which tasks; ``run`` is the
-    :class:`~agentrl.train.rundir.Run`, ``env`` the shifted family.
+    :class:`~agentrl.train.rundir.Run`, ``env`` the shifted family. Raises
+    ``ValueError`` for more test or validation tasks than their half holds.
     """
     if env.num_tasks is None or env.num_tasks == run.env.num_tasks:
-        return held_out_params(env, run.split, num_tasks, seed, which)
+        # the run's own held-out (or trained-on) ids, on the shifted family
+        return run.held_out(num_tasks, seed, which, env=env)
     if which == "train":
         raise ValueError(
             "the shifted family has another task space: its tasks are no "
             "training tasks (evaluate --split train without --env-arg)"
         )
     unseen = _unseen_task_ids(run, env)
-    order = np.random.default_rng(seed).permutation(unseen)
-    start = 0 if which == "test" else num_tasks
-    ids = sorted(int(i) for i in order[start : start + num_tasks])
-    if not ids:
+    test, validation = _halves(unseen, seed)
+    part = test if which == "test" else validation
+    if num_tasks > len(part):
         raise ValueError(
-            f"the shifted family has {len(unseen)} tasks that are no training "
-            f"task, none left for {which} tasks (test takes the first "
-            f"{num_tasks})"
+            f"{num_tasks} {which} tasks asked for under the shift: the shifted "
+            f"family has {len(unseen)} tasks that are no training task, "
+            f"{len(test)} of them test tasks and {len(validation)} validation "
+            "tasks (kept apart, so no validation task is a test task); ask for "
+            f"at most {len(part)} {which} tasks (--tasks, eval.num_tasks or "
+            "eval.validation_tasks)"
         )
+    ids = sorted(int(i) for i in part[:num_tasks])
     return jax.vmap(env.params_for_task)(jnp.asarray(ids, jnp.int32)), ids
+
+
+def _halves(unseen: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(test [ceil(n / 2)], validation [floor(n / 2)])``: ``unseen [n]``
+    shuffled with ``seed``, cut in two.
+
+    Cut where no count asked for moves it: test and validation tasks are
+    asked for by separate calls with separate counts, and a cut at the
+    validation count (as once) put fewer validation tasks than test tasks
+    inside the test tasks. The test half comes first, so the first ``k``
+    test tasks are those reported before.
+    """
+    order = np.random.default_rng(seed).permutation(unseen)
+    half = (len(order) + 1) // 2
+    return order[:half], order[half:]
 
 
 def _unseen_task_ids(run: Any, env: Any) -> np.ndarray:

@@ -48,7 +48,8 @@ class Args(ExperimentArgs):
     run_dir: Annotated[str | None, default_is("runs/<name>-<preset>")] = None
     """the run directory"""
     resume: bool = True
-    """continue from the latest checkpoint in the run directory"""
+    """continue from the latest checkpoint in the run directory (--no-resume:
+    train afresh, refused where the directory holds a run)"""
     progress: bool = True
     """show a progress bar"""
     stop_at_step: PositiveInt | None = None

@@ -10,7 +10,8 @@ model's observation/action fields from the environment, its attention window
 (``model.max_steps``, when unset) from the algorithm's context, and the
 algorithm's data-dependent fields (DT's target return). The warm-up is
 derived from ``train.steps`` by :attr:`TrainConfig.warmup` unless set, so
-``--train.steps 6000`` also moves it.
+``--train.steps 6000`` also moves it (in a fresh run: a resumed one keeps
+its schedule, ``train.schedule_steps``).
 """
 
 from __future__ import annotations
@@ -164,12 +165,18 @@ class TrainConfig:
       adam_b2: Adam's second-moment decay rate, in (0, 1) (0.999, optax's
         and PyTorch's default; the AD-ε and XLand AD references' 0.99).
         The online learners' Adam takes it too.
-      warmup_steps: linear warm-up steps; unset: derived from ``steps``.
-      warmup_fraction: warm-up as a fraction of ``steps`` when unset.
+      warmup_steps: linear warm-up steps; unset: derived from
+        ``schedule_steps``.
+      warmup_fraction: warm-up as a fraction of ``schedule_steps`` when
+        unset.
       max_warmup_steps: cap of the derived warm-up.
       schedule: learning-rate schedule after warm-up, cosine or constant.
       cosine_end: where the cosine ends, a fraction of the peak rate (0.1;
         the references' cosines end at 0).
+      schedule_steps: the steps the warm-up and cosine are laid over;
+        unset: ``steps``. A run resumed for more steps keeps the length it
+        started with (written here), so its rate goes on from where it
+        was and stays at the schedule's end beyond it, not a new cosine.
       grad_clip: global gradient-norm clip; ``None``: no clipping (the DPT
         reference's).
       seed: seed of the model initialisation and batch sampling.
@@ -193,6 +200,7 @@ class TrainConfig:
     max_warmup_steps: int = 500
     schedule: str = "cosine"
     cosine_end: float = 0.1
+    schedule_steps: int | None = None
     grad_clip: float | None = 1.0
     seed: int = 0
     log_every: int = 10
@@ -263,16 +271,29 @@ class TrainConfig:
             f"got {self.steps_per_call!r}",
         )
         _check(
+            self.schedule_steps is None or _is_int(self.schedule_steps, 1),
+            "train.schedule_steps must be an integer >= 1 or None (train.steps), "
+            f"got {self.schedule_steps!r}",
+        )
+        _check(
             self.schedule in SCHEDULES,
             f"train.schedule must be one of {SCHEDULES}, got {self.schedule!r}",
         )
 
     @property
+    def schedule_length(self) -> int:
+        """The steps the learning-rate schedule spans: ``schedule_steps``,
+        else ``steps``."""
+        return self.steps if self.schedule_steps is None else self.schedule_steps
+
+    @property
     def warmup(self) -> int:
-        """Warm-up steps: ``warmup_steps``, else derived from ``steps``."""
+        """Warm-up steps: ``warmup_steps``, else derived from the schedule's
+        length."""
         if self.warmup_steps is not None:
             return self.warmup_steps
-        return min(self.max_warmup_steps, int(self.warmup_fraction * self.steps))
+        length = self.schedule_length
+        return min(self.max_warmup_steps, int(self.warmup_fraction * length))
 
 
 #: updates per call when ``train.steps_per_call`` is unset, by JAX platform

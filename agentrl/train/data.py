@@ -27,6 +27,7 @@ import agentrl.train.learned  # noqa: F401 (registers the learned_learner source
 from agentrl.data.reader import DatasetIntegrityError, HistoryDataset, open_dataset
 from agentrl.data.writer import write_dataset
 from agentrl.data.xland100b import is_hdf5
+from agentrl.envs.registry import constructor_args
 from agentrl.sources.registry import source_histories
 from agentrl.train.checkpoint import complete_steps
 from agentrl.train.config import ExperimentConfig
@@ -43,12 +44,7 @@ def prepare_dataset(
         return _import_hdf5(config, env, Path(run_dir), progress, first_use)
     if data.path:
         dataset = open_dataset(data.path, verify="full" if first_use else "size")
-        recorded = dataset.metadata["env"]["name"]
-        if recorded != data.env:
-            raise ValueError(
-                f"data.path {data.path} holds {recorded!r} histories but data.env "
-                f"is {data.env!r}"
-            )
+        _check_same_env(data, dataset.metadata["env"])
         return dataset
     path = Path(run_dir) / "dataset"
     lead = jax.process_index() == 0
@@ -67,6 +63,28 @@ def prepare_dataset(
 
         multihost_utils.sync_global_devices("agentrl dataset written")
     return open_dataset(path, verify="full" if first_use and not written else "size")
+
+
+def _check_same_env(data: Any, recorded: dict[str, Any]) -> None:
+    """Refuse ``data.path`` histories of another environment than
+    ``data.env`` / ``data.env_args`` (the run is evaluated on the config's)."""
+    if recorded["name"] != data.env:
+        raise ValueError(
+            f"data.path {data.path} holds {recorded['name']!r} histories but "
+            f"data.env is {data.env!r}"
+        )
+    saved = constructor_args(data.env, recorded.get("overrides") or {})
+    given = constructor_args(data.env, dict(data.env_args))
+    differ = sorted(k for k in saved | given if saved.get(k) != given.get(k))
+    if differ:
+        said = "; ".join(
+            f"{k}: {saved.get(k)!r} there, {given.get(k)!r} here" for k in differ
+        )
+        raise ValueError(
+            f"data.path {data.path} holds {data.env} histories of other "
+            f"constructor arguments than data.env_args ({said}); set "
+            "data.env_args to the dataset's, or generate data for these"
+        )
 
 
 def _generation_args(data, env) -> tuple[tuple, dict]:

@@ -55,7 +55,7 @@ from agentrl.train.checkpoint import remove_incomplete_checkpoints
 from agentrl.train.config import ExperimentConfig, complete_config, steps_per_call
 from agentrl.train.data import make_sampler, prepare_dataset
 from agentrl.train.online import online_learner
-from agentrl.train.rundir import check_resumable, write_run_files
+from agentrl.train.rundir import resumable_config, write_run_files
 from agentrl.train.runner import Learner, device_metrics, run_updates, timed
 from agentrl.train.step import init_train_state, make_train_call, make_train_step
 
@@ -65,6 +65,23 @@ def build_model(config: ExperimentConfig, env: Any) -> Any:
     (the algorithm's module: a ``DecisionModel`` unless it trains more)."""
     model_cfg = complete_config(config, env).model
     return config.algo.build_model(model_cfg, nnx.Rngs(config.train.seed))
+
+
+#: What a run directory holds once a run trained into it.
+RUN_PARTS = ("checkpoints", "dataset", "metrics.jsonl", "config.json")
+
+
+def _check_fresh(run_dir: Path) -> None:
+    """Refuse to train afresh (``resume=False``) into a directory that
+    holds a run: its checkpoints would outrank the new run's saves, its
+    dataset be reused and its log appended to, under the new config."""
+    found = [p for p in RUN_PARTS if (run_dir / p).exists()]
+    if found:
+        raise ValueError(
+            f"run_dir {run_dir} holds a run ({', '.join(found)}); training "
+            "without resuming (--no-resume) would mix it with the new one: "
+            "train into a new run_dir, or remove that one first"
+        )
 
 
 def fit(
@@ -78,7 +95,8 @@ def fit(
     """Train ``config`` into ``run_dir`` (default ``runs/<name>``); return it.
 
     Args:
-      resume: continue from the latest checkpoint in ``run_dir`` if any.
+      resume: continue from the latest checkpoint in ``run_dir`` if any;
+        ``False`` trains afresh and refuses a ``run_dir`` that holds a run.
       stop_at_step: stop (after checkpointing) at this step, e.g. to test
         resumption; the run is then incomplete and can be resumed.
 
@@ -91,6 +109,8 @@ def fit(
     env = make_env(config.data.env, **dict(config.data.env_args))
     trainer = config.algo.by_training(from_data=data_learner, online=online_learner)
     prepare = trainer(config, env)  # checks what it can before any file is made
+    if not resume:
+        _check_fresh(run_dir)
     created = not run_dir.exists()
     run_dir.mkdir(parents=True, exist_ok=True)
     lead = jax.process_index() == 0
@@ -147,7 +167,7 @@ def data_learner(config: ExperimentConfig, env: Any):
             dataset = prepare_dataset(config, env, run_dir, progress=progress)
         full = complete_config(config, env, dataset)
         if resume:
-            check_resumable(run_dir, full)
+            full = resumable_config(run_dir, full)
         with timed(timings, "decode_s"):
             sampler = make_sampler(full, dataset, env)
         if jax.process_index() == 0:

@@ -33,7 +33,7 @@ from agentrl.configtools import default_hparams
 from agentrl.envs.registry import make as make_env
 from agentrl.online.program import task_split_json
 from agentrl.train.config import complete_config
-from agentrl.train.rundir import check_resumable, write_run_record
+from agentrl.train.rundir import resumable_config, write_run_record
 from agentrl.train.runner import Learner
 
 
@@ -83,7 +83,7 @@ def online_learner(config: Any, env: Any):
     def prepare(run_dir: Path, resume: bool, progress: bool) -> Learner:
         full = complete_config(config, env)
         if resume:
-            check_resumable(run_dir, full)
+            full = resumable_config(run_dir, full)
         init, update = _compiled(full)
         write_online_run_files(run_dir, full)
         hparams = default_hparams(full)

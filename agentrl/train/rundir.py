@@ -27,6 +27,9 @@ import numpy as np
 
 import agentrl.configtools as configtools
 from agentrl.agents.driver import ModelPolicy
+from agentrl.data.files import METADATA_FILE
+from agentrl.data.reader import open_dataset
+from agentrl.data.task_plan import training_tasks
 from agentrl.envs.base import can_draw_tasks, validation_beyond_split
 from agentrl.envs.registry import make as make_env
 from agentrl.plugins import import_run_plugins, required_plugins
@@ -140,22 +143,31 @@ def read_split(run_dir: str | Path, env: Any) -> dict | None:
     return split
 
 
-def check_resumable(run_dir: Path, config: ExperimentConfig) -> None:
-    """Refuse to resume ``run_dir`` with a config that trains differently.
+def resumable_config(run_dir: Path, config: ExperimentConfig) -> ExperimentConfig:
+    """``config`` to resume ``run_dir`` with, refusing one that trains
+    differently.
 
     Resuming restores the checkpoint's weights and reuses the run's dataset,
     so any other change (model, data, learning rate, seed, ...) would be
-    silently ignored or mixed in.
+    silently ignored or mixed in. More steps are allowed; the run keeps the
+    learning-rate schedule it started with (``train.schedule_steps`` set to
+    its first length where ``train.steps`` grows), as a fresh run of that
+    length would not.
     """
     saved_file = Path(run_dir) / "config.json"
     if not saved_file.is_file():
-        return
+        return config
     saved = configtools.flatten(_read_json(saved_file))
+    train = config.train
+    if train.schedule_steps is None and saved.get("train.steps") != train.steps:
+        kept = saved.get("train.schedule_steps") or saved.get("train.steps")
+        train = dataclasses.replace(train, schedule_steps=kept)
+        config = dataclasses.replace(config, train=train)
     now = configtools.flatten(json.loads(json.dumps(configtools.to_dict(config))))
     changed = [
         f"{k}: {saved[k]!r} -> {now[k]!r}"
         for k in sorted(saved.keys() & now.keys())
-        if saved[k] != now[k] and not _may_change_on_resume(k)
+        if _effective(saved, k) != _effective(now, k) and not _may_change_on_resume(k)
     ]
     if changed:
         raise ValueError(
@@ -163,6 +175,14 @@ def check_resumable(run_dir: Path, config: ExperimentConfig) -> None:
             f" a resumed run may only change {', '.join(RESUME_MAY_CHANGE)}. "
             "Train into a new run_dir instead."
         )
+    return config
+
+
+def _effective(flat: dict[str, Any], field: str) -> Any:
+    """``flat[field]``; an unset schedule length is the run's steps."""
+    if field == "train.schedule_steps" and flat[field] is None:
+        return flat.get("train.steps")
+    return flat[field]
 
 
 def write_run_record(
@@ -218,16 +238,21 @@ def held_out_params(
     seed: int,
     which: str = "test",
     draw: bool = False,
+    trained: list[int] | None = None,
 ):
     """``(params [task, ...], ids | None)`` of the held-out ``which`` tasks.
 
     ``which`` is ``"test"`` (the reported number) or ``"validation"``
-    (protocol choices), or ``"train"``: the training tasks themselves, a
-    memorisation diagnostic (does the learner do better on the tasks it
-    was trained on than on held-out ones?), for a finite task space only
-    (a continuous one's training tasks are the data's draws, not
-    recorded). For a finite task space (Dark Room goals) the split's
-    ids, all of them or, when it holds more than ``num_tasks``, a uniform
+    (protocol choices), or ``"train"``: the tasks the run trained on,
+    ``trained`` (ids, :meth:`Run.trained_task_ids`), a memorisation
+    diagnostic (does the learner do better on the tasks it was trained on
+    than on held-out ones?), for a finite task space only (a continuous
+    one's training tasks are the data's draws, not recorded). Not the
+    split's training ids: histories cycle over only the first
+    ``data.num_tasks`` (or ``data.num_train_tasks``) of them, so most could
+    be tasks the run never saw. For a finite task space (Dark Room goals)
+    the split's (or ``trained``) ids, all of them or, when it holds more
+    than ``num_tasks``, a uniform
     draw of ``num_tasks`` (seeded by ``seed`` and ``which``; returned
     sorted); for a continuous one (bandit means) fresh tasks from an
     evaluation-only key, independent between validation and test. A split
@@ -257,8 +282,15 @@ def held_out_params(
             "task space and a recorded split (Dark Room goals, Key-to-Door "
             "pairs); this one's training tasks are its data's draws"
         )
+    if which == "train" and trained is None:
+        raise ValueError(
+            "training tasks are the ids the run trained on: pass trained "
+            "(Run.held_out reads them from the run's dataset), not the "
+            "split's training ids, most of which a small run never saw"
+        )
     if env.num_tasks is not None and split is not None:
-        ids = [int(i) for i in split.get(which, [])]
+        train = which == "train"
+        ids = [int(i) for i in (trained if train else split.get(which, []))]
         beyond = draw and which == "validation" and (num_tasks or 0) > len(ids)
         if beyond and (ids or can_draw_tasks(env)):  # no ids, no draws: below
             return _drawn_tasks(env, ids, num_tasks, seed), None
@@ -292,6 +324,22 @@ def _drawn_tasks(env: Any, ids: list[int], num_tasks: int, seed: int) -> Any:
     salt = _SPLIT_SALT["validation"] ^ _DRAWN_SALT
     keys = jax.random.split(jax.random.fold_in(jax.random.key(seed), salt), num_tasks)
     return jax.vmap(env.draw_params)(keys)
+
+
+def _run_dataset(run_dir: Path, config: ExperimentConfig) -> Any:
+    """The dataset a run learnt from (its own ``dataset/``, ``data.path``
+    or the path ``run.json`` records), opened without checksums."""
+    info = run_dir / "run.json"
+    recorded = _read_json(info).get("dataset") if info.is_file() else None
+    places = [str(p) for p in (run_dir / "dataset", config.data.path, recorded) if p]
+    for path in places:
+        if (Path(path) / METADATA_FILE).is_file():
+            return open_dataset(path, verify="none")
+    raise ValueError(
+        f"{run_dir}: no dataset to read the tasks the run trained on from (no "
+        f"{METADATA_FILE} in {', '.join(places)}); its training tasks are "
+        "its histories' tasks: restore its dataset or point data.path at it"
+    )
 
 
 @dataclasses.dataclass
@@ -334,21 +382,50 @@ class Run:
         seed: int | None = None,
         which: str = "test",
         draw: bool = False,
+        env: Any = None,
     ):
         """``(params [task, ...], ids | None)``: held-out ``which`` tasks.
 
-        ``which``: ``"test"`` (as ``eval`` uses) or ``"validation"``;
-        ``draw``: as :func:`held_out_params`.
+        ``which``: ``"test"`` (as ``eval`` uses), ``"validation"`` or
+        ``"train"`` (a draw of :meth:`trained_task_ids`); ``draw``: as
+        :func:`held_out_params`; ``env``: the family to build them on (a
+        shift that keeps the task ids), default the run's.
         """
         ev = self.config.eval
+        env = self.env if env is None else env
+        # only a finite family's training tasks are ids (others: refused)
+        train = which == "train" and env.num_tasks is not None
         return held_out_params(
-            self.env,
+            env,
             self.split,
             num_tasks or ev.num_tasks,
             ev.seed if seed is None else seed,
             which,
             draw,
+            self.trained_task_ids() if train else None,
         )
+
+    def trained_task_ids(self) -> list[int]:
+        """The distinct task ids the run trained on, sorted.
+
+        An online learner draws from all the split's training ids; one
+        learning from data trained on its histories' tasks (its dataset's
+        ``task_ids``: :func:`~agentrl.data.task_plan.training_tasks`), only
+        some of the split's where ``data.num_tasks`` is below their number
+        or ``data.num_train_tasks`` is set. ``ValueError`` where the dataset
+        is missing or is not this run's.
+        """
+        split = [int(i) for i in (self.split or {}).get("train", [])]
+        if self.config.algo.trains_online:
+            return sorted(split)
+        dataset = _run_dataset(self.run_dir, self.config)
+        ids = sorted(int(i) for i in training_tasks(self.env, dataset.metadata)[1])
+        if split and not set(ids) <= set(split):  # a split without train ids: no check
+            raise ValueError(
+                f"{dataset.path}: its histories' tasks are not all training "
+                "tasks of the run's split (run.json): not this run's dataset?"
+            )
+        return ids
 
     def policy(self, config: ExperimentConfig | None = None, env: Any = None):
         """The model with its algorithm's acting rule (``config.eval`` settings).
