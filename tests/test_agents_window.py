@@ -88,6 +88,25 @@ def test_the_rolling_cache_reads_the_same_until_the_window_slides():
     assert (gap > 1e-3).all(), gap
 
 
+def test_a_model_agent_by_default_reads_the_window_it_was_trained_on():
+    """``make_model_agent`` (``run_model_online``, ``evaluate_online`` on a
+    bare model) once kept the whole evaluation in its cache, attending
+    further back than training did, and scored otherwise than the
+    algorithm's own agent (a cache of ``model.max_steps``)."""
+    from agentrl.agents.driver import make_model_agent
+
+    env = envs.make("darkroom", size=3, horizon=4)
+    model = make_model(small(obs_size=9, action_size=5, max_steps=W), 4)
+    obs, action, reward = _history(9, 5, seed=2)
+    own = fed_scores(ADModelAgent(model, env, W), env, obs, action, reward)
+    default = make_model_agent(model, env, STEPS, protocol="decode")
+    got = fed_scores(default, env, obs, action, reward)
+    np.testing.assert_allclose(got, own, atol=1e-5)
+    whole = make_model_agent(model, env, STEPS, protocol="decode", cache_steps=STEPS)
+    longer = fed_scores(whole, env, obs, action, reward)
+    assert np.abs(longer[W:] - own[W:]).max() > 1e-3  # told to: reads further
+
+
 def test_a_gaussian_head_keeps_its_mean_and_std_at_the_last_step():
     env = envs.make("point_robot")
     obs_size, act = 2, 2

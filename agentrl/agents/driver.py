@@ -116,19 +116,22 @@ def make_model_agent(
 ) -> ADModelAgent | DPTModelAgent | DPTCachedModelAgent:
     """The batched agent for ``model`` (see :mod:`agentrl.agents.model_agents`).
 
-    ``cache_steps`` (``"decode"``) defaults to ``num_steps`` (the whole
-    evaluation fits); ``context_size`` (``"query"``) to ``env.horizon``;
-    ``context_update`` to :func:`default_context_update`, or ``"none"`` when
-    ``context`` is given.
+    ``cache_steps`` (``"decode"``) defaults to the window the model was
+    trained on (``model.config.max_steps``; where unset, ``num_steps``, the
+    whole evaluation), as the algorithms' own agents read it: a longer
+    cache would attend further back than training ever did;
+    ``context_size`` (``"query"``) to ``env.horizon``; ``context_update``
+    to :func:`default_context_update`, or ``"none"`` when ``context`` is
+    given.
     ``dpt_cache`` (DPT): ``None`` decodes with a KV cache whenever that equals
     the uncached agent (see :func:`dpt_cache_applies`), ``False`` never,
     ``True`` requires it (error if it does not apply).
     """
     protocol = infer_protocol(model, protocol)
     if protocol == "decode":
-        return ADModelAgent(
-            model, env, cache_steps or num_steps, greedy=greedy, temperature=temperature
-        )
+        trained = getattr(getattr(model, "config", None), "max_steps", None)
+        steps = cache_steps or trained or num_steps
+        return ADModelAgent(model, env, steps, greedy=greedy, temperature=temperature)
     if context_update == "auto":
         context_update = "none" if context is not None else default_context_update(env)
     if context_update not in CONTEXT_UPDATES:
