@@ -188,3 +188,16 @@ def test_xland_ad_smoke_generates_ppo_histories_in_the_schema(tmp_path):
     assert history.obs.shape == (8, 200, 5, 5, 2) and history.optimal_action is None
     lines = (run / "metrics.jsonl").read_text().splitlines()
     assert json.loads(lines[-1])["step"] == 4
+
+
+def test_a_files_recorded_seed_is_kept_even_when_it_is_zero():
+    """A file agentrl generated with seed 0 was once recorded with the
+    import's seed (``0 or seed``)."""
+
+    class File:
+        def __init__(self, attrs):
+            self.attrs = attrs
+
+    assert xl._recorded_seed(File({"agentrl-seed": 0}), seed=5) == 0
+    assert xl._recorded_seed(File({"agentrl-seed": 3}), seed=5) == 3
+    assert xl._recorded_seed(File({}), seed=5) == 5  # a published file

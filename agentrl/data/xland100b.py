@@ -232,6 +232,13 @@ def _read_attr(f: Any, key: str) -> Any:
     return json.loads(value) if isinstance(value, str) else value
 
 
+def _recorded_seed(f: Any, seed: int) -> int:
+    """The seed the file's histories were generated with (a file agentrl
+    wrote records it, 0 included), else the import's ``seed``."""
+    recorded = _read_attr(f, "agentrl-seed")
+    return int(seed if recorded is None else recorded)
+
+
 def _check_group(file: Path, name: str, group: Any) -> None:
     """The published datasets, dtypes and shapes (``ValueError`` naming them)."""
     for key in ("states", "actions", "rewards", "dones"):
@@ -400,7 +407,7 @@ def _import_metadata(
     return {
         "env": {"name": env_name, "overrides": overrides},
         "source": source,
-        "seed": int(_read_attr(f, "agentrl-seed") or seed),
+        "seed": _recorded_seed(f, seed),
         "num_tasks": len(task_ids),
         "num_episodes": num_episodes,
         "horizon": env.horizon,
