@@ -36,7 +36,17 @@ exists.
   every seed keeps ``sample`` (resolved in 4 of 5; on the split's 2 goals
   in none), and against AD and DT chosen the same way: -3.83 [-6.12,
   -1.96] and +8.95 [2.36, 15.2]
-  (``paired_meta_dt_point_robot_validation_tasks32``).
+  (``paired_meta_dt_point_robot_validation_tasks32``). Its controls
+  chosen so (session 48, ``--controls``, the expert-distillation control
+  trained per seed, ~12 min a seed beside another job): beats rewards
+  zeroed / shuffled / an empty context by +6.5 [4.8, 8.6] / +8.4 [5.8,
+  10.6] / +6.6 [4.5, 9.0]; **expert distillation is ahead of it, -3.11
+  [-4.86, -1.51]** (0.63 against 0.43; on the split's 2 goals -1.54,
+  unresolved): the same verdict, now resolved
+  (``repro_meta_dt_point_robot_cpu_validation_tasks32``, the record of
+  this preset's protocol since session 48: it chooses on 32 drawn goals,
+  as ``ad_point_robot``'s; ``repro_meta_dt_point_robot_cpu`` chose on
+  the split's 2).
 - ``gpu``: ``ad_point_robot``'s gpu data (450 histories of 200 episodes) and
   the reference's Meta-DT transformer (3 layers, 1 head, width 128, dropout
   0.1), batch 128, lr 1e-4, weight decay 1e-4, 10,000 updates; sized, not
