@@ -36,18 +36,12 @@ import numpy as np
 from common import load_note, target, write_record
 
 from agentrl import envs
+from agentrl.data.learning import rank_correlation
 from agentrl.project import RESULTS_ENV
 from agentrl.sources.registry import generate
 
 T2MIR_TASKS = {"num_goals": 50, "goals": "uniform", "start_range": 0.1}
 SOURCES = {"ppo": {}, "sac": {"hidden": 64, "batch_size": 64}}
-
-
-def _rank_correlation(curve: np.ndarray) -> float:
-    """Spearman's rho between the episode index and ``curve [episode]``."""
-    ranks = np.argsort(np.argsort(curve))
-    index = np.arange(curve.size)
-    return float(np.corrcoef(index, ranks)[0, 1])
 
 
 def _label_cosine(history, params) -> float:
@@ -78,7 +72,7 @@ def _run(name, env, params, ids, episodes, best) -> dict:
         "last_return": last,
         "oracle_return": best,
         "gap_closed": (last - first) / (best - first),
-        "rank_correlation": _rank_correlation(curve),
+        "rank_correlation": rank_correlation(curve),
         "label_cosine": _label_cosine(history, params),
         "seconds": seconds,
         "transitions_per_s": returns.shape[0] * episodes * env.horizon / seconds,

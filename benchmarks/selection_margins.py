@@ -43,15 +43,24 @@ def selections(protocol: dict) -> Iterator[tuple[str, int, dict]]:
 
 
 def judge(selection: dict) -> dict | None:
-    """The chosen rule against the runner-up; ``None`` with one candidate."""
+    """The chosen rule against the runner-up; ``None`` without a rival.
+
+    A rule that scored exactly as the chosen one (``sample_then_greedy``
+    that never turned greedy) is the same choice, not a rival, as
+    ``selection.choice_margin`` has it: the runner-up is the recorded
+    margin's, else the best other rule of another value and CI (judged
+    against such a twin, a choice could never be separated).
+    """
     values = selection["validation"]
     chosen = selection["choice"]["name"]
-    others = [n for n in values if n != chosen]
-    if not others:
+    rivals = [n for n in values if n != chosen and not _twin(values[n], values[chosen])]
+    if not rivals:
         return None
     field = recorded_field(selection) or "score_last"
     sign = CRITERIA[field][1] if field in CRITERIA else 1.0
-    runner_up = max(others, key=lambda n: sign * values[n]["mean"])
+    recorded = (selection.get("margin") or {}).get("runner_up")
+    best = max(rivals, key=lambda n: sign * values[n]["mean"])
+    runner_up = recorded if recorded in values else best
     (c_low, c_high), (r_low, r_high) = values[chosen]["ci"], values[runner_up]["ci"]
     separated = c_low > r_high if sign > 0 else c_high < r_low
     margin = selection.get("margin")
@@ -64,6 +73,11 @@ def judge(selection: dict) -> dict | None:
         "resolved": None if margin is None else is_resolved(margin),
         "validation_tasks": _task_count(ids, margin),
     }
+
+
+def _twin(a: dict, b: dict) -> bool:
+    """Whether two rules' validation value and CI are the same numbers."""
+    return a["mean"] == b["mean"] and list(a["ci"]) == list(b["ci"])
 
 
 def _task_count(ids: list | None, margin: dict | None) -> int | str:

@@ -61,6 +61,19 @@ def test_rising_and_flat_histories_are_told_apart():
     assert alone["rank_correlation"] == pytest.approx(1.0)
 
 
+def test_tied_returns_do_not_read_as_a_rise():
+    """Dark Room's and the bandits' returns tie: ranks broken by order once
+    rose with the episode index, so i.i.d. 0/1 returns read about +0.5 and
+    one early success then nothing (a drop) read +0.45."""
+    rng = np.random.default_rng(0)
+    flat = [_record(rng.integers(0, 2, 60).astype(float)) for _ in range(40)]
+    out = learning_summary(_dataset(flat), bins=4)
+    assert abs(out["rank_correlation"]) < 0.1
+    drop = learning_summary(_dataset([_record([1.0] + [0.0] * 9)]), bins=2)
+    # Spearman with tied ranks averaged: -sqrt(3/11)
+    assert drop["rank_correlation"] == pytest.approx(-0.5222, abs=1e-4)
+
+
 def test_short_histories_use_fewer_parts_and_bad_input_says_why():
     out = learning_summary(_dataset([_record([0.0, 1.0, 2.0])]), bins=10)
     assert out["bins"] == 3 and out["curve"] == [0.0, 1.0, 2.0]

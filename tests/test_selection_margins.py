@@ -79,3 +79,22 @@ def test_drawn_validation_tasks_are_counted_from_the_margin():
     assert count([3, 5], None) == 2
     assert count(None, {"tasks": 30, "dropped": 2}) == "32 drawn"
     assert count(None, None) == "drawn"  # no rival, no count (bandits' draws)
+
+
+def test_a_rule_that_scored_as_the_chosen_one_is_no_rival():
+    """``sample_then_greedy`` that never turned greedy scores as ``sample``:
+    judged against it (gap 0) a choice could never be separated, and 114
+    of the committed choices once were."""
+    twin = (0.8, (0.7, 0.9))
+    values = {"sample": twin, "sample_then_greedy": twin, "greedy": (0.2, (0.1, 0.3))}
+    judged = selection_margins.judge(_selection(values))
+    assert judged["runner_up"] == "greedy" and judged["separated"]
+    assert abs(judged["gap"] - 0.6) < 1e-12
+    alone = selection_margins.judge(_selection({"sample": twin, "twin": twin}))
+    assert alone is None  # no rival: no choice to judge
+    # the recorded margin (paired per task) names the runner-up where it has one
+    three = {**values, "temperature": (0.5, (0.4, 0.6))}
+    margin = {"runner_up": "greedy", "resolved": True, "tasks": 8}
+    assert selection_margins.judge(_selection(three))["runner_up"] == "temperature"
+    recorded = selection_margins.judge(_selection(three, margin=margin))
+    assert recorded["runner_up"] == "greedy"

@@ -43,13 +43,22 @@ def returns_by_record(
             yield record_episode_returns(record, whole_only)
 
 
-def _rank_correlation(x: np.ndarray) -> float:
-    """Spearman correlation of ``x [episode]`` with the episode index (ties
-    broken by order; NaN under two episodes or a constant ``x``)."""
+def rank_correlation(x: np.ndarray) -> float:
+    """Spearman correlation of ``x [episode]`` with the episode index (NaN
+    under two episodes or a constant ``x``). Tied returns share their mean
+    rank: Dark Room's and the bandits' returns tie all the time, and ranks
+    broken by order would rise with the episode index, reading flat data
+    as learning (random Dark Room play once read 0.79)."""
     if x.size < 2 or np.all(x == x[0]):
         return float("nan")
-    ranks = np.argsort(np.argsort(x, kind="stable"), kind="stable")
-    return float(np.corrcoef(np.arange(x.size), ranks)[0, 1])
+    return float(np.corrcoef(np.arange(x.size), _mean_ranks(x))[0, 1])
+
+
+def _mean_ranks(x: np.ndarray) -> np.ndarray:
+    """``[n]`` ranks of ``x [n]`` from 0, ties given the mean of their ranks."""
+    values, inverse, counts = np.unique(x, return_inverse=True, return_counts=True)
+    first = np.cumsum(counts) - counts  # the lowest rank of each distinct value
+    return (first + (counts - 1) / 2.0)[inverse]
 
 
 def _parts(dataset: Any, split: str, bins: int) -> tuple[np.ndarray, np.ndarray, int]:
@@ -63,7 +72,7 @@ def _parts(dataset: Any, split: str, bins: int) -> tuple[np.ndarray, np.ndarray,
         fewest = returns.size if fewest is None else min(fewest, returns.size)
         if returns.size >= bins:
             parts.append([p.mean() for p in np.array_split(returns, bins)])
-        correlations.append(_rank_correlation(returns))
+        correlations.append(rank_correlation(returns))
     if fewest is None:
         raise ValueError(f"split {split!r} of {dataset.path} has no records")
     return np.asarray(parts).reshape(-1, bins), np.asarray(correlations), fewest
