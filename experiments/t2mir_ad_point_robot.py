@@ -31,15 +31,26 @@ and training (``ad_point_robot.T2MIR_MODEL``), at ``cpu`` a smaller model.
   score 0.67 (PPO learning online 0.33, random 0.02): both rise over the
   held-out episodes; **T2MIR-AD minus AD -0.32 [-1.20, 0.40]**, paired
   over the same data, goals and keys: the paper's "T2MIR-AD ahead" is not
-  met at this size (level with AD). Its controls were not run (AD's, on
-  the same preset: ``repro_ad_point_robot_cpu_window_start...``).
+  met at this size (level with AD). Its controls were not run then (see
+  below).
   Re-chosen on 32 validation goals drawn from the goal distribution
   (``--set eval.validation_tasks=32``, same weights, session 46,
   ``repro_t2mir_ad_point_robot_vs_ad_point_robot_cpu_validation_tasks32``):
   T2MIR-AD's seed 0 switches from greedy, chosen by a margin whose CI over
   the split's 2 goals was above 0, to sampling (resolved on 32):
   T2MIR-AD 0.66 [0.58, 0.71], minus AD -0.17 [-0.77, 0.38]; every choice
-  of both resolved. Same verdict.
+  of both resolved. Same verdict. Its controls, first run (session 48,
+  ``agentrl reproduce t2mir_ad_point_robot --preset cpu --seeds 5
+  --controls --set eval.validation_tasks=32`` on the same weights; the
+  expert-distillation control ~20-25 min a seed beside another job):
+  beats rewards zeroed / shuffled / an empty context by +9.7 [6.5, 12.8]
+  / +11.5 [8.6, 14.2] / +9.5 [6.6, 12.2]; **expert distillation is ahead
+  of it, -1.15 [-2.03, -0.19]** (0.75 against 0.66), as for AD (-0.67,
+  unresolved) and Meta-DT (-3.11): no in-context learning beyond what the
+  histories' last fifth teaches (``repro_t2mir_ad_point_robot_cpu_validation_tasks32``).
+  Since session 48 the cpu preset chooses on 32 drawn goals (it inherits
+  ``ad_point_robot``'s); the ``..._validation_tasks32`` records are its
+  protocol's, the first record above chose on the split's 2.
 - ``gpu`` / ``full``: ``ad_point_robot``'s with the MoE (the ``full``
   preset is T2MIR's AD training: 100k updates, 10k warm-up, a cosine to 0).
 """
