@@ -31,6 +31,7 @@ import ast
 import contextlib
 import dataclasses
 import functools
+import json
 import math
 import types
 import typing
@@ -428,6 +429,14 @@ def flatten(tree: dict, prefix: str = "") -> dict[str, Any]:
         else:
             out[f"{prefix}{key}"] = value
     return out
+
+
+def flat_fields(config: Any) -> dict[str, Any]:
+    """``{"train.lr": 3e-4, ...}``: a config (or its :func:`to_dict` tree,
+    e.g. a saved ``config.json``) by field path, values as JSON reads them
+    back (tuples as lists), so a saved config compares with a live one."""
+    tree = config if isinstance(config, dict) else to_dict(config)
+    return flatten(json.loads(json.dumps(tree)))
 
 
 def to_dict(config: Any) -> dict[str, Any]:

@@ -184,7 +184,7 @@ def train_and_evaluate(
         if (
             controls
             and _has_expert_control(config)
-            and _expert_stale(results, record, config, n)
+            and _expert_stale(ed, results, record, n)
         ):
             results[ed], record["expert_distillation"] = _expert(config, root, n, rules)
             _save_seed(cache, results, record, config)
@@ -248,8 +248,7 @@ def _load_seed(path: Path, config: Any) -> tuple[dict, dict]:
 def _changed_fields(then: dict, config: Any) -> list[str]:
     """``"field: then -> now"`` for each setting that differs (but
     :data:`CACHE_IGNORES`)."""
-    old = configtools.flatten(json.loads(json.dumps(then)))
-    new = configtools.flatten(json.loads(json.dumps(configtools.to_dict(config))))
+    old, new = configtools.flat_fields(then), configtools.flat_fields(config)
     return [
         f"{k}: {old.get(k)!r} -> {new.get(k)!r}"
         for k in sorted(old.keys() | new.keys())
@@ -257,10 +256,11 @@ def _changed_fields(then: dict, config: Any) -> list[str]:
     ]
 
 
-def _expert_stale(results: dict, record: dict, config: Any, episodes: int) -> bool:
-    """Whether the seed lacks an expert-distillation result on ``episodes``."""
+def _expert_stale(ed: str, results: dict, record: dict, episodes: int) -> bool:
+    """Whether the seed lacks its expert-distillation result ``ed`` on
+    ``episodes`` last episodes."""
     done = record.get("expert_distillation", {}).get("episodes")
-    return f"{config.algo.label}/expert_distillation" not in results or done != episodes
+    return ed not in results or done != episodes
 
 
 def _seed(config, root, seed, controls, scan_checkpoints, rules):
@@ -354,7 +354,7 @@ def check_comparable(configs: list[Any]) -> list[str]:
             "`name`), so their runs and results would be one; give the variant "
             "its own `name`"
         )
-    fa, fb = (configtools.flatten(configtools.to_dict(c)) for c in configs)
+    fa, fb = (configtools.flat_fields(c) for c in configs)
     differ = [f"{k} {fa[k]!r} vs {fb[k]!r}" for k in PAIRED_SETTINGS if fa[k] != fb[k]]
     if differ:
         raise ValueError(

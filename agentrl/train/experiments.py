@@ -86,8 +86,8 @@ def load_experiment(
 #: Validation tasks of the ``gpu`` and ``full`` presets on families that fix
 #: few tasks drawn from a distribution (Point-Robot, the MuJoCo families:
 #: 45 / 5, so 2 validation tasks, too few to resolve a choice): 32 fresh
-#: draws (``agentrl.train.rundir.held_out_params``); so does
-#: ``dpt_point_robot``'s ``cpu`` preset (first run with it). The other ``cpu``
+#: draws (``agentrl.train.rundir.held_out_params``); so do the Point-Robot
+#: ``cpu`` presets (since session 48). The HalfCheetah-Vel and Walker ``cpu``
 #: presets keep the split's 2, which their records were chosen on
 #: (docs/results.md).
 DRAWN_VALIDATION = {"eval.validation_tasks": 32}

@@ -157,13 +157,13 @@ def resumable_config(run_dir: Path, config: ExperimentConfig) -> ExperimentConfi
     saved_file = Path(run_dir) / "config.json"
     if not saved_file.is_file():
         return config
-    saved = configtools.flatten(_read_json(saved_file))
+    saved = configtools.flat_fields(_read_json(saved_file))
     train = config.train
     if train.schedule_steps is None and saved.get("train.steps") != train.steps:
         kept = saved.get("train.schedule_steps") or saved.get("train.steps")
         train = dataclasses.replace(train, schedule_steps=kept)
         config = dataclasses.replace(config, train=train)
-    now = configtools.flatten(json.loads(json.dumps(configtools.to_dict(config))))
+    now = configtools.flat_fields(config)
     changed = [
         f"{k}: {saved[k]!r} -> {now[k]!r}"
         for k in sorted(saved.keys() & now.keys())
@@ -416,7 +416,8 @@ class Run:
         is missing or is not this run's.
         """
         split = [int(i) for i in (self.split or {}).get("train", [])]
-        if self.config.algo.trains_online:
+        online = self.config.algo.by_training(from_data=False, online=True)
+        if online:
             return sorted(split)
         dataset = _run_dataset(self.run_dir, self.config)
         ids = sorted(int(i) for i in training_tasks(self.env, dataset.metadata)[1])
