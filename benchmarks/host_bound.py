@@ -16,7 +16,8 @@ rounds (:func:`common.paired_rounds`, order alternating):
   (``make_train_step``) consumes it;
 - ``device K``: the training path now, ``K`` updates per jitted call
   (``make_train_call``), each drawing its batch on the device
-  (:mod:`agentrl.train.batches`), at ``K = 10`` (the CPU default) and 100.
+  (:mod:`agentrl.train.batches`), at ``K = 10`` (the CPU default until
+  2026-11-30) and 100 (the default now).
 
 Reported: updates per second of each and the per-round ratio device/host
 (median and 95% bootstrap CI). Target: >= 10x.
@@ -26,8 +27,13 @@ Part 2 (host share). At the MODEL and BATCH shapes of the ``smoke`` and
 update, ``h = t_path - u``, as a share of the update ``u``. ``u`` is the
 time per update of one long call (``LONG`` updates: the host's per-call
 cost spread over them, i.e. the device's own time), ``t_path`` the time per
-update of the device path at its CPU default (10 per call) and of the old
-host path, timed in the same rounds. Target: <= 5% for the device path.
+update, timed in the same rounds, of: the device path at 10 per call and
+at the platform's default (:func:`agentrl.train.config.steps_per_call`);
+the calls a run of the preset makes (also cut at its log and checkpoint
+steps, log values fetched; checkpoint writes left out); the old host path.
+Target: <= 5% for the device path at the default. The page faults per
+update of each path are counted too (a CPU call faults in its temporary
+buffers afresh: the per-call cost that grows with the model).
 The cpu presets' datasets are generated with ``SHARE_TASKS`` histories
 (their model, batch and window shapes are the preset's).
 
@@ -45,8 +51,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import tempfile
 import time
+import types
 from pathlib import Path
 
 import jax
@@ -65,6 +73,7 @@ LONG = 200
 TARGET_RATIO = 10.0
 TARGET_SHARE = 0.05
 SHARE_TASKS = 64  # histories generated for a non-smoke preset: shapes only
+SHARE_PATHS = ("device 10", "device default", "preset cadence", "host")
 
 
 def setup(experiment: str, preset: str, overrides: dict, data_root: Path):
@@ -110,41 +119,58 @@ def host_path(s: dict):
     return run
 
 
-def device_path(s: dict, per_call: int):
-    """``run(state, start, n)``: n updates in calls of ``per_call``."""
+NO_CUTS = types.SimpleNamespace(log_every=2**62, checkpoint_every=2**62)
+
+
+def device_path(s: dict, per_call: int, cadence: bool = False):
+    """``run(state, start, n)``: n updates in calls of ``per_call``.
+
+    ``cadence``: the calls the training loop makes at the preset's
+    settings (also cut at its log and checkpoint steps,
+    :func:`~agentrl.train.runner.call_ends`), the logged metrics fetched at
+    each log step as the loop does (checkpoint writes left out)."""
     from agentrl.train import parallel
     from agentrl.train.batches import make_batches
+    from agentrl.train.runner import call_ends
     from agentrl.train.step import make_train_call
 
     batches = make_batches(s["sampler"], s["mesh"])
     call = make_train_call(s["step"], batches.draw, parallel.data_sharding(s["mesh"]))
     call = jax.jit(call, donate_argnums=0)
-    hp = s["hparams"]
+    hp, train = s["hparams"], s["config"].train
 
     def run(state, start, n):
-        for lo in range(start, start + n, per_call):
-            count = min(per_call, start + n - lo)
-            data = batches.call_data(lo, count)
-            state, metrics = call(state, hp, data, np.int32(lo), np.int32(count))
+        lo = start
+        for hi in call_ends(start, start + n, per_call, train if cadence else NO_CUTS):
+            data = batches.call_data(lo, hi - lo)
+            state, metrics = call(state, hp, data, np.int32(lo), np.int32(hi - lo))
+            if cadence and hi % train.log_every == 0:
+                float(jax.device_get(metrics["loss"]))
+            lo = hi
         return state, metrics
 
     return run
 
 
-def _rounds(runs: dict, state, n: int, rounds: int) -> dict[str, list[float]]:
-    """Seconds per update of each ``name: run`` per round (order alternating)."""
+def _rounds(runs: dict, state, n: int, rounds: int):
+    """Seconds and page faults per update of each ``name: run`` per round
+    (order alternating): ``({name: [s, ...]}, {name: [faults, ...]})``."""
     states = {name: jax.tree.map(lambda x: x.copy(), state) for name in runs}
     for name, run in runs.items():  # compile and warm up
         states[name] = jax.block_until_ready(run(states[name], 0, n))[0]
     out: dict[str, list[float]] = {name: [] for name in runs}
+    faults: dict[str, list[float]] = {name: [] for name in runs}
     names = list(runs)
     for r in range(rounds):
         for name in names if r % 2 == 0 else names[::-1]:
+            before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
             begin = time.perf_counter()
             result = runs[name](states[name], (r + 1) * n, n)
             states[name] = jax.block_until_ready(result)[0]
             out[name].append((time.perf_counter() - begin) / n)
-    return out
+            after = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+            faults[name].append((after - before) / n)
+    return out, faults
 
 
 def measure_rates(data_root: Path, n: int, rounds: int) -> list[dict]:
@@ -156,7 +182,7 @@ def measure_rates(data_root: Path, n: int, rounds: int) -> list[dict]:
         s = setup(experiment, "smoke", {**TINY, "train.batch_size": batch}, data_root)
         runs = {"host": host_path(s)}
         runs.update({f"device {k}": device_path(s, k) for k in CALL_SIZES})
-        seconds = _rounds(runs, s["state"], n, rounds)
+        seconds = _rounds(runs, s["state"], n, rounds)[0]
         row = {"experiment": experiment, "batch": batch, "updates_per_round": n}
         for name, values in seconds.items():
             row[f"{name} updates/s"] = 1.0 / float(np.median(values))
@@ -172,6 +198,9 @@ def measure_shares(data_root: Path, n: int, rounds: int, presets) -> list[dict]:
     """Part 2: host time per update as a share of the update."""
     from common import median_ci
 
+    from agentrl.train.config import TrainConfig, steps_per_call
+
+    default = steps_per_call(TrainConfig(), jax.default_backend())
     rows = []
     for experiment in ("ad_darkroom", "dpt_darkroom"):
         for preset in presets:
@@ -182,19 +211,27 @@ def measure_shares(data_root: Path, n: int, rounds: int, presets) -> list[dict]:
             runs = {
                 "long": device_path(s, LONG),
                 "device 10": device_path(s, 10),
+                "device default": device_path(s, default),
+                "preset cadence": device_path(s, default, cadence=True),
                 "host": host_path(s),
             }
-            seconds = _rounds(runs, s["state"], n, rounds)
+            seconds, faults = _rounds(runs, s["state"], n, rounds)
             long = np.array(seconds["long"])
+            train = s["config"].train
             row = {
                 "experiment": experiment,
                 "preset": preset,
-                "batch": s["config"].train.batch_size,
+                "batch": train.batch_size,
                 "update_ms": 1e3 * float(np.median(long)),
+                "default_per_call": default,
+                "log_every": train.log_every,
+                "checkpoint_every": train.checkpoint_every,
             }
-            for name in ("device 10", "host"):
+            for name in SHARE_PATHS:
                 share = (np.array(seconds[name]) - long) / long
                 row[f"host share {name}"] = median_ci(share)
+            for name in ("long", *SHARE_PATHS):
+                row[f"faults per update {name}"] = float(np.median(faults[name]))
             rows.append(row)
             print(json.dumps(row), flush=True)
     return rows
@@ -233,8 +270,12 @@ def _targets(rates: list[dict], shares: list[dict]) -> list[dict]:
             name = f"{r['experiment']} batch {r['batch']}: device ({k}/call) / host"
             out.append(target(name, r[f"ratio device {k}"][0], TARGET_RATIO))
     for r in shares:
-        name = f"{r['experiment']} {r['preset']}: host share of an update (device)"
-        out.append(target(name, r["host share device 10"][0], TARGET_SHARE, False))
+        name = (
+            f"{r['experiment']} {r['preset']}: host share of an update "
+            f"(device, default {r['default_per_call']} per call)"
+        )
+        share = r["host share device default"][0]
+        out.append(target(name, share, TARGET_SHARE, False))
     return out
 
 
@@ -253,9 +294,17 @@ def _table(rates, shares, startup) -> list[dict]:
     table += [
         {
             "measure": f"{r['experiment']} {r['preset']} host share "
-            f"(update {r['update_ms']:.2f} ms)",
-            "host": fmt(r["host share host"]),
-            "device 10": fmt(r["host share device 10"]),
+            f"(update {r['update_ms']:.2f} ms; log/ckpt every "
+            f"{r['log_every']}/{r['checkpoint_every']})",
+            **{name: fmt(r[f"host share {name}"]) for name in SHARE_PATHS},
+        }
+        for r in shares
+    ]
+    table += [
+        {
+            "measure": f"{r['experiment']} {r['preset']} page faults per update",
+            **{name: f"{r[f'faults per update {name}']:.0f}" for name in SHARE_PATHS},
+            "long": f"{r['faults per update long']:.0f}",
         }
         for r in shares
     ]
@@ -266,7 +315,8 @@ def _table(rates, shares, startup) -> list[dict]:
         }
         for r in startup
     ]
-    return table
+    columns = dict.fromkeys(k for row in table for k in row)  # union, in order
+    return [{c: row.get(c, "") for c in columns} for row in table]
 
 
 def _write(rates, shares, startup, load: float, rounds: int, n: int) -> Path:
@@ -278,7 +328,11 @@ def _write(rates, shares, startup, load: float, rounds: int, n: int) -> Path:
         f"rounds: {rounds}, {n} updates per round and path in part 1; ratios "
         "and shares are medians of per-round values with 95% bootstrap CIs. "
         "Device path: updates drawn inside the jitted call; host path: "
-        "numpy sampling, device_put and one dispatch per update."
+        "numpy sampling, device_put and one dispatch per update. Part 2: "
+        "'device default' is the training loop's calls at the platform's "
+        "default length; 'preset cadence' also cut at the preset's log and "
+        "checkpoint steps (log values fetched), as a run of it makes them; "
+        "'long' (the update's own time) is one call of LONG updates."
     )
     results = {"rates": rates, "shares": shares, "startup": startup, "notes": notes}
     table = _table(rates, shares, startup)

@@ -107,9 +107,10 @@ def test_call_ends_fall_on_log_checkpoint_and_end_steps():
     assert call_ends(5, 5, 3, train) == []
 
 
-def test_steps_per_call_default_is_per_platform_and_validated():
-    assert steps_per_call(TrainConfig(), "cpu") == 10
+def test_steps_per_call_default_and_validated():
+    assert steps_per_call(TrainConfig(), "cpu") == 100
     assert steps_per_call(TrainConfig(), "gpu") == 100
+    assert steps_per_call(TrainConfig(), "some_new_platform") == 100
     assert steps_per_call(TrainConfig(steps_per_call=7), "gpu") == 7
     for bad in (0, -1, 2.5, True, "4"):
         with pytest.raises(ValueError, match="train.steps_per_call must be"):

@@ -297,18 +297,29 @@ class TrainConfig:
 
 
 #: updates per call when ``train.steps_per_call`` is unset, by JAX platform
-DEFAULT_STEPS_PER_CALL = {"cpu": 10, "gpu": 100, "tpu": 100}
+DEFAULT_STEPS_PER_CALL = {"cpu": 100, "gpu": 100, "tpu": 100}
 
 
 def steps_per_call(train: TrainConfig, platform: str) -> int:
     """Updates per jitted call: ``train.steps_per_call``, else by platform.
 
-    A call costs the host a fixed ~0.1-1 ms (dispatch, one transfer of
-    metrics, the progress bar). An accelerator's update of the gpu presets
-    takes about a millisecond, so 100 updates per call make that cost ~1%
-    while a call still returns within a fraction of a second (the bar moves,
-    Ctrl-C answers); a CPU update of the smoke and cpu presets takes ~5-50
-    ms, so 10 per call already hide it. Unknown platforms get the GPU value.
+    How the default is chosen: a call costs a fixed ``c`` beyond its
+    updates (dispatch of the state's leaves, the loop's entry, one transfer
+    of metrics), so ``K`` updates of ``u`` each spend ``c / (K u)``
+    outside the updates. ``K`` is a round number that keeps this near 1-2%
+    on the presets a platform runs while a call still ends within seconds
+    (the bar moves, Ctrl-C answers). On a 2-core CPU
+    (``benchmarks/host_bound.py``, 2026-11-30, with the ``agentrl``
+    command's malloc setting, :mod:`agentrl.host_memory`): ``c`` ~2.5 ms
+    against ``u`` ~1.5-2.5 ms at the smoke presets' shapes, so 10 per call
+    spent ~10% there and 100 spends ~1-2%; at the cpu presets' (``u``
+    ~40 ms) both are small. Without that setting a call at the cpu presets'
+    shapes also faults its temporaries in afresh (~15,600 page faults, ~25
+    ms a call), which 100 per call spreads too. On a GPU ``u`` is about a
+    millisecond at the gpu presets and ``c`` a few (dispatch of a few
+    hundred leaves): 100, not yet measured there (issue 34's device check).
+    Calls are cut at log and checkpoint steps whatever ``K`` is. Unknown
+    platforms get the GPU value.
     """
     if train.steps_per_call is not None:
         return train.steps_per_call
