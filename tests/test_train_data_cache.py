@@ -11,7 +11,10 @@
   training, so a run started meanwhile on the same data finds it;
 - through ``reproduce``: a second experiment with the same data trains on
   the first one's histories without generating any; a dataset a run had
-  before (perhaps from other code) is not kept.
+  before (perhaps from other code) is not kept;
+- a run's own dataset (a run stopped before its ``config.json``) opened
+  by a config that would generate other histories is refused, naming each
+  setting; the same config opens it.
 """
 
 from __future__ import annotations
@@ -64,6 +67,23 @@ def test_a_kept_dataset_is_linked_into_a_new_run(tmp_path):
     opened = open_dataset(linked, verify="full")
     assert opened.metadata == open_dataset(made).metadata
     assert not reuse_dataset(folder, config.data, second)  # it has one now
+
+
+def test_a_runs_dataset_of_other_data_settings_is_refused(tmp_path):
+    config, run = _config(), tmp_path / "run"
+    _generate(config, run)
+    _generate(config, run)  # the same settings: opened again
+    other = _config(seed=7, source="random", source_args=())
+    with pytest.raises(ValueError, match="other data settings") as err:
+        _generate(other, run)
+    for said in ("seed: 0 there, 7 here", "'q_learning'", "'random'"):
+        assert said in str(err.value)
+    for field, value in (("num_episodes", 7), ("split_fraction", 0.5)):
+        with pytest.raises(ValueError, match=f"{field}: "):
+            _generate(_config(**{field: value}), run)
+    corner = _config(env_args=(("start", "corner"),))
+    with pytest.raises(ValueError, match="start: 'center' there, 'corner' here"):
+        _generate(corner, run)
 
 
 def test_another_config_finds_nothing_and_some_are_never_kept(tmp_path):

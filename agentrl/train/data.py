@@ -15,6 +15,7 @@ checked by size. The batches themselves are drawn on the device
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +45,7 @@ def prepare_dataset(
         return _import_hdf5(config, env, Path(run_dir), progress, first_use)
     if data.path:
         dataset = open_dataset(data.path, verify="full" if first_use else "size")
-        _check_same_env(data, dataset.metadata["env"])
+        _check_same_env(data, dataset.metadata["env"], f"data.path {data.path}")
         return dataset
     path = Path(run_dir) / "dataset"
     lead = jax.process_index() == 0
@@ -62,16 +63,47 @@ def prepare_dataset(
         from jax.experimental import multihost_utils
 
         multihost_utils.sync_global_devices("agentrl dataset written")
-    return open_dataset(path, verify="full" if first_use and not written else "size")
+    dataset = open_dataset(path, verify="full" if first_use and not written else "size")
+    if not written:  # a run stopped before its config.json: same data asked?
+        _check_generated_as_asked(data, env, dataset.metadata, path)
+    return dataset
 
 
-def _check_same_env(data: Any, recorded: dict[str, Any]) -> None:
-    """Refuse ``data.path`` histories of another environment than
+def _check_generated_as_asked(
+    data: Any, env: Any, metadata: dict[str, Any], path: Path
+) -> None:
+    """Refuse the run's own dataset ``path`` if the data config would
+    generate other histories (``ValueError`` naming each setting)."""
+    where = f"the run's dataset {path}"
+    _check_same_env(data, metadata["env"], where)
+    histories = _generation_args(data, env)[0][1]
+    asked = {
+        "source": histories.source,
+        "seed": data.seed,
+        "num_tasks": data.num_tasks,
+        "num_episodes": data.num_episodes,
+        "num_train_tasks": data.num_train_tasks,
+    }
+    there = {k: metadata.get(k) for k in asked}
+    if metadata.get("task_space") == "finite":
+        asked["split_fraction"] = data.split_fraction
+        there["split_fraction"] = metadata["split"]["train_fraction"]
+    asked, there = json.loads(json.dumps(asked)), json.loads(json.dumps(there))
+    differ = [k for k in asked if asked[k] != there[k]]
+    if differ:
+        said = "; ".join(f"{k}: {there[k]!r} there, {asked[k]!r} here" for k in differ)
+        raise ValueError(
+            f"{where} was generated from other data settings ({said}); "
+            "remove it to generate these, or train with the settings it has"
+        )
+
+
+def _check_same_env(data: Any, recorded: dict[str, Any], where: str) -> None:
+    """Refuse histories (``where`` holds them) of another environment than
     ``data.env`` / ``data.env_args`` (the run is evaluated on the config's)."""
     if recorded["name"] != data.env:
         raise ValueError(
-            f"data.path {data.path} holds {recorded['name']!r} histories but "
-            f"data.env is {data.env!r}"
+            f"{where} holds {recorded['name']!r} histories but data.env is {data.env!r}"
         )
     saved = constructor_args(data.env, recorded.get("overrides") or {})
     given = constructor_args(data.env, dict(data.env_args))
@@ -81,7 +113,7 @@ def _check_same_env(data: Any, recorded: dict[str, Any]) -> None:
             f"{k}: {saved.get(k)!r} there, {given.get(k)!r} here" for k in differ
         )
         raise ValueError(
-            f"data.path {data.path} holds {data.env} histories of other "
+            f"{where} holds {data.env} histories of other "
             f"constructor arguments than data.env_args ({said}); set "
             "data.env_args to the dataset's, or generate data for these"
         )
