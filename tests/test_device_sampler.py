@@ -29,6 +29,7 @@ from agentrl.data.device_sampler import (
     episode_tables,
 )
 from agentrl.data.samplers import pair_rows
+from agentrl.envs import grid
 from agentrl.sources import source_histories
 
 ROOM = envs.make("darkroom_hard", size=3, horizon=6)  # 9 goals: tasks repeat
@@ -294,7 +295,8 @@ def test_dpt_contexts_and_queries(room, bandit):
         stored = host.stateless or host.stored_next
         probs = {}
         for r in range(host.num_records):
-            steps = np.arange(host.num_steps) if stored else np.flatnonzero(~done[r])
+            successor = ~done[r] & (np.arange(host.num_steps) < host.num_steps - 1)
+            steps = np.arange(host.num_steps) if stored else np.flatnonzero(successor)
             starts = len(steps) - size + 1
             for f in range(starts):
                 probs[(r, tuple(steps[f : f + size].tolist()))] = 1 / (
@@ -321,6 +323,22 @@ def test_dpt_contexts_and_queries(room, bandit):
         np.testing.assert_array_equal(
             batch["context_next_obs"], source[r[:, None], nxt]
         )
+
+
+def test_dpt_context_successors_are_the_moves_made(room):
+    """A Dark Room hard history stops mid-episode where its episodes ended
+    early: its last step's successor is not stored, so no context holds it
+    (the device sampler once read the step itself as its successor)."""
+    host = DPTSampler(room, 16, 4, seed=3)
+    assert not _done(host)[:, -1].all()  # some histories are cut mid-episode
+    device = DeviceSampler(host)
+    size = ROOM.size
+    one = lambda c, a: grid.cell_id(grid.move(grid.cell_pos(c, size), a, size), size)  # noqa: E731
+    moves = jax.jit(jax.vmap(jax.vmap(one)))
+    for step in range(8):
+        for batch in (host.batch(step), device.batch(step)):
+            moved = moves(batch["context_obs"], batch["context_action"])
+            np.testing.assert_array_equal(batch["context_next_obs"], moved)
 
 
 def test_episode_tables_match_a_loop():

@@ -155,12 +155,16 @@ def episode_tables(
 
 
 def valid_tables(done: np.ndarray, context_size: int) -> dict[str, np.ndarray]:
-    """Steps with a known successor (not episode-final) of each record.
+    """Steps with a known successor of each record: neither episode-final
+    nor the record's last step (a history of an environment whose episodes
+    end early stops mid-episode; its last step's successor is not stored).
 
-    Returns ``valid [R, S]`` (int32, the record's non-final steps first,
-    in order) and ``num_valid [R]``. Raises ``ValueError`` if a record has
+    Returns ``valid [R, S]`` (int32, the record's valid steps first, in
+    order) and ``num_valid [R]``. Raises ``ValueError`` if a record has
     fewer than ``context_size`` of them.
     """
+    done = np.array(done, bool)  # a copy
+    done[:, -1] = True
     num_valid = (~done).sum(1).astype(np.int32)
     if num_valid.min(initial=context_size) < context_size:
         raise ValueError(

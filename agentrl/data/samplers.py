@@ -35,7 +35,8 @@ oracle's action there::
     context_next_obs [B, N, ...], query_obs [B, ...], label [B, ...], task_id [B]
 
 The successor of an episode's last step is not stored in a history, so the
-context skips episode-final steps except where observations never change
+context skips episode-final steps (and a history's last step, which may
+end it mid-episode) except where observations never change
 (bandits), where ``next_obs == obs``, and where the dataset stores every
 step's successor (``next_obs``: DPT's uniform roll-in of independent
 transitions).
@@ -60,6 +61,7 @@ import jax
 import numpy as np
 
 from agentrl.data.columns import split_columns
+from agentrl.data.device_sampler import valid_tables
 from agentrl.data.reader import HistoryDataset
 
 DEFAULT_CACHE_BYTES = 2 << 30
@@ -563,18 +565,9 @@ class DPTSampler(_Sampler):
         if self.stateless or self.stored_next:
             offsets = rng.integers(0, self.num_steps - n + 1, done.shape[0])
             return offsets[:, None] + np.arange(n)
-        idx = np.empty((done.shape[0], n), np.int64)
-        u = rng.random(done.shape[0])
-        for b in range(done.shape[0]):
-            valid = np.flatnonzero(~done[b])
-            if len(valid) < n:
-                raise ValueError(
-                    f"a history has {len(valid)} steps with a known successor, "
-                    f"fewer than context_size={n}"
-                )
-            first = int(u[b] * (len(valid) - n + 1))
-            idx[b] = valid[first : first + n]
-        return idx
+        tables = valid_tables(done, n)  # raises if a history has too few
+        first = (rng.random(done.shape[0]) * (tables["num_valid"] - n + 1)).astype(int)
+        return np.take_along_axis(tables["valid"], first[:, None] + np.arange(n), 1)
 
     def host_batch(self, step: int) -> dict[str, Any]:
         rng = self.rng(step)
