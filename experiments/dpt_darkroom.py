@@ -73,6 +73,8 @@ roll-in as an ablation):
   trains at a constant rate unclipped (not compared).
 """
 
+import dataclasses
+
 from _dpt import REFERENCE_OPTIMISER, dpt_base, reference_updates, width_fields
 
 from agentrl.train.config import DataConfig
@@ -96,7 +98,8 @@ BASE = dpt_base(
         source="dpt_rollin",
         source_args=UNIFORM,
         num_tasks=10_000,
-        num_episodes=1,
+        # 2 x 100 transitions: the context is 100, the query one of the rest
+        num_episodes=2,
     ),
     layers=4,
     width=32,
@@ -109,6 +112,11 @@ BASE = dpt_base(
     eval_tasks=16,
     eval_episodes=40,
     obs_encoding="grid",
+)
+# the query a state drawn independently of the context (the reference's
+# env.sample_state()): one of the roll-in's transitions outside it
+BASE = dataclasses.replace(
+    BASE, algo=dataclasses.replace(BASE.algo, query="beyond_context")
 )
 CHANGES = dict(
     smoke={

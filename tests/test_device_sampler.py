@@ -21,6 +21,7 @@ import pytest
 from scipy import stats
 
 from agentrl import envs
+from agentrl.algos.dpt import DPT
 from agentrl.data import ADSampler, DPTSampler, open_dataset, write_dataset
 from agentrl.data.device_sampler import (
     DeviceSampler,
@@ -51,6 +52,16 @@ def bandit(tmp_path_factory):
     out = tmp_path_factory.mktemp("d") / "bandit"
     source = source_histories("dpt_rollin", env)
     write_dataset(out, env, source, 20, 1, 0, env_name="bernoulli_bandit")
+    return open_dataset(out)
+
+
+@pytest.fixture(scope="module")
+def uniform_room(tmp_path_factory):
+    """DPT's uniform roll-in: 2 x 6 independent transitions a task."""
+    env = envs.make("darkroom", size=3, horizon=6)
+    out = tmp_path_factory.mktemp("d") / "uniform"
+    source = source_histories("dpt_rollin", env, rollin="uniform")
+    write_dataset(out, env, source, 10, 2, 0)
     return open_dataset(out)
 
 
@@ -339,6 +350,53 @@ def test_dpt_context_successors_are_the_moves_made(room):
         for batch in (host.batch(step), device.batch(step)):
             moved = moves(batch["context_obs"], batch["context_action"])
             np.testing.assert_array_equal(batch["context_next_obs"], moved)
+
+
+def test_dpt_queries_beyond_the_context(uniform_room, room, monkeypatch):
+    """``query="beyond_context"``: the query step is uniform over the
+    history's steps outside the context's window, on the device and on the
+    host (whose observations are replaced by step numbers to show them)."""
+    n, steps = 4, uniform_room.num_steps
+    host = DPTSampler(uniform_room, 8, n, seed=5, query="beyond_context")
+    device = DeviceSampler(host)
+    draw = jax.vmap(lambda s: draw_index(device.spec, device.data, batch_key(5, s)))
+    index = jax.device_get(jax.jit(draw)(jnp.arange(DRAWS // 4)))
+    from_device = zip(index["idx"][..., 0].ravel(), index["query"].ravel(), strict=True)
+    fetch = host._fetch
+
+    def numbered(rows, *args):
+        data = dict(fetch(rows, *args))
+        data["obs"] = np.broadcast_to(
+            np.arange(steps, dtype=np.int32), (len(rows), steps)
+        )
+        return data
+
+    monkeypatch.setattr(host, "_fetch", numbered)
+    batches = [host.host_batch(step) for step in range(300)]
+    from_host = [
+        (o, q)
+        for b in batches
+        for o, q in zip(b["context_obs"][:, 0], b["query_obs"], strict=True)
+    ]
+    starts = steps - n + 1
+    probs = {
+        (o, q): 1 / (starts * (steps - n))
+        for o in range(starts)
+        for q in range(steps)
+        if not o <= q < o + n
+    }
+    for drawn in (list(from_device), from_host):
+        drawn = [(int(o), int(q)) for o, q in drawn]
+        assert set(drawn) <= set(probs)  # never inside the window
+        assert _fit_p(drawn, probs) > P_MIN
+    with pytest.raises(ValueError, match="histories longer than the context"):
+        DPTSampler(uniform_room, 8, steps, query="beyond_context")
+    with pytest.raises(ValueError, match="independent transitions"):
+        DPTSampler(room, 8, 4, query="beyond_context")
+    with pytest.raises(ValueError, match="`query` must be one of"):
+        DPTSampler(uniform_room, 8, 4, query="context")
+    with pytest.raises(ValueError, match="algo.query must be one of"):
+        DPT(query="context")
 
 
 def test_episode_tables_match_a_loop():

@@ -27,7 +27,7 @@ from agentrl.agents.model_agents import split_model
 from agentrl.algos.ad import check_positive
 from agentrl.algos.base import Algorithm, check, register_algorithm
 from agentrl.algos.losses import action_loss
-from agentrl.data.samplers import DPTSampler
+from agentrl.data.samplers import QUERY_CHOICES, DPTSampler
 
 CONTEXT_UPDATES = ("auto", "step", "episode")
 
@@ -76,6 +76,11 @@ class DPT(Algorithm):
       context_update: when the acting agent adds its own transitions to its
         context: ``"step"``, ``"episode"``, or ``"auto"`` (step on bandits,
         episode elsewhere).
+      query: where a training query step comes from: ``"history"`` (any
+        step of the context's history) or ``"beyond_context"`` (a step of
+        it outside the context: on the uniform roll-in's independent
+        transitions, a state drawn independently of the context, as the
+        reference's; :class:`~agentrl.data.samplers.DPTSampler`).
     """
 
     name = "dpt"
@@ -86,6 +91,7 @@ class DPT(Algorithm):
 
     context_size: int = 20
     context_update: str = "auto"
+    query: str = "history"
 
     def __post_init__(self):
         check_positive("algo", context_size=self.context_size)
@@ -93,6 +99,10 @@ class DPT(Algorithm):
             self.context_update in CONTEXT_UPDATES,
             f"algo.context_update must be one of {CONTEXT_UPDATES}, "
             f"got {self.context_update!r}",
+        )
+        check(
+            self.query in QUERY_CHOICES,
+            f"algo.query must be one of {QUERY_CHOICES}, got {self.query!r}",
         )
 
     def context_steps(self, env: Any) -> int:
@@ -105,6 +115,7 @@ class DPT(Algorithm):
             self.context_size,
             seed=train.seed,
             paired=paired,
+            query=self.query,
         )
 
     def loss(self, model, batch, aux, hparams, *, env, deterministic=False):

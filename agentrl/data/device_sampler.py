@@ -76,6 +76,7 @@ class BatchSpec:
     episode_window: str = "consecutive"
     stateless: bool = False
     stored_next: bool = False
+    query: str = "history"
 
     @property
     def contiguous(self) -> bool:
@@ -109,6 +110,7 @@ def spec_of(sampler: Any) -> BatchSpec:
             length=sampler.context_size,
             stateless=sampler.stateless,
             stored_next=sampler.stored_next,
+            query=sampler.query,
             **common,
         )
     return BatchSpec(
@@ -310,7 +312,10 @@ def draw_index(spec: BatchSpec, tables: dict, key: jax.Array) -> dict[str, Any]:
     rows = draw_rows(spec, tables, k_rows)
     if spec.kind == "context_set":
         idx = context_steps(spec, tables, rows, k_win)
-        query = jax.random.randint(k_query, rows.shape, 0, spec.num_steps)
+        n, beyond = spec.length, spec.query == "beyond_context"
+        query = jax.random.randint(k_query, rows.shape, 0, spec.num_steps - n * beyond)
+        if beyond:  # skip the context's window (contiguous: idx[:, 0] .. + n)
+            query = query + n * (query >= idx[:, 0])
         return {"rows": rows, "idx": idx, "query": query}
     if spec.contiguous:
         idx = _offsets(spec, k_win)

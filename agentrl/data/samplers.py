@@ -510,8 +510,39 @@ class ADSampler(_Sampler):
         }
 
 
+#: where DPT's query step is drawn from (:class:`DPTSampler`)
+QUERY_CHOICES = ("history", "beyond_context")
+
+
+def _check_query(query: str, contiguous: bool, steps: int, context_size: int):
+    """``ValueError`` unless ``query`` is a choice the data can serve."""
+    if query not in QUERY_CHOICES:
+        raise ValueError(f"`query` must be one of {QUERY_CHOICES}, got {query!r}")
+    if query == "history":
+        return
+    if not contiguous:
+        raise ValueError(
+            "query='beyond_context' needs histories of independent transitions "
+            "(DPT's uniform roll-in, --source dpt_rollin rollin=uniform) or a "
+            "bandit; a trajectory's other steps are not independent of its context"
+        )
+    if steps <= context_size:
+        raise ValueError(
+            f"query='beyond_context' needs histories longer than the context: "
+            f"{steps} steps, context_size={context_size} (raise data.num_episodes)"
+        )
+
+
 class DPTSampler(_Sampler):
-    """Context sets with a query state and its optimal action (DPT)."""
+    """Context sets with a query state and its optimal action (DPT).
+
+    ``query``: ``"history"`` draws the query step uniformly from the
+    history; ``"beyond_context"`` from the history's steps outside the
+    context's window, so that on independent transitions (the uniform
+    roll-in) the query is a state drawn independently of the context, as
+    the DPT reference's ``env.sample_state()`` (with ``"history"`` and a
+    context of the whole history it is always one of the context's states).
+    """
 
     fields = (
         "obs",
@@ -534,6 +565,7 @@ class DPTSampler(_Sampler):
         seed: int = 0,
         sharding: Any = None,
         cache_bytes: int | None = None,
+        query: str = "history",
     ):
         if not dataset.metadata.get("has_optimal_action"):
             raise ValueError(
@@ -557,7 +589,8 @@ class DPTSampler(_Sampler):
             raise ValueError(
                 f"`batch_size` must be even with paired=True, got {batch_size}"
             )
-        self.context_size, self.paired = context_size, paired
+        _check_query(query, contiguous, steps, context_size)
+        self.context_size, self.paired, self.query = context_size, paired, query
         super().__init__(dataset, batch_size, split, seed, sharding, cache_bytes)
 
     def _context_index(self, rng, done: np.ndarray) -> np.ndarray:
@@ -575,10 +608,13 @@ class DPTSampler(_Sampler):
             rows = pair_rows(rng, self.task_ids, self.batch_size // 2)
         else:
             rows = rng.integers(0, self.num_records, self.batch_size)
-        query = rng.integers(0, self.num_steps, self.batch_size)
+        n, beyond = self.context_size, self.query == "beyond_context"
+        query = rng.integers(0, self.num_steps - n * beyond, self.batch_size)
         data = self._fetch(rows)
         done = np.logical_or(data["terminated"], data["truncated"])
         idx = self._context_index(rng, done)
+        if beyond:  # skip the context's window
+            query = query + n * (query >= idx[:, 0])
         if self.stored_next:
             next_obs, next_idx = data["next_obs"], idx
         else:
