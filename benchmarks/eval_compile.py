@@ -61,8 +61,13 @@ def protocol(run_dirs: list[Path]) -> dict[str, np.ndarray]:
 
 
 def measure(run_dirs: list[Path], share: bool) -> tuple[dict, dict]:
-    """``(record, returns)`` of one way (``share``: the kept programs)."""
+    """``(record, returns)`` of one way (``share``: the kept programs).
+
+    Both ways start from cold caches: agentrl's kept programs and JAX's own
+    (its compiled eager operations and traces of module-level jitted
+    functions, which a first way in the process would otherwise pay alone)."""
     programs.clear()
+    jax.clear_caches()
     with programs.sharing(share), programs.count_compiles() as counts:
         start = time.perf_counter()
         returns = protocol(run_dirs)

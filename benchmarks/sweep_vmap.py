@@ -22,8 +22,12 @@
    unequal wall time means time spent waiting, not computing.
 
 Each side of 1 and 2 is timed twice: the first call includes compilation, the second
-("warm") reuses the compiled programs. Model init and host batch sampling
-are inside the timings on both sides.
+("warm") reuses the compiled programs. In 1 both sides are ``train_sweep``
+calls at the same ``steps_per_call`` (the sequential side one seed a call),
+with model init, the device sampler's setup and batch drawing inside the
+wall time of both; the best ``K`` is the one with the highest warm ratio.
+(Until 2026-11-30 the sequential side sampled on the host one step per
+dispatch and the vmapped side recompiled its draws every call.)
 
 Target (issue 7): the vmapped sweep at least 3x faster than sequential.
 Writes ``benchmarks/results/sweep_vmap.{json,md}``.
@@ -60,52 +64,52 @@ from agentrl.train.step import init_train_state, make_train_step
 SEEDS = 8
 
 
-def ad_sequential(config, env, dataset, step_fn) -> float:
-    """Seconds of 8 runs one after another (model init + 60 steps each)."""
-    import dataclasses
-
+def _timed_sweep(config, env, dataset, seeds: list, per_call: int) -> float:
+    """Wall seconds of one ``train_sweep`` (its setup and compile included)."""
     start = time.perf_counter()
-    hp = default_hparams(config)
-    for seed in range(SEEDS):
-        cfg = dataclasses.replace(
-            config, train=dataclasses.replace(config.train, seed=seed)
-        )
-        _, state = init_train_state(build_model(cfg, env), cfg)
-        sampler = make_sampler(cfg, dataset, env)
-        for i in range(cfg.train.steps):
-            state, _ = step_fn(state, sampler.host_batch(i), hp)
-        jax.block_until_ready(state)
+    jax.block_until_ready(
+        train_sweep(config, env, dataset, seeds, steps_per_call=per_call).state
+    )
     return time.perf_counter() - start
 
 
 def ad_benchmark() -> dict:
+    """8 seeds vmapped against 8 one-seed sweeps run one after another: the
+    same program builder, batches drawn on the device, calls of ``K`` steps
+    (``steps_per_call``) on both sides, wall time with setup on both."""
     config = load_experiment("ad_darkroom", "smoke")
     env = envs.make(config.data.env)
     config = complete_config(config, env)
-    graphdef, _ = init_train_state(build_model(config, env), config)
-    step_fn = jax.jit(make_train_step(graphdef, config, env), donate_argnums=0)
+    seeds = list(range(SEEDS))
+    times: dict[str, dict[int, float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         dataset = prepare_dataset(config, env, Path(tmp), progress=False)
-        seq_cold = ad_sequential(config, env, dataset, step_fn)  # compiles once
-        seq_warm = ad_sequential(config, env, dataset, step_fn)
-        cold, warm = {}, {}
         for k in (1, 10, 60):
-            seeds = list(range(SEEDS))
-            cold[k] = train_sweep(config, env, dataset, seeds, steps_per_call=k).seconds
-            warm[k] = train_sweep(config, env, dataset, seeds, steps_per_call=k).seconds
-    best = min(warm, key=warm.get)
-    compile_s = seq_cold - seq_warm
+            for kind in ("cold", "warm"):  # the first call of a K compiles
+                times.setdefault(f"sequential_{kind}", {})[k] = sum(
+                    _timed_sweep(config, env, dataset, [s], k) for s in seeds
+                )
+                times.setdefault(f"vmapped_{kind}", {})[k] = _timed_sweep(
+                    config, env, dataset, seeds, k
+                )
+    ratio = {
+        kind: {k: times[f"sequential_{kind}"][k] / v for k, v in vm.items()}
+        for kind, vm in (
+            ("warm", times["vmapped_warm"]),
+            ("cold", times["vmapped_cold"]),
+        )
+    }
+    best = max(ratio["warm"], key=ratio["warm"].get)
     return {
         "steps": config.train.steps,
         "seeds": SEEDS,
-        "sequential_cold_s": seq_cold,
-        "sequential_warm_s": seq_warm,
-        "sequential_8_separate_compiles_s_est": seq_warm + SEEDS * compile_s,
-        "vmapped_cold_s": {str(k): v for k, v in cold.items()},
-        "vmapped_warm_s": {str(k): v for k, v in warm.items()},
+        **{name: {str(k): v for k, v in t.items()} for name, t in times.items()},
+        "speedup_warm_by_steps_per_call": {str(k): v for k, v in ratio["warm"].items()},
         "best_steps_per_call": best,
-        "speedup_warm": seq_warm / warm[best],
-        "speedup_cold": seq_cold / cold[best],
+        "sequential_warm_s": times["sequential_warm"][best],
+        "sequential_cold_s": times["sequential_cold"][best],
+        "speedup_warm": ratio["warm"][best],
+        "speedup_cold": ratio["cold"][best],
     }
 
 
@@ -379,7 +383,21 @@ def main(argv: list[str] | None = None) -> None:
         default=[16, 64],
         help="widths whose thunk work is profiled by op class",
     )
+    parser.add_argument(
+        "--only-ad",
+        action="store_true",
+        help="part 1 alone, written as sweep_vmap_ad.{json,md}",
+    )
     args = parser.parse_args(argv)
+    if args.only_ad:
+        ad = ad_benchmark()
+        print(ad)
+        targets = _report_targets(ad, None, [])
+        path = bench.write_record(
+            "sweep_vmap_ad", {"ad_darkroom": ad}, targets, _ad_rows(ad)
+        )
+        print(f"wrote {path}")
+        return
     peak = bench.matmul_peak_flops(1024)
     print(f"matmul peak {peak / 1e9:.1f} GFLOP/s", flush=True)
     configs = [(w, 8) for w in args.widths] + [(min(args.widths), 1)]
@@ -422,6 +440,10 @@ def _report_targets(ad: dict, q: dict, widths: list[dict]) -> list:
     targets = [
         bench.target("ad_smoke_8_seeds_speedup_warm", ad["speedup_warm"], 3.0),
         bench.target("ad_smoke_8_seeds_speedup_incl_compile", ad["speedup_cold"], 3.0),
+    ]
+    if q is None:  # part 1 alone
+        return targets
+    targets += [
         bench.target("q_learning_64_seeds_speedup_warm", q["speedup_warm"], 3.0),
         bench.target(
             "q_learning_64_seeds_speedup_incl_compile", q["speedup_cold"], 3.0
@@ -437,68 +459,70 @@ def _report_targets(ad: dict, q: dict, widths: list[dict]) -> list:
     return targets
 
 
-def _report_rows(ad: dict, q: dict, widths: list[dict]) -> list[dict]:
+def _ad_rows(ad: dict) -> list[dict]:
+    """Part 1's rows, at the ``steps_per_call`` with the best warm ratio."""
     best = str(ad["best_steps_per_call"])
     return [
         {
-            "workload": f"same compiled step (scan of 60), 8 seeds, width "
-            f"{w['d_model']} ({w['params']:,} params), batch {w['batch']} "
-            f"({w['tokens_per_step']} tokens/step)",
-            "sequential_s": w["sequential_s"],
-            "vmapped_s": w["vmapped_s"],
-            "speedup": w["speedup"],
-            "speedup, vmapped without parallel tasks": w.get(
-                "speedup_no_parallel_tasks", float("nan")
-            ),
-            "parallel tasks seq, vm": "{sequential}, {vmapped}".format(
-                **w.get("parallel_tasks", {"sequential": "-", "vmapped": "-"})
-            ),
-            "cpu/wall seq, vm, vm w/o tasks": ", ".join(
-                f"{v:.2f}" for v in w["cpu_per_wall"].values()
-            ),
-            "single run GFLOP/s": w["single_run_flop_rate"] / 1e9,
+            "workload": f"AD smoke, 8 seeds x 60 steps, {kind} ({best} a call)",
+            "sequential_s": ad[f"sequential_{key}"][best],
+            "vmapped_s": ad[f"vmapped_{key}"][best],
+            "speedup": ad[f"speedup_{key}"],
         }
-        for w in widths
-    ] + [
-        {
-            "workload": "AD smoke, 8 seeds x 60 steps, warm",
-            "sequential_s": ad["sequential_warm_s"],
-            "vmapped_s": ad["vmapped_warm_s"][best],
-            "speedup": ad["speedup_warm"],
-        },
-        {
-            "workload": "AD smoke, 8 seeds x 60 steps, incl. compile",
-            "sequential_s": ad["sequential_cold_s"],
-            "vmapped_s": ad["vmapped_cold_s"][best],
-            "speedup": ad["speedup_cold"],
-        },
-        {
-            "workload": "Q-learning, 64 seeds x 9 tasks x 100 episodes, warm",
-            "sequential_s": q["sequential_warm_s"],
-            "vmapped_s": q["vmapped_warm_s"],
-            "speedup": q["speedup_warm"],
-        },
-        {
-            "workload": "Q-learning, 64 seeds, incl. compile",
-            "sequential_s": q["sequential_cold_s"],
-            "vmapped_s": q["vmapped_cold_s"],
-            "speedup": q["speedup_cold"],
-        },
+        for kind, key in (("warm", "warm"), ("incl. compile", "cold"))
     ]
+
+
+def _report_rows(ad: dict, q: dict, widths: list[dict]) -> list[dict]:
+    return (
+        [
+            {
+                "workload": f"same compiled step (scan of 60), 8 seeds, width "
+                f"{w['d_model']} ({w['params']:,} params), batch {w['batch']} "
+                f"({w['tokens_per_step']} tokens/step)",
+                "sequential_s": w["sequential_s"],
+                "vmapped_s": w["vmapped_s"],
+                "speedup": w["speedup"],
+                "speedup, vmapped without parallel tasks": w.get(
+                    "speedup_no_parallel_tasks", float("nan")
+                ),
+                "parallel tasks seq, vm": "{sequential}, {vmapped}".format(
+                    **w.get("parallel_tasks", {"sequential": "-", "vmapped": "-"})
+                ),
+                "cpu/wall seq, vm, vm w/o tasks": ", ".join(
+                    f"{v:.2f}" for v in w["cpu_per_wall"].values()
+                ),
+                "single run GFLOP/s": w["single_run_flop_rate"] / 1e9,
+            }
+            for w in widths
+        ]
+        + _ad_rows(ad)
+        + [
+            {
+                "workload": "Q-learning, 64 seeds x 9 tasks x 100 episodes, warm",
+                "sequential_s": q["sequential_warm_s"],
+                "vmapped_s": q["vmapped_warm_s"],
+                "speedup": q["speedup_warm"],
+            },
+            {
+                "workload": "Q-learning, 64 seeds, incl. compile",
+                "sequential_s": q["sequential_cold_s"],
+                "vmapped_s": q["vmapped_cold_s"],
+                "speedup": q["speedup_cold"],
+            },
+        ]
+    )
 
 
 def _report_notes(ad: dict, q: dict, peak: float) -> str:
     return (
-        "warm = compiled programs reused; incl. compile = first call. The "
-        "sequential AD runs share one compiled step (8 separate `fit` runs "
-        "would compile 8 times: est. "
-        f"{ad['sequential_8_separate_compiles_s_est']:.1f} s). AD vmapped warm "
-        f"by steps_per_call: {ad['vmapped_warm_s']} s. 64 seeds x 4 learning "
+        "warm = compiled programs reused; incl. compile = first call. AD: "
+        "both sides are train_sweep calls at the same steps_per_call (the "
+        "sequential side one seed a call, its program compiled once); warm "
+        "ratio by steps_per_call: "
+        f"{ad['speedup_warm_by_steps_per_call']}. 64 seeds x 4 learning "
         f"rates in one program: {q['vmapped_4_lrs_warm_s']:.2f} s warm. The "
-        "machine's 2 cores are shared with other jobs, so absolute times vary; "
-        "the AD smoke sequential side dispatches every step from Python and "
-        "samples its batches on the host, so load inflates it far more than "
-        "the vmapped side. "
+        "machine's 2 cores are shared with other jobs, so absolute times vary. "
         f"Same-run matmul peak (1024^3 float32): {peak / 1e9:.1f} GFLOP/s. "
         "cpu/wall: CPU seconds of this process per wall second (2 = both cores). "
         "Parallel tasks: instructions XLA:CPU split across its thread pool; "

@@ -54,6 +54,34 @@ def test_vmapped_members_match_single_runs(tiny_ad_config, darkroom_dataset):
     assert np.abs(loss[0, 0, 1:] - loss[0, 1, 1:]).max() > 1e-4
 
 
+def test_member_draws_are_fits_draws_in_one_program(tiny_ad_config, darkroom_dataset):
+    """Every seed's batches are the ones ``fit`` draws for it, from ONE
+    compiled program that other seeds and later sweeps reuse."""
+    import jax.numpy as jnp
+
+    from agentrl.data import open_dataset
+    from agentrl.data.device_sampler import DeviceSampler, seeded_draws
+    from agentrl.sweep.train import _member_draws
+    from agentrl.train.config import complete_config
+    from agentrl.train.data import make_sampler
+
+    env, dataset = envs.make("darkroom"), open_dataset(darkroom_dataset)
+    full = complete_config(tiny_ad_config(steps=4), env, dataset)
+    batches = _member_draws(full, dataset, env, [0, 5])(jnp.arange(3, 6))
+    for s, seed in enumerate([0, 5]):
+        seeded = configtools.override(full, {"train.seed": seed})
+        own = DeviceSampler(make_sampler(seeded, dataset, env))
+        for k, step in enumerate(range(3, 6)):
+            jax.tree.map(
+                lambda a, b, k=k, s=s: np.testing.assert_array_equal(a[k, s], b),
+                batches,
+                own.batch(step),
+            )
+    compiled = seeded_draws(own.spec)._cache_size()  # this process's so far
+    _member_draws(full, dataset, env, [1, 2])(jnp.arange(7, 10))
+    assert seeded_draws(own.spec)._cache_size() == compiled  # nothing new
+
+
 def test_grid_splits_traced_and_static():
     config = load_experiment("ad_darkroom", "smoke")
     spec = make_grid(config, {"lr": ["1e-4", "1e-3"], "model.num_layers": [1, 2, 3]})

@@ -45,6 +45,7 @@ draws, computed on the host, gather the windows from records read per batch.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any
 
 import jax
@@ -419,6 +420,20 @@ class DeviceSampler:
     def batch(self, step: int) -> dict[str, Any]:
         """The batch of ``step`` as numpy arrays (for tests and inspection)."""
         return jax.device_get(jax.jit(self.draw)(self.data, step))
+
+
+@functools.lru_cache(maxsize=16)
+def seeded_draws(spec: BatchSpec) -> Any:
+    """``draws(data, seeds [S], steps [K]) -> batches [K, S, B, ...]``: the
+    batches :class:`DeviceSampler` ``(spec)`` of each seed draws at each
+    step, in ONE jitted program that takes the seeds as arguments (kept per
+    ``spec``: every seed and every later call reuses its compilation)."""
+
+    def one(data, seed, step):
+        return gather(spec, data, draw_index(spec, data, batch_key(seed, step)))
+
+    over_steps = jax.vmap(one, (None, None, 0))
+    return jax.jit(jax.vmap(over_steps, (None, 0, None), out_axes=1))
 
 
 def device_sampler_of(sampler: Any, put: Any = None) -> Any:

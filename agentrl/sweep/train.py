@@ -45,7 +45,11 @@ import agentrl.configtools as configtools
 import agentrl.train.parallel as parallel
 from agentrl.agents.driver import run_batched_agent
 from agentrl.agents.model_agents import ModelHandle
-from agentrl.data.device_sampler import device_sampler_of
+from agentrl.data.device_sampler import (
+    DeviceSampler,
+    device_sampler_of,
+    seeded_draws,
+)
 from agentrl.data.task_plan import training_tasks
 from agentrl.envs.base import env_horizon
 from agentrl.tables import write_bytes
@@ -278,12 +282,24 @@ def _with_seed(config: ExperimentConfig, seed: int) -> ExperimentConfig:
     )
 
 
-def _stack_batches(samplers: list, steps: range, num_settings: int) -> dict:
-    """Batches ``[K, M, B, ...]``: seed ``s``'s device sampler feeds its
-    settings; the batches ``fit`` draws for that seed at those steps."""
-    index = jnp.arange(steps.start, steps.stop)
-    rows = [draw(data, index) for draw, data in samplers]
-    return jax.tree.map(lambda *x: jnp.repeat(jnp.stack(x, 1), num_settings, 1), *rows)
+def _member_draws(full: ExperimentConfig, dataset: Any, env: Any, seeds: list):
+    """``draw(steps [K]) -> batches [K, S, B, ...]``: the batches ``fit``
+    draws for each seed at those steps. One program for every seed (the
+    seeds are its arguments) where the sampler is the plain
+    :class:`DeviceSampler`; a learner's own device sampler (RA-DT's) is
+    drawn seed by seed."""
+    device = device_sampler_of(make_sampler(full, dataset, env))
+    if type(device) is DeviceSampler:
+        draws, data = seeded_draws(device.spec), device.data
+        seed_array = jnp.asarray(seeds, jnp.int32)
+        return lambda steps: draws(data, seed_array, steps)
+    per_seed = []
+    for seed in seeds:
+        own = device_sampler_of(make_sampler(_with_seed(full, seed), dataset, env))
+        per_seed.append((jax.jit(jax.vmap(own.draw, (None, 0))), own.data))
+    return lambda steps: jax.tree.map(
+        lambda *x: jnp.stack(x, 1), *[d(data, steps) for d, data in per_seed]
+    )
 
 
 def train_sweep(
@@ -326,10 +342,7 @@ def train_sweep(
     members = num_s * num_h
     full = complete_config(config, env, dataset)
     mesh = sweep_mesh(members, config.train.batch_size)
-    samplers = []  # (draw(data, steps [K]) -> batches [K, B, ...], data) per seed
-    for seed in seeds:
-        device = device_sampler_of(make_sampler(_with_seed(full, seed), dataset, env))
-        samplers.append((jax.jit(jax.vmap(device.draw, (None, 0))), device.data))
+    draw = _member_draws(full, dataset, env, seeds)
     start = time.perf_counter()
     graphdef, state = init_member_states(full, env, seeds, num_h)
     member_spec = NamedSharding(mesh, P(parallel.SWEEP))
@@ -339,7 +352,9 @@ def train_sweep(
     run = make_chunk_fn(graphdef, full, env)
 
     def chunk(state, lo, hi):
-        batches = _stack_batches(samplers, range(lo, hi), num_h)
+        batches = jax.tree.map(
+            lambda x: jnp.repeat(x, num_h, 1), draw(jnp.arange(lo, hi))
+        )
         return run(state, jax.device_put(batches, batch_spec), hp)
 
     state, host, first = run_member_chunks(
