@@ -3,15 +3,20 @@
 As the DPT reference code (``docs/fidelity.md``): the agent starts in the
 corner (0, 0), and the pretraining contexts are the reference's roll-in,
 100 independent transitions per task, each from a uniformly drawn cell with
-a uniformly random action (``rollin="uniform"``), with a query state drawn
-uniformly from the same kind of cells and the optimal action there as the
-label; the context is all 100 transitions (every one has its successor
-stored). Online, the model fills its context with its own transitions from
-earlier episodes. Cells are embedded by row, column and coordinates
-(``obs_encoding="grid"``) so that held-out goal cells share parts with
-trained ones. ``--data.source_args rollin=trajectory`` gives the
-earlier default: one-episode random-walk roll-ins from the start cell, the
-query from the same walk.
+a uniformly random action (``rollin="uniform"``; every one has its
+successor stored), with a query state drawn uniformly and independently of
+the context (the reference's ``env.sample_state()``) and the optimal action
+there as the label: the roll-in has 2 x 100 transitions a task, the context
+is 100 consecutive ones and the query one of the other 100
+(``algo.query="beyond_context"``). Until session 49 the roll-in had 100
+and the query was one of the context's own states, every time (the
+reference's query lies outside its context 37% of the time); the records
+measured before then say so. Online, the model fills its context with its
+own transitions from earlier episodes. Cells are embedded by row, column
+and coordinates (``obs_encoding="grid"``) so that held-out goal cells share
+parts with trained ones. ``--set 'data.source_args=[["rollin",
+"trajectory"]]' --set algo.query=history`` gives the earlier default:
+random-walk roll-ins from the start cell, the query from the same walk.
 
 Measured with these settings and the validation protocol (``agentrl
 reproduce dpt_darkroom --preset cpu --seeds 3``, 3 seeds x 10 test goals,

@@ -16,6 +16,11 @@ cosine with a clip at norm 1, is not a preset here);
 ``t2mir_setup`` / ``t2mir_setup_gpu``: T2MIR's own DPT setup (9x9, H=20, 81 goals
 65/16) against ``dpt_darkroom``'s presets of the same name.
 
+Every measurement below was made before session 49, when DPT's query
+was one of its context's own states (``dpt_darkroom``'s docstring): the
+presets now draw it from the roll-in's other transitions, as the DPT
+reference does, and those runs were not repeated for T2MIR-DPT.
+
 On T2MIR's own DPT setup, with these changes (``agentrl reproduce
 t2mir_dpt_darkroom --compare dpt_darkroom --preset t2mir_setup --seeds 5``,
 the reference's corner start and uniform roll-in, 6,000 updates of batch

@@ -150,7 +150,12 @@ def test_ad_and_dpt_train_on_the_imported_data_unchanged(imported, tmp_path):
     from agentrl import load_run
 
     ad = _tiny("ad_darkroom", imported, **{"model.obs_encoding": "table"})
-    dpt = _tiny("dpt_darkroom", imported, **{"model.obs_encoding": "table"})
+    # trajectories: the query from the history, not beyond the context
+    dpt = _tiny(
+        "dpt_darkroom",
+        imported,
+        **{"model.obs_encoding": "table", "algo.query": "history"},
+    )
     for config in (ad, dpt):
         run = fit(config, tmp_path / config.algo.label, progress=False)
         lines = (run / "metrics.jsonl").read_text().splitlines()
@@ -182,6 +187,8 @@ def test_xland_ad_smoke_generates_ppo_histories_in_the_schema(tmp_path):
         rewards = np.concatenate([g["rewards"][:] for g in groups])
     ds = open_dataset(run / "dataset")
     assert ds.metadata["source"]["name"] == "ppo" and ds.num_records("train") == 8
+    # the generation's chunk (8 histories, one call), not the import's reads
+    assert ds.metadata["chunk_size"] == 8 and ds.metadata["import_chunk_size"] == 32
     history = ds.load_history("train")
     # the records are the file's histories, ruleset by ruleset
     assert history.reward.sum() == rewards.astype(np.float32).sum()

@@ -46,10 +46,12 @@ def test_dark_room_presets_fit_their_environment(name, preset):
     else:
         assert model.obs_encoding == "grid" and model.grid_size == env.size
     if config.algo.name == "dpt":
-        # uniform roll-ins store every successor; in a one-episode walk the
-        # last step has none
-        uniform = dict(config.data.source_args).get("rollin") == "uniform"
-        assert config.algo.context_size <= env.horizon - (0 if uniform else 1)
+        # uniform roll-ins store every successor, with steps beyond the
+        # context for the query (the reference's independent query state)
+        assert dict(config.data.source_args).get("rollin") == "uniform"
+        assert config.algo.query == "beyond_context"
+        steps = config.data.num_episodes * env.horizon
+        assert config.algo.context_size < steps
         assert model.max_steps == config.algo.context_size + 1
     else:  # the window is the training context, derived from the horizon
         assert model.max_steps == config.algo.context_episodes * env.horizon

@@ -212,6 +212,8 @@ def generate_hdf5(
             "agentrl-split": json.dumps(plan.split.to_json()),
             "agentrl-source": json.dumps(getattr(histories, "source", None)),
             "agentrl-seed": seed,
+            # histories per jitted call: the keys, so the histories, depend on it
+            "agentrl-chunk-size": json.dumps(int(chunk_size)),
         },
     )
 
@@ -412,7 +414,9 @@ def _import_metadata(
         "num_episodes": num_episodes,
         "horizon": env.horizon,
         "num_steps": steps,
-        "chunk_size": histories_per_chunk,
+        # the generation's histories per call (None: a file not agentrl's)
+        "chunk_size": _read_attr(f, "agentrl-chunk-size"),
+        "import_chunk_size": histories_per_chunk,
         "stateless_obs": False,
         "task_space": "finite",
         "task_ids": {"train": task_ids},
