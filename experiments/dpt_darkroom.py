@@ -15,10 +15,25 @@ measured before then say so. Online, the model fills its context with its
 own transitions from earlier episodes. Cells are embedded by row, column
 and coordinates (``obs_encoding="grid"``) so that held-out goal cells share
 parts with trained ones. ``--set 'data.source_args=[["rollin",
-"trajectory"]]' --set algo.query=history`` gives the earlier default:
-random-walk roll-ins from the start cell, the query from the same walk.
+"trajectory"]]' --set algo.query=history --set data.num_episodes=1 --set
+context_size=99`` gives the earlier default: one-episode random-walk
+roll-ins from the start cell, the query from the same walk.
 
-Measured with these settings and the validation protocol (``agentrl
+Measured with these settings (session 49, ``agentrl reproduce dpt_darkroom
+--preset cpu --seeds 5``, 5 seeds x 10 test goals, each seed with its own
+data and split; validation chose sampling in every seed, resolved in two):
+return 0.90 in episode 1 to 29.7 [17.3, 41.8] over the last 10 of 40
+episodes (score 0.32 [0.18, 0.45]; per seed 0.13, 0.32, 0.20, 0.52, 0.41;
+random 0.64, oracle 91.2; ``repro_dpt_darkroom_cpu``). Against the same
+seeds with the query one of the context's own states (the record below,
+now ``repro_dpt_darkroom_cpu_query_in_context``): −6.2 [−16.1, 3.2]
+return, paired per seed and goal
+(``paired_dpt_darkroom_query_beyond_vs_in_context``): not resolved, so
+the context-bound query does not explain DPT's distance from the paper
+here.
+
+Before session 49 (the query one of the context's states), with the
+validation protocol (``agentrl
 reproduce dpt_darkroom --preset cpu --seeds 3``, 3 seeds x 10 test goals,
 each seed with its own data and split; validation chose sampling in every
 seed): return 1.13 in episode 1 to 20.3 [10.2, 34.1] over the last 10 of

@@ -77,6 +77,10 @@ def test_member_draws_are_fits_draws_in_one_program(tiny_ad_config, darkroom_dat
                 batches,
                 own.batch(step),
             )
+    big = _member_draws(full, dataset, env, [2**32 - 1, 5])(jnp.arange(3, 4))
+    jax.tree.map(  # a seed past int32 keys as the Python int does
+        lambda a, b: np.testing.assert_array_equal(a[0, 1], b), big, own.batch(3)
+    )
     compiled = seeded_draws(own.spec)._cache_size()  # this process's so far
     _member_draws(full, dataset, env, [1, 2])(jnp.arange(7, 10))
     assert seeded_draws(own.spec)._cache_size() == compiled  # nothing new
@@ -124,9 +128,10 @@ def test_grid_value_errors(grid, match):
 def test_seed_parsing():
     assert parse_seeds("3", base=5) == [5, 6, 7]
     assert parse_seeds("0,4,2") == [0, 4, 2]
-    for bad in ("0", "x", "1,1", "-1,2"):
+    for bad in ("0", "x", "1,1", "-1,2", "0,4294967296"):
         with pytest.raises(ValueError, match="--seeds"):
             parse_seeds(bad)
+    assert parse_seeds("0,4294967295") == [0, 2**32 - 1]  # the largest: uint32
 
 
 def test_cli_reports_clear_errors(capsys):

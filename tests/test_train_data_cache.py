@@ -14,7 +14,8 @@
   before (perhaps from other code) is not kept;
 - a run's own dataset (a run stopped before its ``config.json``) opened
   by a config that would generate other histories is refused, naming each
-  setting; the same config opens it.
+  setting; the same config opens it; with a ``config.json`` it is left to
+  the resume check.
 """
 
 from __future__ import annotations
@@ -84,6 +85,10 @@ def test_a_runs_dataset_of_other_data_settings_is_refused(tmp_path):
     corner = _config(env_args=(("start", "corner"),))
     with pytest.raises(ValueError, match="start: 'center' there, 'corner' here"):
         _generate(corner, run)
+    # a run with its config.json is resumable_config's to judge (a source
+    # that gained a setting since must not make its runs unresumable here)
+    (run / "config.json").write_text("{}")
+    _generate(other, run)
 
 
 def test_another_config_finds_nothing_and_some_are_never_kept(tmp_path):

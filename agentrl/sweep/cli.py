@@ -71,8 +71,11 @@ def parse_seeds(text: str, base: int = 0) -> list[int]:
         raise ConfigError(
             f"--seeds must be a count >= 1 or a list like 0,1,2, got {text!r}"
         ) from None
-    if not seeds or any(s < 0 for s in seeds) or len(set(seeds)) != len(seeds):
-        raise ConfigError(f"--seeds must be distinct integers >= 0, got {text!r}")
+    bad = any(not 0 <= s < 2**32 for s in seeds)
+    if not seeds or bad or len(set(seeds)) != len(seeds):
+        raise ConfigError(
+            f"--seeds must be distinct integers in [0, 2**32), got {text!r}"
+        )
     return seeds
 
 

@@ -187,11 +187,16 @@ def member_metrics(host: list[dict], num_s: int, num_h: int) -> dict[str, np.nda
 
 
 def check_seeds(seeds: Any) -> list[int]:
-    """A list of distinct integer seeds >= 0 (``ValueError`` otherwise)."""
+    """A list of distinct integer seeds in ``[0, 2**32)`` (``ValueError``
+    otherwise; the seeds are one program's uint32 argument)."""
     seeds = list(seeds)
-    ok = all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds)
+    ok = all(
+        isinstance(s, int) and not isinstance(s, bool) and 0 <= s < 2**32 for s in seeds
+    )
     if not seeds or not ok or len(set(seeds)) != len(seeds):
-        raise ValueError(f"seeds must be distinct integers >= 0, got {seeds!r}")
+        raise ValueError(
+            f"seeds must be distinct integers in [0, 2**32), got {seeds!r}"
+        )
     return seeds
 
 
@@ -291,7 +296,7 @@ def _member_draws(full: ExperimentConfig, dataset: Any, env: Any, seeds: list):
     device = device_sampler_of(make_sampler(full, dataset, env))
     if type(device) is DeviceSampler:
         draws, data = seeded_draws(device.spec), device.data
-        seed_array = jnp.asarray(seeds, jnp.int32)
+        seed_array = jnp.asarray(seeds, jnp.uint32)  # as a Python int's key
         return lambda steps: draws(data, seed_array, steps)
     per_seed = []
     for seed in seeds:

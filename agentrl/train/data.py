@@ -64,7 +64,9 @@ def prepare_dataset(
 
         multihost_utils.sync_global_devices("agentrl dataset written")
     dataset = open_dataset(path, verify="full" if first_use and not written else "size")
-    if not written:  # a run stopped before its config.json: same data asked?
+    if not written and not (Path(run_dir) / "config.json").exists():
+        # a run stopped before its config.json: the data asked for? (with a
+        # config.json, resumable_config compares every data field)
         _check_generated_as_asked(data, env, dataset.metadata, path)
     return dataset
 
