@@ -205,3 +205,31 @@ def test_training_afresh_into_a_run_directory_that_holds_a_run_is_refused(
     assert (run_dir / "metrics.jsonl").read_text() == log
     fresh = fit(config, tmp_path / "new", resume=False, progress=False, stop_at_step=5)
     assert (fresh / "checkpoints").is_dir()
+
+
+def test_a_run_resumes_on_its_dataset_moved_but_not_on_other_histories(
+    darkroom_dataset, tmp_path
+):
+    """``data.path`` may move between a run's stops (a resumable field), but
+    a resume on other histories is refused, naming both dataset digests:
+    here the same settings in chunks of 4 tasks (other keys, other
+    histories), which no config field records; before, only their
+    environment was compared."""
+    import shutil
+
+    from agentrl import envs
+    from agentrl.data import write_dataset
+    from agentrl.sources import source_histories
+
+    config = _config(darkroom_dataset)
+    run_dir = fit(config, tmp_path / "run", progress=False, stop_at_step=5)
+    moved = shutil.copytree(darkroom_dataset, tmp_path / "moved")
+    at_moved = configtools.override(config, {"data.path": str(moved)})
+    assert fit(at_moved, run_dir, progress=False, stop_at_step=10) == run_dir
+    env = envs.make("darkroom")
+    other = tmp_path / "other"
+    source = source_histories("q_learning", env)
+    write_dataset(other, env, source, 8, 30, seed=0, chunk_size=4)
+    at_other = configtools.override(config, {"data.path": str(other)})
+    with pytest.raises(ValueError, match="holds other histories than run_dir"):
+        fit(at_other, run_dir, progress=False)

@@ -55,7 +55,11 @@ from agentrl.train.checkpoint import remove_incomplete_checkpoints
 from agentrl.train.config import ExperimentConfig, complete_config, steps_per_call
 from agentrl.train.data import make_sampler, prepare_dataset
 from agentrl.train.online import online_learner
-from agentrl.train.rundir import resumable_config, write_run_files
+from agentrl.train.rundir import (
+    check_same_dataset,
+    resumable_config,
+    write_run_files,
+)
 from agentrl.train.runner import Learner, device_metrics, run_updates, timed
 from agentrl.train.step import init_train_state, make_train_call, make_train_step
 
@@ -168,6 +172,7 @@ def data_learner(config: ExperimentConfig, env: Any):
         full = complete_config(config, env, dataset)
         if resume:
             full = resumable_config(run_dir, full)
+            check_same_dataset(run_dir, dataset)  # data.path moved, not changed
         with timed(timings, "decode_s"):
             sampler = make_sampler(full, dataset, env)
         if jax.process_index() == 0:

@@ -33,6 +33,7 @@ from agentrl.data.task_plan import training_tasks
 from agentrl.envs.base import can_draw_tasks, validation_beyond_split
 from agentrl.envs.registry import make as make_env
 from agentrl.plugins import import_run_plugins, required_plugins
+from agentrl.provenance import json_digest
 from agentrl.tables import write_text
 from agentrl.train.checkpoint import Checkpointer
 from agentrl.train.config import ExperimentConfig
@@ -221,7 +222,35 @@ def write_run_files(run_dir: Path, config: ExperimentConfig, dataset: Any) -> No
         dataset.metadata.get("split"),
         dataset=str(dataset.path),
         dataset_source=dataset.metadata.get("source"),
+        dataset_digest=dataset_digest(dataset.metadata),
     )
+
+
+def dataset_digest(metadata: dict[str, Any]) -> str | None:
+    """The identity of a dataset's histories: a digest of its files' names
+    and SHA-256s (``agentrl.json``'s ``files``), wherever it lives."""
+    files = metadata.get("files")
+    if not files:
+        return None
+    sums = sorted([name, info.get("sha256")] for name, info in files.items())
+    return json_digest({"files": sums})[:24]
+
+
+def check_same_dataset(run_dir: Path, dataset: Any) -> None:
+    """Refuse resuming ``run_dir`` on other histories than it trained on
+    (``data.path`` may move, not change; ``ValueError``). Runs written
+    before the digest was recorded are not checked."""
+    info_file = Path(run_dir) / "run.json"
+    if not info_file.is_file():
+        return
+    recorded = _read_json(info_file).get("dataset_digest")
+    now = dataset_digest(dataset.metadata)
+    if recorded is not None and now is not None and recorded != now:
+        raise ValueError(
+            f"{dataset.path} holds other histories than run_dir {run_dir} "
+            f"trained on (dataset digest {now}, the run's {recorded}); resume "
+            "it on its own dataset, or train into a new run_dir"
+        )
 
 
 #: ``fold_in`` salts of the evaluation-only task keys of continuous task
