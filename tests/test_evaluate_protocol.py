@@ -226,6 +226,16 @@ def test_a_paired_difference_needs_the_same_tasks_and_episodes():
         paired_difference([run(4)], [run(6)], 2)  # once: each its own last 2
     with pytest.raises(ValueError, match=r"task ids \[1, 2, 5\] vs \[1, 2, 6\]"):
         paired_difference([run(4, [1, 2, 5])], [run(4, [1, 2, 6])], 2)
+    # one side's tasks unrecorded: not shown to be the same (once it passed)
+    with pytest.raises(ValueError, match=r"task ids \[1, 2, 5\] vs None"):
+        paired_difference([run(4, [1, 2, 5])], [run(4)], 2)
+
+    def drawn(oracle):  # a drawn family: no ids, the oracle's return per task
+        return EvalResult("m", np.ones((3, 4)), oracle_return=np.asarray(oracle))
+
+    assert paired_difference([drawn([1, 2, 3])], [drawn([1, 2, 3])], 2)["pairs"] == 3
+    with pytest.raises(ValueError, match="not evaluated on the same tasks"):
+        paired_difference([drawn([1, 2, 3])], [drawn([1, 2, 4])], 2)
 
 
 def test_choice_margin_is_paired_per_task_and_names_the_runner_up():
@@ -515,3 +525,18 @@ def test_validation_tasks_set_how_many_validation_tasks_choices_see():
     assert _held_out(plain, None, {}, 4, 0, "test") == (False, [*range(4)])
     with pytest.raises(ValueError, match="eval.validation_tasks"):
         EvalConfig(validation_tasks=0)
+
+
+def test_ad_darkroom_auc_target_needs_a_ci_above_zero():
+    """AD's area under the curve must be *above* Q-learning's: identical
+    curves (a CI of exactly [0, 0]) once met it (``low >= 0``)."""
+    from agentrl.evaluate.targets import ad_darkroom
+
+    curve = np.tile(np.linspace(0.0, 1.0, 10), (2, 4, 1))  # [seed, task, episode]
+    runs = [EvalResult("ad", c) for c in curve]
+    summary = {"ad": {"score_last": {"mean": 0.8, "mean_ci": (0.7, 0.9)}}}
+    rows = ad_darkroom("ad", summary, {"ad": runs, "q_learning": runs}, [])
+    assert rows[1]["value"] == 0.0 and not rows[1]["met"]
+    better = [EvalResult("ad", c + 0.1 + 0.01 * i) for i, c in enumerate(curve)]
+    rows = ad_darkroom("ad", summary, {"ad": better, "q_learning": runs}, [])
+    assert rows[1]["met"]

@@ -322,13 +322,27 @@ def _check_paired(a_runs: Sequence[Any], b_runs: Sequence[Any]) -> None:
     for seed, (a, b) in enumerate(zip(a_runs, b_runs, strict=True)):
         shapes = np.shape(a.returns), np.shape(b.returns)
         ids = a.metadata.get("task_ids"), b.metadata.get("task_ids")
-        if shapes[0] != shapes[1] or (None not in ids and ids[0] != ids[1]):
+        if shapes[0] != shapes[1] or not _same_tasks(a, b, ids):
             raise ValueError(
                 f"seed {seed}: {a.name} and {b.name} were not evaluated on the "
                 f"same tasks and episodes ([task, episode] {shapes[0]} vs "
                 f"{shapes[1]}; task ids {ids[0]} vs {ids[1]}), so they cannot "
                 "be paired"
             )
+
+
+def _same_tasks(a: Any, b: Any, ids: tuple) -> bool:
+    """Whether two results' tasks agree: their task ids where both record
+    them (one recording them and the other not: not shown to agree), else
+    the oracle's return per task where both have it (drawn families),
+    else assumed."""
+    if ids[0] is not None or ids[1] is not None:
+        return ids[0] == ids[1]
+    oracles = a.oracle_return, b.oracle_return
+    if oracles[0] is None or oracles[1] is None:
+        return True
+    oa, ob = (np.asarray(o, np.float64) for o in oracles)
+    return oa.shape == ob.shape and bool(np.allclose(oa, ob, rtol=1e-6))
 
 
 def paired_difference(

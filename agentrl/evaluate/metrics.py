@@ -276,8 +276,9 @@ def bootstrap_curve(
     """Point estimate and percentile bootstrap CI along trailing axes.
 
     Args:
-      scores: ``[run, task, *x]`` (or ``[task, *x]`` for a single run); the
-        statistic pools runs and tasks, separately for every ``x``.
+      scores: ``[run, task, *x]`` (a 1-D ``[task]`` is read as one run;
+        a single run with trailing axes needs its run axis, ``[None]``);
+        the statistic pools runs and tasks, separately for every ``x``.
       statistic: ``"mean"``, ``"iqm"``, ``"median"`` or ``f(values [..., n])``
         reducing the last axis.
       num_samples: bootstrap resamples (all drawn in one vectorized call).
@@ -381,7 +382,11 @@ def aggregate(
     """Summary of a ``[run, task]`` score matrix (``[task]`` = one run).
 
     Non-finite entries (tasks where a normalized score is undefined) are
-    dropped from the pooled statistics and counted in ``"dropped"``.
+    dropped from the pooled statistics and counted in ``"dropped"``: the
+    whole task column, in every run (so the columns are read as the same
+    task in every run; where each run has its own tasks, one run's
+    undefined task drops the others' at that position too. No committed
+    record has one).
 
     Returns:
       ``{"mean", "mean_ci", "iqm", "iqm_ci", "se", "runs", "tasks",

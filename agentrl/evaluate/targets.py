@@ -118,7 +118,7 @@ def ad_darkroom(algo: str, summary: dict, combined: dict, run_dirs: list) -> lis
         low, high = _bootstrap(diff)
         rows.append(with_ci(
             "AD minus q_learning (online, same goals): area under the curve",
-            float(diff.mean()), low, high, 0.0, low >= 0.0,
+            float(diff.mean()), low, high, 0.0, low > 0.0,
         ))  # fmt: skip
     return rows
 
