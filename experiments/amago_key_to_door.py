@@ -46,7 +46,11 @@ epsilon annealed over 20k steps per env (100 updates) instead of 1M.
           --set eval.num_episodes=4 --set train.steps=150
 
   (RL²: 256 envs x 50-step rollouts x 150 updates; transformer PPO: 64
-  envs x 150 trials of 200 steps, 4 partial updates a trial.) Measured
+  envs x 150 trials of 200 steps, 4 partial updates a trial. Those trials
+  held more than 4 episodes wherever the door was reached: transformer
+  PPO now refuses families whose episodes end early, so its command
+  above fails since session 49; its record is of those 200-step trials.
+  AMAGO's trials here are ``trial_episodes x horizon`` steps too.) Measured
   (session 37, seed 0, 16 test pairs, ~1 and ~17 min of training beside
   other jobs): RL² 0.56 -> 0.48, transformer PPO 0.75 -> 0.56 (random
   0.28): both above random but **neither learns in context** (neither

@@ -407,3 +407,21 @@ def test_transformer_solves_the_flip_bandit():
     trainer = make_trainer(update_every=10, num_updates=40, trial=10)
     _, metrics = jax.jit(trainer)(jax.random.key(0), hp())
     assert np.asarray(metrics["trial_return"])[-5:].mean() > 8.5  # chance: 5
+
+
+def test_families_whose_episodes_end_early_are_refused():
+    """A trial is ``trial_episodes x horizon`` steps: on Key-to-Door (the
+    door ends an episode) it held up to ~37 episodes, not 4, so it is
+    refused before anything compiles; Dark Room (fixed length) is not."""
+    from agentrl import envs
+    from agentrl.configtools import override
+    from agentrl.train.experiments import load_experiment
+
+    config = load_experiment("transformer_ppo_darkroom", "smoke")
+    room = envs.make(config.data.env, **dict(config.data.env_args))
+    assert not room.episodes_end_early
+    k2d = override(config, {"data.env": "dark_key_to_door", "data.env_args": "()"})
+    env = envs.make("dark_key_to_door")
+    assert env.episodes_end_early and envs.make("darkroom_hard").episodes_end_early
+    with pytest.raises(ValueError, match="episodes can end early"):
+        k2d.algo.make_online_train(k2d, env)

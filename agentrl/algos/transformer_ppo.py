@@ -111,6 +111,13 @@ class TransformerPPO(Algorithm):
     def make_online_train(self, config: Any, env: Any):
         steps = self.context_steps(env)
         check(
+            not getattr(env, "episodes_end_early", False),
+            f"transformer PPO's trial is algo.trial_episodes x the horizon "
+            f"({steps} steps), but {env.name}'s episodes can end early, so a "
+            "trial would hold more episodes than that (and be trained and "
+            "scored as other trials); train RL² on this family",
+        )
+        check(
             self.update_every == 0 or steps % self.update_every == 0,
             f"algo.update_every={self.update_every} must divide the trial's "
             f"{steps} steps (algo.trial_episodes x the env's horizon)",

@@ -85,6 +85,11 @@ class Environment(Generic[S, P]):
     #: set it False so ``step`` skips one key split per step (a large share of
     #: the cost of a cheap environment step).
     stochastic_reset: bool = True
+    #: Whether an episode can end before ``horizon`` steps (a goal reached, a
+    #: pole fallen). Learners whose trials are ``episodes x horizon`` steps
+    #: (transformer PPO) refuse such families: a trial would hold more
+    #: episodes than it says.
+    episodes_end_early: bool = False
 
     # ------------------------------------------------------------------ API
     @property

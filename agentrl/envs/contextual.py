@@ -82,6 +82,8 @@ class ContextualParams(EnvParams):
 class ContextualClassicControl(Environment[ContextualState, ContextualParams]):
     """Base of the contextual gymnax families (see the module docstring)."""
 
+    episodes_end_early = True  # gymnax's terminations (a pole falls)
+
     #: gymnax id of the wrapped environment (the throughput reference).
     gymnax_id: str = ""
     #: context variable name (a gymnax ``EnvParams`` field) -> default value.

@@ -171,6 +171,7 @@ class DarkRoomHard(DarkRoom):
     """Sparse Dark Room: reward once on reaching the goal, which ends the episode."""
 
     terminate_on_goal = True
+    episodes_end_early = True
 
     def __init__(
         self,

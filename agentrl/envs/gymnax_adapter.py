@@ -78,6 +78,7 @@ class GymnaxTaskFamily(Environment):
     """
 
     num_tasks = None
+    episodes_end_early = True  # whatever gymnax's environment does
 
     def __init__(
         self,

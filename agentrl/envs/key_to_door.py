@@ -65,6 +65,8 @@ START_CHOICES = ("random", *grid.START_CHOICES)
 class DarkKeyToDoor(Environment[KeyToDoorState, KeyToDoorParams]):
     """Find the key, then the door, in the dark."""
 
+    episodes_end_early = True  # at the door, key in hand
+
     def __init__(
         self,
         size: int = 9,

@@ -131,6 +131,8 @@ def generate_rulesets(
 class XLandMiniGrid(Environment[XLandState, XLandParams]):
     """Any xminigrid environment; the ruleset is the task (module doc)."""
 
+    episodes_end_early = True  # the goal terminates
+
     def __init__(
         self,
         env_id: str = "XLand-MiniGrid-R1-9x9",
