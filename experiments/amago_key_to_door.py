@@ -50,7 +50,8 @@ epsilon annealed over 20k steps per env (100 updates) instead of 1M.
   held more than 4 episodes wherever the door was reached: transformer
   PPO now refuses families whose episodes end early, so its command
   above fails since session 49; its record is of those 200-step trials.
-  AMAGO's trials here are ``trial_episodes x horizon`` steps too.) Measured
+  AMAGO's trials here are ``trial_episodes x horizon`` steps too, as its
+  reference's fixed ``meta_horizon`` budget is.) Measured
   (session 37, seed 0, 16 test pairs, ~1 and ~17 min of training beside
   other jobs): RL² 0.56 -> 0.48, transformer PPO 0.75 -> 0.56 (random
   0.28): both above random but **neither learns in context** (neither
