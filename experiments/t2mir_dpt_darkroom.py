@@ -16,10 +16,20 @@ cosine with a clip at norm 1, is not a preset here);
 ``t2mir_setup`` / ``t2mir_setup_gpu``: T2MIR's own DPT setup (9x9, H=20, 81 goals
 65/16) against ``dpt_darkroom``'s presets of the same name.
 
+With the query drawn as the DPT reference draws it (session 49: a state
+independent of the context, ``dpt_darkroom``'s docstring), ``agentrl
+reproduce t2mir_dpt_darkroom --compare dpt_darkroom --preset cpu --seeds
+3`` (DPT's runs of its own 5-seed reproduction, seeds 0-2; 10 test goals
+a seed; validation chose sampling, ``sample_then_greedy`` for T2MIR-DPT
+in seed 2): T2MIR-DPT 0.50 -> 16.1 [6.5, 28.7] over the last 10 of 40
+episodes (score 0.17), DPT 1.27 -> 20.7 [9.8, 32.5] (0.22); paired
+difference -4.6 [-23.4, 13.7], per seed +3.3, -22.8, +5.7: no difference
+shown (``repro_t2mir_dpt_darkroom_vs_dpt_darkroom_cpu``; the run before,
+with the query one of the context's states, is
+``..._cpu_query_in_context``: +18.0 [-5.0, 40.2]).
+
 Every measurement below was made before session 49, when DPT's query
-was one of its context's own states (``dpt_darkroom``'s docstring): the
-presets now draw it from the roll-in's other transitions, as the DPT
-reference does, and those runs were not repeated for T2MIR-DPT.
+was one of its context's own states.
 
 On T2MIR's own DPT setup, with these changes (``agentrl reproduce
 t2mir_dpt_darkroom --compare dpt_darkroom --preset t2mir_setup --seeds 5``,
