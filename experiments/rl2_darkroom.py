@@ -1,7 +1,7 @@
 """RL² on Dark Room 9x9 (H=20): explore to find the goal, then go straight to it.
 
 A GRU policy is trained by PPO over trials of ``trial_episodes`` episodes
-of one goal (the 64 training goals of the 80/20 split, as the AD
+of one goal (the 65 training goals of the 80/20 split of 81, as the AD
 experiments' data), its hidden state kept across the trial's episodes;
 evaluation runs one trial on the held-out goals next to random and the
 oracle. The normalized score of the last 10 episodes is the target; the

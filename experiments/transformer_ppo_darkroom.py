@@ -2,7 +2,7 @@
 
 The causal transformer (3 layers, width 64, the AD Dark Room model's shape)
 is trained by PPO over trials of 8 episodes (160 steps, its whole context)
-on the 64 training goals, updating every 40 steps inside a trial (ReLIC's
+on the 65 training goals, updating every 40 steps inside a trial (ReLIC's
 partial updates: 4 updates a trial, the context carried on with the new
 weights); evaluated like AD (rolling KV cache over its own history) on the
 held-out goals for one trial.

@@ -61,7 +61,10 @@ from agentrl.rl.ppo import (
 )
 
 #: the traced hyperparameters ``hp`` of the trainers, at the settings of
-#: XLand-MiniGrid's RL² baseline (no weight decay, rewards unscaled)
+#: XLand-MiniGrid's RL² baseline (no weight decay, rewards unscaled). A named
+#: difference: PureJaxRL's PPO, which that baseline follows, also clips the
+#: value loss around the old value (``clip_eps``); these trainers' value
+#: loss is unclipped (not compared).
 DEFAULT_HPARAMS = {
     "lr": 1e-3,
     "weight_decay": 0.0,
