@@ -52,8 +52,13 @@ splits and evaluation keys)::
   memorisation (training pairs score as held-out ones)" is withdrawn:
   ``agentrl eval --split train`` then drew its pairs from the split's
   ~5,184 training ids, while the 1,000 histories cover 1,000 of them, so
-  most pairs scored were never trained on (fixed in session 48; not
-  re-run).
+  most pairs scored were never trained on (fixed in session 48). Re-run
+  in session 49 on pairs the runs trained on (seeds 0-1 retrained at
+  3,000 updates, ``sample`` chosen on 64 validation pairs in both, 16
+  pairs each): training pairs 0.40 [0.35, 0.46], held-out test pairs
+  0.41 [0.36, 0.46] (random 0.18 / 0.21): training pairs score as
+  held-out ones, no memorisation at this budget
+  (``radt_key_to_door_memorisation``).
 - ``gpu``: ``ad_eps_key_to_door``'s sizes; not run.
 - ``full``: ``ad_eps_key_to_door``'s data with RA-DT's own training
   (``radt_darkroom.REFERENCE_TRAINING``); not run.
