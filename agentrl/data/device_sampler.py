@@ -305,6 +305,13 @@ def context_steps(spec: BatchSpec, tables: dict, rows, key) -> jax.Array:
     return tables["valid"][rows[:, None], pos]
 
 
+def skip_window(query: Any, first: Any, length: int) -> Any:
+    """Steps ``query [B]`` drawn from ``[0, S - length)`` mapped onto the
+    steps outside each row's window ``first .. first + length - 1`` (numpy
+    or jax): uniform over them (DPT's ``query="beyond_context"``)."""
+    return query + length * (query >= first)
+
+
 def draw_index(spec: BatchSpec, tables: dict, key: jax.Array) -> dict[str, Any]:
     """Which steps a batch takes: ``rows [B]``, ``idx [B, T]``, ``mask [B, T]``
     and (DPT) ``query [B]``; ``idx`` repeats the last real step where
@@ -315,8 +322,8 @@ def draw_index(spec: BatchSpec, tables: dict, key: jax.Array) -> dict[str, Any]:
         idx = context_steps(spec, tables, rows, k_win)
         n, beyond = spec.length, spec.query == "beyond_context"
         query = jax.random.randint(k_query, rows.shape, 0, spec.num_steps - n * beyond)
-        if beyond:  # skip the context's window (contiguous: idx[:, 0] .. + n)
-            query = query + n * (query >= idx[:, 0])
+        if beyond:
+            query = skip_window(query, idx[:, 0], n)
         return {"rows": rows, "idx": idx, "query": query}
     if spec.contiguous:
         idx = _offsets(spec, k_win)
@@ -409,8 +416,15 @@ class DeviceSampler:
 
     def draw(self, data: dict, step: Any) -> dict[str, Any]:
         """The batch of training step ``step`` (jittable; ``step`` may be traced)."""
-        index = draw_index(self.spec, data, batch_key(self.seed, step))
-        return gather(self.spec, data, index)
+        return draw_batch(self.spec, data, self.seed, step)
+
+    def member_draws(self, seeds: list[int]) -> Any:
+        """``draw(steps [K]) -> batches [K, S, B, ...]``: the batches of each
+        of ``seeds`` (a sweep's members), in one kept program
+        (:func:`seeded_draws`) for every seed."""
+        draws, data = seeded_draws(self.spec), self.data
+        seed_array = jnp.asarray(seeds, jnp.uint32)  # keys as Python ints give
+        return lambda steps: draws(data, seed_array, steps)
 
     def index(self, step: int) -> dict[str, np.ndarray]:
         """:func:`draw_index` of ``step`` on the host (numpy), for tests."""
@@ -422,6 +436,11 @@ class DeviceSampler:
         return jax.device_get(jax.jit(self.draw)(self.data, step))
 
 
+def draw_batch(spec: BatchSpec, data: dict, seed: Any, step: Any) -> dict[str, Any]:
+    """The batch of ``step`` of the stream seeded ``seed`` (both may be traced)."""
+    return gather(spec, data, draw_index(spec, data, batch_key(seed, step)))
+
+
 @functools.lru_cache(maxsize=16)
 def seeded_draws(spec: BatchSpec) -> Any:
     """``draws(data, seeds [S], steps [K]) -> batches [K, S, B, ...]``: the
@@ -429,9 +448,7 @@ def seeded_draws(spec: BatchSpec) -> Any:
     step, in ONE jitted program that takes the seeds as arguments (kept per
     ``spec``: every seed and every later call reuses its compilation)."""
 
-    def one(data, seed, step):
-        return gather(spec, data, draw_index(spec, data, batch_key(seed, step)))
-
+    one = functools.partial(draw_batch, spec)
     over_steps = jax.vmap(one, (None, None, 0))
     return jax.jit(jax.vmap(over_steps, (None, 0, None), out_axes=1))
 

@@ -61,7 +61,7 @@ import jax
 import numpy as np
 
 from agentrl.data.columns import split_columns
-from agentrl.data.device_sampler import valid_tables
+from agentrl.data.device_sampler import skip_window, valid_tables
 from agentrl.data.reader import HistoryDataset
 
 DEFAULT_CACHE_BYTES = 2 << 30
@@ -613,8 +613,8 @@ class DPTSampler(_Sampler):
         data = self._fetch(rows)
         done = np.logical_or(data["terminated"], data["truncated"])
         idx = self._context_index(rng, done)
-        if beyond:  # skip the context's window
-            query = query + n * (query >= idx[:, 0])
+        if beyond:
+            query = skip_window(query, idx[:, 0], n)
         if self.stored_next:
             next_obs, next_idx = data["next_obs"], idx
         else:

@@ -45,11 +45,7 @@ import agentrl.configtools as configtools
 import agentrl.train.parallel as parallel
 from agentrl.agents.driver import run_batched_agent
 from agentrl.agents.model_agents import ModelHandle
-from agentrl.data.device_sampler import (
-    DeviceSampler,
-    device_sampler_of,
-    seeded_draws,
-)
+from agentrl.data.device_sampler import device_sampler_of
 from agentrl.data.task_plan import training_tasks
 from agentrl.envs.base import env_horizon
 from agentrl.tables import write_bytes
@@ -289,15 +285,12 @@ def _with_seed(config: ExperimentConfig, seed: int) -> ExperimentConfig:
 
 def _member_draws(full: ExperimentConfig, dataset: Any, env: Any, seeds: list):
     """``draw(steps [K]) -> batches [K, S, B, ...]``: the batches ``fit``
-    draws for each seed at those steps. One program for every seed (the
-    seeds are its arguments) where the sampler is the plain
-    :class:`DeviceSampler`; a learner's own device sampler (RA-DT's) is
-    drawn seed by seed."""
+    draws for each seed at those steps: one program for every seed where
+    the device sampler draws for members (``member_draws``); else (RA-DT's
+    own) seed by seed."""
     device = device_sampler_of(make_sampler(full, dataset, env))
-    if type(device) is DeviceSampler:
-        draws, data = seeded_draws(device.spec), device.data
-        seed_array = jnp.asarray(seeds, jnp.uint32)  # as a Python int's key
-        return lambda steps: draws(data, seed_array, steps)
+    if hasattr(device, "member_draws"):
+        return device.member_draws(seeds)
     per_seed = []
     for seed in seeds:
         own = device_sampler_of(make_sampler(_with_seed(full, seed), dataset, env))
