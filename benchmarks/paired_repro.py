@@ -40,36 +40,18 @@ def load_runs(spec: str) -> tuple[str, str, list]:
     return tag, method, [eval_result(r) for r in saved["runs"][method]]
 
 
-def check_pairs(a: list, b: list, names: tuple[str, str]) -> int:
-    """Seeds both hold, after checking each one's test tasks agree: their task
-    ids, or, for families whose tasks are drawn rather than indexed (bandits:
-    ``task_ids`` is None), the oracle's return on each task."""
-    seeds = min(len(a), len(b))
-    for s in range(seeds):
-        shapes = np.shape(a[s].returns), np.shape(b[s].returns)
-        if shapes[0] != shapes[1]:
-            raise SystemExit(
-                f"seed {s}: {names[0]} [task, episode] {shapes[0]} != {names[1]} "
-                f"{shapes[1]}: not the same tasks and episodes"
-            )
-        ta, tb = (r.metadata.get("task_ids") for r in (a[s], b[s]))
-        if ta is None and tb is None:
-            ta, tb = (_oracle_per_task(r, names) for r in (a[s], b[s]))
-            same = ta.shape == tb.shape and np.allclose(ta, tb, rtol=1e-6)
-        else:
-            same = ta == tb
-        if not same:
-            raise SystemExit(f"seed {s}: {names[0]} tasks {ta} != {names[1]} {tb}")
-    return seeds
-
-
-def _oracle_per_task(result, names: tuple[str, str]) -> np.ndarray:
-    if result.oracle_return is None:
-        raise SystemExit(
-            f"{names}: results without task ids or oracle returns; the tasks "
-            "cannot be checked to agree"
-        )
-    return np.asarray(result.oracle_return, np.float64)
+def paired(runs_a: list, runs_b: list, names: tuple[str, str], last: int) -> tuple:
+    """``(seeds, paired difference)`` over the seeds both hold; stops where a
+    seed's tasks are not shown to agree (``controls.tasks_agree``: task ids, or
+    for families whose tasks are drawn rather than indexed the oracle's
+    return per task)."""
+    seeds = min(len(runs_a), len(runs_b))
+    a, b = runs_a[:seeds], runs_b[:seeds]
+    try:
+        d = paired_difference(a, b, last, resample=resample_for(seeds), shown=True)
+    except ValueError as err:
+        raise SystemExit(f"{names[0]} vs {names[1]}: {err}") from None
+    return seeds, d
 
 
 def last_mean(runs: list, last: int) -> float:
@@ -91,10 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     rows, results = [], {}
     for spec in args.others:
         tag_b, method_b, runs_b = load_runs(spec)
-        seeds = check_pairs(runs_a, runs_b, (method_a, method_b))
-        d = paired_difference(
-            runs_a[:seeds], runs_b[:seeds], args.last, resample=resample_for(seeds)
-        )
+        seeds, d = paired(runs_a, runs_b, (method_a, method_b), args.last)
         row = {
             "a": f"{method_a} ({tag_a})",
             "b": f"{method_b} ({tag_b})",

@@ -42,7 +42,7 @@ def test_drawn_tasks_pair_by_their_oracle_returns(tmp_path, monkeypatch):
     row = json.loads((tmp_path / "paired_amago_vs_rl2.json").read_text())
     (result,) = row["results"].values()
     assert result["tasks"] == 3 and result["a minus b"] == pytest.approx(5.667, 1e-3)
-    with pytest.raises(SystemExit, match="seed 0: amago tasks"):
+    with pytest.raises(SystemExit, match="amago vs ppo: seed 0: amago and ppo were not evaluated on the same"):
         paired_repro.main(["a:amago", "c:ppo", "--last", "1"])
 
 
@@ -51,7 +51,7 @@ def test_indexed_tasks_pair_by_their_ids(tmp_path, monkeypatch):
     oracle = np.array([10.0, 10.0])
     _write(tmp_path, "a", "ad", oracle, [[5.0, 6.0]], ids=[3, 7])
     _write(tmp_path, "b", "dt", oracle, [[4.0, 6.0]], ids=[3, 8])
-    with pytest.raises(SystemExit, match=r"tasks \[3, 7\] != dt \[3, 8\]"):
+    with pytest.raises(SystemExit, match=r"task ids \[3, 7\] vs \[3, 8\]"):
         paired_repro.main(["a:ad", "b:dt"])
 
 
@@ -74,7 +74,21 @@ def test_one_method_of_two_tags_keeps_both_rows_and_episodes_must_agree(
     ]
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "results.json").write_text(json.dumps({"runs": {"ad": runs}}))
-    with pytest.raises(SystemExit, match=r"\(2, 1\) != ad \(2, 3\)"):
+    with pytest.raises(SystemExit, match=r"\(2, 1\) vs \(2, 3\)"):
         paired_repro.main(["a:q", "d:ad"])
     with pytest.raises(SystemExit):
         paired_repro.main(["a:q", "b:ad", "--last", "0"])
+
+
+def test_results_without_ids_or_oracle_returns_are_not_paired(tmp_path, monkeypatch):
+    """Reproductions written apart must show their tasks agree; results of
+    one run (a method and its controls) need not."""
+    monkeypatch.setenv("AGENTRL_BENCH_RESULTS", str(tmp_path))
+    for tag, method in (("a", "ad"), ("b", "dt")):
+        runs = [EvalResult(method, np.ones((2, 3))).to_json()]
+        (tmp_path / tag).mkdir()
+        (tmp_path / tag / "results.json").write_text(
+            json.dumps({"runs": {method: runs}})
+        )
+    with pytest.raises(SystemExit, match="neither ad nor dt records task ids"):
+        paired_repro.main(["a:ad", "b:dt"])

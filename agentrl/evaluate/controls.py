@@ -316,31 +316,42 @@ def _last_returns(runs: Sequence[Any], last_k: int) -> np.ndarray:
     return np.stack([np.asarray(r.returns) for r in runs])[..., -last_k:].mean(-1)
 
 
-def _check_paired(a_runs: Sequence[Any], b_runs: Sequence[Any]) -> None:
+def _check_paired(a_runs: Sequence[Any], b_runs: Sequence[Any], shown: bool) -> None:
     if len(a_runs) != len(b_runs):
         raise ValueError(f"paired over seeds: {len(a_runs)} != {len(b_runs)} seeds")
     for seed, (a, b) in enumerate(zip(a_runs, b_runs, strict=True)):
         shapes = np.shape(a.returns), np.shape(b.returns)
         ids = a.metadata.get("task_ids"), b.metadata.get("task_ids")
-        if shapes[0] != shapes[1] or not _same_tasks(a, b, ids):
+        agree = tasks_agree(a, b)
+        if shapes[0] != shapes[1] or agree is False:
             raise ValueError(
                 f"seed {seed}: {a.name} and {b.name} were not evaluated on the "
                 f"same tasks and episodes ([task, episode] {shapes[0]} vs "
                 f"{shapes[1]}; task ids {ids[0]} vs {ids[1]}), so they cannot "
                 "be paired"
             )
+        if shown and agree is None:
+            raise ValueError(
+                f"seed {seed}: neither {a.name} nor {b.name} records task ids or "
+                "the oracle's return per task, so their tasks cannot be shown "
+                "to agree"
+            )
 
 
-def _same_tasks(a: Any, b: Any, ids: tuple) -> bool:
-    """Whether two results' tasks agree: their task ids where both record
-    them (one recording them and the other not: not shown to agree), else
-    the oracle's return per task where both have it (drawn families),
-    else assumed."""
+def tasks_agree(a: Any, b: Any) -> bool | None:
+    """Whether two results were evaluated on the same tasks.
+
+    Their task ids where either records them (one recording them and the
+    other not: ``False``, not shown to agree), else the oracle's return per
+    task where both have it (drawn families, whose tasks have no ids), else
+    ``None``: nothing to compare.
+    """
+    ids = a.metadata.get("task_ids"), b.metadata.get("task_ids")
     if ids[0] is not None or ids[1] is not None:
         return ids[0] == ids[1]
     oracles = a.oracle_return, b.oracle_return
     if oracles[0] is None or oracles[1] is None:
-        return True
+        return None
     oa, ob = (np.asarray(o, np.float64) for o in oracles)
     return oa.shape == ob.shape and bool(np.allclose(oa, ob, rtol=1e-6))
 
@@ -351,16 +362,19 @@ def paired_difference(
     last_k: int,
     resample: str = "tasks",
     seed: int = 0,
+    shown: bool = False,
 ) -> dict[str, float]:
     """A minus B, last-``last_k``-episodes return, paired per ``[seed, task]``.
 
     Both were evaluated on the same tasks with the same keys per seed: a
-    ``ValueError`` where a seed's ``[task, episode]`` shapes or recorded
-    task ids differ. Returns ``{"mean", "low", "high", "pairs"}`` (95%
+    ``ValueError`` where a seed's ``[task, episode]`` shapes differ or its
+    tasks do not agree (:func:`tasks_agree`). Results of one run (a method
+    and its controls) may record neither ids nor oracle returns; results
+    evaluated apart (``shown=True``) must show their tasks agree. Returns ``{"mean", "low", "high", "pairs"}`` (95%
     bootstrap CI; ``resample`` as :func:`agentrl.evaluate.metrics.bootstrap_ci`;
     ``pairs`` the ``[seed, task]`` count).
     """
-    _check_paired(a_runs, b_runs)
+    _check_paired(a_runs, b_runs, shown)
     diff = _last_returns(a_runs, last_k) - _last_returns(b_runs, last_k)
     low, high = metrics.bootstrap_ci(diff, resample=resample, seed=seed)
     return {"mean": float(diff.mean()), "low": low, "high": high, "pairs": diff.size}
