@@ -42,7 +42,10 @@ def test_drawn_tasks_pair_by_their_oracle_returns(tmp_path, monkeypatch):
     row = json.loads((tmp_path / "paired_amago_vs_rl2.json").read_text())
     (result,) = row["results"].values()
     assert result["tasks"] == 3 and result["a minus b"] == pytest.approx(5.667, 1e-3)
-    with pytest.raises(SystemExit, match="amago vs ppo: seed 0: amago and ppo were not evaluated on the same"):
+    with pytest.raises(
+        SystemExit,
+        match="amago vs ppo: seed 0: amago and ppo were not evaluated on the same",
+    ):
         paired_repro.main(["a:amago", "c:ppo", "--last", "1"])
 
 

@@ -370,9 +370,11 @@ def paired_difference(
     ``ValueError`` where a seed's ``[task, episode]`` shapes differ or its
     tasks do not agree (:func:`tasks_agree`). Results of one run (a method
     and its controls) may record neither ids nor oracle returns; results
-    evaluated apart (``shown=True``) must show their tasks agree. Returns ``{"mean", "low", "high", "pairs"}`` (95%
-    bootstrap CI; ``resample`` as :func:`agentrl.evaluate.metrics.bootstrap_ci`;
-    ``pairs`` the ``[seed, task]`` count).
+    evaluated apart (``shown=True``) must show their tasks agree.
+
+    Returns ``{"mean", "low", "high", "pairs"}`` (95% bootstrap CI;
+    ``resample`` as :func:`agentrl.evaluate.metrics.bootstrap_ci`; ``pairs``
+    the ``[seed, task]`` count).
     """
     _check_paired(a_runs, b_runs, shown)
     diff = _last_returns(a_runs, last_k) - _last_returns(b_runs, last_k)
