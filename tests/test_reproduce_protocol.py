@@ -7,6 +7,7 @@ import pytest
 
 import agentrl.evaluate.reproduce as reproduce
 import agentrl.evaluate.reproduce_report as reproduce_report
+import agentrl.evaluate.seed_results as seed_results
 import agentrl.evaluate.targets as targets
 from agentrl.envs.tmaze import TMaze
 from agentrl.evaluate.controls import CONTEXT_CONTROLS
@@ -52,19 +53,19 @@ def test_seed_results_round_trip_through_the_cache(tmp_path):
     r.metadata["task_ids"] = [4, 7]
     path = tmp_path / "seed0-results.json"
     config = reproduce.seed_config("ad_darkroom", "smoke", 0, None)
-    reproduce._save_seed(path, {"ad": r}, {"seed": 0, "selection": {"x": 1}}, config)
-    results, record = reproduce._load_seed(path, config)
+    seed_results.save(path, {"ad": r}, {"seed": 0, "selection": {"x": 1}}, config)
+    results, record = seed_results.load(path, config)
     np.testing.assert_array_equal(results["ad"].returns, r.returns)
     np.testing.assert_array_equal(results["ad"].normalized, r.normalized)
     assert results["ad"].metadata["task_ids"] == [4, 7] and record["seed"] == 0
     # logging cadence changes no result; an evaluation setting does
     sets = {"train.log_every": "7"}
     quiet = reproduce.seed_config("ad_darkroom", "smoke", 0, sets)
-    assert reproduce._load_seed(path, quiet)[0]
+    assert seed_results.load(path, quiet)[0]
     longer = reproduce.seed_config(
         "ad_darkroom", "smoke", 0, {"eval.num_episodes": "9"}
     )
-    assert reproduce._load_seed(path, longer) == ({}, {})
+    assert seed_results.load(path, longer) == ({}, {})
 
 
 def _runs(values):

@@ -20,7 +20,7 @@ from agentrl.envs.base import can_draw_tasks
 from agentrl.envs.tasks import split_task_ids
 from agentrl.envs.trial import MultiEpisodeTrial
 from agentrl.evaluate.metrics import MIN_RESOLVING_TASKS
-from agentrl.evaluate.reproduce import check_validation
+from agentrl.evaluate.reproduce_checks import check_validation
 from agentrl.train.experiments import known_experiments, load_experiment
 from agentrl.train.rundir import held_out_params
 

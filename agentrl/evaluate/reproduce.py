@@ -78,15 +78,11 @@ from typing import Any
 import agentrl.configtools as configtools
 import agentrl.evaluate.controls as ctl
 from agentrl.cliargs import check_output_path, positive_int
-from agentrl.envs.base import can_draw_tasks, validation_beyond_split
-from agentrl.envs.registry import make as make_env
-from agentrl.envs.tasks import DEFAULT_VALIDATION_SHARE
-from agentrl.evaluate.metrics import MIN_RESOLVING_TASKS
+from agentrl.evaluate import seed_results
+from agentrl.evaluate.reproduce_checks import check_comparable, check_validation
 from agentrl.evaluate.reproduce_report import (
     ablation_suffix,
-    eval_result,
     load_written,
-    method_labels,
     report,
     result_tag,
 )
@@ -100,7 +96,6 @@ from agentrl.evaluate.source_runs import share_stand_in_oracle
 from agentrl.evaluate.targets import target_kind
 from agentrl.project import RESULTS_ENV
 from agentrl.safeio import link_tree
-from agentrl.tables import write_json
 from agentrl.train.data_cache import share_dataset
 from agentrl.train.experiments import load_experiment
 from agentrl.train.loop import fit
@@ -161,13 +156,15 @@ def train_and_evaluate(
         # folders by the experiment's name, also when given as a .py path
         root = runs_root / f"{config.name}-{preset}{suffix}-seed{seed}"
         cache = root.with_name(root.name + "-results.json")
-        results, record = _load_seed(cache, config) if cache.is_file() else ({}, {})
+        results, record = (
+            seed_results.load(cache, config) if cache.is_file() else ({}, {})
+        )
         # done by an earlier (or a parallel) invocation; redone where it
         # lacks what this one asks for: a --compare run, which shares the
         # run (and its cache) but evaluates no controls, must not leave a
         # --controls run without its context controls (fit resumes the
         # finished run, so only selection and test evaluation are repeated)
-        stale = (controls and _missing_controls(results, config)) or (
+        stale = (controls and seed_results.missing_controls(results, config)) or (
             scan_checkpoints and "checkpoint_scan" not in record
         )
         if (not results or stale) and overrides and _evaluation_only(overrides, config):
@@ -178,16 +175,18 @@ def train_and_evaluate(
                 config, root, seed, controls, scan_checkpoints, rules
             )
             results, record = {**results, **fresh}, {**record, **fresh_record}
-            _save_seed(cache, results, record, config)  # kept if the control dies
+            seed_results.save(
+                cache, results, record, config
+            )  # kept if the control dies
         ed = f"{config.algo.label}/expert_distillation"
         n = expert_episodes or default_expert_episodes(config)
         if (
             controls
             and _has_expert_control(config)
-            and _expert_stale(ed, results, record, n)
+            and seed_results.expert_stale(ed, results, record, n)
         ):
             results[ed], record["expert_distillation"] = _expert(config, root, n, rules)
-            _save_seed(cache, results, record, config)
+            seed_results.save(cache, results, record, config)
         for method, result in share_stand_in_oracle(results).items():
             per_method.setdefault(method, []).append(result)
         run_dirs.append(root)
@@ -204,63 +203,6 @@ def _has_expert_control(config: Any) -> bool:
     """Whether the expert-distillation control applies (a learner distilled
     from learning histories)."""
     return "expert_distillation" in ctl.controls_for(config)
-
-
-def _missing_controls(results: dict, config: Any) -> list[str]:
-    """The context controls a seed's cached results lack."""
-    label = config.algo.label
-    return [c for c in ctl.CONTEXT_CONTROLS if f"{label}/{c}" not in results]
-
-
-def _save_seed(path: Path, results: dict, record: dict, config: Any) -> None:
-    runs = {m: r.to_json() for m, r in results.items()}
-    saved = {"runs": runs, "protocol": record, "config": configtools.to_dict(config)}
-    write_json(path, saved, indent=None)
-
-
-#: Settings that change no result of a seed (logging, checkpoint cadence,
-#: how updates are dispatched): a cache that differs only there is reused.
-CACHE_IGNORES = (
-    "train.log_every",
-    "train.checkpoint_every",
-    "train.keep_checkpoints",
-    "train.steps_per_call",
-    "model.moe_dispatch",
-)
-
-
-def _load_seed(path: Path, config: Any) -> tuple[dict, dict]:
-    """A seed's cached ``(results, record)``, or ``({}, {})`` where they were
-    computed with another config than ``config`` (said, then redone). A
-    cache written before caches recorded their config (before session 48)
-    is reused as it is: a run's ``config.json`` is the completed config
-    and cannot stand in for it."""
-    saved = json.loads(path.read_text())
-    then = saved.get("config")
-    changed = _changed_fields(then, config) if then is not None else []
-    if changed:
-        print(f"{path.name}: computed with {'; '.join(changed)}; evaluated again")
-        return {}, {}
-    results = {m: eval_result(run) for m, run in saved["runs"].items()}
-    return results, saved["protocol"]
-
-
-def _changed_fields(then: dict, config: Any) -> list[str]:
-    """``"field: then -> now"`` for each setting that differs (but
-    :data:`CACHE_IGNORES`)."""
-    old, new = configtools.flat_fields(then), configtools.flat_fields(config)
-    return [
-        f"{k}: {old.get(k)!r} -> {new.get(k)!r}"
-        for k in sorted(old.keys() | new.keys())
-        if old.get(k) != new.get(k) and k not in CACHE_IGNORES
-    ]
-
-
-def _expert_stale(ed: str, results: dict, record: dict, episodes: int) -> bool:
-    """Whether the seed lacks its expert-distillation result ``ed`` on
-    ``episodes`` last episodes."""
-    done = record.get("expert_distillation", {}).get("episodes")
-    return ed not in results or done != episodes
 
 
 def _seed(config, root, seed, controls, scan_checkpoints, rules):
@@ -283,86 +225,6 @@ def fit_sharing_data(config: Any, root: Path) -> Path:
     if config.algo.by_training(from_data=True, online=False):
         share_dataset(root.parent / DATASETS, config, root)
     return fit(config, root)
-
-
-def check_validation(config: Any) -> str | None:
-    """The validation tasks ``config``'s seeds will choose on, before any data.
-
-    ``eval.validation_tasks`` beyond what the split will hold, on a family
-    with nothing to draw beyond its fixed tasks, is a ``ValueError``
-    (a dataset given by ``data.path`` is checked when its split is read).
-    Returns a one-line note where the choices will see fewer tasks than can
-    resolve one (:data:`~agentrl.evaluate.metrics.MIN_RESOLVING_TASKS`),
-    else ``None``.
-    """
-    data, ev = config.data, config.eval
-    if data.path:
-        return None
-    env = make_env(data.env, **dict(data.env_args))
-    if not env.num_tasks:
-        return None  # a continuous family draws as many as asked
-    split = env.task_split(data.split_fraction, data.seed, DEFAULT_VALIDATION_SHARE)
-    held, draws = len(split.validation), can_draw_tasks(env)
-    if ev.validation_tasks is not None and ev.validation_tasks > held and not draws:
-        raise validation_beyond_split(
-            env,
-            f"eval.validation_tasks={ev.validation_tasks}",
-            held,
-            f"the split (data.split_fraction={data.split_fraction})",
-        )
-    count = ev.validation_tasks or min(ev.num_tasks, held)
-    if count >= MIN_RESOLVING_TASKS:
-        return None
-    if draws:
-        more = "`--set eval.validation_tasks=32` draws more from the task distribution"
-    elif count < held:
-        more = f"the split holds {held}: `--set eval.validation_tasks={held}`"
-    else:
-        more = "the family has no more"
-    return (
-        f"{config.name}: acting rules are chosen on {count} validation tasks a "
-        f"seed, too few to resolve a choice (at least {MIN_RESOLVING_TASKS}); "
-        f"{more}"
-    )
-
-
-#: What a ``--compare`` pair must share to be paired per (seed, task): the
-#: same test tasks (family, split, data seeds), evaluation keys and episodes.
-PAIRED_SETTINGS = (
-    "data.env",
-    "data.env_args",
-    "data.split_fraction",
-    "data.seed",
-    "eval.seed",
-    "eval.num_tasks",
-    "eval.num_episodes",
-)
-
-
-def check_comparable(configs: list[Any]) -> list[str]:
-    """The methods ``configs`` report as (:func:`method_labels`), after
-    checking a ``--compare`` pair can be paired: a ``ValueError`` where both
-    have one ``name`` (they would share runs, caches and results) or differ
-    in a :data:`PAIRED_SETTINGS` field."""
-    labels = method_labels(configs)
-    if len(configs) < 2:
-        return labels
-    a, b = configs
-    if a.name == b.name or labels[0] == labels[1]:
-        raise ValueError(
-            f"--compare: both experiments are named {b.name!r} (their config's "
-            "`name`), so their runs and results would be one; give the variant "
-            "its own `name`"
-        )
-    fa, fb = (configtools.flat_fields(c) for c in configs)
-    differ = [f"{k} {fa[k]!r} vs {fb[k]!r}" for k in PAIRED_SETTINGS if fa[k] != fb[k]]
-    if differ:
-        raise ValueError(
-            f"--compare {b.name}: a difference is paired per (seed, task) over "
-            f"the same test tasks, keys and episodes as {a.name}'s; they differ "
-            f"in {'; '.join(differ)} (a --set applies to both)"
-        )
-    return labels
 
 
 def _evaluation_only(overrides: dict[str, str], config: Any) -> bool:
