@@ -177,9 +177,11 @@ def _evaluate(config, run_dir: Path) -> dict:
     start = time.perf_counter()
     run = load_run(run_dir)
     results, _ = run_results(run_dir, baselines=["random", "oracle"], run=run)
-    params, _ = run.held_out()  # the tasks run_results evaluated, in order
-    returns = np.asarray(results[config.algo.label].returns, np.float64)
-    goals = np.asarray(params.goal).repeat(returns.shape[1])
+    learner = results[config.algo.label]
+    returns = np.asarray(learner.returns, np.float64)
+    # each task's side as evaluated (TMaze.task_parameter)
+    sides = np.asarray(learner.metadata["task_parameter"]["values"])
+    goals = sides.repeat(returns.shape[1])
     returns = returns.ravel()
     counts = side_counts(returns, goals)
     return {

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -149,28 +151,64 @@ def test_every_experiment_declares_a_known_target_kind():
     assert kinds["t2mir_ad_darkroom"] == targets.DEFAULT_KIND  # declares none
 
 
-def _tmaze_runs(seeds: int, tasks: int, policy: str, rng) -> tuple[dict, np.ndarray]:
-    """Combined results of T-Maze test episodes and their goal sides (+1 up,
-    -1 down): ``policy`` "memory" reaches every goal, "always_up" turns up
-    whatever the cue (a memoryless policy)."""
-    sides = rng.choice([1, -1], size=(seeds, tasks))
-    hit = np.ones_like(sides, bool) if policy == "memory" else sides == 1
-    returns = np.where(hit, 0.95, -0.05)[..., None]  # [seed, task, 1 episode]
-    return {"m": [EvalResult("m", r) for r in returns]}, sides
+class _TurnAt:
+    """A T-Maze policy: right along the corridor, then ``"up"`` always (no
+    memory: it ignores the cue) or ``"cue"`` (the side the first
+    observation showed, kept in its state: memory)."""
+
+    def __init__(self, turn: str):
+        self.turn = turn
+
+    def init(self, key, params):
+        return jnp.float32(0.0)  # the cue, once seen
+
+    def start(self, state, obs):
+        return obs[1]
+
+    def act(self, key, state, obs, env_state, params):
+        side = jnp.float32(1.0) if self.turn == "up" else state
+        turn = jnp.where(side > 0, 1, 3)  # up, down
+        return jnp.where(obs[0] > 0, turn, 0).astype(jnp.int32)
+
+    def update(self, state, step):
+        return jnp.where(step.done, step.reset_obs[1], state)
 
 
-@pytest.mark.parametrize("policy, seeds", [("memory", 2), ("always_up", 2),
-                                           ("always_up", 1)])  # fmt: skip
-def test_memory_probe_balances_the_goal_sides(monkeypatch, policy, seeds):
-    rng = np.random.default_rng(5)
-    combined, sides = _tmaze_runs(seeds, 60, policy, rng)
-    monkeypatch.setattr(targets, "_test_sides", lambda dirs: (TMaze(), sides))
+def _tmaze_results(tmp_path, policy: str, seeds: int) -> tuple[dict, list]:
+    """Each seed's results of ``policy`` on 60 drawn T-Maze tasks, evaluated
+    as a reproduction evaluates them, and run folders holding the preset's
+    config (the family the probe reads)."""
+    from agentrl.configtools import to_dict
+    from agentrl.evaluate.evaluate import evaluate_online
+    from agentrl.tables import write_json
+
+    env = TMaze(corridor_length=3)
+    config = load_experiment("amago_tmaze", "smoke")
+    runs, dirs = [], []
+    for seed, key in enumerate(jax.random.split(jax.random.key(5), seeds)):
+        tasks_key, eval_key = jax.random.split(key)
+        params = jax.vmap(env.sample_params)(jax.random.split(tasks_key, 60))
+        runs.append(evaluate_online(env, _TurnAt(policy), params, eval_key, 1, "m"))
+        dirs.append(tmp_path / f"seed{seed}")
+        write_json(dirs[-1] / "config.json", to_dict(config))
+    return {"m": runs}, dirs
+
+
+@pytest.mark.parametrize("policy, seeds", [("cue", 2), ("up", 2), ("up", 1)])
+def test_memory_probe_balances_the_goal_sides_the_results_record(
+    tmp_path, policy, seeds
+):
+    combined, dirs = _tmaze_results(tmp_path, policy, seeds)
+    sides = np.stack([r.metadata["task_parameter"]["values"] for r in combined["m"]])
+    assert set(np.unique(sides)) == {-1.0, 1.0}  # both sides drawn
+    raw = np.mean([TMaze.success(r.returns).mean() for r in combined["m"]])
     summary = summarize(combined, resample="both" if seeds > 1 else "tasks")
-    (row,) = targets.targets_for("amago_tmaze", summary, combined, ["a"] * seeds)
+    (row,) = targets.targets_for("amago_tmaze", summary, combined, dirs)
     assert row["target"] == 0.5 and "balanced" in row["name"]
-    if policy == "memory":
+    if policy == "cue":
         assert row["value"] == 1.0 and row["met"] and row["ci"] == "[1, 1]"
     else:  # its raw success is the share of up goals; balanced, exactly 0.5
+        assert raw == pytest.approx((sides > 0).mean()) and raw != 0.5
         assert row["value"] == 0.5 and not row["met"] and row["ci"] == "[0.5, 0.5]"
 
 

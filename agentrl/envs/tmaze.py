@@ -40,7 +40,9 @@ the first step only. Deviations (named, with reasons):
   (``num_tasks`` is ``None``: both sides are trained and tested, drawn
   from independent keys, as the references draw the side every episode: a
   T-Maze probes memory, not generalisation to unseen tasks);
-  :meth:`TMaze.params_for_goal` gives one side's params;
+  :meth:`TMaze.params_for_goal` gives one side's params, and
+  :meth:`TMaze.task_parameter` a task's side (each evaluation result
+  records its tasks' sides: ``metadata["task_parameter"]``);
 - terminated and truncated are both true at the last step (the
   references' ``terminated = truncated``); the episode cannot end sooner.
 
@@ -167,6 +169,14 @@ class TMaze(Environment[TMazeState, TMazeParams]):
     def optimal_return(self, params: TMazeParams) -> jax.Array:
         """1: the right moves cost nothing and the turn reaches the goal."""
         return jnp.float32(1.0) * jnp.ones_like(params.penalty)
+
+    #: what :meth:`task_parameter` gives (evaluation records it per task)
+    task_parameter_name = "goal side (+1 up, -1 down)"
+
+    def task_parameter(self, params: TMazeParams) -> jax.Array:
+        """``[]`` one task's goal side, ``+1.0`` or ``-1.0``: each result
+        records its tasks' sides, which the memory probe balances over."""
+        return params.goal.astype(jnp.float32)
 
     @staticmethod
     def success(returns: Any) -> Any:

@@ -40,9 +40,10 @@ import numpy as np
 
 import agentrl.evaluate.metrics as metrics
 from agentrl.data.reader import open_dataset
+from agentrl.envs.registry import make as make_env
 from agentrl.evaluate.reproduce_record import target
 from agentrl.train.experiments import load_module
-from agentrl.train.rundir import load_run
+from agentrl.train.rundir import load_config
 
 #: the kind an experiment without ``TARGET`` gets
 DEFAULT_KIND = "improves"
@@ -203,16 +204,24 @@ def balanced_success(
     return value, float(low), float(high)
 
 
-def _test_sides(run_dirs: list) -> tuple[Any, np.ndarray]:
-    """The runs' env and the ``[seed, task]`` goal side of their test tasks
-    (as evaluated)."""
-    runs = [load_run(d) for d in run_dirs]
-    return runs[0].env, np.stack([np.asarray(r.held_out()[0].goal) for r in runs])
+def _test_sides(runs: list) -> np.ndarray:
+    """The ``[seed, task]`` goal side of each result's tasks, as evaluated
+    (their recorded task parameter:
+    :meth:`agentrl.envs.tmaze.TMaze.task_parameter`)."""
+    try:
+        return np.stack([r.metadata["task_parameter"]["values"] for r in runs])
+    except KeyError:
+        raise ValueError(
+            "memory_probe: the results do not record their tasks' goal sides "
+            "(metadata['task_parameter']); the family must define task_parameter"
+        ) from None
 
 
 def memory_probe(algo: str, summary: dict, combined: dict, run_dirs: list) -> list:
     returns = np.stack([np.asarray(r.returns)[:, -1] for r in combined[algo]])
-    env, sides = _test_sides(run_dirs)
+    data = load_config(run_dirs[0]).data
+    env = make_env(data.env, **dict(data.env_args))
+    sides = _test_sides(combined[algo])
     rate, low, high = balanced_success(env.success(returns), sides)
     return [with_ci(f"{algo} success balanced over the goal sides (memoryless 0.5)",
                     rate, low, high, 0.5, low > 0.5)]  # fmt: skip
