@@ -18,6 +18,12 @@ claim (``radt_key_to_door``: AD's improvement with a fraction of its
 context) is tested; AD-ε with one episode of context (``--set
 algo.context_episodes=1``, 40 steps) is the short-context control.
 
+The measurements below were made before session 50, when the per-step ε
+count did not skip the steps an episode left unused when it ended early
+(the reference's ``steps_diff``; docs/fidelity.md item 14): their
+curriculum ran ahead of the stated 90% (ε ~0.52 half-way instead of
+~0.61). Not re-run.
+
 Deviations from the reference: the cpu preset's data (1,000 pairs with one
 history of 40 episodes each, not 2,000), model (3 layers width 64) and
 updates (below); the reference's 300 evaluation episodes cut to 60 (cpu).

@@ -17,6 +17,11 @@ Fidelity to the DPT reference code (``docs/fidelity.md``):
   reference's "UCB1.0" (``mean + 1 / max(1, sqrt(n))``, no log t:
   ``ucb_dpt``) beside textbook UCB1 (``ucb``, which explores far more).
 
+Since session 50 the roll-in draws its mixing weight on the reference's
+grid {0, 0.1, ..., 1} (it was uniform on [0, 1]) and ``ucb_dpt`` pulls
+each arm once first, as the reference's vectorised UCB1.0 does
+(docs/fidelity.md item 14); the measurements below were made before.
+
 - ``smoke``: seconds, H=50; plumbing only.
 - ``cpu``: ``agentrl reproduce dpt_bandit --preset cpu`` —
   H=500, 4 layers width 32 with one head and 100,000 pretraining tasks (both

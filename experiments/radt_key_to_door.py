@@ -22,6 +22,10 @@ splits and evaluation keys)::
         --set algo.context_episodes=1
     python benchmarks/paired_repro.py ...   (docs/results.md)
 
+Measured on ``ad_eps_key_to_door``'s data as generated before session 50
+(its per-step ε count then ran ahead of the reference's curriculum:
+docs/fidelity.md item 14); not re-run.
+
 - ``smoke``: seconds; plumbing.
 - ``cpu``: ``ad_eps_key_to_door``'s cpu sizes (1,000 histories of 40
   episodes, 3 layers width 64, 3,000 updates, 16 test pairs x 60 episodes);

@@ -100,3 +100,23 @@ def test_noisy_oracle_per_step_schedule_falls_inside_episodes():
     assert abs(agree[:, -1].mean() - 0.76) < 0.04
     with pytest.raises(ValueError, match="schedule"):
         make_agent("noisy_oracle", env, 10, schedule="x")
+
+
+def test_noisy_oracle_per_step_count_skips_what_an_early_episode_left():
+    """AD-ε's Key-to-Door generator takes off the steps an episode did not
+    use when it ends early, so epsilon stays linear in episodes: the count
+    rises a step at a time and jumps to the next episode's start at a done."""
+    from agentrl.agents.agent import Step
+    from agentrl.sources.registry import make_agent
+
+    env = envs.make("dark_key_to_door", size=9, horizon=50)
+    agent = make_agent("noisy_oracle", env, 10, epsilon_end=0.3, schedule="step")
+
+    def after(count, done):
+        flag = jnp.bool_(done)
+        step = Step(None, None, None, None, flag, jnp.bool_(False), None)
+        return int(agent.update(jnp.int32(count), step))
+
+    assert after(7, False) == 8 and after(7, True) == 50  # ended early
+    assert after(49, True) == 50 and after(57, True) == 100
+    assert after(50, False) == 51

@@ -93,9 +93,11 @@ class UCB:
 class UCBDPT:
     """DPT's reference "UCB1.0": ``mean + c / max(1, sqrt(n))``, no ``log t``.
 
-    An untried arm scores ``c`` (mean 0), so arms are not each pulled once
-    first; ties are broken uniformly at random (the reference takes the
-    first index; the arms are exchangeable, so the regret is the same).
+    As the reference's vectorised evaluation (``UCBPolicy.act_numpy_vec``,
+    which its online evaluation runs): while an arm is untried the
+    lowest-index untried arm is pulled, so each arm is pulled once first;
+    then ties are broken uniformly at random (the reference takes the first
+    index; the arms are exchangeable, so the regret is the same).
     """
 
     num_arms: int
@@ -107,7 +109,9 @@ class UCBDPT:
     def act(self, key, state: ArmStats, obs, env_state, params) -> jax.Array:
         mean = state.total / jnp.maximum(state.count, 1.0)
         bonus = self.c / jnp.maximum(1.0, jnp.sqrt(state.count))
-        return _argmax_random_ties(key, mean + bonus)
+        untried = jnp.argmin(state.count).astype(jnp.int32)  # lowest index
+        best = _argmax_random_ties(key, mean + bonus)
+        return jnp.where(state.count[untried] == 0, untried, best)
 
     def update(self, state: ArmStats, step: Step) -> ArmStats:
         return _update_stats(state, step)
@@ -193,14 +197,20 @@ class EpsilonGreedy:
         return _update_stats(state, step)
 
 
+#: the reference roll-in's mixing weights are ``k / MIXING_STEPS``
+MIXING_STEPS = 10
+
+
 @dataclasses.dataclass(frozen=True)
 class FixedPolicyBandit:
     """DPT's bandit roll-in: one random arm distribution per task, kept fixed.
 
     ``init`` draws ``p = (1 - w) * Dirichlet(concentration * 1) + w * onehot(j)``
-    with ``w ~ U[0, 1]`` and ``j`` a uniform arm, so the weight on the best arm
-    (and the context's coverage of it) varies from task to task. State: ``p
-    [arm]``.
+    with ``w`` uniform on ``{0, 0.1, ..., 1}`` (the reference's
+    ``rollin_bandit``: one context in 11 pulls a single arm throughout, one
+    in 11 is the Dirichlet draw alone) and ``j`` a uniform arm, so the
+    weight on the best arm (and the context's coverage of it) varies from
+    task to task. State: ``p [arm]``.
     """
 
     num_arms: int
@@ -210,7 +220,7 @@ class FixedPolicyBandit:
         key_d, key_w, key_j = jax.random.split(key, 3)
         alpha = jnp.full((self.num_arms,), self.concentration, jnp.float32)
         dirichlet = jax.random.dirichlet(key_d, alpha)
-        w = jax.random.uniform(key_w)
+        w = jax.random.randint(key_w, (), 0, MIXING_STEPS + 1) / MIXING_STEPS
         j = jax.random.randint(key_j, (), 0, self.num_arms)
         return (1.0 - w) * dirichlet + w * jax.nn.one_hot(j, self.num_arms)
 

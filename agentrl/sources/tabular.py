@@ -104,9 +104,15 @@ class QLearning:
 class NoisyOracle:
     """AD-ε: ``env.optimal_action`` w.p. ``1 - epsilon``, else a uniform action.
 
-    State: ``[]`` int32, the number of finished episodes, or of steps taken
-    when ``per_step`` (then epsilon reaches its floor after
-    ``decay_episodes * env.horizon`` steps).
+    State: ``[]`` int32, the number of finished episodes, or with
+    ``per_step`` a step count in which every episode takes ``env.horizon``
+    steps: it rises by one a step and jumps to the next multiple of the
+    horizon when an episode ends early, so epsilon is linear in episodes
+    and also falls within each one (its floor after ``decay_episodes``
+    episodes). As the AD-ε reference: Dark Room's decrements every step;
+    Key-to-Door's takes off the steps an episode did not use when it ends
+    (``steps_diff``; its episodes so count ``horizon - 1`` each, here
+    ``horizon``).
     """
 
     env: Any
@@ -134,5 +140,7 @@ class NoisyOracle:
 
     def update(self, state: jax.Array, step: Step) -> jax.Array:
         if self.per_step:
-            return state + 1
+            horizon = self.env.horizon
+            next_episode = (state // horizon + 1) * horizon
+            return jnp.where(step.done, next_episode, state + 1).astype(jnp.int32)
         return state + step.done.astype(jnp.int32)
