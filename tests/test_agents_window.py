@@ -94,6 +94,7 @@ def test_a_model_agent_by_default_reads_the_window_it_was_trained_on():
     further back than training did, and scored otherwise than the
     algorithm's own agent (a cache of ``model.max_steps``)."""
     from agentrl.agents.driver import make_model_agent
+    from agentrl.agents.model_agents import split_model
 
     env = envs.make("darkroom", size=3, horizon=4)
     model = make_model(small(obs_size=9, action_size=5, max_steps=W), 4)
@@ -105,6 +106,10 @@ def test_a_model_agent_by_default_reads_the_window_it_was_trained_on():
     whole = make_model_agent(model, env, STEPS, protocol="decode", cache_steps=STEPS)
     longer = fed_scores(whole, env, obs, action, reward)
     assert np.abs(longer[W:] - own[W:]).max() > 1e-3  # told to: reads further
+    # as run_model_online passes it: a (graphdef, weights) handle (it once
+    # read no config there, so the cache held the whole evaluation)
+    handle = make_model_agent(split_model(model), env, STEPS, protocol="decode")
+    assert handle.cache_steps == W
 
 
 def test_a_gaussian_head_keeps_its_mean_and_std_at_the_last_step():

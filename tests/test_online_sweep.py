@@ -240,3 +240,15 @@ def test_members_spread_over_four_devices_match_one():
         config, env(), [0, 1], [{}, {"train.lr": 3e-3}], steps_per_call=3
     )
     np.testing.assert_allclose(got["loss"], one.metrics["loss"], rtol=1e-4, atol=1e-6)
+
+
+def test_member_keys_are_fits_keys_for_every_allowed_seed():
+    """Seeds up to 2**32 - 1 are allowed (``check_seeds``); the keys were
+    built as int32, so a seed of 2**31 or more overflowed."""
+    from agentrl.sweep.online import member_keys
+
+    seeds = [0, 7, 2**31 + 5, 2**32 - 1]
+    keys = jax.random.key_data(member_keys(seeds, 2))
+    for m, seed in enumerate(np.repeat(seeds, 2)):
+        expected = jax.random.key_data(jax.random.key(int(seed)))
+        np.testing.assert_array_equal(keys[m], expected)

@@ -2,6 +2,7 @@
 
 import dataclasses
 import json
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -14,7 +15,7 @@ from flax import nnx
 from agentrl import configtools
 from agentrl.train.experiments import load_experiment
 from agentrl.train.loop import fit
-from agentrl.train.rundir import load_model
+from agentrl.train.rundir import load_model, load_run
 from agentrl.train.runner import NonFiniteLossError
 
 
@@ -113,6 +114,53 @@ def test_non_finite_loss_stops_and_keeps_last_good_checkpoint(
         assert all(np.isfinite(np.asarray(x)).all() for x in leaves)
 
 
+def test_a_run_that_failed_before_its_first_checkpoint_starts_again(
+    darkroom_dataset, tmp_path
+):
+    """Its config and log were written before training; once, neither a
+    resume under a mended config nor a fresh run was allowed into it."""
+    bad = _config(darkroom_dataset, lr=1e30, warmup_steps=0, grad_clip=1e30)
+    bad = dataclasses.replace(
+        bad, train=dataclasses.replace(bad.train, checkpoint_every=20)
+    )
+    run_dir = tmp_path / "run"
+    with pytest.raises(NonFiniteLossError, match="no checkpoint was written"):
+        fit(bad, run_dir, progress=False)
+    assert (run_dir / "config.json").is_file()
+    good = _config(darkroom_dataset)
+    for resume in (True, False):
+        fit(good, run_dir, progress=False, resume=resume, stop_at_step=10)
+        steps = [json.loads(line)["step"] for line in open(run_dir / "metrics.jsonl")]
+        assert steps == [5, 10] and load_run(run_dir).config.train.lr == good.train.lr
+        if resume:  # the fresh run below needs a run without checkpoints
+            shutil.rmtree(run_dir / "checkpoints")
+
+
+def test_an_update_whose_gradients_overflow_is_not_checkpointed(
+    darkroom_dataset, tmp_path
+):
+    """Gradients that overflow leave NaN weights behind a finite loss (the
+    loss is computed before the update): the checkpoint of that step once
+    held them, and a resume failed at once. The call's updates now report
+    whether they stayed finite."""
+    config = _config(darkroom_dataset, lr=1e5, warmup_steps=0, keep_checkpoints=50)
+    config = dataclasses.replace(
+        config,
+        train=dataclasses.replace(config.train, checkpoint_every=1, log_every=1),
+    )
+    with pytest.raises(NonFiniteLossError, match="non-finite loss or gradients"):
+        fit(config, tmp_path / "nan", progress=False)
+    saved = sorted(
+        int(p.name)
+        for p in (tmp_path / "nan" / "checkpoints").iterdir()
+        if p.name.isdigit()
+    )
+    assert saved  # some updates went well first
+    model, _ = load_model(tmp_path / "nan", saved[-1])
+    leaves = jax.tree.leaves(nnx.state(model, nnx.Param))
+    assert all(np.isfinite(np.asarray(x)).all() for x in leaves)
+
+
 @pytest.mark.long
 def test_resume_refuses_a_different_config(darkroom_dataset, tmp_path):
     config = _config(darkroom_dataset)
@@ -184,6 +232,11 @@ def test_a_run_resumed_for_more_steps_keeps_its_learning_rate_schedule(
     )
     fit(longest, run_dir, progress=False, stop_at_step=50)
     assert load_run(run_dir).config.train.schedule_steps == 40
+    # stopped, then the same command again: it goes on (it was refused, the
+    # saved schedule 40 read against an unset one, i.e. 90)
+    fit(longest, run_dir, progress=False, stop_at_step=55)
+    assert load_run(run_dir).step == 55
+    assert load_run(run_dir).config.train.schedule_steps == 40
     other = dataclasses.replace(longest.train, schedule_steps=90)
     with pytest.raises(ValueError, match=r"train\.schedule_steps: 40 -> 90"):
         fit(dataclasses.replace(config, train=other), run_dir, progress=False)
@@ -215,8 +268,6 @@ def test_a_run_resumes_on_its_dataset_moved_but_not_on_other_histories(
     here the same settings in chunks of 4 tasks (other keys, other
     histories), which no config field records; before, only their
     environment was compared."""
-    import shutil
-
     from agentrl import envs
     from agentrl.data import write_dataset
     from agentrl.sources import source_histories

@@ -101,6 +101,14 @@ def dpt_cache_applies(
     )
 
 
+def _trained_steps(model: Any) -> int | None:
+    """The window ``model`` was trained on (``config.max_steps``), a
+    :class:`ModelHandle`'s too; ``None`` where it does not say."""
+    if isinstance(model, ModelHandle):
+        model = model.get()
+    return getattr(getattr(model, "config", None), "max_steps", None)
+
+
 def make_model_agent(
     model: Any,
     env: Any,
@@ -129,8 +137,7 @@ def make_model_agent(
     """
     protocol = infer_protocol(model, protocol)
     if protocol == "decode":
-        trained = getattr(getattr(model, "config", None), "max_steps", None)
-        steps = cache_steps or trained or num_steps
+        steps = cache_steps or _trained_steps(model) or num_steps
         return ADModelAgent(model, env, steps, greedy=greedy, temperature=temperature)
     if context_update == "auto":
         context_update = "none" if context is not None else default_context_update(env)

@@ -69,10 +69,10 @@ class OnlineSweep(SweepResult):
 
 def member_keys(seeds: list[int], num_settings: int) -> jax.Array:
     """``[S * H]`` keys: member ``m``'s is ``jax.random.key(seeds[m // H])``,
-    the key :func:`agentrl.train.fit` makes from that seed. Made in one
-    vmapped call: stacking separately made keys counts as using them under
-    ``jax_debug_key_reuse``."""
-    member_seeds = jnp.repeat(jnp.asarray(seeds, jnp.int32), num_settings)
+    the key :func:`agentrl.train.fit` makes from that seed (seeds below
+    2**32, as uint32). Made in one vmapped call: stacking separately made
+    keys counts as using them under ``jax_debug_key_reuse``."""
+    member_seeds = jnp.repeat(jnp.asarray(seeds, jnp.uint32), num_settings)
     return jax.vmap(jax.random.key)(member_seeds)
 
 

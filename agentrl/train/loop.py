@@ -37,6 +37,7 @@ no dataset, checkpointing the whole trainer state).
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +52,7 @@ from agentrl.envs.registry import make as make_env
 from agentrl.safeio import DirectoryLock
 from agentrl.sources.registry import check_settings
 from agentrl.train.batches import make_batches
-from agentrl.train.checkpoint import remove_incomplete_checkpoints
+from agentrl.train.checkpoint import complete_steps, remove_incomplete_checkpoints
 from agentrl.train.config import ExperimentConfig, complete_config, steps_per_call
 from agentrl.train.data import make_sampler, prepare_dataset
 from agentrl.train.online import online_learner
@@ -60,7 +61,13 @@ from agentrl.train.rundir import (
     resumable_config,
     write_run_files,
 )
-from agentrl.train.runner import Learner, device_metrics, run_updates, timed
+from agentrl.train.runner import (
+    Learner,
+    calls_finite,
+    device_metrics,
+    run_updates,
+    timed,
+)
 from agentrl.train.step import init_train_state, make_train_call, make_train_step
 
 
@@ -75,10 +82,18 @@ def build_model(config: ExperimentConfig, env: Any) -> Any:
 RUN_PARTS = ("checkpoints", "dataset", "metrics.jsonl", "config.json")
 
 
+#: What a run that failed before its first checkpoint leaves besides its data.
+UNTRAINED_RECORDS = ("config.json", "run.json", "metrics.jsonl", "tb")
+
+
 def _check_fresh(run_dir: Path) -> None:
     """Refuse to train afresh (``resume=False``) into a directory that
     holds a run: its checkpoints would outrank the new run's saves, its
-    dataset be reused and its log appended to, under the new config."""
+    dataset be reused and its log appended to, under the new config. A run
+    with no complete checkpoint trained nothing that is kept
+    (:func:`_forget_untrained_run`)."""
+    if not complete_steps(run_dir / "checkpoints"):
+        return
     found = [p for p in RUN_PARTS if (run_dir / p).exists()]
     if found:
         raise ValueError(
@@ -127,6 +142,7 @@ def fit(
     try:
         if lead:
             remove_incomplete_checkpoints(run_dir / "checkpoints")
+            _forget_untrained_run(run_dir)
         if jax.process_count() > 1:
             from jax.experimental import multihost_utils
 
@@ -148,6 +164,26 @@ def fit(
     finally:
         if lock is not None:
             lock.release()
+
+
+def _forget_untrained_run(run_dir: Path) -> None:
+    """A run that failed before its first checkpoint (a NaN, a kill) left
+    its config and logs but no weights: remove them, so the next run starts
+    it again under its own config. Its generated dataset stays, used only
+    where generated as the new config asks
+    (:func:`agentrl.train.data.prepare_dataset`)."""
+    if complete_steps(run_dir / "checkpoints"):
+        return
+    left = [name for name in UNTRAINED_RECORDS if (run_dir / name).exists()]
+    for name in left:
+        path = run_dir / name
+        shutil.rmtree(path) if path.is_dir() else path.unlink()
+    if left:
+        print(
+            f"{run_dir}: a run with no checkpoint (it stopped before its first); "
+            f"its {', '.join(left)} removed, training from step 0",
+            flush=True,
+        )
 
 
 def data_learner(config: ExperimentConfig, env: Any):
@@ -193,6 +229,7 @@ def data_learner(config: ExperimentConfig, env: Any):
             state=state,
             begin=_beginner(build_call, batches, full, mesh, timings),
             log_values=lambda since_log: device_metrics(since_log[-1]),
+            finite=calls_finite,
             close=batches.close,  # a streamed split's reader threads
             lead=jax.process_index() == 0,
             steps_per_call=steps_per_call(full.train, jax.default_backend()),

@@ -152,16 +152,22 @@ def resumable_config(run_dir: Path, config: ExperimentConfig) -> ExperimentConfi
     so any other change (model, data, learning rate, seed, ...) would be
     silently ignored or mixed in. More steps are allowed; the run keeps the
     learning-rate schedule it started with (``train.schedule_steps`` set to
-    its first length where ``train.steps`` grows), as a fresh run of that
-    length would not.
+    its first length where ``train.steps`` grows, and kept when a run so
+    extended is resumed again), as a fresh run of that length would not.
     """
     saved_file = Path(run_dir) / "config.json"
     if not saved_file.is_file():
         return config
     saved = configtools.flat_fields(_read_json(saved_file))
     train = config.train
-    if train.schedule_steps is None and saved.get("train.steps") != train.steps:
-        kept = saved.get("train.schedule_steps") or saved.get("train.steps")
+    # the schedule the run started with: its recorded length (a run already
+    # extended, resumed again with the same steps) or, as the steps grow, its
+    # first length
+    grown = saved.get("train.steps") != train.steps
+    kept = saved.get("train.schedule_steps") or (
+        saved["train.steps"] if grown else None
+    )
+    if train.schedule_steps is None and kept is not None:
         train = dataclasses.replace(train, schedule_steps=kept)
         config = dataclasses.replace(config, train=train)
     now = configtools.flat_fields(config)

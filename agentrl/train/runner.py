@@ -56,6 +56,9 @@ class Learner:
         batch draws go on from step ``start_step``).
       log_values: the metrics of the calls since the last log line ->
         the values to log (``{"loss": ..., ...}``).
+      finite: the metrics of calls -> whether every update in them stayed
+        finite (default: the logged loss is finite); checked at every log
+        line and before every save, so no checkpoint holds NaN weights.
       steps_per_call: most updates per ``advance`` call.
       timings: seconds of the start-up phases so far (:func:`timed`);
         :func:`run_updates` adds ``restore_s`` and ``first_call_s`` (the
@@ -73,6 +76,12 @@ class Learner:
     lead: bool = True
     steps_per_call: int = 1
     timings: dict[str, float] = dataclasses.field(default_factory=dict)
+    finite: Callable[[list[Any]], bool] | None = None
+
+    def stayed_finite(self, calls: list[Any]) -> bool:
+        if self.finite is not None:
+            return self.finite(calls)
+        return math.isfinite(float(self.log_values(calls)["loss"]))
 
 
 def run_updates(
@@ -167,12 +176,11 @@ def _loop(learner, state, start, end, logger, ckpt, run_dir) -> None:
         step = done
         stopping = stop_requested()
         if done % train.log_every == 0 or done == end:
-            values = learner.log_values(since_log)
+            _check_finite(learner.stayed_finite(since_log), done, ckpt)
+            logger.log(done, learner.log_values(since_log))
             since_log = []
-            _check_finite(float(values["loss"]), done, ckpt)
-            logger.log(done, values)
         if ckpt.should_save(done) or done == end or stopping:
-            _check_finite(float(learner.log_values([metrics])["loss"]), done, ckpt)
+            _check_finite(learner.stayed_finite([metrics]), done, ckpt)
             meta["sampler_position"] = done
             # orbax meets an unwritable directory with threads that wait
             # minutes for each other: find out first
@@ -192,11 +200,16 @@ def _record_startup(learner: Learner, run_dir: Path) -> None:
     write_text(path, json.dumps(info, indent=2))
 
 
-def _check_finite(loss: float, done: int, ckpt: Checkpointer) -> None:
-    if not math.isfinite(loss):
+def _check_finite(finite: bool, done: int, ckpt: Checkpointer) -> None:
+    if not finite:
+        last = ckpt.latest_step()
+        kept = (
+            f"the last good checkpoint is step {last} in {ckpt.directory}"
+            if last is not None
+            else "no checkpoint was written"
+        )
         raise NonFiniteLossError(
-            f"non-finite loss {loss} at update {done} (not checkpointed); the "
-            f"last good checkpoint is step {ckpt.latest_step()} in {ckpt.directory}"
+            f"non-finite loss or gradients by update {done} (not checkpointed); {kept}"
         )
 
 
@@ -262,3 +275,9 @@ def device_metrics(metrics: Any) -> dict[str, Any]:
     """A data learner's log values: the last update's metrics, on the host."""
     values = jax.device_get(metrics)
     return {k: v for k, v in values.items() if k != "finite"}
+
+
+def calls_finite(calls: list[Any]) -> bool:
+    """Whether every update of a data learner's ``calls`` stayed finite
+    (their ``"finite"`` flags: :func:`agentrl.train.step.make_train_call`)."""
+    return all(bool(jax.device_get(c["finite"])) for c in calls)

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import optax
 from flax import nnx
 
@@ -108,7 +109,10 @@ def make_train_call(
     resumed run's first call, the run's last. Every update runs the same
     compiled loop body whatever the call's length, so training ``k + m``
     steps in one call or in two gives bit-identical states. ``metrics`` are
-    the last update's (reduced on the device: one small transfer per call).
+    the last update's (reduced on the device: one small transfer per call),
+    with ``"finite"``: whether every update of the call had a finite loss
+    and gradient norm (an update whose gradients overflow leaves NaN
+    weights behind a finite loss).
     ``batch_sharding`` (a mesh's data sharding) splits each batch's rows
     over the devices.
     """
@@ -123,12 +127,14 @@ def make_train_call(
         def body(i, carry):
             state, metrics = update(carry[0], i)
             # the carry keeps its (strong) dtypes: a weak-typed metric is cast
-            return state, jax.tree.map(
-                lambda z, m: m.astype(z.dtype), carry[1], metrics
-            )
+            metrics = jax.tree.map(lambda z, m: m.astype(z.dtype), carry[1], metrics)
+            finite = carry[2] & jnp.isfinite(metrics["loss"])
+            return state, metrics, finite & jnp.isfinite(metrics["grad_norm"])
 
         shapes = jax.eval_shape(update, state, 0)[1]
-        zeros = jax.tree.map(lambda s: jax.numpy.zeros(s.shape, s.dtype), shapes)
-        return jax.lax.fori_loop(0, count, body, (state, zeros))
+        zeros = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
+        carry = (state, zeros, jnp.bool_(True))
+        state, metrics, finite = jax.lax.fori_loop(0, count, body, carry)
+        return state, {**metrics, "finite": finite}
 
     return call
