@@ -450,6 +450,17 @@ def to_dict(config: Any) -> dict[str, Any]:
     return out
 
 
+def _check_retired(cls: type, field: str, value: Any, neutral: Any) -> None:
+    """A saved config's value of a field ``cls`` retired: read past at the
+    value that meant what the code does now, refused at any other."""
+    if value != neutral:
+        raise ConfigError(
+            f"{field}={value!r}: a setting {cls.__name__} no longer has (only "
+            f"{neutral!r} is what it does now); this config was saved by an "
+            "older agentrl and cannot be loaded as it was"
+        )
+
+
 def from_dict(cls: type, data: dict[str, Any], prefix: str = "") -> Any:
     """Rebuild a nested dataclass from :func:`to_dict` output.
 
@@ -464,7 +475,11 @@ def from_dict(cls: type, data: dict[str, Any], prefix: str = "") -> Any:
     kwargs = {}
     hints = {f.name: f for f in dataclasses.fields(cls)}
     types_ = _hints(cls)
+    retired = getattr(cls, "RETIRED_FIELDS", {})
     for name, value in data.items():
+        if name in retired and name not in hints:
+            _check_retired(cls, prefix + name, value, retired[name])
+            continue
         if name not in hints:
             raise ConfigError(f"{cls.__name__}: unknown field {name!r} in saved config")
         default = hints[name].default

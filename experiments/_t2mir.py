@@ -15,17 +15,27 @@ def moe_last(change: dict[str, Any], base_layers: int) -> dict[str, Any]:
 
 
 def t2mir_ad(
-    ad: ExperimentConfig, name: str, task_routing: str, task_experts: int = 8
+    ad: ExperimentConfig,
+    name: str,
+    task_routing: str,
+    *,
+    contrast_softmax: bool,
+    task_experts: int = 8,
 ) -> ExperimentConfig:
     """T2MIR-AD at ``ad``'s budget: its last layer's FFN becomes T2MIR's
     token-wise MoE (6 experts, top-2, balance weight 0.1) beside the
     task-wise MoE (``task_experts``, top-2, contrastive weight 0.01, EMA
-    router tau 0.005), the settings of T2MIR's AD configs."""
+    router tau 0.005), the settings of T2MIR's AD configs;
+    ``contrast_softmax`` is the config's ``add_softmax``."""
     return dataclasses.replace(
         ad,
         name=name,
         algo=T2MIR(
-            base=ad.algo, balance_weight=0.1, contrastive_weight=0.01, ema_tau=0.005
+            base=ad.algo,
+            balance_weight=0.1,
+            contrastive_weight=0.01,
+            ema_tau=0.005,
+            contrast_softmax=contrast_softmax,
         ),
         model=dataclasses.replace(
             ad.model,

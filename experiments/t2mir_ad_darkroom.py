@@ -12,9 +12,18 @@ loss, and the two segments of a task come from two different histories of
 it (``agentrl.data.samplers.pair_rows``), so a batch of B shows B histories
 as AD's does (where the data hold one history per task, as ``smoke``, the
 two segments are cut from the same history). The contrastive loss averages
-the router's logits over all tokens. The measurements below were taken
-with these changes (before them: 8 experts, sequence-mean routing, both
-segments from one history).
+the router's per-token softmax probabilities over all tokens
+(``algo.contrast_softmax=True``: the config's ``add_softmax: True``). The
+measurements below were taken with the pairing and the 12 experts (before
+them: 8 experts, sequence-mean routing, both segments from one history).
+
+Session 50 brought T2MIR's MoE to its reference's form (docs/fidelity.md,
+item 15): gates ``Linear(d, E) -> tanh -> Linear(E, E)`` without biases, the
+unbiased CV^2 in the balance loss, the contrast over the other half-batch's
+``B/2`` keys, the bilinear ``W`` drawn N(0, 1), and the contrast on the
+router's softmax (``add_softmax``) where it read the logits. Every
+measurement quoted here was made before these changes (session 50) and has
+not been re-run.
 
 - ``smoke``: seconds; ``cpu``: as ``ad_darkroom`` cpu (compare with it,
   5 training seeds each); ``gpu``: ``ad_darkroom``'s gpu preset with the
@@ -75,8 +84,15 @@ from _t2mir import moe_last, t2mir_ad
 
 from agentrl.train.experiments import make_presets
 
-# T2MIR's Dark Room AD config: 12 task experts, routing per token
-BASE = t2mir_ad(ad_darkroom.BASE, "t2mir_ad_darkroom", "token", task_experts=12)
+# T2MIR's Dark Room AD config (args_darkroom_v0.yaml): 12 task experts,
+# routing per token, the contrast on the router's softmax (add_softmax: True)
+BASE = t2mir_ad(
+    ad_darkroom.BASE,
+    "t2mir_ad_darkroom",
+    "token",
+    contrast_softmax=True,
+    task_experts=12,
+)
 
 LAYERS = BASE.model.num_layers
 CHANGES = {

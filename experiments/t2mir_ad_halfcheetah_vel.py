@@ -6,10 +6,18 @@ Same SAC learning histories, optimiser and number of updates as
 task-wise MoE (8 experts, top-2, contrastive weight 0.01, EMA router tau
 0.005), each half the width. Task-wise routing is per token
 (``model.task_routing="token"``), as T2MIR's HalfCheetahVel-v0 AD config
-(``task_hard_router: False``; docs/references.md). Deviations: those of
-``ad_halfcheetah_vel`` (``experiments/_locomotion.py``), and the
-contrastive loss reads the routers' logits where that config feeds it their
-softmax (``add_softmax: True``).
+(``task_hard_router: False``; docs/references.md), and the contrast reads
+the router's softmax probabilities as that config's ``add_softmax: True``
+(``algo.contrast_softmax=True``). Deviations: those of
+``ad_halfcheetah_vel`` (``experiments/_locomotion.py``).
+
+Session 50 brought T2MIR's MoE to its reference's form (docs/fidelity.md,
+item 15): gates ``Linear(d, E) -> tanh -> Linear(E, E)`` without biases, the
+unbiased CV^2 in the balance loss, the contrast over the other half-batch's
+``B/2`` keys, the bilinear ``W`` drawn N(0, 1), and the contrast on the
+router's softmax (``add_softmax``) where it read the logits. Every
+measurement quoted here was made before these changes (session 50) and has
+not been re-run.
 
 - ``smoke``: ``agentrl train t2mir_ad_halfcheetah_vel --preset smoke`` —
   ``ad_halfcheetah_vel``'s smoke with the MoE. Plumbing only.
@@ -40,8 +48,14 @@ from _t2mir import moe_last, t2mir_ad
 
 from agentrl.train.experiments import make_presets
 
-# T2MIR's HalfCheetahVel-v0 AD config routes per token (task_hard_router False)
-BASE = t2mir_ad(ad_halfcheetah_vel.BASE, "t2mir_ad_halfcheetah_vel", "token")
+# T2MIR's HalfCheetahVel-v0 AD config routes per token (task_hard_router
+# False) and contrasts the router's softmax (add_softmax: True)
+BASE = t2mir_ad(
+    ad_halfcheetah_vel.BASE,
+    "t2mir_ad_halfcheetah_vel",
+    "token",
+    contrast_softmax=True,
+)
 
 LAYERS = BASE.model.num_layers
 CHANGES = {p: moe_last(c, LAYERS) for p, c in ad_halfcheetah_vel.CHANGES.items()}

@@ -10,7 +10,16 @@ Point-Robot. Task-wise routing is over the whole sequence
 (``T2MIR-AD/configs/args_point_robot_v0.yaml``: ``task_hard_router: True``)
 routes on the mean of the segment's hidden states, one decision per
 sequence (here the causal running mean inside the attention window, which
-at the last token is that mean; docs/references.md).
+at the last token is that mean; docs/references.md). The contrast reads the
+router's logits (``algo.contrast_softmax=False``: the config's
+``add_softmax: False``).
+
+Session 50 brought T2MIR's MoE to its reference's form (docs/fidelity.md,
+item 15): gates ``Linear(d, E) -> tanh -> Linear(E, E)`` without biases, the
+unbiased CV^2 in the balance loss, the contrast over the other half-batch's
+``B/2`` keys, the bilinear ``W`` drawn N(0, 1), and the contrast still on
+the logits (``add_softmax: False``). Every measurement quoted here was made
+before these changes (session 50) and has not been re-run.
 
 Deviations from T2MIR's Point-Robot AD config (width 128, 3 layers, 8 heads,
 batch 32, 100k updates on SAC "mixed" data sorted by return): the presets
@@ -61,7 +70,10 @@ from _t2mir import moe_last, t2mir_ad
 from agentrl.train.experiments import make_presets
 
 # T2MIR's Point-Robot AD config routes once per sequence (task_hard_router)
-BASE = t2mir_ad(ad_point_robot.BASE, "t2mir_ad_point_robot", "sequence")
+# and contrasts the router's logits (add_softmax: False)
+BASE = t2mir_ad(
+    ad_point_robot.BASE, "t2mir_ad_point_robot", "sequence", contrast_softmax=False
+)
 
 LAYERS = BASE.model.num_layers
 CHANGES = {p: moe_last(c, LAYERS) for p, c in ad_point_robot.CHANGES.items()}

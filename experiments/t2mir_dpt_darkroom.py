@@ -16,6 +16,14 @@ cosine with a clip at norm 1, is not a preset here);
 ``t2mir_setup`` / ``t2mir_setup_gpu``: T2MIR's own DPT setup (9x9, H=20, 81 goals
 65/16) against ``dpt_darkroom``'s presets of the same name.
 
+Session 50 brought T2MIR's MoE to its reference's form (docs/fidelity.md,
+item 15): gates ``Linear(d, E) -> tanh -> Linear(E, E)`` without biases, the
+unbiased CV^2 in the balance loss, the contrast over the other half-batch's
+``B/2`` keys, the bilinear ``W`` drawn N(0, 1), and the contrast still on
+the logits, as T2MIR-DPT's configs (``add_softmax: False``,
+``algo.contrast_softmax=False``). Every measurement quoted here was made
+before these changes (session 50) and has not been re-run.
+
 With the query drawn as the DPT reference draws it (session 49: a state
 independent of the context, ``dpt_darkroom``'s docstring), ``agentrl
 reproduce t2mir_dpt_darkroom --compare dpt_darkroom --preset cpu --seeds
@@ -87,8 +95,12 @@ from agentrl.train.experiments import make_presets
 BASE = dataclasses.replace(
     dpt_darkroom.BASE,
     name="t2mir_dpt_darkroom",
+    # T2MIR-DPT's Dark Room config contrasts the logits (add_softmax: False)
     algo=T2MIR(
-        base=dpt_darkroom.BASE.algo, balance_weight=0.01, contrastive_weight=0.001
+        base=dpt_darkroom.BASE.algo,
+        balance_weight=0.01,
+        contrastive_weight=0.001,
+        contrast_softmax=False,
     ),
     model=dataclasses.replace(
         dpt_darkroom.BASE.model,

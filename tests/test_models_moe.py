@@ -35,7 +35,7 @@ def test_top_k_gates_sum_to_one_and_pick_the_largest():
 
 @pytest.mark.long
 def test_noisy_router_probabilities_and_smooth_load():
-    router = Router(8, 6, 16, noisy=True, rngs=nnx.Rngs(0))
+    router = Router(8, 6, noisy=True, rngs=nnx.Rngs(0))
     x = jax.random.normal(jax.random.key(1), (128, 8))
     gates, idx, w, load, _ = router.route(x, 2, deterministic=False)
     np.testing.assert_allclose(gates.sum(-1), 1.0, atol=1e-6)
@@ -63,7 +63,7 @@ def test_balance_loss_is_minimal_for_uniform_routing():
 
 @pytest.mark.long
 def test_sorted_dispatch_equals_dense_dispatch():
-    moe = MoE(8, 4, 16, 6, 2, 16, False, "sorted", rngs=nnx.Rngs(0))
+    moe = MoE(8, 4, 16, 6, 2, False, "sorted", rngs=nnx.Rngs(0))
     x = jax.random.normal(jax.random.key(1), (50, 8))
     y_sorted, gates, *_ = moe(x, x, True)
     y_dense = moe.experts.dense(x, gates)
@@ -89,10 +89,14 @@ def test_sorted_dispatch_equals_dense_dispatch():
     ],
 )
 def test_blocked_dispatch_equals_sorted_dispatch(n, experts, skew):
-    moe = MoE(8, 4, 16, experts, 2, 16, False, "blocked", rngs=nnx.Rngs(0))
-    if skew:  # a large bias on two experts' logits: most tokens pick them
-        moe.router.b2[...] = jnp.zeros(experts).at[:2].set(skew)
+    moe = MoE(8, 4, 16, experts, 2, False, "blocked", rngs=nnx.Rngs(0))
     x = jax.random.normal(jax.random.key(1), (n, 8))
+    if skew:  # hidden unit 0 saturates at 1 on x[:, 0] = 1 and lifts two
+        # experts' logits by `skew`: most tokens pick them
+        r = moe.router
+        x = x.at[:, 0].set(1.0)
+        r.w1[...] = r.w1[...].at[:, 0].set(jnp.zeros(8).at[0].set(10.0))
+        r.w2[...] = r.w2[...].at[0].set(jnp.zeros(experts).at[:2].set(skew))
 
     def loss(m, dispatch):
         m.dispatch = dispatch
@@ -111,8 +115,8 @@ def test_ema_update_moves_target_by_tau():
     online = {"w": jnp.ones(3)}
     new = ema_update(target, online, tau=0.25)
     np.testing.assert_allclose(new["w"], 0.25)
-    router = Router(4, 3, 5, noisy=False, rngs=nnx.Rngs(0))
-    other = Router(4, 3, 5, noisy=False, rngs=nnx.Rngs(1))
+    router = Router(4, 3, noisy=False, rngs=nnx.Rngs(0))
+    other = Router(4, 3, noisy=False, rngs=nnx.Rngs(1))
     st = ema_update(nnx.state(other, nnx.Param), nnx.state(router, nnx.Param), 1.0)
     x = jnp.ones((2, 7, 4))
     np.testing.assert_allclose(task_router_logits(st, x), router(x).mean(1), atol=1e-6)
@@ -141,7 +145,8 @@ def test_contrastive_loss_falls_on_a_toy_two_task_problem():
     centers = jax.random.normal(keys[0], (2, d))
     task_id = jnp.array([0, 0, 1, 1, 0, 0, 1, 1])
     x = centers[task_id][:, None, :] + 0.5 * jax.random.normal(keys[1], (8, t, d))
-    router = Router(d, e, 8, noisy=False, rngs=nnx.Rngs(2))
+    router = Router(d, e, noisy=False, rngs=nnx.Rngs(2))
+    router.w2[...] = 0.01 * router.w2[...]  # start near chance
     params = {"router": nnx.state(router, nnx.Param), "w": jnp.eye(e)}
     target = params["router"]
 
@@ -164,15 +169,17 @@ def test_contrastive_loss_falls_on_a_toy_two_task_problem():
     for _ in range(60):
         params, state, target = step(params, state, target)
     last = float(loss_fn(params, target))
-    # 7 candidates per row, 3 of them positives: chance log 7, optimum log 3
-    assert first > 0.8 * np.log(7)
-    assert last < np.log(3) + 0.1
+    # the other half's 4 keys per row, 2 of them positives: chance log 4,
+    # optimum log 2
+    assert first > 0.8 * np.log(4)
+    assert last < np.log(2) + 0.1
     assert first - last > 0.5
 
 
 def test_contrastive_loss_prefers_matching_tasks():
     q = jnp.array([[5.0, 0.0], [5.0, 0.0], [0.0, 5.0], [0.0, 5.0]])
-    ids = jnp.array([0, 0, 1, 1])
+    ids = jnp.array([0, 0, 1, 1])  # pairs (0, 1) and (2, 3)
     good = contrastive_loss(q, q, jnp.eye(2), ids)
-    bad = contrastive_loss(q, q, jnp.eye(2), jnp.array([0, 1, 0, 1]))
+    swapped = q[jnp.array([0, 2, 1, 3])]  # each pair's rows now disagree
+    bad = contrastive_loss(swapped, swapped, jnp.eye(2), ids)
     assert float(good) < 0.01 < float(bad)

@@ -232,3 +232,20 @@ def test_online_learners_take_adam_b2():
         np.testing.assert_allclose(u["w"], w, rtol=1e-5)
     config = load_experiment("rl2_darkroom", "smoke", {"train.adam_b2": "0.95"})
     assert _common(config, None)["adam_b2"] == 0.95
+
+
+def test_a_saved_config_with_a_retired_field_loads_at_its_neutral_value():
+    """Run folders saved before ``model.router_hidden`` was retired (session
+    50) hold ``"router_hidden": null``: they load; another value meant a
+    model this code no longer builds, and is refused naming the field."""
+    config = load_experiment("ad_darkroom", "smoke")
+    saved = configtools.to_dict(config)
+    saved["model"]["router_hidden"] = None
+    assert configtools.from_dict(ExperimentConfig, saved) == config
+    saved["model"]["router_hidden"] = 32
+    with pytest.raises(ValueError, match=r"model\.router_hidden=32"):
+        configtools.from_dict(ExperimentConfig, saved)
+    saved["model"]["no_such_field"] = 1
+    del saved["model"]["router_hidden"]
+    with pytest.raises(ValueError, match="unknown field 'no_such_field'"):
+        configtools.from_dict(ExperimentConfig, saved)

@@ -9,15 +9,19 @@ task-wise MoE (see :mod:`agentrl.models`), draws the base's batches as
 - the token-wise load-balancing loss ``balance_weight * (CV^2(importance) +
   CV^2(load))`` (the model's ``aux["balance_loss"]``, unweighted);
 - a contrastive InfoNCE loss on the task router, weighted by
-  ``contrastive_weight``: the online router's logits averaged over the
-  sequence's tokens are the queries (DPT's query token left out, as in the
-  reference: it carries no information about the task), an EMA copy of the
-  router (rate ``ema_tau`` per step; the auxiliary training state) gives the
-  keys, similarity is bilinear ``q W k^T``, and the positives of a segment
-  are the other segments of the same task in the batch: segments of two
-  *different* histories of the task wherever the data hold several
+  ``contrastive_weight``: the online router's logits (or, with
+  ``contrast_softmax``, their softmax: T2MIR's ``add_softmax``, set per
+  experiment as its config) averaged over the sequence's tokens are the
+  queries (DPT's query token left out, as in the reference: it carries no
+  information about the task), an EMA copy of the router (rate ``ema_tau``
+  per step; the auxiliary training state) gives the keys the same way,
+  similarity is bilinear ``q W k^T``, and each pair's first segment is
+  scored against the batch's second segments (and the reverse), the
+  positive the other segment of its task: a segment of a *different*
+  history of the task wherever the data hold several
   (:func:`agentrl.data.samplers.pair_rows`), so a paired batch sees as many
-  distinct histories as the base algorithm's unpaired one.
+  distinct histories as the base algorithm's unpaired one
+  (:func:`agentrl.models.contrastive.contrastive_loss`).
 
 The three weights are traced, so a sweep over them is one program.
 """
@@ -35,8 +39,12 @@ from agentrl.algos.ad import AD
 from agentrl.algos.base import Algorithm, check, register_algorithm
 from agentrl.algos.dpt import DPT
 from agentrl.configtools import traced
-from agentrl.models.contrastive import contrastive_loss, ema_update, task_router_logits
-from agentrl.models.moe import router_logits
+from agentrl.models.contrastive import (
+    contrastive_loss,
+    ema_update,
+    router_features,
+    task_router_logits,
+)
 
 
 def init_ema_router(model: Any) -> nnx.State:
@@ -50,20 +58,23 @@ def update_ema_router(ema: Any, model: Any, tau: Any) -> Any:
 
 
 def t2mir_terms(
-    model: Any, out: Any, batch: dict, ema_router: Any, skip: int = 0
+    model: Any,
+    out: Any,
+    batch: dict,
+    ema_router: Any,
+    skip: int = 0,
+    softmax: bool = False,
 ) -> tuple[jax.Array, jax.Array]:
     """``(balance, contrastive)`` unweighted losses of one batch's output.
 
     ``skip``: leading tokens left out of the contrastive average (DPT's
-    query token).
+    query token); ``softmax``: contrast the router's softmax probabilities
+    instead of its logits (``T2MIR.contrast_softmax``).
     """
     router_in = out.aux["task_router_input"][:, skip:]  # [B, T - skip, d]
-    if skip:
-        online = nnx.state(model.task_router, nnx.Param)
-        query = router_logits(online, router_in).mean(axis=1)
-    else:
-        query = out.aux["task_router_logits"]  # the mean over all tokens
-    keys = task_router_logits(ema_router, router_in)
+    online = nnx.state(model.task_router, nnx.Param)
+    query = router_features(online, router_in, softmax)  # [B, E]
+    keys = task_router_logits(ema_router, router_in, softmax)  # [B, E]
     contrast = contrastive_loss(query, keys, model.contrastive_w, batch["task_id"])
     return out.aux["balance_loss"], contrast
 
@@ -78,6 +89,10 @@ class T2MIR(Algorithm):
       balance_weight: weight of the token-wise load-balancing loss.
       contrastive_weight: weight of the task router's contrastive loss.
       ema_tau: EMA rate of the router copy that gives the contrastive keys.
+      contrast_softmax: contrast the task router's softmax probabilities
+        (averaged over tokens) instead of its logits: T2MIR's ``add_softmax``
+        (``True`` in its Dark Room, HalfCheetahVel-v0 and Walker AD configs,
+        ``False`` in the others).
     """
 
     name = "t2mir"
@@ -88,6 +103,7 @@ class T2MIR(Algorithm):
     balance_weight: float = traced(0.1)
     contrastive_weight: float = traced(0.01)
     ema_tau: float = traced(0.005)
+    contrast_softmax: bool = False
 
     def __post_init__(self):
         check(
@@ -99,6 +115,11 @@ class T2MIR(Algorithm):
             check(v >= 0, f"algo.{name} must be >= 0, got {v}")
         check(
             0 < self.ema_tau <= 1, f"algo.ema_tau must be in (0, 1], got {self.ema_tau}"
+        )
+        check(
+            isinstance(self.contrast_softmax, bool),
+            "algo.contrast_softmax must be true or false, got "
+            f"{self.contrast_softmax!r}",
         )
 
     @property
@@ -141,7 +162,9 @@ class T2MIR(Algorithm):
             deterministic=deterministic,
         )
         skip = getattr(self.base, "query_tokens", 0)
-        balance, contrast = t2mir_terms(model, out, batch, aux, skip)
+        balance, contrast = t2mir_terms(
+            model, out, batch, aux, skip, self.contrast_softmax
+        )
         loss = (
             base
             + hparams["balance_weight"] * balance

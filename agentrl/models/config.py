@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 OBS_KINDS = ("discrete", "continuous")
 OBS_ENCODINGS = ("table", "grid")
@@ -97,9 +97,9 @@ class ModelConfig:
       task_routing: ``"token"`` routes each token on its hidden state;
         ``"sequence"`` routes on the causal running mean of the hidden states
         inside the attention window (at the last token: the sequence mean).
-      expert_ff: hidden width of each expert (default ``d_ff // 2``).
-      router_hidden: hidden width of the gates Linear->tanh->Linear
-        (default ``d_model``).
+      expert_ff: hidden width of each expert (default ``d_ff // 2``). The
+        gates are ``Linear(d, E) -> tanh -> Linear(E, E)`` without biases
+        (T2MIR's ``gate_network="mlp"``; ``E`` the MoE's expert count).
       moe_dispatch: ``"blocked"`` (token-expert pairs sorted by expert into
         blocks of one expert each, one batched matmul: top-k FLOPs plus a
         little padding), ``"sorted"`` (sorted pairs, ``ragged_dot``) or
@@ -154,8 +154,12 @@ class ModelConfig:
     task_top_k: int = 2
     task_routing: str = "token"
     expert_ff: int | None = None
-    router_hidden: int | None = None
     moe_dispatch: str = "blocked"
+
+    #: fields a saved config may still hold, at the one value that meant what
+    #: the model is now (``router_hidden``: gates of width d_model, until
+    #: session 50; None, the default, in every preset)
+    RETIRED_FIELDS: ClassVar[dict[str, Any]] = {"router_hidden": None}
     rope_base: float = 10000.0
     attention: str = "blockwise"
     attention_block: int = 128
@@ -205,9 +209,8 @@ class ModelConfig:
         # optional sizes are checked whenever set, used or not
         if self.grid_size is not None:
             _positive("grid_size", self.grid_size, 2)
-        for name in ("expert_ff", "router_hidden"):
-            if getattr(self, name) is not None:
-                _positive(name, getattr(self, name))
+        if self.expert_ff is not None:
+            _positive("expert_ff", self.expert_ff)
         for name in ("token_experts", "token_top_k", "task_experts", "task_top_k"):
             _positive(name, getattr(self, name))
         if not isinstance(self.token_noise, bool):
@@ -291,8 +294,6 @@ class ModelConfig:
                     )
             if self.expert_ff is not None:
                 _positive("expert_ff", self.expert_ff)
-            if self.router_hidden is not None:
-                _positive("router_hidden", self.router_hidden)
 
     def _check_grid(self) -> None:
         if self.obs_kind != "discrete":
@@ -345,10 +346,6 @@ class ModelConfig:
     @property
     def expert_hidden(self) -> int:
         return self.expert_ff if self.expert_ff is not None else self.d_ff // 2
-
-    @property
-    def gate_hidden(self) -> int:
-        return self.router_hidden if self.router_hidden is not None else self.d_model
 
     @property
     def has_moe(self) -> bool:

@@ -1,11 +1,14 @@
 """T2MIR's task-wise router contrastive pieces: EMA router, keys, InfoNCE.
 
-The online task router gives queries (``aux["task_router_logits"]``); an EMA
-copy of the router (rate ``tau = 0.005`` per update) applied to the same router
-input gives keys. Similarity is bilinear ``q W k^T`` with a learnable
-``W [E, E]`` (``DecisionModel.contrastive_w``). A batch holds ``B/2`` tasks x
-2 segments; for a row, the positives are the other rows of the same task
-(the other segment) and the row itself is left out.
+The online task router gives queries, an EMA copy of the router (rate
+``tau = 0.005`` per update) applied to the same router input gives keys:
+each the router's per-token logits, or their softmax (T2MIR's
+``add_softmax``), averaged over the segment's tokens (``[B, E]``).
+Similarity is bilinear ``q W k^T`` with a learnable ``W [E, E]``
+(``DecisionModel.contrastive_w``). A batch holds ``B/2`` pairs, rows ``2i,
+2i + 1`` two segments of one task; as T2MIR's ``contrastive_loss``, the
+pairs' first rows are scored only against the second rows' keys (``B/2``
+candidates) and the second rows against the first rows' keys.
 """
 
 from __future__ import annotations
@@ -36,18 +39,39 @@ def ema_update(target, online, tau: float = 0.005):
     return jax.tree.map(lambda t, o: (1.0 - tau) * t + tau * o, target, online)
 
 
-def task_router_logits(router_params, router_input: jax.Array) -> jax.Array:
-    """Sequence-averaged task-router logits ``[B, E]`` (the contrastive keys).
+def router_features(router_params, router_input: jax.Array, softmax: bool) -> jax.Array:
+    """A segment's task-router features ``[B, E]``: the router's logits for
+    each token of ``router_input [B, T, d]``, or their softmax over the ``E``
+    experts if ``softmax`` (T2MIR's ``add_softmax``), averaged over ``T``.
 
-    Args:
-      router_params: the EMA router's params: ``nnx.State`` of a task
-        ``Router`` (keys ``w1, b1, w2, b2``) or a dict of arrays.
-      router_input: ``[B, T, d]``, ``aux["task_router_input"]`` of the model
-        output. Gradients are stopped through both arguments.
+    ``router_params``: a task ``Router``'s ``nnx.State`` (``w1, w2``) or a
+    dict of arrays.
     """
+    z = router_logits(router_params, router_input)
+    if softmax:
+        z = jax.nn.softmax(z, axis=-1)
+    return z.mean(axis=1)
+
+
+def task_router_logits(
+    router_params, router_input: jax.Array, softmax: bool = False
+) -> jax.Array:
+    """The contrastive keys ``[B, E]``: :func:`router_features` of the EMA
+    router's params on ``router_input [B, T, d]`` (``aux["task_router_input"]``
+    of the model output), gradients stopped through both arguments."""
     params = jax.tree.map(jax.lax.stop_gradient, router_params)
     x = jax.lax.stop_gradient(router_input)
-    return router_logits(params, x).mean(axis=1)
+    return router_features(params, x, softmax)
+
+
+def _info_nce(sim: jax.Array, pos: jax.Array) -> jax.Array:
+    """``sim, pos [P, P]`` -> mean over rows with a positive of
+    ``-mean_{j in pos(i)} log softmax_j(sim_i.)``."""
+    logp = jax.nn.log_softmax(sim, axis=-1)
+    npos = pos.sum(-1)
+    has = (npos > 0).astype(sim.dtype)
+    per_row = -jnp.where(pos, logp, 0.0).sum(-1) / jnp.maximum(npos, 1)
+    return (per_row * has).sum() / jnp.maximum(has.sum(), 1.0)
 
 
 def contrastive_loss(
@@ -56,34 +80,31 @@ def contrastive_loss(
     bilinear: jax.Array,
     task_id: jax.Array,
 ) -> jax.Array:
-    """Symmetric InfoNCE with bilinear similarity.
+    """Symmetric InfoNCE with bilinear similarity across a batch's pair halves.
 
     Args:
-      query_logits: ``[B, E]`` online router logits (averaged over tokens).
-      key_logits: ``[B, E]`` EMA router logits of the same segments.
+      query_logits: ``[B, E]`` online router features (averaged over tokens).
+      key_logits: ``[B, E]`` EMA router features of the same segments.
       bilinear: ``[E, E]`` learnable ``W``; similarity ``s_ij = q_i W k_j``.
-      task_id: ``[B]`` int; rows with equal ids are positives (the other
-        segment of the same task). Self pairs ``(i, i)`` are excluded.
+      task_id: ``[B]`` int. ``B`` even; rows ``2i, 2i + 1`` are a pair (two
+        segments of one task, the samplers' ``paired`` layout).
 
     Returns:
-      Scalar: mean over rows and over both directions (q->k and k->q) of
-      ``-mean_{j in pos(i)} log softmax_j(s_i.)``. Rows without a positive
-      are ignored.
+      Scalar: ``0.5 * (L(first rows' queries, second rows' keys) + L(second
+      rows' queries, first rows' keys))``, ``L`` the mean over rows of
+      ``-mean_{j in pos(i)} log softmax_j(s_i.)`` over the ``B/2`` keys of
+      the other half, the positives those with the row's task (its pair's
+      other row, and any other pair of that task). Rows without a positive
+      are ignored. As T2MIR's ``contrastive_loss`` where each half holds
+      distinct tasks.
     """
     if isinstance(bilinear, nnx.Variable):
         bilinear = bilinear[...]
-    n = query_logits.shape[0]
-    sim = query_logits @ bilinear @ key_logits.T
-    sim = sim - jax.lax.stop_gradient(sim.max())
-    eye = jnp.eye(n, dtype=bool)
-    pos = (task_id[:, None] == task_id[None, :]) & ~eye
-    npos = pos.sum(-1)
-    has = (npos > 0).astype(sim.dtype)
-
-    def one_direction(s):
-        s = jnp.where(eye, -1e30, s)
-        logp = jax.nn.log_softmax(s, axis=-1)
-        per_row = -(jnp.where(pos, logp, 0.0).sum(-1)) / jnp.maximum(npos, 1)
-        return (per_row * has).sum() / jnp.maximum(has.sum(), 1.0)
-
-    return 0.5 * (one_direction(sim) + one_direction(sim.T))
+    if query_logits.shape[0] % 2:
+        raise ValueError(f"batch must be pairs of rows, got {query_logits.shape[0]}")
+    q1, q2 = query_logits[0::2], query_logits[1::2]
+    k1, k2 = key_logits[0::2], key_logits[1::2]
+    t1, t2 = task_id[0::2], task_id[1::2]
+    loss1 = _info_nce(q1 @ bilinear @ k2.T, t1[:, None] == t2[None, :])
+    loss2 = _info_nce(q2 @ bilinear @ k1.T, t2[:, None] == t1[None, :])
+    return 0.5 * (loss1 + loss2)

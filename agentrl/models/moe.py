@@ -1,11 +1,17 @@
 """T2MIR mixture-of-experts feed-forward: token-wise and task-wise MoE in parallel.
 
-- Router: gate logits ``Linear -> tanh -> Linear``; optional noisy gating
+- Router: gate logits ``Linear(d, E) -> tanh -> Linear(E, E)``, no biases
+  (T2MIR's ``gate_network="mlp"``: hidden width the number of experts
+  ``E``); optional noisy gating
   (Shazeer et al. 2017): ``noisy = clean + N(0, 1) * (softplus(x W_noise) +
   1e-2)`` in training only; top-k of the (noisy) logits, softmax over those k.
 - Load balancing (token-wise MoE): ``CV^2(importance) + CV^2(load)`` with
   importance = summed gates per expert and load = expected number of tokens
-  per expert (the smooth normal-CDF estimator when noisy, else the count).
+  per expert (the smooth normal-CDF estimator when noisy, else the count);
+  ``CV^2`` uses the unbiased variance (``ddof=1``, torch's ``var()`` in
+  T2MIR's code). The estimator asks whether an expert is in the top-k of
+  the *noisy* logits, as Shazeer et al.; T2MIR's code compares the noise
+  term alone with the threshold (docs/fidelity.md, item 15).
 - Experts: ``E`` independent GELU FFNs ``d -> h -> d_out``. Dispatch is
   "blocked" (the default: token-expert pairs sorted by expert into blocks of
   one expert each, MegaBlocks-style, one batched matmul over the blocks:
@@ -36,10 +42,10 @@ def _value(v):
 
 def router_logits(params, x: jax.Array) -> jax.Array:
     """Clean gate logits ``[..., E]`` from router params (mapping with
-    ``w1 [d, h], b1 [h], w2 [h, E], b2 [E]``: a :class:`Router`'s
+    ``w1 [d, E], w2 [E, E]``: a :class:`Router`'s
     ``nnx.state(router, nnx.Param)``, or a dict of arrays) and ``x [..., d]``."""
-    w1, b1, w2, b2 = (_value(params[k]) for k in ("w1", "b1", "w2", "b2"))
-    return jnp.tanh(x @ w1 + b1) @ w2 + b2
+    w1, w2 = (_value(params[k]) for k in ("w1", "w2"))
+    return jnp.tanh(x @ w1) @ w2
 
 
 def top_k_gates(logits: jax.Array, k: int) -> tuple[jax.Array, jax.Array, jax.Array]:
@@ -55,10 +61,11 @@ def top_k_gates(logits: jax.Array, k: int) -> tuple[jax.Array, jax.Array, jax.Ar
 
 
 def cv_squared(x: jax.Array) -> jax.Array:
-    """Squared coefficient of variation ``var / mean^2`` (0 for one entry)."""
+    """Squared coefficient of variation ``var / mean^2`` of ``x [E]`` (0 for
+    one entry), with the unbiased variance (``ddof=1``) as T2MIR's code."""
     if x.shape[-1] <= 1:
         return jnp.zeros((), x.dtype)
-    return jnp.var(x) / (jnp.mean(x) ** 2 + 1e-10)
+    return jnp.var(x, ddof=1) / (jnp.mean(x) ** 2 + 1e-10)
 
 
 def balance_loss(gates: jax.Array, load: jax.Array) -> jax.Array:
@@ -67,7 +74,11 @@ def balance_loss(gates: jax.Array, load: jax.Array) -> jax.Array:
 
 
 def _prob_in_top_k(clean, noisy, std, k):
-    """Probability that each expert stays in the top-k under fresh noise."""
+    """Probability that each expert stays in the top-k under fresh noise.
+
+    ``clean, noisy, std [N, E]`` -> ``[N, E]``. An expert is "in" when its
+    noisy logit beats the (k+1)-th noisy logit (Shazeer et al. 2017).
+    """
     top = jax.lax.top_k(noisy, k + 1)[0]
     thr_in = top[:, k : k + 1]  # the (k+1)-th value: bar to stay in
     thr_out = top[:, k - 1 : k]  # the k-th value: bar to get in
@@ -86,14 +97,13 @@ def _block_rows(pairs: int, num_experts: int) -> int:
 
 
 class Router(nnx.Module):
-    """Gate ``Linear -> tanh -> Linear`` with optional learned noise."""
+    """Gate ``Linear(d, E) -> tanh -> Linear(E, E)`` (no biases, as T2MIR's
+    ``gate_network="mlp"``) with optional learned noise."""
 
-    def __init__(self, d_in: int, num_experts: int, hidden: int, noisy: bool, *, rngs):
+    def __init__(self, d_in: int, num_experts: int, noisy: bool, *, rngs):
         init = nnx.initializers.lecun_normal()
-        self.w1 = nnx.Param(init(rngs.params(), (d_in, hidden)))
-        self.b1 = nnx.Param(jnp.zeros((hidden,)))
-        self.w2 = nnx.Param(init(rngs.params(), (hidden, num_experts)))
-        self.b2 = nnx.Param(jnp.zeros((num_experts,)))
+        self.w1 = nnx.Param(init(rngs.params(), (d_in, num_experts)))
+        self.w2 = nnx.Param(init(rngs.params(), (num_experts, num_experts)))
         self.noisy = noisy
         if noisy:
             self.w_noise = nnx.Param(jnp.zeros((d_in, num_experts)))
@@ -101,7 +111,7 @@ class Router(nnx.Module):
 
     def __call__(self, x: jax.Array) -> jax.Array:
         """Clean logits ``[..., E]`` for ``x [..., d]``."""
-        return router_logits({k: getattr(self, k) for k in ("w1", "b1", "w2", "b2")}, x)
+        return router_logits({"w1": self.w1, "w2": self.w2}, x)
 
     def route(self, x: jax.Array, k: int, deterministic: bool):
         """``x [N, d]`` -> ``(gates [N,E], idx [N,k], w [N,k], load [E], logits)``."""
@@ -214,7 +224,6 @@ class MoE(nnx.Module):
         hidden: int,
         num_experts: int,
         top_k: int,
-        gate_hidden: int,
         noisy: bool,
         dispatch: str,
         *,
@@ -223,7 +232,7 @@ class MoE(nnx.Module):
     ):
         self.top_k = top_k
         self.dispatch = dispatch
-        self.router = Router(d_in, num_experts, gate_hidden, noisy, rngs=rngs)
+        self.router = Router(d_in, num_experts, noisy, rngs=rngs)
         self.experts = Experts(num_experts, d_in, hidden, d_out, rngs=rngs, dtype=dtype)
 
     def __call__(self, x: jax.Array, route_in: jax.Array, deterministic: bool):
@@ -256,7 +265,6 @@ class T2MIRFeedForward(nnx.Module):
             **common,
             num_experts=c.token_experts,
             top_k=c.token_top_k,
-            gate_hidden=c.gate_hidden,
             noisy=c.token_noise,
             dispatch=c.moe_dispatch,
             rngs=rngs,
@@ -265,7 +273,6 @@ class T2MIRFeedForward(nnx.Module):
             **common,
             num_experts=c.task_experts,
             top_k=c.task_top_k,
-            gate_hidden=c.gate_hidden,
             noisy=False,
             dispatch=c.moe_dispatch,
             rngs=rngs,

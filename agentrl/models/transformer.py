@@ -145,8 +145,9 @@ class DecisionModel(nnx.Module):
         )
         self.ln_f = nnx.LayerNorm(c.d_model, rngs=rngs)
         self.head = ActionHead(c.d_model, c.action_size, c.head, rngs=rngs)
-        if c.has_moe:
-            self.contrastive_w = nnx.Param(jnp.eye(c.task_experts))
+        if c.has_moe:  # T2MIR's bilinear W [E, E]: standard normal (torch.randn)
+            w = jax.random.normal(rngs.params(), (c.task_experts, c.task_experts))
+            self.contrastive_w = nnx.Param(w)
 
     @property
     def task_router(self):
