@@ -62,7 +62,10 @@ Deviations (see ``agentrl.algos.meta_dt``): world model trained jointly with
 the policy (``stop_gradient`` on ``z``) rather than pretrained; the prompt's
 source in training is the previous episode of the same history; 20% of each
 batch trains with the empty prompt instead of 20,000 prompt-free updates;
-cells carry their coordinates; the paper evaluates on MuJoCo / Meta-World /
+cells carry their coordinates; one target return for every goal (the
+data's best, as DT's) where the reference gives each task its own data's
+best (found in session 50, not changed: the numbers above are with it);
+the paper evaluates on MuJoCo / Meta-World /
 Point-Robot, not Dark Room, and on expert/medium SAC data, not Q-learning
 learning histories.
 """

@@ -57,7 +57,9 @@ exists.
   decayed by a cosine and clipped at 1).
 
 Deviations: those of ``agentrl.algos.meta_dt`` (joint training of the world
-model, previous-episode prompts in training, empty-prompt rows), PPO
+model, previous-episode prompts in training, empty-prompt rows, one target
+return for every task where the reference gives each task its own data's
+best: found in session 50, not changed, so the numbers above are with it), PPO
 learning histories instead of the reference's SAC data, and the 45/5 goals
 of agentrl's Point-Robot (T2MIR's), not the reference's goal file.
 """

@@ -4,7 +4,11 @@ DPT predicts the optimal action for a query state from an in-context set of
 transitions ``(s, a, r, s')`` collected by some roll-in policy. As in the
 reference implementation the model predicts from every prefix of the context
 (position 0 sees only the query, position i the first i transitions), and the
-cross-entropy against the oracle's label is averaged over all positions.
+cross-entropy against the oracle's label is averaged over positions 1..N:
+the reference's training pass returns ``preds[:, 1:]`` (``net.py``), so the
+query-only position is never trained (until session 50 it was, at weight
+1 / (N + 1)); acting with an empty context reads it, as the reference's
+first bandit pull does.
 
 In context it acts on a set of its own past transitions (the last
 ``context_size``): after every step on bandits (the paper's bandit
@@ -56,7 +60,9 @@ def dpt_loss(model: Any, batch: dict[str, jax.Array], *, deterministic: bool = F
     target = jnp.broadcast_to(
         jnp.expand_dims(label, 1), (label.shape[0], positions, *label.shape[1:])
     )
-    loss, metrics = action_loss(model.config.head, out, target)
+    # position 0 sees the query alone: the reference leaves it out of the loss
+    trained = jnp.broadcast_to(jnp.arange(positions) >= 1, target.shape[:2])
+    loss, metrics = action_loss(model.config.head, out, target, trained)
     # Accuracy with the full context: the number DPT is judged by.
     if model.config.head == "categorical":
         last = jnp.argmax(out.action[:, -1], -1) == label

@@ -48,6 +48,18 @@ Deviations from the reference (NJU-RL/Meta-DT), each for a reason:
   instead of their own embedding layers.
 - on grid families a cell's features are its one-hot and its ``(x, y)``
   (``grid_coordinates``; the reference's families have vector states).
+- the target return is DT's: the best episode return in the whole training
+  data, for every task (:func:`agentrl.algos.dt.resolved_return_conditioning`).
+  The reference conditions each task on its own best return in its offline
+  data (``train_meta_dt.py``, ``task_info[...]['return_scale'][1]``), test
+  tasks included, which held-out tasks here have no data to give (on Dark
+  Room 9x9's cpu data only 12 of 260 histories reach the global best, so
+  most goals start above anything their data show). Found in session 50;
+  a per-task target (the oracle's return as a stand-in, or the agent's best
+  so far) would be chosen on validation tasks: not done.
+- the world model learns nothing from an episode's last step: the
+  histories store no successor there (the reference has
+  ``next_observations`` for every step). One step in 20 on Dark Room.
 """
 
 from __future__ import annotations

@@ -1,0 +1,42 @@
+"""DPT's training loss as the reference computes it: the oracle's label
+against the predictions from every prefix with at least one transition
+(``net.py`` returns ``preds[:, 1:]`` in training); the query-only position
+is never trained."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from model_factory import make_model
+
+from agentrl import envs
+from agentrl.algos import DPT, dpt_loss
+from agentrl.models import ModelConfig
+from agentrl.models.config import complete_model_config
+
+N = 6
+
+
+def test_the_query_only_position_is_left_out_of_the_loss():
+    env = envs.make("gaussian_bandit", num_arms=4, horizon=N)
+    cfg = ModelConfig(
+        num_layers=1, num_heads=1, d_model=16, d_ff=32, max_steps=N + 1,
+        token_layout="transition",
+    )  # fmt: skip
+    model = make_model(complete_model_config(cfg, env, DPT(context_size=N)), seed=3)
+    rng = np.random.default_rng(0)
+    b = 5
+    batch = {
+        "query_obs": jnp.zeros((b,), jnp.int32),
+        "context_obs": jnp.zeros((b, N), jnp.int32),
+        "context_action": jnp.asarray(rng.integers(0, 4, (b, N)), jnp.int32),
+        "context_reward": jnp.asarray(rng.normal(size=(b, N)), jnp.float32),
+        "context_next_obs": jnp.zeros((b, N), jnp.int32),
+        "label": jnp.asarray(rng.integers(0, 4, b), jnp.int32),
+    }
+    loss, _, out = dpt_loss(model, batch, deterministic=True)
+    logp = jax.nn.log_softmax(out.action, axis=-1)  # [B, N + 1, A]
+    nll = -jnp.take_along_axis(logp, batch["label"][:, None, None], -1)[..., 0]
+    np.testing.assert_allclose(float(loss), float(nll[:, 1:].mean()), rtol=1e-5)
+    assert abs(float(nll[:, 1:].mean()) - float(nll.mean())) > 1e-4  # they differ
