@@ -18,9 +18,21 @@ Fidelity to the DPT reference code (``docs/fidelity.md``):
   ``ucb_dpt``) beside textbook UCB1 (``ucb``, which explores far more).
 
 Since session 50 the roll-in draws its mixing weight on the reference's
-grid {0, 0.1, ..., 1} (it was uniform on [0, 1]) and ``ucb_dpt`` pulls
-each arm once first, as the reference's vectorised UCB1.0 does
-(docs/fidelity.md item 14); the measurements below were made before.
+grid {0, 0.1, ..., 1} (it was uniform on [0, 1]), ``ucb_dpt`` pulls each
+arm once first, as the reference's vectorised UCB1.0 does, and the loss
+leaves out the query-only position, as the reference's training pass
+(docs/fidelity.md item 14). Re-run so (``agentrl reproduce dpt_bandit
+--preset cpu --seeds 5 --controls``, 2-core AMD EPYC, two seeds at a
+time; ``repro_dpt_bandit_cpu``): regret 19.3 vs Thompson 9.23,
+``ucb_dpt`` 10.44, UCB1 48.9, random 168 — **2.09x Thompson [1.87,
+2.31]** (not met; per seed 2.36, 2.01, 1.86, 2.01, 2.25); beats rewards
+zeroed / shuffled and an empty context by +151 / +105 / +147 return.
+Against the run before (same seeds and bandits,
+``repro_dpt_bandit_cpu_before_session50``): DPT +2.0 [−1.3, 7.0]
+return, not resolved (``paired_dpt_bandit_session50_vs_before``);
+``ucb_dpt`` −0.91 [−1.29, −0.55] (its forced first pulls cost a little:
+``paired_ucb_dpt_untried_first_vs_before``). The measurements below
+were made before.
 
 - ``smoke``: seconds, H=50; plumbing only.
 - ``cpu``: ``agentrl reproduce dpt_bandit --preset cpu`` —
