@@ -21,9 +21,20 @@ Session 50 brought T2MIR's MoE to its reference's form (docs/fidelity.md,
 item 15): gates ``Linear(d, E) -> tanh -> Linear(E, E)`` without biases, the
 unbiased CV^2 in the balance loss, the contrast over the other half-batch's
 ``B/2`` keys, the bilinear ``W`` drawn N(0, 1), and the contrast on the
-router's softmax (``add_softmax``) where it read the logits. Every
-measurement quoted here was made before these changes (session 50) and has
-not been re-run.
+router's softmax (``add_softmax``) where it read the logits. Re-run so
+(2-core AMD EPYC, two or three processes at a time): on T2MIR's setup
+(``--compare ad_darkroom --preset t2mir_setup --seeds 5``; today's AD too)
+T2MIR-AD 13.4 -> 51.3 [36.0, 65.4] (score 0.55 [0.39, 0.70]), AD 13.8 ->
+52.6 (0.56), difference -1.30 [-21.8, 21.4] (per seed +38.1, -19.2, -1.9,
+-14.1, -9.4; ``sample_then_greedy`` chosen for both in every seed):
+**T2MIR-AD is not shown ahead** with the reference's MoE. Against the
+runs before on the same seeds and goals T2MIR-AD -14.3 [-31.0, 2.1], AD
++5.2 [-7.2, 19.3] (``repro_t2mir_ad_darkroom_vs_ad_darkroom_t2mir_setup_
+reference_moe``, ``paired_t2mir_ad_darkroom_t2mir_setup_reference_moe_
+vs_before``, ``paired_ad_darkroom_t2mir_setup_session50_vs_before``). On
+AD's cpu preset (3 seeds): T2MIR-AD 1.33 -> 8.93, AD 9.95, -1.02 [-5.52,
+3.59]; T2MIR-AD against its run before +0.61 [-5.13, 5.50]. The
+measurements below were made before these changes.
 
 - ``smoke``: seconds; ``cpu``: as ``ad_darkroom`` cpu (compare with it,
   5 training seeds each); ``gpu``: ``ad_darkroom``'s gpu preset with the
