@@ -20,6 +20,7 @@ from agentrl.algos.radt import (
     build_memory,
     piece_keys,
     piece_starts,
+    retrieve_for_training,
 )
 from agentrl.data.retrieval import FrozenEncoder, min_max, reweight, search
 
@@ -175,6 +176,27 @@ def test_training_batches_retrieve_other_steps_of_the_same_task(radt_config):
             for n in hits
         ]
         assert any(ok)
+
+
+def test_training_never_retrieves_its_own_history_from_the_window_on(radt_config):
+    """At evaluation the memory is the agent's finished past: in training a
+    piece of the window's own history that overlaps the window or comes after
+    it (its future) is never retrieved, however similar or same-task."""
+    from agentrl.data.device_sampler import batch_key, draw_index
+
+    device, algo = _sampler(radt_config, task_weight=10.0, top_k=10_000, empty_prob=0.0)
+    data = device.data
+    mem = jax.device_get(data["memory"])
+    own_earlier = 0
+    for step in range(20):
+        index = draw_index(device.spec, data, batch_key(0, step))
+        entries, found = retrieve_for_training(algo, data, index, jax.random.key(step))
+        index, entries, found = jax.device_get((index, entries, found))
+        row, lo = index["rows"][:, None], index["idx"][:, :1]
+        same = mem["row"][entries] == row
+        assert not (found & same & (mem["start"][entries] + algo.piece_len > lo)).any()
+        own_earlier += int((found & same).sum())
+    assert own_earlier > 0  # its own earlier pieces stay candidates
 
 
 def test_empty_slots_are_marked_as_such(radt_config):

@@ -70,6 +70,22 @@ def test_seed_results_round_trip_through_the_cache(tmp_path):
     assert seed_results.load(path, longer) == ({}, {})
 
 
+def test_a_seed_cache_from_other_code_is_evaluated_again(tmp_path, capsys):
+    import json
+
+    r = EvalResult("ad", np.zeros((2, 3)))
+    path = tmp_path / "seed0-results.json"
+    config = reproduce.seed_config("ad_darkroom", "smoke", 0, None)
+    seed_results.save(path, {"ad": r}, {"seed": 0}, config)
+    assert seed_results.load(path, config)[0]  # the same code: reused
+    saved = json.loads(path.read_text())
+    for code in ("0" * 64, None):  # other code; a cache that did not record it
+        saved["code_sha256"] = code
+        path.write_text(json.dumps(saved))
+        assert seed_results.load(path, config) == ({}, {})
+        assert "agentrl's code" in capsys.readouterr().out
+
+
 def _runs(values):
     return [EvalResult("m", np.asarray(v, float)) for v in values]
 
@@ -83,7 +99,8 @@ def test_ad_darkroom_targets_name_value_ci_and_verdict():
     combined = {"ad": ad, "q_learning": q}
     summary = summarize(combined, resample="both")
     score, auc = targets.targets_for("ad_darkroom", summary, combined, [])
-    assert score["target"] == 0.75 and score["met"] == (score["value"] >= 0.75)
+    low = float(score["ci"].strip("[]").split(",")[0])
+    assert score["target"] == 0.75 and score["met"] == (low > 0.75)
     assert auc["met"] and auc["value"] > 0.4 and auc["ci"].startswith("[")
 
 
@@ -123,6 +140,53 @@ def test_online_bandit_target_is_the_paired_regret_ratio_to_thompson(experiment)
     (ratio,) = targets.targets_for(experiment, summary, combined, [])
     assert ratio["target"] == 1.5 and not ratio["met"] and ratio["ci"].startswith("[")
     assert 1.5 < ratio["value"] < 2.6
+
+
+def _spread_scores(mean: float, seeds: int = 2, tasks: int = 6) -> list:
+    """Runs whose last-10 score averages ``mean`` with a CI wide on both sides."""
+    rng = np.random.default_rng(7)
+    spread = rng.normal(0.0, 0.4, (seeds, tasks, 1))
+    spread -= spread.mean()
+    curve = np.full((seeds, tasks, 12), mean) + spread
+    return [EvalResult("m", np.zeros((tasks, 12)), c) for c in curve]
+
+
+@pytest.mark.parametrize(
+    ("experiment", "goal"), [("ad_darkroom", 0.75), ("rl2_darkroom", 0.8)]
+)
+def test_a_score_target_is_met_only_when_its_ci_clears_the_goal(experiment, goal):
+    # the point estimate above the goal, the CI across it: not met
+    combined = {"m": _spread_scores(goal + 0.05)}
+    summary = summarize(combined, resample="both")
+    row = targets.targets_for(experiment, summary, combined, [])[0]
+    low, high = summary["m"]["score_last"]["mean_ci"]
+    assert row["value"] > goal and low < goal < high and not row["met"]
+    sure = {"m": _spread_scores(goal + 2.0)}
+    assert targets.targets_for(experiment, summarize(sure, resample="both"), sure, [])[
+        0
+    ]["met"]
+
+
+@pytest.mark.parametrize(
+    ("experiment", "goal"), [("dpt_bandit", 1.2), ("rl2_bandit", 1.5)]
+)
+def test_a_regret_ratio_is_met_only_when_its_ci_is_below_the_goal(experiment, goal):
+    rng = np.random.default_rng(8)
+    base = rng.uniform(5, 15, (2, 12))
+
+    def runs(final):
+        return [EvalResult("m", np.zeros((12, 1)),
+                           regret=np.outer(f, np.linspace(0, 1, 20)))
+                for f in final]  # fmt: skip
+
+    # the ratio's point estimate under the goal, its CI across it: not met
+    noisy = base * (goal - 0.05) * rng.uniform(0.4, 1.6, base.shape)
+    noisy *= (goal - 0.05) * base.sum() / noisy.sum()
+    combined = {"m": runs(noisy), "thompson": runs(base), "random": runs(base * 10)}
+    summary = summarize(combined, resample="both")
+    row = targets.targets_for(experiment, summary, combined, [])[0]
+    low, high = (float(x) for x in row["ci"].strip("[]").split(","))
+    assert row["value"] < goal and low < goal < high and not row["met"]
 
 
 @pytest.mark.parametrize("rise", [0.0, 5.0])
@@ -482,6 +546,8 @@ def test_a_variant_of_the_learners_algorithm_is_compared_under_its_own_name(
             n: EvalResult(n, np.full((2, 3), 10 * v), np.full((2, 3), v))
             for n, v in values.items()
         }
+        for r in runs.values():  # as every Dark Room evaluation records them
+            r.metadata["task_ids"] = [3, 5]
         return runs, {"seed": seed, "selection": {"choice": {"name": "sample"}}}
 
     monkeypatch.setattr(reproduce, "_seed", fake_seed)
@@ -563,6 +629,8 @@ def test_the_compared_learners_cached_controls_are_not_the_learners(
             f"{label}/{c}" for c in CONTEXT_CONTROLS
         ] * controls
         runs = {n: EvalResult(n, np.ones((2, 3)), np.ones((2, 3)) / 2) for n in names}
+        for r in runs.values():  # as every Dark Room evaluation records them
+            r.metadata["task_ids"] = [3, 5]
         return runs, {"seed": seed, "selection": {"choice": {"name": "sample"}}}
 
     monkeypatch.setattr(reproduce, "_seed", fake_seed)

@@ -24,6 +24,8 @@ def test_set_values_become_overrides_and_a_readable_suffix():
         ("data.seed=7", "train.seed=7"),
         ("train.seed=7", "eval.seed=7"),
         ("train.lr=1e-3", "train.lr=1e+3"),
+        ("algo.batch_size=64", "train.batch_size=64"),
+        ("algo.obs_encoding=onehot", "model.obs_encoding=onehot"),
         (
             'data.source_args=[["epsilon_end", -0.5]]',
             'data.source_args=[["epsilon_end", 0.5]]',

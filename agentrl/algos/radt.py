@@ -10,8 +10,9 @@ from an external memory by maximum inner product search
   training history, keyed by a frozen encoder of their first ``query_len``
   steps. Each batch window (``context_len`` consecutive steps, as AD's
   "any"-start windows) queries it with its last ``query_len`` steps; the
-  ``top_k`` most similar pieces (pieces overlapping the window itself and
-  near-duplicates above ``max_similarity`` excluded) are rescored by
+  ``top_k`` most similar pieces (of the window's own history only those
+  that end before it starts, as at evaluation, where the memory is the
+  agent's past; near-duplicates above ``max_similarity`` excluded) are rescored by
   ``min_max(similarity) + task_weight * same_task`` and the best
   ``num_retrieved`` kept, ordered by ascending return. Retrieval runs inside
   the jitted update (:class:`RetrievalDeviceSampler`); the loss is AD's
@@ -36,7 +37,12 @@ piece's utility return is the reward inside the piece, not its episode's
 return; the window is the last ``context_len`` steps across episode
 boundaries (AD's "any"-start windows; the reference's stays inside one
 episode); exact search over the whole memory (no FAISS index, no
-deduplication pass); an empty slot in a fraction ``empty_prob`` of training
+deduplication pass); the reference leaves out the query's own stored
+trajectory (``exclude_same_trjs`` in its configs), here the window's own
+history only from the window on (its earlier pieces are the agent's past,
+as at evaluation; until session 51 only pieces overlapping the window were
+left out, so 13% of retrievals on Dark Room's cpu-preset data were the window's
+own future); an empty slot in a fraction ``empty_prob`` of training
 rows so that the first episodes at evaluation, with an empty memory, are not
 out of distribution (the reference skips cross-attention there).
 """
@@ -327,22 +333,22 @@ def retrieve_for_training(algo: RADT, data: dict, index: dict, key: jax.Array):
     """``(entries [B, n], found [B, n])`` of the memory for a batch's windows.
 
     The query embeds the window's last ``query_len`` steps, each dropped with
-    ``query_dropout``; pieces that overlap the window in its own history are
-    excluded; ``found`` is False for an empty slot (none left, or dropped
-    with ``empty_prob``).
+    ``query_dropout``; of the window's own history only pieces that end
+    before the window starts are candidates (at evaluation the memory is the
+    agent's finished past: a piece overlapping the window, or after it,
+    would be its own future); ``found`` is False for an empty slot (none
+    left, or dropped with ``empty_prob``).
     """
     mem, rows, idx = data["memory"], index["rows"], index["idx"]
     k_query, k_empty = jax.random.split(key)
     steps = idx[:, -algo.query_len :]
     keep = jax.random.bernoulli(k_query, 1.0 - algo.query_dropout, steps.shape)
     query = query_of(data["encoder"], data, rows, steps, keep)
-    lo, hi = idx[:, :1], idx[:, -1:] + 1  # the window's steps [lo, hi)
-    overlap = (
-        (mem["row"][None] == rows[:, None])
-        & (mem["start"][None] < hi)
-        & (mem["start"][None] + algo.piece_len > lo)
+    lo = idx[:, :1]  # the window's first step
+    not_before = (mem["row"][None] == rows[:, None]) & (
+        mem["start"][None] + algo.piece_len > lo
     )
-    sim, cand = search(query, mem["keys"], ~overlap, algo.top_k, algo.max_similarity)
+    sim, cand = search(query, mem["keys"], ~not_before, algo.top_k, algo.max_similarity)
     task = data["task_id"][rows]
     utility = (mem["task"][cand] == task[:, None]).astype(jnp.float32)
     _, slot, found = reweight(sim, utility, algo.task_weight, algo.num_retrieved)

@@ -373,7 +373,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
         "--rescore",
         action="store_true",
         help="recompute the tables and targets from results already written "
-        "(no training; bandit regret curves are not stored, so not for bandits)",
+        "(no training; refused for bandits, whose regret curves are not stored)",
     )
     parser.add_argument(
         "--set",

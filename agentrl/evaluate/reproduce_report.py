@@ -40,17 +40,14 @@ def result_tag(names: list[str], preset: str, overrides: dict | None) -> str:
     return f"repro_{'_vs_'.join(names)}_{preset}{ablation_suffix(overrides)}"
 
 
+_SECTION_FIELDS = collections.Counter(
+    f.name
+    for section in (DataConfig, TrainConfig, EvalConfig, ModelConfig)
+    for f in dataclasses.fields(section)
+)
 #: Field names more than one section has (``data.seed``, ``train.seed``,
 #: ``eval.seed``): outside ``data`` a suffix names their section too.
-SHARED_FIELDS = frozenset(
-    name
-    for name, count in collections.Counter(
-        f.name
-        for section in (DataConfig, TrainConfig, EvalConfig, ModelConfig)
-        for f in dataclasses.fields(section)
-    ).items()
-    if count > 1
-)
+SHARED_FIELDS = frozenset(name for name, n in _SECTION_FIELDS.items() if n > 1)
 
 
 def ablation_suffix(overrides: dict[str, str] | None) -> str:
@@ -60,12 +57,17 @@ def ablation_suffix(overrides: dict[str, str] | None) -> str:
     ``"_source_args-epsilon_end-m0.5"``; a field of :data:`SHARED_FIELDS`
     outside ``data`` keeps its section: ``{"eval.num_episodes": "30"}`` ->
     ``"_eval_num_episodes30"`` (``data.num_episodes`` gives
-    ``"_num_episodes30"``, as every record before session 48 has it).
+    ``"_num_episodes30"``, as every record before session 48 has it); so does
+    an ``algo`` field that a section also has: ``{"algo.batch_size": "64"}``
+    -> ``"_algo_batch_size64"``, apart from ``train.batch_size``'s
+    ``"_batch_size64"``.
     """
     parts = []
     for field, value in (overrides or {}).items():
         section, _, leaf = field.rpartition(".")
-        if leaf in SHARED_FIELDS and section not in ("", "data"):
+        in_algo = section == "algo" and leaf in _SECTION_FIELDS
+        shared = leaf in SHARED_FIELDS or in_algo
+        if shared and section not in ("", "data"):
             leaf = f"{section.replace('.', '_')}_{leaf}"
         # a sign before a digit is kept apart from the separators below
         value = re.sub(r"-(?=[0-9.])", "m", re.sub(r"\+(?=[0-9.])", "p", value))
@@ -88,8 +90,18 @@ def eval_result(saved: dict) -> EvalResult:
 
 
 def load_written(tag: str) -> tuple[dict, dict, dict]:
-    """``(combined results, run_dirs, protocol)`` back from a reproduction."""
+    """``(combined results, run_dirs, protocol)`` back from a reproduction.
+
+    Raises ``ValueError`` for a bandit's (its regret curves are not stored,
+    only their final values, so its regret targets and plot cannot be
+    recomputed), before anything is written.
+    """
     saved = json.loads((results_dir() / tag / "results.json").read_text())
+    if any("regret_final" in run for runs in saved["runs"].values() for run in runs):
+        raise ValueError(
+            f"--rescore: {tag} holds bandit regret, whose curves are not stored "
+            "(only their final values); run the reproduction again instead"
+        )
     combined = {
         method: [eval_result(run) for run in runs]
         for method, runs in saved["runs"].items()
@@ -137,6 +149,21 @@ def report(
     tag = result_tag(labels, preset, overrides)
     runs = len(next(iter(combined.values())))
     resample = resample_for(runs)
+    summary = summarize(combined, resample=resample)
+    targets = targets_for(names[0], summary, combined, dirs[labels[0]])
+    config = configs[names[0]]
+    verdict, done = _verdict(config, summary, combined, resample, targets)
+    if len(names) > 1:
+        a, b = method_labels(list(configs.values()))
+        d = paired_difference(  # evaluated apart: their tasks must agree
+            combined[a], combined[b], summary[a]["last_k"], resample=resample,
+            shown=True,
+        )  # fmt: skip
+        targets.append(with_ci(
+            f"{a} minus {b}, last-episodes return (reported, no target)",
+            d["mean"], d["low"], d["high"], float("-inf"), True,
+        ))  # fmt: skip
+    # written once every check above has passed: nothing half
     write_results(
         combined,
         results_dir() / tag,
@@ -144,19 +171,6 @@ def report(
         env=_env_of(configs[names[0]]),
         resample=resample,
     )
-    summary = summarize(combined, resample=resample)
-    targets = targets_for(names[0], summary, combined, dirs[labels[0]])
-    config = configs[names[0]]
-    verdict, done = _verdict(config, summary, combined, resample, targets)
-    if len(names) > 1:
-        a, b = method_labels(list(configs.values()))
-        d = paired_difference(
-            combined[a], combined[b], summary[a]["last_k"], resample=resample
-        )
-        targets.append(with_ci(
-            f"{a} minus {b}, last-episodes return (reported, no target)",
-            d["mean"], d["low"], d["high"], float("-inf"), True,
-        ))  # fmt: skip
     rows = _summary_rows(summary)
     label = next(iter(summary))
     notes = _notes(tag, label, config, resample, protocol, verdict, done)

@@ -4,8 +4,9 @@
 record to ``<run>-results.json`` with the config that made them, so seeds
 can run in parallel processes and a last invocation over all of them only
 reports. A cache is read back only under the same config (but
-:data:`CACHE_IGNORES`); otherwise it says which fields changed and the seed
-is evaluated again.
+:data:`CACHE_IGNORES`) and the same agentrl code (the digest of its ``.py``
+files); otherwise it says what changed and the seed is evaluated again (its
+training run is reused as it is).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 import agentrl.configtools as configtools
 import agentrl.evaluate.controls as ctl
 from agentrl.evaluate.reproduce_report import eval_result
+from agentrl.provenance import code_digest
 from agentrl.tables import write_json
 
 #: Settings that change no result of a seed (logging, checkpoint cadence,
@@ -34,19 +36,27 @@ def save(path: Path, results: dict, record: dict, config: Any) -> None:
     """Write a seed's ``{method: EvalResult}``, its protocol ``record`` and
     the ``config`` they were computed with to ``path``."""
     runs = {m: r.to_json() for m, r in results.items()}
-    saved = {"runs": runs, "protocol": record, "config": configtools.to_dict(config)}
+    saved = {
+        "runs": runs,
+        "protocol": record,
+        "config": configtools.to_dict(config),
+        "code_sha256": code_digest([]),
+    }
     write_json(path, saved, indent=None)
 
 
 def load(path: Path, config: Any) -> tuple[dict, dict]:
     """A seed's cached ``(results, record)``, or ``({}, {})`` where they were
-    computed with another config than ``config`` (said, then redone). A
-    cache written before caches recorded their config (before session 48)
-    is reused as it is: a run's ``config.json`` is the completed config
-    and cannot stand in for it."""
+    computed with another config than ``config`` or by other agentrl code
+    (said, then redone; a cache from before caches recorded their code,
+    session 51, counts as other code)."""
     saved = json.loads(path.read_text())
     then = saved.get("config")
     changed = changed_fields(then, config) if then is not None else []
+    code, now = saved.get("code_sha256"), code_digest([])
+    if code != now:
+        was = "not recorded" if code is None else code[:12]
+        changed.append(f"agentrl's code: {was} -> {now[:12]}")
     if changed:
         print(f"{path.name}: computed with {'; '.join(changed)}; evaluated again")
         return {}, {}
