@@ -150,13 +150,17 @@ def test_dpt_samples_room(room):
     assert b["context_reward"].dtype == np.float32
     assert b["query_obs"].shape == (8,) and b["label"].shape == (8,)
     _equal(b, DPTSampler(room, 8, context_size=10, seed=0).batch(0))
+    start = int(grid.cell_id(grid.start_position(5, "center"), 5))
     for row in range(8):
         goal = grid.cell_pos(b["task_id"][row], 5)
-        for t in range(10):  # next_obs is the true successor of (obs, action)
+        for t in range(10):  # next_obs is the successor of (obs, action) ...
             pos = grid.cell_pos(b["context_obs"][row, t], 5)
             nxt = grid.move(pos, b["context_action"][row, t], 5)
-            assert int(grid.cell_id(nxt, 5)) == b["context_next_obs"][row, t]
-            assert b["context_reward"][row, t] == float((nxt == goal).all())
+            reached = bool((nxt == goal).all())
+            # ... but the goal terminates: then the next episode's first obs
+            want = start if reached else int(grid.cell_id(nxt, 5))
+            assert b["context_next_obs"][row, t] == want
+            assert b["context_reward"][row, t] == float(reached)
         query = grid.cell_pos(b["query_obs"][row], 5)
         assert int(grid.steer(query, goal)) == b["label"][row]
     with pytest.raises(ValueError, match="`context_size` must be an integer in"):

@@ -33,6 +33,7 @@ def _write_published(path, rulesets=(2, 5, 7, 11, 13), expert=True, seed=0):
             tiles = rng.integers(0, 13, (HISTORIES, STEPS, 5, 5))
             colors = rng.integers(0, 12, (HISTORIES, STEPS, 5, 5))
             dones = rng.random((HISTORIES, STEPS)) < 0.15
+            dones |= np.arange(STEPS) % 10 == 9  # episodes fit the horizon
             rewards = np.where(dones & (rng.random(dones.shape) < 0.5), 0.7, 0.0)
             data = {
                 "states": (tiles * 12 + colors).astype(np.uint8),
@@ -71,7 +72,8 @@ def test_import_maps_every_field_of_the_schema(published, imported):
     }
     assert m["num_episodes"] == 4 and m["num_steps"] == 40 and m["horizon"] == 10
     split = m["split"]
-    assert sorted(split["train"] + split["test"]) == [2, 5, 7, 11, 13]
+    held_out = split["validation"] + split["test"]
+    assert sorted(split["train"] + held_out) == [2, 5, 7, 11, 13]
     assert len(split["train"]) == 3 and m["has_optimal_action"]
     ids = ds.task_ids("train")
     assert sorted(set(ids.tolist())) == split["train"]
@@ -125,6 +127,51 @@ def test_a_file_off_the_schema_is_refused_naming_the_dataset(tmp_path):
     path = _write_published(tmp_path / "far.hdf5", rulesets=(99,))
     with pytest.raises(ValueError, match=r"ruleset ids \[99\]"):
         xl.import_hdf5(path, tmp_path / "out", env_overrides=LOCAL)
+
+
+def _edit_groups(path, key, edit):
+    """Replace dataset ``key`` of every group of ``path`` by ``edit`` of it."""
+    with h5py.File(path, "a") as f:
+        for group in f.values():
+            value = edit(group[key][:])
+            del group[key]
+            group.create_dataset(key, data=value)
+
+
+@pytest.mark.parametrize(
+    ("key", "edit", "match"),
+    [
+        ("states", lambda x: x[..., 0, 0], r"states is uint8\[3, 47\], the schema "),
+        ("states", lambda x: x[..., 0], r"states is uint8\[3, 47, 5\], the schema "),
+        ("actions", lambda x: x[:, 0], r"0/actions is uint8\[3\], the schema has "),
+        (
+            "states",
+            lambda x: x[..., :3, :3],
+            r"shape \(3, 3, 2\).*observes \(5, 5, 2\)",
+        ),
+        ("dones", np.zeros_like, r"dones: history 0 has an episode from step 0 "),
+    ],
+)
+def test_a_group_that_does_not_fit_the_env_is_refused(tmp_path, key, edit, match):
+    """States without view axes or with another view than the env's, 1-D
+    actions and episodes longer than the env's horizon (10 steps)."""
+    path = _write_published(tmp_path / "bad.hdf5")
+    _edit_groups(path, key, edit)
+    with pytest.raises(ValueError, match=match):
+        xl.import_hdf5(path, tmp_path / "out", env_overrides=LOCAL)
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_import_holds_validation_rulesets_out(imported):
+    """A file without a recorded split gets validation rulesets, as data
+    generated here does (``plan_tasks``)."""
+    from agentrl.envs.tasks import DEFAULT_VALIDATION_SHARE
+
+    split = open_dataset(imported).metadata["split"]
+    parts = [set(split[k]) for k in ("train", "validation", "test")]
+    assert all(parts) and set.union(*parts) == {2, 5, 7, 11, 13}
+    assert sum(map(len, parts)) == 5  # disjoint
+    assert split["validation_share"] == DEFAULT_VALIDATION_SHARE
 
 
 def _tiny(name, path, **more):

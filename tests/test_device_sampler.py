@@ -297,6 +297,8 @@ def test_dpt_contexts_and_queries(room, bandit):
     for data, size in ((room, 4), (bandit, 5)):
         host = DPTSampler(data, 8, size, seed=2)
         done = _done(host)
+        # a terminated step keeps its successor (the next stored observation)
+        cut = done & ~host.record_columns(("terminated",))["terminated"]
         device = DeviceSampler(host)
         fn = jax.jit(
             jax.vmap(lambda s, d=device: draw_index(d.spec, d.data, batch_key(2, s)))
@@ -306,7 +308,7 @@ def test_dpt_contexts_and_queries(room, bandit):
         stored = host.stateless or host.stored_next
         probs = {}
         for r in range(host.num_records):
-            successor = ~done[r] & (np.arange(host.num_steps) < host.num_steps - 1)
+            successor = ~cut[r] & (np.arange(host.num_steps) < host.num_steps - 1)
             steps = np.arange(host.num_steps) if stored else np.flatnonzero(successor)
             starts = len(steps) - size + 1
             for f in range(starts):
@@ -339,16 +341,19 @@ def test_dpt_contexts_and_queries(room, bandit):
 def test_dpt_context_successors_are_the_moves_made(room):
     """A Dark Room hard history stops mid-episode where its episodes ended
     early: its last step's successor is not stored, so no context holds it
-    (the device sampler once read the step itself as its successor)."""
+    (the device sampler once read the step itself as its successor). The
+    goal terminates: there the successor is the next episode's start."""
     host = DPTSampler(room, 16, 4, seed=3)
     assert not _done(host)[:, -1].all()  # some histories are cut mid-episode
     device = DeviceSampler(host)
     size = ROOM.size
     one = lambda c, a: grid.cell_id(grid.move(grid.cell_pos(c, size), a, size), size)  # noqa: E731
     moves = jax.jit(jax.vmap(jax.vmap(one)))
+    start = grid.cell_id(grid.start_position(size, "center"), size)
     for step in range(8):
         for batch in (host.batch(step), device.batch(step)):
             moved = moves(batch["context_obs"], batch["context_action"])
+            moved = np.where(batch["context_reward"] > 0, start, moved)
             np.testing.assert_array_equal(batch["context_next_obs"], moved)
 
 

@@ -28,7 +28,8 @@ give different (equally distributed) batch streams:
   distinct episodes drawn uniformly, in history order or by ascending
   return (T2MIR-AD's MuJoCo windows);
 - DPT / T2MIR-DPT: ``context_size`` consecutive steps with a known
-  successor, a uniform query step and its oracle action;
+  successor (a terminated step's is the next stored observation,
+  :func:`valid_tables`), a uniform query step and its oracle action;
 - ``paired``: rows ``2i, 2i + 1`` from two different records of one task
   where it has several (:func:`~agentrl.data.samplers.pair_rows`).
 
@@ -157,25 +158,59 @@ def episode_tables(
     return tables
 
 
-def valid_tables(done: np.ndarray, context_size: int) -> dict[str, np.ndarray]:
-    """Steps with a known successor of each record: neither episode-final
-    nor the record's last step (a history of an environment whose episodes
-    end early stops mid-episode; its last step's successor is not stored).
+def valid_tables(
+    done: np.ndarray, context_size: int, terminated: np.ndarray | None = None
+) -> dict[str, np.ndarray]:
+    """DPT's context steps of each record: the steps whose successor is stored.
+
+    ``done [R, S]`` (bool) ends episodes, ``terminated [R, S]`` (bool;
+    ``None``: no step terminated) those that ended in the environment.
+    Excluded are the steps only truncated (at the time limit: the successor
+    is a state the history never shows) and the record's last step (a
+    history of an environment whose episodes end early stops mid-episode).
+    A terminated step stays (nothing follows a terminal state): its
+    successor is read as the next stored step's observation, the next
+    episode's first -- the XLand DPT baseline's rule (``next_states =
+    states[context_indexes + 1]``, dunnolab/xland-minigrid-datasets
+    ``baselines/dpt``), so training contexts show the goal's reward, which
+    on families ending at the goal comes only on the terminated step.
+    Evaluation's context (:mod:`agentrl.agents.context_set`) holds the true
+    final observation there instead.
 
     Returns ``valid [R, S]`` (int32, the record's valid steps first, in
     order) and ``num_valid [R]``. Raises ``ValueError`` if a record has
     fewer than ``context_size`` of them.
     """
-    done = np.array(done, bool)  # a copy
-    done[:, -1] = True
-    num_valid = (~done).sum(1).astype(np.int32)
+    cut = np.array(done, bool)  # a copy
+    if terminated is not None:
+        cut &= ~np.asarray(terminated, bool)
+    cut[:, -1] = True
+    num_valid = (~cut).sum(1).astype(np.int32)
     if num_valid.min(initial=context_size) < context_size:
         raise ValueError(
             f"a history has {int(num_valid.min())} steps with a known successor, "
             f"fewer than context_size={context_size}"
         )
-    order = np.argsort(done, axis=1, kind="stable").astype(np.int32)
+    order = np.argsort(cut, axis=1, kind="stable").astype(np.int32)
     return {"valid": order, "num_valid": num_valid}
+
+
+def check_episode_counts(done: np.ndarray, num_episodes: int, stride: int) -> None:
+    """``ValueError`` naming the first record of ``done [R, S]`` with fewer
+    complete episodes than a window of ``num_episodes`` episodes
+    ``stride`` apart spans (its episodes ran past the horizon), which the
+    samplers would otherwise repeat (device) or fail on (host)."""
+    need = (num_episodes - 1) * stride + 1
+    count = np.asarray(done, bool).sum(1)
+    short = np.flatnonzero(count < need)
+    if short.size:
+        r = int(short[0])
+        raise ValueError(
+            f"record {r} has {int(count[r])} complete episodes; a window of "
+            f"num_episodes={num_episodes} with episode_stride={stride} needs "
+            f"{need} ({short.size} of {len(count)} records are short: "
+            "episodes longer than the horizon?)"
+        )
 
 
 def pair_tables(task_ids: np.ndarray) -> dict[str, np.ndarray]:
@@ -198,21 +233,30 @@ def pair_tables(task_ids: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def index_tables(
-    spec: BatchSpec, done: np.ndarray, task_ids: np.ndarray, reward: Any = None
+    spec: BatchSpec,
+    done: np.ndarray,
+    task_ids: np.ndarray,
+    reward: Any = None,
+    terminated: Any = None,
 ) -> dict:
-    """The tables :func:`draw_index` needs for ``spec`` (numpy); ``reward
-    [R, S]`` only for ``episode_window="subset_by_return"``, which needs it."""
+    """The tables :func:`draw_index` needs for ``spec`` (numpy) from ``done
+    [R, S]``; ``reward [R, S]`` only for ``episode_window="subset_by_return"``
+    and ``terminated [R, S]`` only for DPT on trajectories, which need them."""
     tables = {"task_id": np.asarray(task_ids, np.int32)}
     if spec.paired:
         tables.update(pair_tables(np.asarray(task_ids)))
-    if not spec.contiguous:
-        if spec.kind == "windows":
-            by_return = spec.episode_window == "subset_by_return"
-            if by_return and reward is None:
-                raise ValueError("episode_window='subset_by_return' needs `reward`")
-            tables.update(episode_tables(done, reward if by_return else None))
-        else:
-            tables.update(valid_tables(done, spec.length))
+    if spec.contiguous:
+        return tables
+    if spec.kind == "context_set":
+        if terminated is None:  # else the terminated steps would go missing
+            raise ValueError("DPT's context tables need `terminated` [R, S]")
+        tables.update(valid_tables(done, spec.length, terminated))
+        return tables
+    check_episode_counts(done, spec.num_episodes, spec.episode_stride)
+    by_return = spec.episode_window == "subset_by_return"
+    if by_return and reward is None:
+        raise ValueError("episode_window='subset_by_return' needs `reward`")
+    tables.update(episode_tables(done, reward if by_return else None))
     return tables
 
 
@@ -380,12 +424,16 @@ def _dpt_batch(spec, data, index, window, task_id) -> dict[str, Any]:
 def split_arrays(sampler: Any) -> dict[str, Any]:
     """The fields ``spec_of(sampler)`` reads, ``[R, S, ...]`` numpy, decoded once.
 
-    ``done`` is ``terminated | truncated``; ``task_id [R]`` per record.
+    ``done`` is ``terminated | truncated``; ``task_id [R]`` per record; DPT
+    also gets ``terminated`` (for :func:`valid_tables`).
     """
     decoded = sampler.decoded()
     done = np.logical_or(decoded["terminated"], decoded["truncated"])
-    out = {f: decoded[f] for f in spec_of(sampler).fields if f != "done"}
+    spec = spec_of(sampler)
+    out = {f: decoded[f] for f in spec.fields if f != "done"}
     out["done"] = done
+    if spec.kind == "context_set":
+        out["terminated"] = decoded["terminated"]
     return out
 
 
@@ -406,8 +454,13 @@ class DeviceSampler:
         self.spec, self.seed = spec_of(sampler), sampler.seed
         self.batch_shapes = sampler.batch_shapes
         arrays = split_arrays(sampler)
+        terminated = arrays.pop("terminated", None)
         tables = index_tables(
-            self.spec, arrays["done"], sampler.task_ids, arrays.get("reward")
+            self.spec,
+            arrays["done"],
+            sampler.task_ids,
+            arrays.get("reward"),
+            terminated,
         )
         if self.spec.kind == "context_set":
             del arrays["done"]  # read only through the tables

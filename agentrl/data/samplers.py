@@ -34,19 +34,27 @@ oracle's action there::
     context_obs [B, N, ...], context_action [B, N, ...], context_reward [B, N],
     context_next_obs [B, N, ...], query_obs [B, ...], label [B, ...], task_id [B]
 
-The successor of an episode's last step is not stored in a history, so the
-context skips episode-final steps (and a history's last step, which may
-end it mid-episode) except where observations never change
-(bandits), where ``next_obs == obs``, and where the dataset stores every
-step's successor (``next_obs``: DPT's uniform roll-in of independent
-transitions).
+A context step's successor is read as the next stored step's observation,
+so the context skips the steps where the history does not hold it: episode
+ends by truncation only (the time limit: the episode would have gone on
+from a state it never shows) and a history's last step (which may end it
+mid-episode). A terminated step stays, its successor read as the next
+episode's first observation (nothing follows a terminal state): the XLand
+DPT baseline's rule, under which the goal's reward, given on the
+terminated step, is in training contexts; evaluation's context holds the
+true final observation there instead
+(:func:`~agentrl.data.device_sampler.valid_tables`). Where observations
+never change (bandits) ``next_obs == obs``, and where the dataset stores
+every step's successor (``next_obs``: DPT's uniform roll-in of independent
+transitions) the context is any consecutive steps.
 
 Every batch is checked against the sampler's ``batch_shapes`` (the shapes
 above, ``...`` for trailing axes) with ``chex.assert_shape`` before it leaves
 the sampler (:func:`check_batch`).
 
-Records are decoded once into memory when the split is at most
-``cache_bytes`` (default 2 GiB), all at once with no per-record loop
+Records are decoded once into memory when the decoded split (estimated
+from its first record; the files are compressed several times smaller) is
+at most ``cache_bytes`` (default 2 GiB), all at once with no per-record loop
 (:func:`~agentrl.data.columns.split_columns`), else read per batch from the
 ArrayRecord files through ``tfds.data_source``; ``iterator`` prefetches
 batches on ``grain`` threads.
@@ -61,7 +69,12 @@ import jax
 import numpy as np
 
 from agentrl.data.columns import split_columns
-from agentrl.data.device_sampler import skip_window, valid_tables
+from agentrl.data.device_sampler import (
+    check_episode_counts,
+    skip_window,
+    spec_of,
+    valid_tables,
+)
 from agentrl.data.reader import HistoryDataset
 
 DEFAULT_CACHE_BYTES = 2 << 30
@@ -99,13 +112,18 @@ class _Sampler:
             raise ValueError(f"split {split!r} of {dataset.path} has no records")
         self.num_steps = dataset.num_steps
         self.task_ids = dataset.task_ids(split)  # per record
-        self._cache = None
-        record_bytes = dataset.metadata["files"]
-        size = sum(v["bytes"] for k, v in record_bytes.items() if f"-{split}." in k)
+        self._cache, self._done = None, None
         if cache_bytes is None:  # read at call time: tests may lower it
             cache_bytes = DEFAULT_CACHE_BYTES
-        if size <= cache_bytes:
+        if self.decoded_bytes() <= cache_bytes:
             self._cache = self._decode_split()
+
+    def decoded_bytes(self) -> int:
+        """The split's size decoded (what the cache holds), estimated as its
+        first record's: the files on disk are compressed, often 7-10x smaller."""
+        first = self._decode(np.zeros(1, np.int64))
+        leaves = jax.tree.leaves({f: first[f] for f in self.fields if f != "task_id"})
+        return sum(x.nbytes for x in leaves) * self.num_records
 
     def _decode_split(self) -> dict[str, Any]:
         """Every record, decoded at once (``split_columns``)."""
@@ -137,9 +155,11 @@ class _Sampler:
 
     def done_flags(self, chunk: int = 256) -> np.ndarray:
         """``[R, step]`` bool: episode ends (terminated or truncated) of every
-        record."""
-        flags = self.record_columns(("terminated", "truncated"), chunk)
-        return np.logical_or(flags["terminated"], flags["truncated"])
+        record (read once: kept for later calls)."""
+        if self._done is None:
+            flags = self.record_columns(("terminated", "truncated"), chunk)
+            self._done = np.logical_or(flags["terminated"], flags["truncated"])
+        return self._done
 
     @property
     def cached(self) -> bool:
@@ -391,6 +411,11 @@ class ADSampler(_Sampler):
         self.episode_stride, self.window_start = episode_stride, window_start
         self.episode_window = episode_window
         super().__init__(dataset, batch_size, split, seed, sharding, cache_bytes)
+        if not spec_of(self).contiguous:  # episode windows: enough episodes?
+            try:
+                check_episode_counts(self.done_flags(), num_episodes, episode_stride)
+            except ValueError as err:
+                raise ValueError(f"{dataset.path} split {split!r}: {err}") from None
 
     def _episode_windows(self, rng, done: np.ndarray, reward: np.ndarray | None):
         """``(idx [B, T], mask [B, T])`` of ``num_episodes`` episodes,
@@ -579,6 +604,8 @@ class DPTSampler(_Sampler):
             self.fields = (*self.fields, "next_obs")
         steps, episodes = dataset.num_steps, dataset.metadata["num_episodes"]
         contiguous = self.stateless or self.stored_next
+        # at most `episodes` steps lack a stored successor: each truncated
+        # episode fills the horizon (terminated steps keep theirs)
         usable = steps if contiguous else steps - episodes
         if not isinstance(context_size, int) or not 1 <= context_size <= usable:
             raise ValueError(
@@ -593,12 +620,14 @@ class DPTSampler(_Sampler):
         self.context_size, self.paired, self.query = context_size, paired, query
         super().__init__(dataset, batch_size, split, seed, sharding, cache_bytes)
 
-    def _context_index(self, rng, done: np.ndarray) -> np.ndarray:
+    def _context_index(self, rng, done, terminated) -> np.ndarray:
+        """``[B, N]`` context steps of rows with ``done``, ``terminated [B, S]``
+        (:func:`~agentrl.data.device_sampler.valid_tables`)."""
         n = self.context_size
         if self.stateless or self.stored_next:
             offsets = rng.integers(0, self.num_steps - n + 1, done.shape[0])
             return offsets[:, None] + np.arange(n)
-        tables = valid_tables(done, n)  # raises if a history has too few
+        tables = valid_tables(done, n, terminated)  # raises if a row has too few
         first = (rng.random(done.shape[0]) * (tables["num_valid"] - n + 1)).astype(int)
         return np.take_along_axis(tables["valid"], first[:, None] + np.arange(n), 1)
 
@@ -612,7 +641,7 @@ class DPTSampler(_Sampler):
         query = rng.integers(0, self.num_steps - n * beyond, self.batch_size)
         data = self._fetch(rows)
         done = np.logical_or(data["terminated"], data["truncated"])
-        idx = self._context_index(rng, done)
+        idx = self._context_index(rng, done, data["terminated"])
         if beyond:
             query = skip_window(query, idx[:, 0], n)
         if self.stored_next:

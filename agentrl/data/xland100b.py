@@ -12,12 +12,13 @@ task's learning histories, each one uninterrupted stream of steps::
     dones           bool     [history, step]   terminated or truncated
     expert_actions  uint8    [history, step]   the final policy's action
 
-(XLand-100B: 32 histories of 121,856 steps per task; XLand-Trivial-20B:
-60,928.) :func:`import_hdf5` turns such a file into an agentrl dataset
-(:func:`agentrl.data.write_histories`, one record per learning history,
-read chunk by chunk), which AD and DPT then train on unchanged
-(``data.path`` may also name the ``.hdf5`` file: ``fit`` imports it into
-the run directory once). The mapping:
+(XLand-100B: 32 histories of 121,856 steps per task, on
+``XLand-MiniGrid-R1-13x13``, ``medium-1m``; XLand-Trivial-20B: 60,928, on
+``XLand-MiniGrid-R1-9x9``, ``trivial-1m``.) :func:`import_hdf5` turns such
+a file into an agentrl dataset (:func:`agentrl.data.write_histories`, one
+record per learning history, read chunk by chunk), which AD and DPT then
+train on unchanged (``data.path`` may also name the ``.hdf5`` file: ``fit``
+imports it into the run directory once). The mapping:
 
 - ``obs``: the state decompressed to xminigrid's ``[view, view, 2]``
   (tile, colour); ``action``, ``reward`` widened to int32 / float32;
@@ -28,15 +29,20 @@ the run directory once). The mapping:
 - ``task_id``: the ruleset id, ``params``: the env's params of that ruleset.
 
 agentrl's records have ``num_episodes * horizon`` steps: a stream whose
-length is not a multiple of the env's horizon is cut to the largest one
-(XLand-100B: 121,856 = 501 x 243 + 113; the last 113 steps are dropped).
+length is not a multiple of the env's horizon (xminigrid's ``max_steps``,
+``3 * height * width``) is cut to the largest one (XLand-100B, horizon 507:
+121,856 = 240 x 507 + 176; XLand-Trivial-20B, horizon 243: 60,928 =
+250 x 243 + 178; the remainders are dropped). The import checks that the
+states' view is the env's and that no episode (a run of steps up to a
+``done``) of the imported steps is longer than the env's horizon.
 The env is rebuilt as ``make("xland", env_id=<env-id>,
 rulesets=<benchmark-id>)`` (xminigrid reads or downloads that benchmark),
 or from the ``agentrl-env`` attribute files written by :func:`write_hdf5`
 carry, or from ``env_overrides``. The split: the file's ruleset ids split
-``split_fraction`` / rest with ``seed``; records of the train rulesets are
-written, the others are the held-out tasks (or the ``agentrl-split`` a file
-of :func:`generate_hdf5` records).
+``split_fraction`` / rest with ``seed``, the rest halved into validation and
+test rulesets (``DEFAULT_VALIDATION_SHARE``, as generated data); records of
+the train rulesets are written, the others are the held-out tasks (or the
+``agentrl-split`` a file of :func:`generate_hdf5` records).
 
 :func:`generate_hdf5` writes agentrl's own histories (e.g. its PPO source
 on XLand-MiniGrid) in the same schema, one PPO learner per history (the
@@ -59,7 +65,7 @@ import numpy as np
 import agentrl.envs as envs
 from agentrl.data.task_plan import plan_tasks, task_params
 from agentrl.data.writer import HistoriesFn, write_histories
-from agentrl.envs.tasks import TaskSplit, split_task_ids
+from agentrl.envs.tasks import DEFAULT_VALIDATION_SHARE, TaskSplit, split_task_ids
 from agentrl.history import History, check_history
 
 #: xminigrid's ``NUM_COLORS``: a compressed cell is ``tile * 12 + colour``.
@@ -249,21 +255,68 @@ def _check_group(file: Path, name: str, group: Any) -> None:
                 f"{file}: group {name!r} has no {key!r} dataset (an XLand-100B "
                 f"file has {', '.join(SCHEMA)})"
             )
-    shape = group["actions"].shape
-    for key, dtype in SCHEMA.items():
+    shape = group["actions"].shape  # [history, step]: the others' leading axes
+    for key in ("actions", *SCHEMA):
         if key not in group:
             continue
-        ds = group[key]
-        want = shape + ((ds.shape[2:]) if key == "states" else ())
-        if ds.shape != want or ds.dtype != np.dtype(dtype):
+        ds, dtype = group[key], np.dtype(SCHEMA[key])
+        want = _schema_shape(key, ds.shape, shape)
+        if len(shape) != 2 or ds.shape != want or ds.dtype != dtype:
             axes = "history, step, view, view" if key == "states" else "history, step"
+            lead = "" if key == "actions" else f" with [history, step] = {list(shape)}"
             raise ValueError(
                 f"{file}: {name}/{key} is {ds.dtype}{list(ds.shape)}, the schema "
-                f"has {np.dtype(dtype)}[{axes}] with [history, step] = {list(shape)}"
+                f"has {dtype}[{axes}]{lead}"
             )
     for key in ("env-id", "ruleset-id"):
         if key not in group.attrs:
             raise ValueError(f"{file}: group {name!r} has no attribute {key!r}")
+
+
+def _schema_shape(key: str, got: tuple, shape: tuple) -> tuple:
+    """The shape dataset ``key`` must have: ``shape`` ``[history, step]``,
+    ``states`` with two equal view axes after it (``got``'s first view axis)."""
+    if key != "states":
+        return shape
+    view = got[2] if len(got) > 2 else -1  # no view axes: never matches
+    return (*shape, view, view)
+
+
+def _check_fit(
+    file: Path, f: Any, names: list[str], env: Any, steps: int, env_name: str
+) -> None:
+    """Groups ``names`` fit ``env``: their view is its own, and no episode
+    of their first ``steps`` steps is longer than its horizon (``ValueError``
+    naming the group)."""
+    want = tuple(env.observation_space(env.default_params).shape)
+    for name in names:
+        view = tuple(f[name]["states"].shape[2:]) + (2,)  # decompressed
+        if view != want:
+            raise ValueError(
+                f"{file}: {name}/states decompresses to observations of shape "
+                f"{view}; {env_name} (view_size {getattr(env, 'view_size', '?')}) "
+                f"observes {want}"
+            )
+        _check_episodes(file, name, f[name]["dones"][:, :steps], env.horizon)
+
+
+def _check_episodes(file: Path, name: str, dones: np.ndarray, horizon: int) -> None:
+    """``ValueError`` if a history of ``dones [history, step]`` has an
+    episode (steps up to and including a done) longer than ``horizon``."""
+    done = np.asarray(dones, bool)
+    t = np.arange(done.shape[1], dtype=np.int32)
+    ends = np.maximum.accumulate(np.where(done, t, -1), axis=1)
+    before = np.pad(ends[:, :-1], ((0, 0), (1, 0)), constant_values=-1)
+    # step t is step (t - before) of its episode; one not done must be < horizon
+    over = (t - before) + ~done > horizon
+    if over.any():
+        h, step = (int(i[0]) for i in np.nonzero(over))
+        raise ValueError(
+            f"{file}: {name}/dones: history {h} has an episode from step "
+            f"{int(before[h, step]) + 1} longer than the env's horizon {horizon} "
+            "(is the env the file's? XLand-100B is XLand-MiniGrid-R1-13x13, "
+            "horizon 507)"
+        )
 
 
 def read_group(group: Any, env: Any, steps: int, rows: slice | None = None) -> History:
@@ -358,17 +411,21 @@ def _import_steps(
 def _import_split(
     f: Any, rulesets: dict[str, int], split_fraction: float, seed: int
 ) -> TaskSplit:
-    """The file's ``agentrl-split``, else its ruleset ids split with ``seed``."""
+    """The file's ``agentrl-split``, else its ruleset ids split with ``seed``
+    into train / validation / test."""
     split = _read_attr(f, "agentrl-split")
     if split is not None:
         return TaskSplit.from_json(split)
     ids = np.asarray(sorted(set(rulesets.values())), np.int32)
-    local = split_task_ids(len(ids), split_fraction, seed)
+    # held-out validation rulesets, as generated data's (plan_tasks)
+    local = split_task_ids(len(ids), split_fraction, seed, DEFAULT_VALIDATION_SHARE)
     return TaskSplit(
         train=ids[local.train],
         test=ids[local.test],
         seed=seed,
         train_fraction=split_fraction,
+        validation=ids[local.validation],
+        validation_share=local.validation_share,
     )
 
 
@@ -456,6 +513,7 @@ def import_hdf5(
         split = _import_split(f, rulesets, split_fraction, seed)
         train = set(split.train.tolist())
         keep = [n for n in names if rulesets[n] in train]
+        _check_fit(file, f, keep, env, steps, env_name)
         task_ids = [rulesets[n] for n in keep for _ in range(f[n]["actions"].shape[0])]
         metadata = _import_metadata(
             file,

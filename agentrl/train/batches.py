@@ -77,8 +77,13 @@ class StreamedBatches:
         self.spec, seed = spec_of(sampler), sampler.seed
         by_return = self.spec.episode_window == "subset_by_return"
         reward = sampler.record_columns(("reward",))["reward"] if by_return else None
+        # DPT on trajectories: its terminated steps stay context steps
+        steps = self.spec.kind == "context_set" and not self.spec.contiguous
+        terminated = (
+            sampler.record_columns(("terminated",))["terminated"] if steps else None
+        )
         self.tables = index_tables(
-            self.spec, sampler.done_flags(), sampler.task_ids, reward
+            self.spec, sampler.done_flags(), sampler.task_ids, reward, terminated
         )
         self._index = jax.jit(lambda t, s: draw_index(self.spec, t, batch_key(seed, s)))
         self._gather = jax.jit(lambda d, i: gather(self.spec, d, i))
