@@ -55,6 +55,16 @@ greedy rule needs its 300k updates; the reproduction chose
   sampling) the same preset gave 0.955x (10.19 [9.20, 11.1]) and no seed
   passed 0.958x; with consecutive episodes 0.90
   (``repro_ad_eps_darkroom_cpu_episode_stride1.md``, the old settings).
+  **That stride was chosen on test goals**: the comparison of 3 seeds that
+  picked it (+0.58 [-0.11, 1.39] for stride 2) read goals that are, under
+  today's three-way split, the validation and test goals of seeds 0-2, so
+  the 1.34x above is not a clean test number. On fresh seeds 5-9, run
+  once with the preset fixed beforehand (session 51, AMD EPYC;
+  ``agentrl reproduce ad_eps_darkroom --preset cpu --seeds 5 --first-seed
+  5``; ``repro_ad_eps_darkroom_cpu_fresh_seeds``): ``sample_then_greedy``
+  chosen and resolved in every seed, last-10 return 2.18 -> 12.44 [9.18,
+  15.3] (noisy oracle 10.59), **1.16x [0.85, 1.43]** the data's best: not
+  met (per seed 8.25, 13.84, 15.25, 10.38, 14.50).
 - ``gpu``: ``ad_darkroom``'s gpu model (4 layers, 8 heads, width 512,
   batch 512, lr 3e-4, AdamW wd 1e-4, a cosine to 0.1) on the reference's
   data layout cut to 2,000 episodes: one history

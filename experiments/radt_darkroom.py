@@ -31,28 +31,30 @@ Presets (``agentrl train radt_darkroom --preset P``; compare with AD by
   --controls``: about 4 minutes a seed with its controls on a quiet 2-core
   machine (12 a seed without them at load ~12). The memory holds 260 x
   239 = 62k pieces. The paper's claim: in-context improvement comparable
-  to AD's with a fraction of AD's context. Measured (session 40, 5 seeds
-  x 8 test goals, validation chose ``sample`` in every seed,
-  ``benchmarks/results/repro_radt_darkroom_cpu``): return 0.75 -> 7.69
-  [5.07, 10.5] over the last 10 of 50 episodes, score 0.44 [0.29, 0.61];
-  per seed 11.39 / 6.35 / 5.38 / 7.96 / 7.38 (seeds 0-1 equal to the
-  2026-11-27 3-seed run's, seed 2 then 5.47). It beats rewards zeroed /
-  shuffled / an empty context by +7.5 / +7.2 / +7.4 (CIs above 0): the
-  rise needs the rewards in context; it does **not** beat expert
-  distillation (+0.16 [-3.69, 3.79]; RA-DT trained on the histories' last
-  fifth reaches 7.53): no in-context learning beyond expert data. AD
-  (80-step context) on the same seeds, data, splits and test goals (the
-  ``repro_ad_darkroom_cpu`` as committed before session 45, 5 seeds,
-  trained 2026-11-24; git f915d80; re-run since over 8 seeds):
-  1.28 -> 10.76; RA-DT minus AD -3.08 [-6.65, 0.88]
-  (``paired_radt_vs_ad_darkroom``; 3 seeds gave -3.99 [-7.14, -0.82]):
+  to AD's with a fraction of AD's context. Measured (session 51, after
+  training retrieval was kept to the window's past, docs/fidelity.md item
+  16; 5 seeds x 8 test goals, validation chose ``sample`` in every seed,
+  none resolved; ``benchmarks/results/repro_radt_darkroom_cpu``): return
+  0.73 -> 8.21 [5.37, 11.1] over the last 10 of 50 episodes, score 0.47
+  [0.31, 0.63]; per seed 11.53 / 7.28 / 10.34 / 5.74 / 6.15. It beats
+  rewards zeroed / shuffled / an empty context by +8.0 / +7.9 / +8.0 (CIs
+  above 0): the rise needs the rewards in context; it does **not** beat
+  expert distillation (-1.49 [-4.07, 1.49]; RA-DT trained on the
+  histories' last fifth reaches 9.69): no in-context learning beyond
+  expert data. Against session 40's run (retrieval then free to return
+  the window's own future; 7.69 [5.07, 10.5]) +0.52 [-2.11, 3.33], same
+  seeds and goals (``paired_radt_darkroom_session51_vs_before_and_ad``).
+  AD (80-step context) on the same seeds, data, splits and test goals
+  (``repro_ad_darkroom_cpu``, its first 5 seeds): 10.10; RA-DT minus AD
+  -1.90 [-5.21, 1.81] (session 40: -3.08 [-6.65, 0.88]):
   behind AD in the mean, not resolved either way. Context lengths
   (session 34, 3 seeds, docs/results.md): RA-DT with ``--set
   algo.context_len=30`` (40 tokens) 9.28; AD with 1 / 2 / 4 episodes (20
   / 40 / 80 steps) 8.88 / 9.78 / 9.95, all on one session's code; no
   paired difference resolved (RA-DT 40 minus AD 40 -0.50 [-5.25, 4.51];
   AD 80 minus RA-DT 20 +2.25 [-4.11, 8.29], RA-DT 20 minus AD 20 -1.17
-  [-5.51, 3.29], both re-paired on the 5-seed record's seeds 0-2): AD
+  [-5.51, 3.29], both re-paired on session 40's 5-seed record's seeds
+  0-2, now ``repro_radt_darkroom_cpu_before_session51``): AD
   with the same short context does as well, so the retrieval buys
   nothing measurable on this room.
 - ``gpu``: ``ad_darkroom``'s gpu sizes (2,600 histories of 100 episodes, the

@@ -34,6 +34,11 @@ def test_rescore_recomputes_the_same_summary_and_targets(tmp_path):
     assert rc == 0
     after = json.loads((tmp_path / f"{tag}.json").read_text())
     assert after["results"]["summary"] == before["results"]["summary"]
+    # where and when it was measured stay; the rescore is recorded beside
+    for key in ("machine", "date", "agentrl_version"):
+        assert after[key] == before[key]
+    assert after["rescored"]["date"] >= before["date"]
+    assert before["date"] in (tmp_path / f"{tag}.md").read_text()
     assert [(t["name"], t["value"], t["ci"]) for t in after["targets"]] == [
         (t["name"], t["value"], t["ci"]) for t in before["targets"]
     ]

@@ -404,8 +404,8 @@ def run(args: argparse.Namespace) -> int:
     target_kind(names[0])
     if args.rescore:
         tag = result_tag([c.name for c in configs], args.preset, overrides)
-        combined, dirs, protocol = load_written(tag)
-        report(experiments, args.preset, combined, dirs, overrides, protocol)
+        combined, dirs, protocol, measured = load_written(tag)
+        report(experiments, args.preset, combined, dirs, overrides, protocol, measured)
         return 0
     combined: dict[str, list] = {}
     dirs: dict[str, list[Path]] = {}

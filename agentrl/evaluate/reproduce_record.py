@@ -41,24 +41,32 @@ def write_record(
     table_rows: list[dict[str, Any]],
     notes: str = "",
     out_dir: Path | None = None,
+    measured: dict[str, Any] | None = None,
 ) -> Path:
     """Write ``<name>.json`` and ``<name>.md`` into ``out_dir`` (default:
-    :func:`~agentrl.project.results_dir`); return the JSON path."""
+    :func:`~agentrl.project.results_dir`); return the JSON path.
+
+    ``measured``: the ``machine``, ``date`` and ``agentrl_version`` of the
+    record these results were first written in (a rescore keeps them; this
+    machine and date go to ``"rescored"``)."""
     out_dir = Path(out_dir or results_dir())
-    payload = {
-        "name": name,
+    now = {
         "machine": machine_info(),
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "agentrl_version": __version__,
-        "results": results,
-        "targets": targets,
     }
+    payload = {"name": name, **(measured or now), "results": results}
+    payload["targets"] = targets
+    if measured:
+        payload["rescored"] = now
     path = write_json(out_dir / f"{name}.json", payload)
+    machine = payload["machine"]
     md = [
         f"# {name}",
         "",
-        f"{payload['date']} · {payload['machine']['cpu']} · "
-        f"{payload['machine']['cores']} cores · {payload['machine']['device_kind']}",
+        f"{payload['date']} · {machine['cpu']} · {machine['cores']} cores · "
+        f"{machine['device_kind']}"
+        + (f" (rescored {now['date']})" if measured else ""),
         "",
         markdown_table(table_rows),
         "",

@@ -89,8 +89,9 @@ def eval_result(saved: dict) -> EvalResult:
     )
 
 
-def load_written(tag: str) -> tuple[dict, dict, dict]:
-    """``(combined results, run_dirs, protocol)`` back from a reproduction.
+def load_written(tag: str) -> tuple[dict, dict, dict, dict]:
+    """``(combined results, run_dirs, protocol, measured)`` back from a
+    reproduction (``measured``: its record's machine, date and version).
 
     Raises ``ValueError`` for a bandit's (its regret curves are not stored,
     only their final values, so its regret targets and plot cannot be
@@ -108,7 +109,8 @@ def load_written(tag: str) -> tuple[dict, dict, dict]:
     }
     meta = json.loads((results_dir() / f"{tag}.json").read_text())
     dirs = {k: [Path(p) for p in v] for k, v in meta["results"]["run_dirs"].items()}
-    return combined, dirs, meta["results"].get("protocol", {})
+    measured = {k: meta[k] for k in ("machine", "date", "agentrl_version")}
+    return combined, dirs, meta["results"].get("protocol", {}), measured
 
 
 def _env_of(config: Any) -> Any:
@@ -134,6 +136,7 @@ def report(
     dirs: dict,
     overrides: dict[str, str] | None = None,
     protocol: dict | None = None,
+    measured: dict | None = None,
 ) -> None:
     """Tables, plots and targets of a reproduction, under ``results/<tag>``.
 
@@ -142,7 +145,8 @@ def report(
     ``protocol`` are keyed by the experiments' own names (``config.name``),
     which also name the result. ``overrides`` (``--set``) apply here as in
     training: they name the result and decide its environment and which
-    controls apply."""
+    controls apply. ``measured``: a rescore's record's first machine, date
+    and version (kept; :func:`write_record`)."""
     suffix = ablation_suffix(overrides)
     names, configs = list(experiments), experiments
     labels = [configs[n].name for n in names]  # ``names`` may be .py paths
@@ -185,6 +189,7 @@ def report(
         targets,
         rows,
         notes="\n\n".join(notes),
+        measured=measured,
     )
     print(markdown_table(rows))
     print(markdown_table(targets))
