@@ -4,7 +4,7 @@ The causal transformer (3 layers, width 64, the AD Dark Room model's shape,
 ``obs_encoding="grid"``) is the shared sequence model of a multi-gamma
 actor and an ensemble of 4 critics, trained off-policy from a replay of
 whole trials of 8 episodes (160 steps, the whole trial in context) on the
-64 training goals; every update collects one trial in each of 16 envs
+65 training goals; every update collects one trial in each of 16 envs
 (randomised epsilon-greedy) and takes ``grad_steps`` gradient steps on
 batches of 24 replayed trials. Evaluated like AD and transformer PPO
 (rolling KV cache over its own history, the acting discount's policy) on

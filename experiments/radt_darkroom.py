@@ -9,8 +9,9 @@ piece of 10 steps (the reference: 25 before the matched point and 25 after),
 20 steps in all against AD's 4 episodes (80 steps). Pieces start every 5
 steps (the reference's ``cache_steps``) and are keyed by their first 5;
 training retrieves from the training histories (top 50 by cosine, rescored
-by similarity + same task, near-duplicates above 0.98 and pieces
-overlapping the window skipped), evaluation from the agent's own finished
+by similarity + same task, near-duplicates above 0.98 skipped; of the
+window's own history only pieces that end before it, since session 51),
+evaluation from the agent's own finished
 steps on the task (rescored by similarity + return), as the reference's
 separate evaluation memory.
 
