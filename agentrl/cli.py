@@ -49,7 +49,10 @@ from agentrl.version import __version__
 
 #: command -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "demo": ("agentrl.demo", "run the main end-to-end job at smoke size"),
+    "demo": (
+        "agentrl.demo",
+        "run Dark Room AD end to end: data, training, evaluation (its demo preset)",
+    ),
     "envs": ("agentrl.envs.cli", "list task families (NAMES: random/oracle returns)"),
     "data": ("agentrl.data.cli", "generate and inspect learning-history datasets"),
     "train": ("agentrl.train.cli", "train an in-context learner from an experiment"),

@@ -81,7 +81,11 @@ CLI_ROWS: list[tuple[str, str]] = [
     ("eval {run} --tasks 100000", "split has only"),
     ("eval {run} --seed -1", "--seed"),
     ("eval {run} --out {file}/sub", "--out"),
-    ("eval {run} --baselines nope", "unknown source 'nope'"),
+    # tyro reads "" as Path("."): results were once written into the cwd
+    ("eval {run} --out ''", "--out must be a directory path, got ''"),
+    ("eval {run} --source-cache ''", "--source-cache must be a directory path"),
+    # refused before the run is loaded, naming the flag and what is allowed
+    ("eval {run} --baselines nope", "(--baselines): unknown 'nope'; choose from"),
     # train: arguments, config fields, combinations
     ("train nope", "unknown experiment"),
     ("train ad_darkroom --preset nope", "preset must be one of"),
@@ -103,6 +107,8 @@ CLI_ROWS: list[tuple[str, str]] = [
     ("train t2mir_ad_darkroom --algo.base.context_episodes 99", "base.context_"),
     ("train ad_darkroom --run-dir {file}/sub", "--run-dir"),
     ("train ad_darkroom --run-dir {file}", "--run-dir"),
+    # once trained into the default run directory
+    ("train ad_darkroom --run-dir ''", "--run-dir must be a directory path, got ''"),
     ("train ad_darkroom --stop-at-step 0", "--stop-at-step"),
     ("train t2mir_ad_darkroom --train.batch_size 3", "train.batch_size"),
     ("train ad_darkroom --data.env nope --run-dir {tmp}/r", "unknown environment"),
@@ -143,6 +149,9 @@ CLI_ROWS: list[tuple[str, str]] = [
     ("sweep ad_darkroom --grid lr=-1,2", "train.lr"),
     ("sweep ad_darkroom --grid nope=1,2", "unknown config field 'nope'"),
     ("sweep ad_darkroom --grid train.seed=1,2", "--seeds"),
+    # the algorithm is a node, not a field: once a KeyError traceback
+    ("sweep ad_darkroom --grid algo=ad,dt", "grid field 'algo' (--grid) selects"),
+    ("sweep ad_darkroom --grid model=1,2", "'model' (--grid) is a section"),
     ("sweep ad_darkroom --steps-per-call 0", "--steps-per-call"),
     ("sweep ad_darkroom --out {file}/sub", "--out"),
     # bench, reproduce
@@ -458,6 +467,7 @@ CLI_ARGS: list[tuple[str, str, object]] = [
     ("sweep ad_darkroom", "--steps-per-call", 1),
     ("sweep ad_darkroom", "--seeds", 1),
     ("reproduce ad_darkroom", "--seeds", 1),
+    ("reproduce ad_darkroom", "--first-seed", 0),
     ("bench q_learning_ceiling", "--seeds", 1),
     ("bench train_throughput", "--steps", 1),
     ("bench eval_throughput", "--repeats", 1),

@@ -135,6 +135,56 @@ def test_refused_training_leaves_no_run_directory(tmp_path, capsys):
     assert not target.exists()
 
 
+def test_missing_data_path_is_refused_before_any_directory_or_model(
+    monkeypatch, tmp_path, capsys
+):
+    """It was found after the model was built and the default run
+    directory's parents made: ``runs/`` was left behind."""
+    import agentrl.train.loop
+
+    def refuse(*args, **kwargs):
+        raise Accepted("the model was built")
+
+    monkeypatch.setattr(agentrl.train.loop, "build_model", refuse)
+    argv = ["train", "ad_darkroom", "--data.path", str(tmp_path / "nonexistent")]
+    assert_refused(argv, "no such dataset directory", capsys)
+    assert not (tmp_path / "runs").exists()
+
+
+def test_late_refusal_removes_the_parents_it_made(darkroom_dataset, tmp_path, capsys):
+    """A dataset of another family is refused once opened, after the run
+    directory is made: its parents made for it go with it."""
+    target = tmp_path / "new" / "deeper" / "run"
+    argv = ["train", "dpt_bandit", "--data.path", str(darkroom_dataset)]
+    assert_refused([*argv, "--run-dir", str(target)], "holds 'darkroom'", capsys)
+    assert not (tmp_path / "new").exists()
+
+
+def test_empty_run_dir_is_refused_by_fit():
+    from agentrl.train.loop import fit
+
+    with pytest.raises(ValueError, match="run_dir must be a directory path"):
+        fit(load_experiment("ad_darkroom", "smoke"), "")
+
+
+def test_unknown_baseline_is_refused_before_the_run_is_loaded(
+    monkeypatch, run_dir, capsys
+):
+    """It was refused only once the run was loaded and the model's program
+    built (seconds), as an 'unknown source' naming neither the flag nor
+    the baselines."""
+    import agentrl.evaluate.run
+
+    def refuse(*args, **kwargs):
+        raise Accepted("the run was loaded")
+
+    monkeypatch.setattr(agentrl.evaluate.run, "load_run", refuse)
+    argv = ["eval", str(run_dir), "--baselines", "random,orcale"]
+    err = assert_refused(argv, "--baselines", capsys)
+    assert "'orcale'" in err and "oracle, random" in err and "q_learning" in err
+    assert "'random'" not in err  # a known name is not called unknown
+
+
 def test_the_run_directory_fixture_opens(run_dir):
     run = agentrl.load_run(run_dir)  # so the damage below is what fails
     assert run.step == 3 and run.split is not None

@@ -24,6 +24,20 @@ def test_version(capsys):
     assert capsys.readouterr().out == f"agentrl {agentrl.__version__}\n"
 
 
+def test_help_says_what_demo_and_eval_run_and_write():
+    """``agentrl --help`` once said demo ran "at smoke size" (its default
+    preset is ``demo``); eval's docstring put its TensorBoard scalars in
+    ``RUN_DIR/tb`` (they go to the results directory, ``RUN_DIR/eval``)."""
+    import agentrl.evaluate.cli
+    from agentrl.cli import COMMANDS
+    from agentrl.demo import Args
+
+    assert "smoke" not in COMMANDS["demo"][1]
+    assert f"{Args().preset} preset" in COMMANDS["demo"][1]
+    doc = " ".join(agentrl.evaluate.cli.__doc__.split())
+    assert "TensorBoard scalars (``RUN_DIR/eval/tb``" in doc
+
+
 def test_envs_lists_the_families_without_importing_jax(tmp_path):
     # a listing needs names and descriptions only: no JAX (seconds to
     # import), no compilation; measured by what the process imported

@@ -117,12 +117,22 @@ def test_grid_parse_errors(items, match):
         ({"balance_weight": ["0.1"]}, "unknown config field 'balance_weight'"),
         ({"train.seed": ["1", "2"]}, "--seeds"),
         ({"lr": ["1e-3", "0.001"]}, "repeated"),
+        # a node or section, not a leaf field: 'algo' was a KeyError
+        ({"algo": ["ad", "dt"]}, "'algo' .* selects the algorithm .*--algo NAME"),
+        ({"model": ["1", "2"]}, "'model' .* section of the config.*model.obs_kind"),
+        ({"train": ["1"]}, "'train' .* section of the config"),
     ],
 )
 def test_grid_value_errors(grid, match):
     config = load_experiment("ad_darkroom", "smoke")
     with pytest.raises(ValueError, match=match):
         make_grid(config, grid)
+
+
+def test_grid_over_a_nested_algorithm_is_refused():
+    config = load_experiment("t2mir_ad_darkroom", "smoke")
+    with pytest.raises(ValueError, match="'algo.base' .* selects the algorithm"):
+        make_grid(config, {"algo.base": ["ad", "dt"]})
 
 
 def test_seed_parsing():

@@ -3,7 +3,9 @@
 A thin layer over :func:`agentrl.evaluate.run.evaluate_run`, which reads the
 run directory written by :func:`agentrl.train.fit` (config, task split,
 latest checkpoint) and writes ``RUN_DIR/eval/results.{json,md,csv}``, plots
-and TensorBoard scalars (``RUN_DIR/tb``, beside the training curves). It
+and TensorBoard scalars (``RUN_DIR/eval/tb``: ``tensorboard --logdir RUN_DIR``
+shows them with the training curves of ``RUN_DIR/tb``), or all of these
+into ``--out``. It
 shows a progress bar (``--no-progress``: none), warns when the checkpoint is
 not the run's last step (a run still training), and ends with a summary:
 each method's first-episode and last-episodes return. ``--env-arg
@@ -50,7 +52,8 @@ class Args:
     """held-out tasks"""
     seed: Annotated[NonNegativeInt | None, default_is("the run's eval.seed")] = None
     """evaluation seed"""
-    out: Annotated[Path | None, default_is("RUN_DIR/eval")] = None
+    # str, not Path: tyro reads "" as Path("."), the current directory
+    out: Annotated[str | None, default_is("RUN_DIR/eval")] = None
     """results directory"""
     baselines: Annotated[
         str | None,
@@ -71,7 +74,7 @@ class Args:
     KEY=VALUE (repeatable), e.g. horizon=1000 or means_beta=(0.5,0.5)"""
     progress: bool = True
     """show a progress bar"""
-    source_cache: Annotated[Path | None, default_is("none: rerun them")] = None
+    source_cache: Annotated[str | None, default_is("none: rerun them")] = None
     """folder of the whole-run source baselines (SAC, PPO): a run made there
     with the same tasks, keys, settings, code and machine is read, not rerun"""
 
@@ -82,8 +85,8 @@ def run(args: Args) -> int:
         if args.baselines is None
         else [b.strip() for b in args.baselines.split(",") if b.strip()]
     )
-    check_output_path(args.out, "--out")
-    check_output_path(args.source_cache, "--source-cache")
+    out = check_output_path(args.out, "--out")
+    source_cache = check_output_path(args.source_cache, "--source-cache")
     from agentrl.evaluate.report import screen_summary
     from agentrl.evaluate.run import evaluate_run
 
@@ -96,7 +99,7 @@ def run(args: Args) -> int:
             num_episodes=args.episodes,
             num_tasks=args.tasks,
             seed=args.seed,
-            out_dir=args.out,
+            out_dir=out,
             baselines=baselines,
             greedy=args.greedy or None,
             tasks=args.split,
@@ -104,7 +107,7 @@ def run(args: Args) -> int:
             step=args.step,
             env_args=dict(args.env_arg),
             progress=args.progress,
-            source_cache=args.source_cache,
+            source_cache=source_cache,
         )
     print(screen_summary(json.loads(paths["json"].read_text())))
     for kind, path in paths.items():

@@ -77,7 +77,7 @@ from typing import Any
 
 import agentrl.configtools as configtools
 import agentrl.evaluate.controls as ctl
-from agentrl.cliargs import check_output_path, positive_int
+from agentrl.cliargs import check_output_path, nonnegative_int, positive_int
 from agentrl.evaluate import seed_results
 from agentrl.evaluate.reproduce_checks import check_comparable, check_validation
 from agentrl.evaluate.reproduce_report import (
@@ -325,7 +325,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument(
         "--first-seed",
-        type=int,
+        type=nonnegative_int,
         default=0,
         help="run seeds FIRST.. (for parallel processes; a seed already done "
         "under --runs is reused, so a last call over all seeds only reports)",

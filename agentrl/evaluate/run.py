@@ -47,6 +47,7 @@ from agentrl.evaluate.lanes import lane
 from agentrl.evaluate.report import write_results
 from agentrl.evaluate.shift import describe, shifted_env, shifted_tasks
 from agentrl.evaluate.source_runs import add_source_runs, is_history_source
+from agentrl.plugins import import_run_plugins
 from agentrl.safeio import LOCK_FILE, pid_alive
 from agentrl.sources.registry import SOURCES, applicable_sources, make_agent
 from agentrl.tables import write_json
@@ -131,6 +132,7 @@ def evaluate_run(
     paths written (see :func:`agentrl.evaluate.write_results`).
     """
     check_arguments(num_episodes, num_tasks, seed, baselines)
+    check_baselines(baselines, run_dir)
     check_output_path(out_dir, "out_dir")
     check_output_path(source_cache, "source_cache")
     if control is not None:
@@ -190,6 +192,36 @@ def check_arguments(
         isinstance(baselines, str) or not all(isinstance(b, str) for b in baselines)
     ):
         raise ValueError(f"`baselines` must be a list of names, got {baselines!r}")
+
+
+def baseline_names() -> list[str]:
+    """The names ``baselines`` may hold: the registered baselines (random,
+    oracle ...) and the sources that act as an agent or run whole."""
+    sources = [
+        name
+        for name, spec in SOURCES.items()
+        if spec.build is not None or is_history_source(name)
+    ]
+    return list(dict.fromkeys([*BASELINES.names(), *sources]))
+
+
+def check_baselines(baselines: list[str] | None, run_dir: Any = None) -> None:
+    """``ValueError`` naming ``--baselines`` and the allowed names for a name
+    that is none of :func:`baseline_names`, before the run is loaded. A name
+    still unknown first gets the plug-ins ``run_dir`` records imported (a
+    source the run's data came from)."""
+    if baselines is None:
+        return
+    unknown = [b for b in baselines if b not in baseline_names()]
+    if unknown and run_dir is not None:
+        import_run_plugins(run_dir)
+        unknown = [b for b in baselines if b not in baseline_names()]
+    if unknown:
+        raise ValueError(
+            f"baselines (--baselines): unknown {', '.join(map(repr, unknown))}; "
+            f"choose from {', '.join(baseline_names())} (comma-separated; a "
+            "source applies only to its task families)"
+        )
 
 
 class UnfinishedRunWarning(UserWarning):
@@ -360,6 +392,7 @@ def run_results(
     ``source_cache`` as for :func:`evaluate_run`.
     """
     check_arguments(num_episodes, num_tasks, seed, baselines)
+    check_baselines(baselines, run_dir)
     run = run if run is not None else load_run(run_dir, step)
     config = run.config
     shift = dict(env_args or {})

@@ -109,6 +109,7 @@ def make_grid(config: Any, grid: dict[str, Any]) -> SweepGrid:
         values = list(values) if isinstance(values, list | tuple) else [values]
         if not values:
             raise ValueError(f"grid field {key!r} has no values")
+        _refuse_section(config, key)
         path = configtools.resolve(config, key)
         if online and path in DATASET_FIELDS:
             raise ValueError(
@@ -131,6 +132,33 @@ def make_grid(config: Any, grid: dict[str, Any]) -> SweepGrid:
     for setting in spec.static_settings():
         configtools.override(config, setting)  # combinations valid together
     return spec
+
+
+def _refuse_section(config: Any, key: str) -> None:
+    """``ValueError`` where ``key`` names a part of the config (the algorithm
+    ``algo``, the section ``model`` ...) rather than one leaf field."""
+    node: Any = config
+    for name in key.split("."):
+        if not dataclasses.is_dataclass(node) or isinstance(node, type):
+            return
+        if name not in {f.name for f in dataclasses.fields(node)}:
+            return
+        node = getattr(node, name)
+    if not dataclasses.is_dataclass(node) or isinstance(node, type):
+        return  # a leaf field
+    fields = [p for p in configtools.field_paths(config) if p.startswith(key + ".")]
+    examples = ", ".join(fields[:3]) + (" ..." if len(fields) > 3 else "")
+    if key in configtools.node_paths(config):
+        raise ValueError(
+            f"grid field {key!r} (--grid) selects the algorithm ({node.name}), not a "
+            "field: a sweep trains one algorithm, so sweep each by itself "
+            "(--algo NAME, or its own experiment), or grid its fields "
+            f"({examples})"
+        )
+    raise ValueError(
+        f"grid field {key!r} (--grid) is a section of the config, not a field: "
+        f"grid one of its fields ({examples})"
+    )
 
 
 def check_train_task_eval(config: Any, evaluate: bool, eval_train_tasks: bool) -> None:

@@ -142,6 +142,7 @@ def run(args: Args) -> int:
 
     parallel.initialize_distributed()
     config = args.config
+    check_output_path(args.run_dir, "--run-dir")  # "" too, before the default
     run_dir = args.run_dir or f"runs/{config.name}-{args.preset}"
     check_output_path(run_dir, "--run-dir")
     if args.tracker != "none":

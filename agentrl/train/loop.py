@@ -46,6 +46,7 @@ import numpy as np
 from flax import nnx
 
 import agentrl.train.parallel as parallel
+from agentrl.cliargs import check_output_path
 from agentrl.configtools import default_hparams
 from agentrl.data.xland100b import is_hdf5
 from agentrl.envs.registry import make as make_env
@@ -124,13 +125,14 @@ def fit(
     :class:`~agentrl.safeio.StorageError` (an ``OSError``) if the disk is full
     or the directory unwritable; the last complete checkpoint is kept.
     """
+    check_output_path(run_dir, "run_dir")  # "" is no run directory
     run_dir = Path(run_dir or Path("runs") / config.name).resolve()
     env = make_env(config.data.env, **dict(config.data.env_args))
     trainer = config.algo.by_training(from_data=data_learner, online=online_learner)
     prepare = trainer(config, env)  # checks what it can before any file is made
     if not resume:
         _check_fresh(run_dir)
-    created = not run_dir.exists()
+    created = _first_missing(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     lead = jax.process_index() == 0
     # One writer per run directory (process 0 of a multi-host run holds it).
@@ -190,17 +192,18 @@ def data_learner(config: ExperimentConfig, env: Any):
     """``prepare(run_dir, resume, progress) -> Learner`` of a distilled learner.
 
     Checked now, before the run directory is made: the batch fits the mesh,
-    the model config builds, the data source's settings. The learner's
-    ``timings`` record the start-up: ``dataset_open_s`` (open and verify, or
-    generate), ``decode_s`` (the split into memory), ``device_data_s`` (its
-    tables, placed on the mesh), ``model_init_s``, ``compile_s``.
+    ``data.path`` is there (or the source's settings are good), the model
+    config builds. The learner's ``timings`` record the start-up:
+    ``dataset_open_s`` (open and verify, or generate), ``decode_s`` (the
+    split into memory), ``device_data_s`` (its tables, placed on the mesh),
+    ``model_init_s``, ``compile_s``.
     """
     mesh = parallel.make_mesh()
     parallel.check_batch_divisible(config.train.batch_size, mesh)
+    _check_data_source(config, env)
     timings: dict[str, float] = {}
     with timed(timings, "model_init_s"):
         model = build_model(config, env)
-    _check_data_source(config, env)
 
     def prepare(run_dir: Path, resume: bool, progress: bool) -> Learner:
         with timed(timings, "dataset_open_s"):
@@ -265,15 +268,40 @@ def _beginner(build_call, batches, config: ExperimentConfig, mesh, timings: dict
 
 
 def _check_data_source(config: ExperimentConfig, env: Any) -> None:
-    """Check the source settings of a dataset the run will generate, before
-    the run directory is made (``ValueError`` naming the setting)."""
+    """Check, before the run directory is made or the model built, that a
+    ``data.path`` dataset directory is there (``FileNotFoundError``) or the
+    source settings of a dataset the run will generate (``ValueError``
+    naming the setting)."""
     data = config.data
     generates = not data.path or (is_hdf5(data.path) and not Path(data.path).exists())
     if generates:
         check_settings(data.source, env, dict(data.source_args))
+    elif not is_hdf5(data.path) and not Path(data.path).exists():
+        raise FileNotFoundError(
+            f"data.path {data.path}: no such dataset directory (a dataset made "
+            "by agentrl data generate, or an XLand-100B .h5 file)"
+        )
 
 
-def _remove_if_empty(run_dir: Path, created: bool) -> None:
-    """Remove ``run_dir`` if this call created it and nothing was written."""
-    if created and run_dir.is_dir() and not any(run_dir.iterdir()):
-        run_dir.rmdir()
+def _first_missing(run_dir: Path) -> Path | None:
+    """The outermost of ``run_dir`` and its parents that does not exist yet
+    (what ``mkdir(parents=True)`` will create), ``None`` if it exists."""
+    missing = None
+    for path in (run_dir, *run_dir.parents):
+        if path.exists():
+            return missing
+        missing = path
+    return missing
+
+
+def _remove_if_empty(run_dir: Path, created: Path | None) -> None:
+    """Remove ``run_dir`` and its parents up to ``created`` (the outermost
+    this call made, :func:`_first_missing`) while nothing was written there."""
+    if created is None:
+        return
+    for path in (run_dir, *run_dir.parents):
+        if not path.is_dir() or any(path.iterdir()):
+            return
+        path.rmdir()
+        if path == created:
+            return
