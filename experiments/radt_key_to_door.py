@@ -30,15 +30,22 @@ docs/fidelity.md item 14); not re-run.
 - ``cpu``: ``ad_eps_key_to_door``'s cpu sizes (1,000 histories of 40
   episodes, 3 layers width 64, 3,000 updates, 16 test pairs x 60 episodes);
   the memory holds 1,000 x 159 pieces; about 5 minutes of training a seed
-  and ~10 of evaluation with the controls. Measured (5 seeds x 16 test
-  pairs, ``--controls``, validation chose ``sample``): return 0.20 -> 0.45
-  [0.38, 0.51] over the last 10 of 60 episodes; paired with AD-ε on the
-  same seeds and pairs: minus AD-ε at 160 steps -0.05 [-0.14, 0.05] (the
-  claim holds at this size), minus AD-ε at 40 steps +0.17 [0.06, 0.26]
-  (the 3 seeds that ran); beats rewards zeroed / shuffled / an empty
-  context by +0.18 to +0.21, loses to expert distillation by -0.18
-  [-0.31, -0.05]. At 4x the updates (``--set train.steps=12000``, seeds
-  0-1, 17-34 minutes of training a seed beside other jobs) it falls to
+  and ~10 of evaluation with the controls. Measured (session 51, with
+  the source's ε linear in episodes, docs/fidelity.md item 14, and
+  training retrieval kept to the window's past, item 16; 5 seeds x 16
+  test pairs, ``--controls``, validation chose ``sample``, 4 of 5
+  resolved): return 0.25 -> 0.50 [0.43, 0.57] over the last 10 of 60
+  episodes (per seed 0.44, 0.57, 0.44, 0.53, 0.51); minus AD-ε at 160
+  steps on the same seeds and pairs -0.02 [-0.19, 0.13] (the claim holds
+  at this size); beats rewards zeroed / shuffled / an empty context by
+  +0.26 / +0.24 / +0.24, ties expert distillation (+0.004 [-0.10, 0.10]);
+  against the run before both fixes +0.05 [-0.03, 0.13]
+  (``paired_radt_key_to_door_session51``). Before them (session 38): 0.20
+  -> 0.45 [0.38, 0.51], minus AD-ε -0.05 [-0.14, 0.05], minus AD-ε at 40
+  steps +0.17 [0.06, 0.26] (3 seeds), expert distillation -0.18 [-0.31,
+  -0.05]; the measurements below also predate them. At 4x the updates
+  (``--set train.steps=12000``, seeds 0-1, 17-34 minutes of training a
+  seed beside other jobs) it falls to
   random level (0.23; -0.18 [-0.26, -0.07] against itself at 3,000
   updates) where AD-ε climbs to 1.29 (-1.05 [-1.26, -0.84]). Why
   (session 37, ``radt_key_to_door_diagnostic``): in seed 0 mostly the
