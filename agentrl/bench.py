@@ -86,12 +86,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.name is None:
+    if args.name is None:  # the listing asked for: an error only without one
         if find_folder(FOLDER) is None:
             print(f"agentrl bench: error: {_no_folder()}", file=sys.stderr)
-        else:
-            print(listing())
-        return 2
+            return 2
+        print(listing())
+        return 0
     if not is_path(args.name) and args.name not in available():
         print(f"agentrl bench: error: unknown benchmark {args.name!r}", file=sys.stderr)
         print(listing(), file=sys.stderr)

@@ -37,7 +37,8 @@ def listing() -> str:
         [
             "task families (agentrl envs NAME ... measures random/oracle returns):",
             *lines,
-            f"  {GYMNAX_PREFIX + '<id>':<{width}}  any gymnax environment, one task",
+            f"  {GYMNAX_PREFIX + '<id>':<{width}}  any gymnax environment, one task "
+            "(as data.env; no oracle, so not measured here)",
         ]
     )
 
@@ -45,7 +46,12 @@ def listing() -> str:
 def run(args: Args) -> int:
     unknown = sorted(set(args.names) - set(registered()))
     if unknown:
-        raise ConfigError(f"unknown families {unknown}; registered: {registered()}")
+        gymnax = " (gymnax:<id> families have no oracle to measure)" * any(
+            n.startswith(GYMNAX_PREFIX) for n in unknown
+        )
+        raise ConfigError(
+            f"unknown families {unknown}; registered: {registered()}{gymnax}"
+        )
     if not args.names and not args.returns:
         print(listing())
         return 0
