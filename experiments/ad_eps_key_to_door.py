@@ -39,9 +39,11 @@ updates (below); the reference's 300 evaluation episodes cut to 60 (cpu).
   2, the noisy oracle learning online 1.98), 0.26x [0.18, 0.34] the data's
   best (target ``beats_its_data``: not met); before item 14's fix 0.23 ->
   0.49 [0.37, 0.62], +0.02 [-0.11, 0.17] paired
-  (``paired_ad_eps_key_to_door_session51_vs_before``). Before the fix:
-  with one episode of context (``--set algo.context_episodes=1``, 3
-  seeds) 0.26, a paired difference of +0.23
+  (``paired_ad_eps_key_to_door_session51_vs_before``). With one episode
+  of context (``--set algo.context_episodes=1``, seeds 0-2, session 51)
+  0.19 -> 0.27 [0.18, 0.37], +0.25 [0.08, 0.45] for the 4-episode context
+  (``paired_ad_eps_key_to_door_context_lengths_session51``). Before the
+  fix: with one episode of context 0.26, a paired difference of +0.23
   [0.05, 0.39] for the 4-episode context (docs/results.md). Far below
   the reference's result: this is 1/1,500 of its training samples. With
   4x the updates (``--set train.steps=12000``, seeds 0-1, 40-52 minutes

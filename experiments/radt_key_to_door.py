@@ -40,7 +40,10 @@ docs/fidelity.md item 14); not re-run.
   at this size); beats rewards zeroed / shuffled / an empty context by
   +0.26 / +0.24 / +0.24, ties expert distillation (+0.004 [-0.10, 0.10]);
   against the run before both fixes +0.05 [-0.03, 0.13]
-  (``paired_radt_key_to_door_session51``). Before them (session 38): 0.20
+  (``paired_radt_key_to_door_session51``); minus AD-ε with the same 40
+  steps of context (``--set algo.context_episodes=1``, seeds 0-2, 0.27)
+  +0.21 [0.09, 0.31] (``paired_radt_key_to_door_context_lengths_session51``).
+  Before them (session 38): 0.20
   -> 0.45 [0.38, 0.51], minus AD-ε -0.05 [-0.14, 0.05], minus AD-ε at 40
   steps +0.17 [0.06, 0.26] (3 seeds), expert distillation -0.18 [-0.31,
   -0.05]; the measurements below also predate them. At 4x the updates
