@@ -33,8 +33,12 @@ runs before on the same seeds and goals T2MIR-AD -14.3 [-31.0, 2.1], AD
 reference_moe``, ``paired_t2mir_ad_darkroom_t2mir_setup_reference_moe_
 vs_before``, ``paired_ad_darkroom_t2mir_setup_session50_vs_before``). On
 AD's cpu preset (3 seeds): T2MIR-AD 1.33 -> 8.93, AD 9.95, -1.02 [-5.52,
-3.59]; T2MIR-AD against its run before +0.61 [-5.13, 5.50]. The
-measurements below were made before these changes.
+3.59]; T2MIR-AD against its run before +0.61 [-5.13, 5.50]. One of the
+five changes ablated (session 51, seeds 0-1 on T2MIR's setup, ``--set
+algo.contrast_softmax=false``: the contrast on the router's logits):
+45.9 against 46.9 with the softmax, -1.0 [-17.3, 14.3] (``paired_t2mir_
+ad_darkroom_t2mir_setup_contrast_softmax``): not the softmax, as far as
+two seeds tell. The measurements below were made before these changes.
 
 - ``smoke``: seconds; ``cpu``: as ``ad_darkroom`` cpu (compare with it,
   5 training seeds each); ``gpu``: ``ad_darkroom``'s gpu preset with the
