@@ -112,7 +112,7 @@ class _Sampler:
             raise ValueError(f"split {split!r} of {dataset.path} has no records")
         self.num_steps = dataset.num_steps
         self.task_ids = dataset.task_ids(split)  # per record
-        self._cache, self._done = None, None
+        self._cache, self._flags = None, None
         if cache_bytes is None:  # read at call time: tests may lower it
             cache_bytes = DEFAULT_CACHE_BYTES
         if self.decoded_bytes() <= cache_bytes:
@@ -153,13 +153,18 @@ class _Sampler:
                 parts[f].append(got[f])
         return {f: np.concatenate(v) for f, v in parts.items()}
 
+    def episode_flags(self, chunk: int = 256) -> dict[str, np.ndarray]:
+        """``{"terminated", "truncated"}``, ``[R, step]`` bool, of every record
+        (read once: a streamed split's is a pass over its files)."""
+        if self._flags is None:
+            self._flags = self.record_columns(("terminated", "truncated"), chunk)
+        return self._flags
+
     def done_flags(self, chunk: int = 256) -> np.ndarray:
         """``[R, step]`` bool: episode ends (terminated or truncated) of every
-        record (read once: kept for later calls)."""
-        if self._done is None:
-            flags = self.record_columns(("terminated", "truncated"), chunk)
-            self._done = np.logical_or(flags["terminated"], flags["truncated"])
-        return self._done
+        record."""
+        flags = self.episode_flags(chunk)
+        return np.logical_or(flags["terminated"], flags["truncated"])
 
     @property
     def cached(self) -> bool:

@@ -79,9 +79,7 @@ class StreamedBatches:
         reward = sampler.record_columns(("reward",))["reward"] if by_return else None
         # DPT on trajectories: its terminated steps stay context steps
         steps = self.spec.kind == "context_set" and not self.spec.contiguous
-        terminated = (
-            sampler.record_columns(("terminated",))["terminated"] if steps else None
-        )
+        terminated = sampler.episode_flags()["terminated"] if steps else None
         self.tables = index_tables(
             self.spec, sampler.done_flags(), sampler.task_ids, reward, terminated
         )
