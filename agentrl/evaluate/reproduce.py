@@ -100,6 +100,7 @@ from agentrl.train.data_cache import share_dataset
 from agentrl.train.experiments import load_experiment
 from agentrl.train.loop import fit
 from agentrl.train.rundir import evaluation_only
+from agentrl.train.segments import provenance, trained_by_other_code
 
 #: The folder under ``--runs`` that keeps the source baselines' runs.
 SOURCE_RUNS = "source-runs"
@@ -209,7 +210,11 @@ def _seed(config, root, seed, controls, scan_checkpoints, rules):
     """Train, select on validation and test one seed: ``(results, record)``."""
     run_dir = fit_sharing_data(config, root)
     sel = select(acting_candidates(run_dir, rules))
-    record: dict[str, Any] = {"seed": seed, "selection": sel.to_json()}
+    record: dict[str, Any] = {
+        "seed": seed,
+        "selection": sel.to_json(),
+        "training_code": _training_code(run_dir),
+    }
     if scan_checkpoints:
         scan = select(checkpoint_candidates(run_dir, sel.choice.eval))
         record["checkpoint_scan"] = scan.validation
@@ -217,6 +222,21 @@ def _seed(config, root, seed, controls, scan_checkpoints, rules):
     source_runs = root.parent / SOURCE_RUNS
     results, _ = evaluate_choice(sel, control=used, source_cache=source_runs)
     return results, record
+
+
+def _training_code(run_dir: Path) -> dict[str, Any]:
+    """Which code trained and evaluates ``run_dir`` (a finished run is reused
+    as it is: ``fit`` trains nothing more), said where they differ."""
+    record = provenance(run_dir)
+    if trained_by_other_code(record):
+        trained = record["trained_by"]
+        was = ", ".join(d[:12] for d in trained) if trained else "not recorded"
+        print(
+            f"{run_dir.name}: trained by other agentrl code ({was}) than "
+            f"evaluates it ({record['evaluated_by'][:12]}); train into a new "
+            "--runs directory to measure this code"
+        )
+    return record
 
 
 def fit_sharing_data(config: Any, root: Path) -> Path:
@@ -296,6 +316,7 @@ def _expert(config, root, episodes, rules):
         "episodes": episodes,
         "run_dir": str(ed_dir),
         "selection": ed_sel.to_json(),
+        "training_code": _training_code(ed_dir),
     }
     return next(iter(ed.values())), record
 

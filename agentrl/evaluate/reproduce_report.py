@@ -33,6 +33,7 @@ from agentrl.models import ModelConfig
 from agentrl.project import results_dir
 from agentrl.tables import markdown_table
 from agentrl.train.config import DataConfig, EvalConfig, TrainConfig
+from agentrl.train.segments import trained_by_other_code
 
 
 def result_tag(names: list[str], preset: str, overrides: dict | None) -> str:
@@ -275,7 +276,11 @@ def _notes(
     notes += [
         line
         for name, recs in (protocol or {}).items()
-        for line in (_margin_note(name, recs), _scan_note(name, recs))
+        for line in (
+            _margin_note(name, recs),
+            _scan_note(name, recs),
+            _code_note(name, recs),
+        )
         if line
     ]
     if verdict is not None and verdict["missing"]:
@@ -340,6 +345,43 @@ def _margin_note(name: str, records: list[dict]) -> str | None:
         "eval.validation_tasks=N`, where the split holds more or the family "
         "draws them): " + "; ".join(open_) + "."
     )
+
+
+def _code_note(name: str, records: list[dict]) -> str | None:
+    """Whether every seed's runs (and expert-distillation runs) were trained
+    by the agentrl code that evaluated them (:mod:`agentrl.train.segments`);
+    a seed record without the account (before session 52) counts as
+    trained by unrecorded code."""
+
+    def other(record: dict | None) -> bool:
+        return record is None or trained_by_other_code(record)
+
+    if not records:
+        return None
+    runs = [s for s, r in _seeds(records) if other(r.get("training_code"))]
+    experts = [
+        s
+        for s, r in _seeds(records)
+        if "expert_distillation" in r
+        and other(r["expert_distillation"].get("training_code"))
+    ]
+    if not runs and not experts:
+        digests = {r["training_code"]["evaluated_by"][:12] for r in records}
+        return (
+            f"Every seed's {name} run was trained by the agentrl code that "
+            f"evaluated it (code sha256 {', '.join(sorted(digests))})."
+        )
+    parts = [f"the runs of seeds {runs}"] if runs else []
+    parts += [f"the expert-distillation runs of seeds {experts}"] if experts else []
+    return (
+        f"Trained (in part) by other agentrl code than evaluated them, or by "
+        f"code not recorded (runs from before session 52): {name}'s "
+        f"{' and '.join(parts)}; their numbers mix code versions."
+    )
+
+
+def _seeds(records: list[dict]) -> list[tuple[int, dict]]:
+    return [(r.get("seed", i), r) for i, r in enumerate(records)]
 
 
 def _scan_note(name: str, records: list[dict]) -> str | None:

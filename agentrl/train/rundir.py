@@ -3,7 +3,8 @@
 ::
 
     run_dir/config.json      the full ExperimentConfig (derived fields filled)
-    run_dir/run.json         env, task split, dataset reference, versions
+    run_dir/run.json         env, task split, dataset reference, versions,
+                             the code of each training segment
     run_dir/dataset/         the learning histories (unless data.path is set)
     run_dir/checkpoints/     orbax checkpoints (last K)
     run_dir/metrics.jsonl    and run_dir/tb/ (TensorBoard)
@@ -37,6 +38,7 @@ from agentrl.provenance import json_digest
 from agentrl.tables import write_text
 from agentrl.train.checkpoint import Checkpointer
 from agentrl.train.config import ExperimentConfig
+from agentrl.train.segments import SEGMENTS, kept_segments
 from agentrl.version import __version__
 
 # Fields that change only how a trained model acts when evaluated (the
@@ -199,7 +201,9 @@ def write_run_record(
 
     ``run.json`` records the versions, the environment, the task ``split``,
     ``training_data`` (what the run learns from: the dataset's path and
-    source, or ``None`` for both and ``trained_online``) and the devices.
+    source, or ``None`` for both and ``trained_online``) and the devices;
+    the training segments an earlier ``run.json`` recorded are kept
+    (:mod:`agentrl.train.segments`).
     """
     # Atomic (temporary file, then rename): a kill or a full disk never
     # leaves a truncated config.json that would stop the run resuming.
@@ -216,6 +220,7 @@ def write_run_record(
         **training_data,
         "num_devices": jax.device_count(),
         "num_processes": jax.process_count(),
+        SEGMENTS: kept_segments(run_dir / "run.json"),
     }
     write_text(run_dir / "run.json", json.dumps(info, indent=2))
 

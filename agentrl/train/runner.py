@@ -37,6 +37,7 @@ from agentrl.train.checkpoint import (
     remove_incomplete_checkpoints,
 )
 from agentrl.train.logger import RunLogger
+from agentrl.train.segments import record_segment
 from agentrl.train.stop import raise_if_stopped, stop_requested, stop_signals
 
 
@@ -107,6 +108,8 @@ def run_updates(
             print(f"resumed at step {start} from {ckpt.directory}", flush=True)
     end = train.steps if stop_at_step is None else min(train.steps, stop_at_step)
     lead = learner.lead
+    if lead and start < end:
+        record_segment(run_dir, start, end)  # which code trains these updates
     logger = RunLogger(
         run_dir,
         train.steps,
