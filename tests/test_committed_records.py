@@ -49,9 +49,7 @@ def missing_citations(text: str, names: set[str]) -> list[str]:
     """The cited names that no record (or record folder) in ``names`` has."""
     missing = []
     for name, prefix in cited_names(text):
-        known = (
-            any(n.startswith(name) for n in names) if prefix else name in names
-        )
+        known = any(n.startswith(name) for n in names) if prefix else name in names
         if not known and name not in NOT_RECORDS:
             missing.append(name)
     return missing

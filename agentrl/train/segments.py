@@ -39,8 +39,7 @@ def kept_segments(run_json: Path) -> list[dict[str, Any]]:
     except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
         raise ValueError(f"{run_json} is not a JSON object (damaged?)") from None
     if not isinstance(segments, list) or not all(
-        isinstance(s, dict) and isinstance(s.get("code_sha256"), str)
-        for s in segments
+        isinstance(s, dict) and isinstance(s.get("code_sha256"), str) for s in segments
     ):
         raise ValueError(
             f"{run_json}: {SEGMENTS!r} must be a list of objects with a "
