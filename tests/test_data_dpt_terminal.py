@@ -187,3 +187,31 @@ def test_streamed_batches_draw_the_device_paths_contexts(hard):
         batch = streamed.host_batch(step)
         for field in ("context_obs", "context_reward", "context_next_obs", "label"):
             np.testing.assert_array_equal(batch[field], device[field][step])
+
+
+def test_evaluation_contexts_read_a_terminated_steps_successor_as_training_does():
+    from agentrl.agents.agent import Step
+    from agentrl.agents.context_set import Context, append, successor
+
+    # three rows: terminated, only truncated, neither; obs [B, 2]
+    final = jnp.array([[1, 1], [2, 2], [3, 3]], jnp.int32)
+    reset = jnp.array([[7, 7], [8, 8], [9, 9]], jnp.int32)
+    step = Step(
+        obs=jnp.zeros((3, 2), jnp.int32),
+        action=jnp.zeros((3,), jnp.int32),
+        reward=jnp.ones((3,)),
+        next_obs=final,
+        terminated=jnp.array([True, False, False]),
+        truncated=jnp.array([False, True, False]),
+        reset_obs=reset,
+    )
+    expected = np.array([[7, 7], [2, 2], [3, 3]])
+    np.testing.assert_array_equal(successor(step), expected)
+    empty = Context(
+        obs=jnp.zeros((3, 4, 2), jnp.int32),
+        action=jnp.zeros((3, 4), jnp.int32),
+        reward=jnp.zeros((3, 4)),
+        next_obs=jnp.zeros((3, 4, 2), jnp.int32),
+        count=jnp.zeros((3,), jnp.int32),
+    )
+    np.testing.assert_array_equal(append(empty, step).next_obs[:, 0], expected)

@@ -485,6 +485,19 @@ def test_the_record_says_which_seeds_choices_were_resolved():
     assert reproduce_report._margin_note("ad", [rec(1, True), old]) is None
 
 
+def test_the_record_names_its_training_seeds():
+    def protocol(*seeds):
+        return {"ad": [{"seed": s} for s in seeds], "dt": [{"seed": 0}]}
+
+    assert reproduce_report._seed_range(protocol(5, 6, 7, 8, 9)) == (
+        "Training seeds 5-9. "
+    )
+    assert reproduce_report._seed_range(protocol(0, 2)) == "Training seeds 0, 2. "
+    assert reproduce_report._seed_range(protocol(3)) == "Training seed 3. "
+    assert reproduce_report._seed_range({"ad": [{}]}) == ""  # an older record
+    assert reproduce_report._seed_range(None) == ""
+
+
 def test_an_experiment_given_as_a_path_runs_under_runs_by_its_name(
     tmp_path, monkeypatch
 ):

@@ -64,6 +64,22 @@ def empty_context(env: Any, key: jax.Array, params: Any, size: int) -> Context:
     )
 
 
+def successor(step: Step) -> Any:
+    """The ``s'`` a context holds for ``step`` ``[B, ...]``: the true final
+    observation, except at a terminated step, where it is the next episode's
+    first (``reset_obs``) as in training, whose contexts read the next
+    stored observation there (the XLand DPT baseline's rule,
+    :func:`agentrl.data.device_sampler.valid_tables`; docs/fidelity.md item
+    16). A step that is only truncated keeps its true final observation."""
+
+    def pick(reset, final):
+        ended = jnp.asarray(step.terminated, bool).reshape(-1)
+        ended = ended.reshape(ended.shape + (1,) * (final.ndim - 1))
+        return jnp.where(ended, reset, final)
+
+    return jax.tree.map(pick, step.reset_obs, step.next_obs)
+
+
 def append(ctx: Context, step: Step) -> Context:
     """Write one transition ``[B, ...]`` at position ``count`` (no overflow check)."""
     slot = jnp.arange(ctx.size)[None] == ctx.count[:, None]  # [B, N]
@@ -77,7 +93,7 @@ def append(ctx: Context, step: Step) -> Context:
         obs=jax.tree.map(put, ctx.obs, step.obs),
         action=put(ctx.action, step.action),
         reward=put(ctx.reward, step.reward),
-        next_obs=jax.tree.map(put, ctx.next_obs, step.next_obs),
+        next_obs=jax.tree.map(put, ctx.next_obs, successor(step)),
         count=ctx.count + 1,
     )
 
@@ -235,6 +251,6 @@ class DPTCachedModelAgent(ScoredAgent):
         action = action.reshape(action.shape[:1] + self.space.shape)
         reward = jnp.asarray(step.reward, jnp.float32).reshape(-1)
         out, cache = self.model.get().decode_transition(
-            state.cache, step.obs, action, reward, step.next_obs
+            state.cache, step.obs, action, reward, successor(step)
         )
         return DPTCachedState(cache, action_scores(out, self.space))

@@ -174,8 +174,8 @@ def valid_tables(
     states[context_indexes + 1]``, dunnolab/xland-minigrid-datasets
     ``baselines/dpt``), so training contexts show the goal's reward, which
     on families ending at the goal comes only on the terminated step.
-    Evaluation's context (:mod:`agentrl.agents.context_set`) holds the true
-    final observation there instead.
+    Evaluation's context reads the same there
+    (:func:`agentrl.agents.context_set.successor`).
 
     Returns ``valid [R, S]`` (int32, the record's valid steps first, in
     order) and ``num_valid [R]``. Raises ``ValueError`` if a record has

@@ -41,9 +41,8 @@ from a state it never shows) and a history's last step (which may end it
 mid-episode). A terminated step stays, its successor read as the next
 episode's first observation (nothing follows a terminal state): the XLand
 DPT baseline's rule, under which the goal's reward, given on the
-terminated step, is in training contexts; evaluation's context holds the
-true final observation there instead
-(:func:`~agentrl.data.device_sampler.valid_tables`). Where observations
+terminated step, is in training contexts; evaluation's context reads the
+same (:func:`~agentrl.data.device_sampler.valid_tables`). Where observations
 never change (bandits) ``next_obs == obs``, and where the dataset stores
 every step's successor (``next_obs``: DPT's uniform roll-in of independent
 transitions) the context is any consecutive steps.

@@ -269,8 +269,8 @@ def _notes(
     how = "seeds, then tasks" if resample == "both" else "tasks"
     notes = [
         f"Plots, per-goal results and per-seed results: `{tag}/`.",
-        f"Test tasks only; each seed has its own data seed, task split and "
-        f"evaluation key; CIs resample {how}.",
+        f"{_seed_range(protocol)}Test tasks only; each seed has its own data "
+        f"seed, task split and evaluation key; CIs resample {how}.",
         f"Acting rule chosen per seed on validation tasks: {chosen}.",
     ]
     notes += [
@@ -303,6 +303,21 @@ def _notes(
             "verdict judges it against the context controls only."
         )
     return notes
+
+
+def _seed_range(protocol: dict | None) -> str:
+    """``"Training seeds 5-9. "`` (the learner's, from its seed records; a
+    record from before they named their seed: ``""``)."""
+    records = next(iter((protocol or {}).values()), [])
+    seeds = [r.get("seed") for r in records]
+    if not seeds or None in seeds:
+        return ""
+    consecutive = seeds == list(range(seeds[0], seeds[0] + len(seeds)))
+    if consecutive and len(seeds) > 1:
+        return f"Training seeds {seeds[0]}-{seeds[-1]}. "
+    return f"Training seed{'s' if len(seeds) > 1 else ''} " + (
+        ", ".join(map(str, seeds)) + ". "
+    )
 
 
 def _margin_note(name: str, records: list[dict]) -> str | None:
