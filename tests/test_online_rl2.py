@@ -266,6 +266,27 @@ def test_fit_resume_is_exact(tmp_path):
 
 
 @pytest.mark.long
+def test_a_run_stopped_between_log_steps_logs_what_an_unstopped_one_does(tmp_path):
+    """The log line after a resume from a checkpoint between log steps
+    averages every update since the last line, as the unstopped run's (the
+    stopped run also logged its stop step, 3)."""
+    config = tiny_config()
+    fit(config, tmp_path / "a", progress=False)
+    fit(config, tmp_path / "b", progress=False, stop_at_step=3)
+    fit(config, tmp_path / "b", progress=False)
+    a = (tmp_path / "a" / "metrics.jsonl").read_text().splitlines()
+    b = (tmp_path / "b" / "metrics.jsonl").read_text().splitlines()
+    drop = ("time", "wall", "steps_per_s")  # timings differ between runs
+    clean = lambda lines: [  # noqa: E731
+        {k: v for k, v in json.loads(x).items() if not k.startswith(drop)}
+        for x in lines
+    ]
+    logged = [x for x in clean(b) if x["step"] != 3]
+    assert [x["step"] for x in clean(b)] == [2, 3, 4, 6]
+    assert clean(a) == logged
+
+
+@pytest.mark.long
 def test_fit_equals_the_one_jit_program(tmp_path):
     """fit's update-by-update loop computes what program(key, hparams) does."""
     from agentrl.configtools import default_hparams

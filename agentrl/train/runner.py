@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import jax
+import numpy as np
 
 import agentrl.configtools as configtools
 from agentrl.safeio import storage_error, temp_sibling
@@ -39,6 +40,9 @@ from agentrl.train.checkpoint import (
 from agentrl.train.logger import RunLogger
 from agentrl.train.segments import record_segment
 from agentrl.train.stop import raise_if_stopped, stop_requested, stop_signals
+
+#: A checkpoint's record of the metrics logged at the next log step
+LOG_WINDOW = "log_window"
 
 
 class NonFiniteLossError(RuntimeError):
@@ -99,11 +103,11 @@ def run_updates(
         run_dir / "checkpoints", train.checkpoint_every, train.keep_checkpoints
     )
     _check_writable(run_dir, ckpt.directory)  # before anything compiles
-    state, start = learner.state, 0
+    state, start, window = learner.state, 0, []
     if resume and ckpt.latest_step() is not None:
         with timed(learner.timings, "restore_s"):
             state, meta = ckpt.restore(state)
-        start = int(meta["step"])
+        start, window = int(meta["step"]), meta.get(LOG_WINDOW, [])
         if learner.lead:
             print(f"resumed at step {start} from {ckpt.directory}", flush=True)
     end = train.steps if stop_at_step is None else min(train.steps, stop_at_step)
@@ -122,7 +126,7 @@ def run_updates(
     try:
         # SIGINT/SIGTERM: _loop stops at the next update boundary, checkpointed
         with stop_signals(enabled=jax.process_count() == 1) as stop:
-            _loop(learner, state, start, end, logger, ckpt, run_dir)
+            _loop(learner, state, (start, window), end, logger, ckpt, run_dir)
             learner.close()
             ckpt.close()  # waits for the last (async) save
     except BaseException as err:
@@ -133,6 +137,15 @@ def run_updates(
     logger.close()
     raise_if_stopped(stop, ckpt.directory, complete_steps(ckpt.directory), end)
     return run_dir
+
+
+def json_window(calls: list[Any]) -> list[Any]:
+    """``calls``' metrics on the host as JSON values (scalars only); ``[]``
+    where a metric is not a scalar (the window is then not kept)."""
+    values = jax.device_get(calls)
+    if any(np.ndim(x) for x in jax.tree.leaves(values)):
+        return []
+    return jax.tree.map(lambda x: np.asarray(x).item(), values)
 
 
 @contextlib.contextmanager
@@ -160,12 +173,16 @@ def call_ends(start: int, end: int, per_call: int, train: Any) -> list[int]:
     return ends
 
 
-def _loop(learner, state, start, end, logger, ckpt, run_dir) -> None:
-    """Updates ``start .. end`` in calls: log every ``log_every``, save when due."""
+def _loop(learner, state, resumed, end, logger, ckpt, run_dir) -> None:
+    """Updates ``start .. end`` in calls: log every ``log_every``, save when due.
+
+    ``resumed``: ``(start, window)``, the metrics of the calls since the
+    last log line that a checkpoint between log steps kept (``[]``: none),
+    so a resumed run logs the same values as one never stopped."""
+    start, since_log = resumed
     train = learner.config.train
     meta = {"config": configtools.to_dict(learner.config), "sampler_position": None}
     advance = learner.begin(start)
-    since_log: list[Any] = []
     step = start
     for done in call_ends(start, end, learner.steps_per_call, train):
         if step == start:
@@ -181,10 +198,12 @@ def _loop(learner, state, start, end, logger, ckpt, run_dir) -> None:
         if done % train.log_every == 0 or done == end:
             _check_finite(learner.stayed_finite(since_log), done, ckpt)
             logger.log(done, learner.log_values(since_log))
-            since_log = []
+            if done % train.log_every == 0:  # a stop's own line keeps the window
+                since_log = []
         if ckpt.should_save(done) or done == end or stopping:
             _check_finite(learner.stayed_finite([metrics]), done, ckpt)
             meta["sampler_position"] = done
+            meta[LOG_WINDOW] = json_window(since_log)
             # orbax meets an unwritable directory with threads that wait
             # minutes for each other: find out first
             _check_writable(run_dir, ckpt.directory)
