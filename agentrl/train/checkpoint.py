@@ -11,7 +11,8 @@ OCDBT/zarr) finds an array by name::
     aux/...                              the algorithm's state (T2MIR's EMA router)
 
 (orbax itself joins the names with ``.``: ``params.blocks.0.attn.qkv.kernel``).
-``meta`` holds the step, the data-iterator position and the config. Orbax
+``meta`` holds the step, the data-iterator position, the config and the
+metrics since the last log line (``log_window``). Orbax
 writes to a temporary directory and renames it when complete, so a killed
 run never leaves a checkpoint that looks finished. Saves are async:
 :meth:`Checkpointer.wait` (called by :meth:`close`) blocks until written.
