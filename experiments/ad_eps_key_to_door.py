@@ -46,10 +46,13 @@ updates (below); the reference's 300 evaluation episodes cut to 60 (cpu).
   fix: with one episode of context 0.26, a paired difference of +0.23
   [0.05, 0.39] for the 4-episode context (docs/results.md). Far below
   the reference's result: this is 1/1,500 of its training samples. With
-  4x the updates (``--set train.steps=12000``, seeds 0-1, 40-52 minutes
-  of training a seed with other jobs) 0.19 -> 1.29 [1.05, 1.52], 0.66x
-  the data's best, +0.82 [0.62, 1.05] over 3,000 updates on the same
-  pairs: the budget is the lever; the
+  4x the updates (``--set train.steps=12000``, seeds 0-1, ~28 minutes
+  of training a seed beside another job; re-run in session 52 after item
+  14) 0.25 -> 1.25 [1.04, 1.47], 0.63x [0.53, 0.74] the data's best,
+  +0.83 [0.48, 1.09] over 3,000 updates on the same pairs, -0.03 [-0.30,
+  0.21] against the run before item 14 (0.19 -> 1.29, 0.66x;
+  ``paired_ad_eps_key_to_door_steps12000_session52``): the budget is the
+  lever; the
   preset keeps 3,000 so that a seed fits ~15 minutes.
 - ``gpu``: ``ad_darkroom``'s gpu model (4 layers, 8 heads, width 512,
   batch 512, lr 3e-4; the reference's code: 4 heads, batch 8) on 1,000

@@ -46,11 +46,16 @@ docs/fidelity.md item 14); not re-run.
   Before them (session 38): 0.20
   -> 0.45 [0.38, 0.51], minus AD-ε -0.05 [-0.14, 0.05], minus AD-ε at 40
   steps +0.17 [0.06, 0.26] (3 seeds), expert distillation -0.18 [-0.31,
-  -0.05]; the measurements below also predate them. At 4x the updates
-  (``--set train.steps=12000``, seeds 0-1, 17-34 minutes of training a
-  seed beside other jobs) it falls to
-  random level (0.23; -0.18 [-0.26, -0.07] against itself at 3,000
-  updates) where AD-ε climbs to 1.29 (-1.05 [-1.26, -0.84]). Why
+  -0.05]. At 4x the updates (``--set train.steps=12000``, seeds 0-1,
+  ~8 minutes of training a seed beside another job), re-run in session 52
+  after both fixes: it falls to random level, 0.19 -> 0.25 (random 0.21;
+  -0.25 [-0.44, -0.10] against itself at 3,000 updates) where AD-ε
+  climbs to 1.25 (-1.00 [-1.20, -0.81]); against its 12,000-update run
+  before the fixes +0.02 [-0.14, 0.20]
+  (``paired_radt_key_to_door_steps12000_session52``): neither fix
+  explains the fall. Before them: 0.23, -0.18 [-0.26, -0.07] against
+  itself at 3,000, -1.05 [-1.26, -0.84] against AD-ε at 1.29; the
+  measurements below predate the fixes. Why
   (session 37, ``radt_key_to_door_diagnostic``): in seed 0 mostly the
   acting rule, ``sample_then_greedy`` chosen on 16 validation pairs
   within the CIs of ``sample``; under ``sample`` that model scores 0.39
