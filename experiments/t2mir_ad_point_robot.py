@@ -34,8 +34,16 @@ and training (``ad_point_robot.T2MIR_MODEL``), at ``cpu`` a smaller model.
 - ``cpu``: ``agentrl reproduce t2mir_ad_point_robot --compare
   ad_point_robot --preset cpu`` — ``ad_point_robot``'s cpu preset with the
   MoE (2 x 11 minutes a seed, T2MIR-AD and AD, with two seeds at once on
-  the 2-core CPU). Measured (session 40, 5 seeds x 3 test goals, 50
-  episodes, ``benchmarks/results/repro_t2mir_ad_point_robot_vs_ad_point_robot_cpu``):
+  the 2-core CPU). Re-run in session 52 with T2MIR's MoE as its reference
+  code builds it (docs/fidelity.md item 15; choices on 32 drawn goals,
+  ``sample`` resolved in every seed): T2MIR-AD -18.8 -> -7.77, score 0.66
+  [0.59, 0.72]; AD -18.6 -> -7.55, score 0.68; **T2MIR-AD minus AD -0.22
+  [-0.93, 0.37]**; against the runs before item 15 (same seeds, goals and
+  keys) T2MIR-AD +0.02 [-0.70, 0.57], AD +0.08 [-0.16, 0.34]
+  (``paired_t2mir_ad_point_robot_session52_vs_before``,
+  ``paired_ad_point_robot_session52_vs_before``): the verdict stands.
+  The record before it is ``..._before_session52``. Measured (session 40, 5 seeds x 3 test goals, 50
+  episodes, ``benchmarks/results/repro_t2mir_ad_point_robot_vs_ad_point_robot_cpu_before_session52``):
   T2MIR-AD -18.4 -> -7.95, score 0.64 [0.53, 0.71]; AD -18.3 -> -7.63,
   score 0.67 (PPO learning online 0.33, random 0.02): both rise over the
   held-out episodes; **T2MIR-AD minus AD -0.32 [-1.20, 0.40]**, paired
