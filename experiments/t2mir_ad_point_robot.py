@@ -42,8 +42,8 @@ and training (``ad_point_robot.T2MIR_MODEL``), at ``cpu`` a smaller model.
   keys) T2MIR-AD +0.02 [-0.70, 0.57], AD +0.08 [-0.16, 0.34]
   (``paired_t2mir_ad_point_robot_session52_vs_before``,
   ``paired_ad_point_robot_session52_vs_before``): the verdict stands.
-  The record before it is ``..._before_session52``. Measured (session 40, 5 seeds x 3 test goals, 50
-  episodes, ``benchmarks/results/repro_t2mir_ad_point_robot_vs_ad_point_robot_cpu_before_session52``):
+  Measured before it (session 40, 5 seeds x 3 test goals, 50 episodes,
+  ``repro_t2mir_ad_point_robot_vs_ad_point_robot_cpu_before_session52``):
   T2MIR-AD -18.4 -> -7.95, score 0.64 [0.53, 0.71]; AD -18.3 -> -7.63,
   score 0.67 (PPO learning online 0.33, random 0.02): both rise over the
   held-out episodes; **T2MIR-AD minus AD -0.32 [-1.20, 0.40]**, paired
