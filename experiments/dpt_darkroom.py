@@ -56,7 +56,8 @@ roll-in as an ablation):
   10x10, H=100, 4 layers width 32, 6,000 steps of batch 32 on 10,000
   roll-ins (about 9 minutes of training a seed alone, evaluation 2-3 more).
   Measured (3 seeds x 16 held-out goals, in
-  ``repro_t2mir_dpt_darkroom_vs_dpt_darkroom_cpu``): return 1.9 in episode
+  ``repro_t2mir_dpt_darkroom_vs_dpt_darkroom_cpu`` as of a3e1502, with
+  the centre start then): return 1.9 in episode
   1, 20.0 in episode 2, 45 by episode 5 and 56.5 [47.0, 65.2] over the last
   10 of 40 (random 0.99, oracle 96.8; score 0.58; per seed 39.2, 60.1,
   70.0): the paper's fast in-context improvement, short of its near-optimal

@@ -21,8 +21,17 @@ item 15): gates ``Linear(d, E) -> tanh -> Linear(E, E)`` without biases, the
 unbiased CV^2 in the balance loss, the contrast over the other half-batch's
 ``B/2`` keys, the bilinear ``W`` drawn N(0, 1), and the contrast still on
 the logits, as T2MIR-DPT's configs (``add_softmax: False``,
-``algo.contrast_softmax=False``). Every measurement quoted here was made
-before these changes (session 50) and has not been re-run.
+``algo.contrast_softmax=False``). Re-run after these changes on DPT's
+cpu preset (session 52, ``agentrl reproduce t2mir_dpt_darkroom --compare
+dpt_darkroom --preset cpu --seeds 3``, both retrained; validation chose
+``sample`` for both in every seed, T2MIR-DPT's unresolved in seed 2):
+T2MIR-DPT 1.10 -> 17.7 [7.3, 31.0] (score 0.19), DPT 0.77 -> 21.0 [10.1,
+33.1] (0.22); **T2MIR-DPT minus DPT -3.3 [-21.4, 13.6]**: no difference
+shown; against the runs before (same seeds, goals and keys) T2MIR-DPT
++1.6 [-2.7, 8.5], DPT +0.2 [-2.9, 3.1]
+(``paired_t2mir_dpt_darkroom_session52_vs_before``,
+``paired_dpt_darkroom_session52_vs_before``). The other measurements
+quoted here were made before these changes.
 
 With the query drawn as the DPT reference draws it (session 49: a state
 independent of the context, ``dpt_darkroom``'s docstring), ``agentrl
@@ -32,7 +41,8 @@ a seed; validation chose sampling, ``sample_then_greedy`` for T2MIR-DPT
 in seed 2): T2MIR-DPT 0.50 -> 16.1 [6.5, 28.7] over the last 10 of 40
 episodes (score 0.17), DPT 1.27 -> 20.7 [9.8, 32.5] (0.22); paired
 difference -4.6 [-23.4, 13.7], per seed +3.3, -22.8, +5.7: no difference
-shown (``repro_t2mir_dpt_darkroom_vs_dpt_darkroom_cpu``; the run before,
+shown (``repro_t2mir_dpt_darkroom_vs_dpt_darkroom_cpu_before_session52``;
+the run before,
 with the query one of the context's states, is
 ``..._cpu_query_in_context``: +18.0 [-5.0, 40.2]).
 
