@@ -52,7 +52,15 @@ FLOORS: list[tuple[int, tuple[str, ...]]] = [
         ),
     ),
     (5, ("agentrl.algos",)),
-    (6, ("agentrl.train.config", "agentrl.train.rundir", "agentrl.train.checkpoint")),
+    (
+        6,
+        (
+            "agentrl.train.config",
+            "agentrl.train.rundir",
+            "agentrl.train.segments",
+            "agentrl.train.checkpoint",
+        ),
+    ),
     (7, ("agentrl.train",)),
     (8, ("agentrl.evaluate",)),
     (9, ("agentrl.sweep",)),
