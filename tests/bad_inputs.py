@@ -160,6 +160,7 @@ CLI_ROWS: list[tuple[str, str]] = [
     ("reproduce nope", "unknown experiment"),
     ("reproduce ad_darkroom --seeds 0", "--seeds"),
     ("reproduce ad_darkroom --set noeq", "--set"),
+    ("reproduce ad_darkroom --record-suffix Fresh-Seeds", "--record-suffix"),
     ("reproduce ad_darkroom --set algo.nope=1", "algo.nope"),
     # Dark Room's 81 goals hold 8 validation goals, and nothing to draw beyond
     ("reproduce ad_darkroom --set eval.validation_tasks=9", "eval.validation_tasks=9"),

@@ -83,3 +83,19 @@ def test_a_compared_learner_on_other_tasks_is_refused_before_anything_is_written
     else:
         raise AssertionError("tasks never shown to agree were paired")
     assert not any(tmp_path.iterdir())
+
+
+def test_a_record_suffix_names_the_record_and_finds_it_again(tmp_path):
+    """``--record-suffix fresh`` reads and writes ``..._fresh``, never the
+    preset's record (a --first-seed run must not replace it)."""
+    tag, named = "repro_ad_darkroom_demo", "repro_ad_darkroom_demo_fresh"
+    record = json.loads((RESULTS / f"{tag}.json").read_text())
+    (tmp_path / f"{named}.json").write_text(json.dumps({**record, "name": named}))
+    shutil.copytree(RESULTS / tag, tmp_path / named)
+    rc = main(["reproduce", "ad_darkroom", "--preset", "demo", "--rescore",
+               "--record-suffix", "fresh", "--out", str(tmp_path)])  # fmt: skip
+    assert rc == 0
+    assert (tmp_path / f"{named}.md").read_text().startswith(f"# {named}\n")
+    assert json.loads((tmp_path / f"{named}.json").read_text())["name"] == named
+    assert not (tmp_path / f"{tag}.json").exists()
+    assert not (tmp_path / tag).exists()

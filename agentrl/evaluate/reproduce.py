@@ -71,6 +71,7 @@ import argparse
 import dataclasses
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -391,6 +392,15 @@ def parse(argv: list[str]) -> argparse.Namespace:
         "curve over training steps, recorded)",
     )
     parser.add_argument(
+        "--record-suffix",
+        type=record_suffix,
+        default=None,
+        metavar="SUFFIX",
+        help="append _SUFFIX to the record's name (e.g. fresh_seeds for a "
+        "--first-seed run, which otherwise writes the preset's record); "
+        "lowercase letters, digits and '_'",
+    )
+    parser.add_argument(
         "--rescore",
         action="store_true",
         help="recompute the tables and targets from results already written "
@@ -404,6 +414,15 @@ def parse(argv: list[str]) -> argparse.Namespace:
         help="override a preset field (repeatable), e.g. algo.episode_stride=3",
     )
     return parser.parse_args(argv)
+
+
+def record_suffix(text: str) -> str:
+    """``--record-suffix``: ``[a-z0-9_]+`` (it becomes part of file names)."""
+    if not re.fullmatch(r"[a-z0-9_]+", text):
+        raise argparse.ArgumentTypeError(
+            f"must be lowercase letters, digits and '_', got {text!r}"
+        )
+    return text
 
 
 def run(args: argparse.Namespace) -> int:
@@ -423,10 +442,14 @@ def run(args: argparse.Namespace) -> int:
         if note:
             print(note)
     target_kind(names[0])
+    named = f"_{args.record_suffix}" if args.record_suffix else ""
     if args.rescore:
-        tag = result_tag([c.name for c in configs], args.preset, overrides)
+        tag = result_tag([c.name for c in configs], args.preset, overrides) + named
         combined, dirs, protocol, measured = load_written(tag)
-        report(experiments, args.preset, combined, dirs, overrides, protocol, measured)
+        report(
+            experiments, args.preset, combined, dirs, overrides, protocol,
+            measured, named,
+        )  # fmt: skip
         return 0
     combined: dict[str, list] = {}
     dirs: dict[str, list[Path]] = {}
@@ -450,7 +473,7 @@ def run(args: argparse.Namespace) -> int:
             combined.setdefault(labels[i] if method == own else method, results)
         dirs[configs[i].name] = run_dirs
         protocol[configs[i].name] = records
-    report(experiments, args.preset, combined, dirs, overrides, protocol)
+    report(experiments, args.preset, combined, dirs, overrides, protocol, None, named)
     return 0
 
 

@@ -138,6 +138,7 @@ def report(
     overrides: dict[str, str] | None = None,
     protocol: dict | None = None,
     measured: dict | None = None,
+    named: str = "",
 ) -> None:
     """Tables, plots and targets of a reproduction, under ``results/<tag>``.
 
@@ -147,11 +148,12 @@ def report(
     which also name the result. ``overrides`` (``--set``) apply here as in
     training: they name the result and decide its environment and which
     controls apply. ``measured``: a rescore's record's first machine, date
-    and version (kept; :func:`write_record`)."""
+    and version (kept; :func:`write_record`). ``named``: appended to the
+    record's name (``--record-suffix``)."""
     suffix = ablation_suffix(overrides)
     names, configs = list(experiments), experiments
     labels = [configs[n].name for n in names]  # ``names`` may be .py paths
-    tag = result_tag(labels, preset, overrides)
+    tag = result_tag(labels, preset, overrides) + named
     runs = len(next(iter(combined.values())))
     resample = resample_for(runs)
     summary = summarize(combined, resample=resample)
