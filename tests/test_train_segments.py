@@ -17,6 +17,14 @@ def _segments(run_dir):
     return json.loads((run_dir / "run.json").read_text())["segments"]
 
 
+def _edit_run_json(run_dir, edit):
+    """Rewrite ``run_dir/run.json`` as ``edit(info)`` leaves it (a run made
+    by other code, or before segments were recorded)."""
+    info = json.loads((run_dir / "run.json").read_text())
+    edit(info)
+    (run_dir / "run.json").write_text(json.dumps(info))
+
+
 def _small(tiny_ad_config, steps):
     overrides = {"train.checkpoint_every": 2, "train.log_every": 2}
     return configtools.override(tiny_ad_config(steps), overrides)
@@ -37,9 +45,7 @@ def test_each_call_that_trains_records_its_steps_and_code(tiny_ad_config, tmp_pa
 def test_a_run_resumed_by_other_code_names_both(tiny_ad_config, tmp_path):
     run = tmp_path / "run"
     fit(_small(tiny_ad_config, 4), run, progress=False, stop_at_step=2)
-    info = json.loads((run / "run.json").read_text())
-    info["segments"][0]["code_sha256"] = "0" * 64  # as if trained by older code
-    (run / "run.json").write_text(json.dumps(info))
+    _edit_run_json(run, lambda i: i["segments"][0].update(code_sha256="0" * 64))
     fit(_small(tiny_ad_config, 4), run, progress=False)
     assert training_code(run) == ["0" * 64, code_digest([])]
     assert trained_by_other_code(provenance(run))
@@ -48,9 +54,7 @@ def test_a_run_resumed_by_other_code_names_both(tiny_ad_config, tmp_path):
 def test_a_run_without_segments_counts_as_unrecorded_code(tiny_ad_config, tmp_path):
     run = tmp_path / "run"
     fit(_small(tiny_ad_config, 2), run, progress=False)
-    info = json.loads((run / "run.json").read_text())
-    del info["segments"]  # a run written before segments were recorded
-    (run / "run.json").write_text(json.dumps(info))
+    _edit_run_json(run, lambda i: i.pop("segments"))  # written before them
     assert training_code(run) is None
     assert trained_by_other_code(provenance(run))
 
@@ -62,9 +66,7 @@ def test_reproduce_says_when_a_reused_run_was_trained_by_other_code(
     fit(_small(tiny_ad_config, 2), run, progress=False)
     assert not trained_by_other_code(reproduce._training_code(run))
     assert "trained by other agentrl code" not in capsys.readouterr().out
-    info = json.loads((run / "run.json").read_text())
-    info["segments"][0]["code_sha256"] = "ab" * 32
-    (run / "run.json").write_text(json.dumps(info))
+    _edit_run_json(run, lambda i: i["segments"][0].update(code_sha256="ab" * 32))
     record = reproduce._training_code(run)
     assert record["trained_by"] == ["ab" * 32]
     assert record["evaluated_by"] == code_digest([])

@@ -54,7 +54,7 @@ def record_segment(run_dir: Path, from_step: int, to_step: int) -> None:
     path = Path(run_dir) / "run.json"
     info = json.loads(path.read_text())
     info[SEGMENTS] = [
-        *info.get(SEGMENTS, []),
+        *kept_segments(path),
         {
             "from_step": int(from_step),
             "to_step": int(to_step),
