@@ -168,6 +168,24 @@ def test_a_score_target_is_met_only_when_its_ci_clears_the_goal(experiment, goal
 
 
 @pytest.mark.parametrize(
+    ("low", "high", "goal", "higher", "resolved", "met"),
+    [
+        (0.2, 0.9, 0.5, True, True, False),  # the point estimate may clear it
+        (0.6, 0.9, 0.5, True, True, True),
+        (0.6, 0.9, 0.5, True, False, False),  # the caller's condition fails
+        (0.5, 0.9, 0.5, True, True, False),  # touching the goal is not clearing
+        (0.1, 0.4, 0.5, False, True, True),  # a ceiling: the high end below
+        (0.1, 0.6, 0.5, False, True, False),
+        (float("nan"), 0.9, 0.5, True, True, False),  # no CI clears nothing
+    ],
+)
+def test_a_target_row_is_judged_by_its_whole_ci(low, high, goal, higher, resolved, met):
+    value = 0.7 if higher else 0.3  # on the winning side of the goal every time
+    row = targets.with_ci("t", value, low, high, goal, higher, resolved=resolved)
+    assert row["met"] is met and row["target"] == goal
+
+
+@pytest.mark.parametrize(
     ("experiment", "goal"), [("dpt_bandit", 1.2), ("rl2_bandit", 1.5)]
 )
 def test_a_regret_ratio_is_met_only_when_its_ci_is_below_the_goal(experiment, goal):

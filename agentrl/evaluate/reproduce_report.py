@@ -168,7 +168,7 @@ def report(
         )  # fmt: skip
         targets.append(with_ci(
             f"{a} minus {b}, last-episodes return (reported, no target)",
-            d["mean"], d["low"], d["high"], float("-inf"), True,
+            d["mean"], d["low"], d["high"], float("-inf"),
         ))  # fmt: skip
     # written once every check above has passed: nothing half
     write_results(
@@ -221,7 +221,8 @@ def _verdict(
     for c, v in verdict["controls"].items():
         targets.append(with_ci(
             f"{label} minus control {c}, last-episodes return",
-            v["mean"], v["low"], v["high"], 0.0, v["beaten"],
+            v["mean"], v["low"], v["high"], 0.0,
+            resolved=v["beaten"],
         ))  # fmt: skip
     targets.append(
         target(
