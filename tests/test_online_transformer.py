@@ -425,3 +425,85 @@ def test_families_whose_episodes_end_early_are_refused():
     assert env.episodes_end_early and envs.make("darkroom_hard").episodes_end_early
     with pytest.raises(ValueError, match="episodes can end early"):
         k2d.algo.make_online_train(k2d, env)
+
+
+def reference_advantages(value, reward, ends, gamma, lam, chunk):
+    """Per-chunk GAE in numpy, one step at a time: ``value``/``reward``
+    ``[B, L]``, ``ends [L]`` where advantages stop (the trial's last step
+    always); a chunk ending inside the run bootstraps from the next step."""
+    b, length = value.shape
+    out = np.zeros((b, length))
+    for start in range(0, length, chunk):
+        acc = np.zeros(b)
+        for t in reversed(range(start, start + chunk)):
+            last = t + 1 == start + chunk
+            stop = ends[t] or t + 1 == length
+            following = 0.0 if stop else value[:, t + 1]
+            delta = reward[:, t] + gamma * following - value[:, t]
+            acc = delta + (0.0 if stop or last else gamma * lam) * acc
+            out[:, t] = acc
+    return out
+
+
+@pytest.mark.parametrize(
+    ("scope", "update_every"),
+    [("episode", 4), ("trial", 4), pytest.param("episode", 12, marks=LONG)],
+)
+def test_advantages_stop_where_the_scope_says(scope, update_every):
+    """At lr 0 with one epoch of one minibatch, the logged value loss is
+    0.5 x mean(advantage²) over the chunks: it equals a numpy GAE that stops
+    at every episode's end (ReLIC's scope) or only at the trial's (RL²'s).
+    Episodes of 6 steps, chunks of 4: a chunk straddles an episode's end."""
+    from agentrl.envs import make as make_env
+    from agentrl.online.ppo import trial_hparams
+
+    env = make_env("darkroom", size=5, horizon=6)
+    algo = TransformerPPO(trial_episodes=2, advantage_scope=scope)
+    cfg = ModelConfig(
+        num_layers=1, num_heads=2, d_model=16, d_ff=32, dropout=0.0, max_steps=12
+    )
+    cfg = complete_model_config(cfg, env, algo)
+    shape = TransformerShape(
+        num_envs=4, trial_steps=12, update_every=update_every, num_epochs=1,
+        num_minibatches=1, num_updates=1, grad_clip=0.5,
+        episode_steps=6 if scope == "episode" else 0,
+    )  # fmt: skip
+    trainer = Trainer(env, shape, cfg, env.sample_params)
+    hp = trial_hparams(lr=0.0, reward_scale=0.5, gamma=0.9, gae_lambda=0.8)
+    state = trainer.init(jax.random.key(1), hp)
+    _, metrics, buf, _ = jax.jit(trainer.run_trial)(state, hp)
+    value = np.asarray(
+        trainer.forward(state.critic, buf["obs"], buf["action"], buf["reward"])[..., 0]
+    )
+    episode_ends = (np.arange(12) + 1) % 6 == 0
+    ends, other_ends = (
+        (episode_ends, np.zeros(12, bool))
+        if scope == "episode"
+        else (np.zeros(12, bool), episode_ends)
+    )
+    reward = np.asarray(buf["reward"]) * 0.5
+    adv = reference_advantages(value, reward, ends, 0.9, 0.8, update_every)
+    other = reference_advantages(value, reward, other_ends, 0.9, 0.8, update_every)
+    assert np.abs(adv - other).max() > 1e-3  # the two scopes are told apart
+    chunks = adv.reshape(4, -1, update_every)
+    expected = np.mean(
+        [0.5 * np.mean(chunks[:, c] ** 2) for c in range(chunks.shape[1])]
+    )
+    np.testing.assert_allclose(float(metrics["vf_loss"]), expected, rtol=2e-5)
+
+
+@pytest.mark.parametrize(("scope", "steps"), [("trial", 0), ("episode", "horizon")])
+def test_the_advantage_scope_reaches_the_trainer(scope, steps):
+    from agentrl import envs
+    from agentrl.configtools import override
+    from agentrl.train.config import complete_config
+    from agentrl.train.experiments import load_experiment
+
+    config = load_experiment("transformer_ppo_darkroom", "smoke")
+    config = override(config, {"algo.advantage_scope": scope})
+    env = envs.make(config.data.env, **dict(config.data.env_args))
+    full = complete_config(config, env)
+    shape = full.algo.make_online_train(full, env).trainer.shape
+    assert shape.episode_steps == (env.horizon if steps == "horizon" else 0)
+    with pytest.raises(ValueError, match="algo.advantage_scope must be one of"):
+        TransformerPPO(advantage_scope="step")

@@ -13,7 +13,14 @@ model's input and token layout are AD's.
 
 Fields as :class:`agentrl.algos.RL2` (``trial_episodes``, ``num_envs``,
 ``num_epochs``, ``num_minibatches``, traced PPO coefficients and
-``reward_scale``), plus ``update_every``. ``train.steps`` counts trials
+``reward_scale``), plus ``update_every`` and ``advantage_scope``: where
+GAE's advantages stop. ``"trial"`` (the default): only at the trial's
+end, RL²'s objective (exploring in one episode is paid for by the later
+ones). ``"episode"``: at every episode's end as well, as ReLIC's PPO
+storage computes them (its per-episode ``masks`` in
+``relic/trainer/transformer_storage.py`` ``compute_returns``): each step
+is credited with its own episode's return, the context still running
+across episodes. ``train.steps`` counts trials
 (each ``trial_episodes * horizon`` steps in every env, with ``L / K``
 updates). The attention window ``model.max_steps`` defaults to the trial's
 length (it must cover the trial). Actions: categorical over ``Discrete``
@@ -45,6 +52,9 @@ from agentrl.configtools import traced
 from agentrl.envs.base import env_horizon
 from agentrl.online.program import transformer_program
 
+#: where transformer PPO's advantages stop (``TransformerPPO.advantage_scope``)
+ADVANTAGE_SCOPES = ("trial", "episode")
+
 
 @register_algorithm
 @dataclasses.dataclass(frozen=True)
@@ -59,8 +69,10 @@ class TransformerPPO(Algorithm):
       num_epochs: PPO epochs per update.
       num_minibatches: minibatches per epoch.
       gamma: discount factor.
-      gae_lambda: GAE's lambda; advantages run across the episodes of a
-        trial and stop only at its end.
+      gae_lambda: GAE's lambda.
+      advantage_scope: where advantages stop: ``"trial"`` (only at the
+        trial's end, RL²'s objective) or ``"episode"`` (at every episode's
+        end too, ReLIC's).
       clip_eps: PPO's ratio clipping.
       ent_coef: entropy bonus weight.
       vf_coef: value-loss weight.
@@ -87,10 +99,16 @@ class TransformerPPO(Algorithm):
     vf_coef: float = traced(0.5)
     reward_scale: float = traced(1.0)
     init_log_std: float = -0.5
+    advantage_scope: str = "trial"
 
     def __post_init__(self):
         check_ppo_trials(self)
         check_finite("algo.init_log_std", self.init_log_std)
+        check(
+            self.advantage_scope in ADVANTAGE_SCOPES,
+            f"algo.advantage_scope must be one of {ADVANTAGE_SCOPES}, got "
+            f"{self.advantage_scope!r}",
+        )
         check(
             isinstance(self.update_every, int)
             and not isinstance(self.update_every, bool)

@@ -39,9 +39,12 @@ environments, each on a fresh training task:
   key and value; acting, re-encoding and training all use it (tested
   equal to the full forward pass with the sink on).
 
-Advantages run across episode boundaries (the trial is the episode; see
-:func:`agentrl.rl.ppo.gae_across_episodes`); a chunk that ends before
-the trial does bootstraps from the critic's value of the next step.
+Advantages run across episode boundaries by default (the trial is the
+episode, RL²'s objective; see :func:`agentrl.rl.ppo.gae_across_episodes`);
+with ``episode_steps`` (``algo.advantage_scope="episode"``) they also stop
+at every episode's end, as ReLIC's. A chunk that ends before the trial
+(and, per episode, inside an episode) bootstraps from the critic's value
+of the next step.
 Episodes are assumed to last the env's ``horizon`` (Dark Room, bandits,
 Point-Robot): a trial is ``L`` steps.
 
@@ -104,7 +107,19 @@ class TransformerShape:
     grad_clip: float | None
     lr_shape: Callable[[Any], Any] | None = None
     init_log_std: float = -0.5  # continuous actions: the Gaussian's initial log std
+    #: advantages stop every this many steps too (an episode: ReLIC's
+    #: per-episode returns); 0: only at the trial's end (RL²'s)
+    episode_steps: int = 0
     adam_b2: float = 0.999  # Adam's second-moment decay (train.adam_b2)
+
+
+def episode_ends(start, length: int, episode_steps: int) -> jax.Array:
+    """``[length]`` bool: which of the trial's steps ``start ..
+    start + length - 1`` end an episode of ``episode_steps`` (all ``False``
+    for 0: advantages then stop only at the trial's end)."""
+    if episode_steps == 0:
+        return jnp.zeros(length, bool)
+    return (start + jnp.arange(length) + 1) % episode_steps == 0
 
 
 class PolicyParams(NamedTuple):
@@ -557,7 +572,10 @@ class TransformerPPO:
             v_chunk.T,
             next_value,
             part(buf["reward"]).T * hparam(hp, "reward_scale"),
-            jnp.zeros((k_len, n), bool),
+            jnp.broadcast_to(
+                episode_ends(start, k_len, self.shape.episode_steps)[:, None],
+                (k_len, n),
+            ),
             hparam(hp, "gamma"),
             hparam(hp, "gae_lambda"),
         ).T

@@ -147,7 +147,9 @@ def gae_across_episodes(value, next_value, reward, trial_end, gamma, lam):
     rollout; ``trial_end [T, N]`` the trial ended at step t (its successor
     belongs to a new task, whose value is not this trial's return). An
     episode's end inside a trial is not a terminal state (RL²: the return
-    of exploring now is paid in later episodes).
+    of exploring now is paid in later episodes); a learner that credits
+    each episode alone (transformer PPO's ``advantage_scope="episode"``,
+    ReLIC's) passes every episode's end as ``trial_end``.
     """
     following = successor_values(value, next_value)
     return gae(value, following, reward, trial_end, trial_end, gamma, lam)
