@@ -22,10 +22,24 @@ AdamW weight decay 1e-3, gradient clip 1.0, randomised epsilon-greedy from
 1.0 to 0.05.
 
 Deviations (reasons): no PopArt, each critic predicts ``(1 - gamma)`` x its
-return instead, so every discount has the scale of a step's reward (one
-less moving statistic in a vmapped program), with AMAGO's reward
-multiplier 10 so the values are of order one (with 1 the critics' values
-were ~1e-3 and the policy stayed uniform for 50 updates); linear actor
+return instead (one less moving statistic in a vmapped program), with
+AMAGO's reward multiplier 10 so the values are of order one (with 1 the
+critics' values were ~1e-3 and the policy stayed uniform for 50 updates);
+returns stop at the trial's end, so that scale is ``1 - gamma**T`` of a
+reward, not a reward's: 0.15 for the acting 0.999 over 160 steps against
+1.0 for 0.1, which leaves the acting discount's critic and Q term ~7x
+smaller than the short discounts' (PopArt would scale each apart; see
+:mod:`agentrl.online.amago`); 8 gradient steps an update of 16 envs x
+160 steps, one per 320 env steps, where AMAGO's command-line defaults
+(1,000 batches an epoch over 12 actors x 1,000 steps, ``cli_utils.py``)
+take one per 12 (the CPU budget); the discrete policy's probabilities are
+used as the softmax gives them, where AMAGO clips them to [0.001, 0.99]
+and renormalises (``nets/policy_dists.py``, its ``Discrete``: a policy
+there never puts more than ~99.7% on one of 4 actions); Adam's epsilon
+1e-5 (the online trainers' own) against torch's 1e-8; the sequence model
+is agentrl's pre-LN transformer (GELU, rotary positions, one summed token
+per step) where AMAGO has a feed-forward timestep encoder and a
+NormFormer-style trunk with sinusoidal time embeddings; linear actor
 read-outs on the trunk (the acting discount's is the model's own head, so
 the trained policy is a plain ``DecisionModel``) instead of a 2-layer MLP;
 critics of 128 units (the trunk is 64 wide, not AMAGO's 256); learning

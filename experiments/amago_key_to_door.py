@@ -16,9 +16,17 @@ for one trial, acting with its KV cache, beside random and the oracle::
 
 Settings and deviations as ``amago_darkroom`` (its docstring): AMAGO's
 discounts, critics, ``tau``, coefficients, batch and optimiser; no PopArt
-(critics predict ``(1 - gamma)`` x return, reward multiplier 10), linear
-actor read-outs, critics of 128 units, learning rate 3e-4 without warm-up,
-epsilon annealed over 20k steps per env (100 updates) instead of 1M.
+(critics predict ``(1 - gamma)`` x return; for the acting 0.999 over 200
+steps that is 0.18 of a reward), linear actor read-outs, critics of 128
+units, learning rate 3e-4 without warm-up, unclipped policy probabilities;
+8 gradient steps an update of 16 envs x 200 steps (one per 400 env steps,
+AMAGO's defaults one per 12). Against AMAGO's own Dark Key-to-Door example
+(``examples/05_dark_key_door.py``): reward multiplier 10 instead of its
+100, and flat epsilon-greedy annealed over 20k steps per env (100
+updates) instead of its ``"bilevel"`` exploration annealed over 500k steps
+(which also anneals within each trial, ``envs/exploration.py``); the
+``full`` preset's anneal is the AMAGO experiments' shared 1M steps, not
+that example's 500k.
 
 - ``smoke``: 3x3 room, trials of 2 episodes of 6 steps, 2 updates;
   plumbing.

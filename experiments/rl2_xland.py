@@ -45,6 +45,12 @@ Deviations (and why):
   X), generated locally (above), 4,096 of them in ``gpu``.
 - The budget: ``gpu`` runs 8,192 trials x 32 steps x 400 updates (~105M
   env steps, the baseline's 100M); ``cpu`` is far smaller (below).
+- PPO details agentrl's online learners share: Adam's epsilon 1e-5
+  (PureJaxRL's; the baseline's ``make_states`` sets 1e-8); a trial's end
+  is terminal (no bootstrap into the next task, RL²'s objective), where
+  the baseline's ``done`` is always false, so its last update of a trial
+  bootstraps from the next state's value; the input carries a
+  new-episode flag (Duan et al.'s RL² has it; the baseline's does not).
 
 Presets:
 

@@ -9,9 +9,11 @@ trial on 200 held-out bandits (an evaluation-only key) next to Thompson
 sampling, UCB and random on the same bandits and keys.
 
 Deviations from ReLIC (Elawady et al., 2024): bandit trials of 500 steps
-rather than 64k-step embodied trials; PPO without their value
-normalisation; ``reward_scale=0.1`` and discount 0.995 as ``rl2_bandit``
-(a 500-step trial's value loss otherwise swamps the policy's gradient).
+rather than 64k-step embodied trials; ``reward_scale=0.1`` and discount
+0.995 as ``rl2_bandit`` (a 500-step trial's value loss otherwise swamps
+the policy's gradient); the PPO differences ``transformer_ppo_darkroom``
+names (a trial here is one episode, so where advantages stop makes no
+difference).
 Sink-KV is off here (``--set model.attention_sink=true`` turns it on).
 
 - ``smoke``: seconds; H=50, 4 envs, 2 trials; plumbing only.

@@ -7,11 +7,22 @@ partial updates: 4 updates a trial, the context carried on with the new
 weights); evaluated like AD (rolling KV cache over its own history) on the
 held-out goals for one trial.
 
-Deviations from ReLIC (Elawady et al., 2024): trials of 8 episodes (the
-``cpu_long`` preset: 50) rather than thousands of steps; Sink-KV only in
-``cpu_long`` (``model.attention_sink``); PPO without their value
-normalisation; a partial update trains against the fixed cache of the
-earlier steps (see :mod:`agentrl.online.transformer`).
+Deviations from ReLIC (Elawady et al., 2024; its settings in
+``docs/references.md``): trials of 8 episodes (the ``cpu_long`` preset:
+50) rather than thousands of steps; Sink-KV only in ``cpu_long``
+(``model.attention_sink``); a partial update trains against the fixed
+cache of the earlier steps (see :mod:`agentrl.online.transformer`).
+Named, not matched (the online learners share one PPO): advantages run
+across the trial's episodes (RL²'s objective, ``algo.advantage_scope=
+"trial"``) where ReLIC's stop at every episode's end (``"episode"``,
+measured below); no full update over the whole trial after its partial
+ones (ReLIC: one in every 16 updates); advantages normalised per
+minibatch (PureJaxRL's) where ReLIC does not normalise them; 2 epochs,
+gradient norm 0.5, Adam without decay at a constant 3e-4 (ReLIC: 4, 0.2,
+AdamW 0.1 at 2e-4 with warm-up and cosine decay); positions run across
+the trial and a new episode's token carries the last step's action and
+reward (ReLIC restarts positions and feeds reward 0); old episodes are
+not shuffled.
 
 - ``smoke``: 5x5 room, trials of 2 episodes of 6 steps, 2 trials; plumbing.
 - ``cpu``: 64 envs, 150 trials (1.54M env steps; ~3.5 min of training a

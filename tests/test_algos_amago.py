@@ -351,3 +351,62 @@ def test_config_round_trips_with_its_gammas():
     algo = dataclasses.replace(Amago(), gammas=(0.5, 0.9))
     back = Amago.from_config_dict(algo.to_config_dict() | {"gammas": [0.5, 0.9]})
     assert back == algo
+
+
+def test_trial_metrics_read_episodes_where_they_end():
+    from agentrl.online.ppo import trial_metrics
+
+    rewards = jnp.asarray(
+        [
+            [1.0, 0.0, 2.0, 0.0, 4.0, 0.0, 8.0, 16.0],  # ends at 2, 5 (7 cut off)
+            [1.0, 1.0, 1.0, 1.0, 2.0, 2.0, 2.0, 2.0],  # a fixed horizon of 4
+            [3.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0],  # no end: one cut episode
+        ]
+    )
+    ends = jnp.zeros((3, 8), bool)
+    ends = (
+        ends.at[0, jnp.asarray([2, 5])].set(True).at[1, jnp.asarray([3, 7])].set(True)
+    )
+    m = trial_metrics(rewards, ends)
+    first = np.array([3.0, 4.0, 4.0])  # to the first end (or the whole trial)
+    last = np.array([4.0, 8.0, 4.0])  # between the last two ends
+    assert float(m["episode_return_first"]) == pytest.approx(first.mean())
+    assert float(m["episode_return_last"]) == pytest.approx(last.mean())
+    assert float(m["trial_return"]) == pytest.approx(float(rewards.sum(1).mean()))
+
+
+def test_amago_logs_episodes_where_they_end_on_key_to_door():
+    """Dark Key-to-Door's episodes end at the door, so a trial of 4 x 12
+    steps can hold 5: the logged first and last episodes are read from the
+    collected episode ends, not sliced by the horizon (which mixed two
+    episodes). The trials are collected again with the update's own keys."""
+    from agentrl.envs import make as make_env
+    from agentrl.online.ppo import trial_metrics
+
+    env = make_env("dark_key_to_door", size=3, horizon=12)
+    cfg = ModelConfig(
+        num_layers=1, num_heads=2, d_model=16, d_ff=32, dropout=0.0, max_steps=48
+    )
+    shape = AmagoShape(
+        num_envs=32, trial_steps=48, capacity=40, batch_size=4, grad_steps=1,
+        num_updates=1, gammas=(0.9, 0.99), num_critics=2, critics_in_target=2,
+        critic_hidden=16, explore_steps=40, grad_clip=1.0,
+    )  # fmt: skip
+    cfg = complete_model_config(cfg, env, Amago())
+    trainer = AmagoTrainer(env, shape, cfg, env.sample_params)
+    hp = amago_hparams()
+    state = jax.jit(trainer.init)(jax.random.key(0), hp)
+    _, metrics = jax.jit(trainer.update)(state, hp)
+    # the update's collection, again (its key splits, as AmagoTrainer.update)
+    _, k_task, k_eps, _, _ = jax.random.split(state.key, 5)
+    tasks = jax.vmap(trainer.sample_task)(jax.random.split(k_task, 32))
+    eps = jax.random.uniform(k_eps, (32,)) * trainer.epsilon(hp, state.update)
+    k_act = jax.random.split(state.key, 5)[3]
+    trials = jax.jit(trainer.collect)(state.params["model"], tasks, eps, k_act)
+    ends = np.asarray(trials["episode_end"])
+    assert (ends.sum(1) > 4).any()  # a door reached early: a fifth episode
+    expected = trial_metrics(trials["reward"], trials["episode_end"])
+    sliced = float(trials["reward"][:, -12:].sum(1).mean())
+    for name in ("trial_return", "episode_return_first", "episode_return_last"):
+        assert float(metrics[name]) == pytest.approx(float(expected[name]))
+    assert sliced != pytest.approx(float(expected["episode_return_last"]))

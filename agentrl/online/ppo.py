@@ -418,6 +418,38 @@ class TrialPPO:
         )
 
 
+def trial_metrics(rewards: jax.Array, episode_end: jax.Array) -> dict:
+    """``reward`` (mean per step), ``trial_return``, ``episode_return_first``
+    and ``episode_return_last`` of whole trials ``rewards [n, L]`` whose
+    episodes end where ``episode_end [n, L]`` is true.
+
+    The first episode runs to the first end (the whole trial if none); the
+    last is the last complete one, between the last two ends (a trial of a
+    fixed number of steps may cut its final episode short, as on families
+    whose episodes end early, such as Dark Key-to-Door's at the door).
+    """
+    length = rewards.shape[1]
+    step = jnp.arange(length)[None]
+
+    def last_end(ends):  # [n] index of the last end (-1 if none)
+        found = ends.any(1)
+        return jnp.where(found, length - 1 - jnp.argmax(ends[:, ::-1], 1), -1)
+
+    any_end = episode_end.any(1)
+    first_end = jnp.where(any_end, jnp.argmax(episode_end, 1), length - 1)
+    final = jnp.where(any_end, last_end(episode_end), length - 1)
+    before = last_end(episode_end & (step < final[:, None]))
+    in_last = (step > before[:, None]) & (step <= final[:, None])
+    return {
+        "reward": rewards.mean(),
+        "trial_return": rewards.sum(1).mean(),
+        "episode_return_first": jnp.where(step <= first_end[:, None], rewards, 0.0)
+        .sum(1)
+        .mean(),
+        "episode_return_last": jnp.where(in_last, rewards, 0.0).sum(1).mean(),
+    }
+
+
 def rollout_metrics(rec: dict) -> dict:
     """``reward`` (mean per step) and, over the trials that ended in the
     rollout (NaN if none), ``trial_return``, ``episode_return_first`` and

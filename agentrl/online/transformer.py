@@ -79,7 +79,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 from agentrl.models.transformer import DecisionModel
-from agentrl.online.ppo import hparam, trial_optimizer
+from agentrl.online.ppo import hparam, trial_metrics, trial_optimizer
 from agentrl.prng import key_scan
 from agentrl.rl.nets import ActionHead
 from agentrl.rl.ppo import (
@@ -482,14 +482,11 @@ class TransformerPPO:
         return new, metrics, carry.buf, acting
 
     def _trial_metrics(self, rewards):
-        """Reward per step, trial return, first and last episode's return."""
-        horizon = self.env.horizon
-        return {
-            "reward": rewards.mean(),
-            "trial_return": rewards.sum(1).mean(),
-            "episode_return_first": rewards[:, :horizon].sum(1).mean(),
-            "episode_return_last": rewards[:, -horizon:].sum(1).mean(),
-        }
+        """:func:`~agentrl.online.ppo.trial_metrics` of trials whose episodes
+        last the env's horizon."""
+        length = self.shape.trial_steps
+        ends = episode_ends(0, length, self.env.horizon)
+        return trial_metrics(rewards, jnp.broadcast_to(ends, rewards.shape))
 
     def _act_step(self, tasks, carry: Acting, xs):
         """One step of every env with the KV cache; its token into ``buf``."""
