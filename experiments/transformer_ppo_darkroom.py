@@ -28,14 +28,19 @@ not shuffled.
 - ``cpu``: 64 envs, 150 trials (1.54M env steps; ~3.5 min of training a
   seed on the quiet 2-core CPU, ~6.5 min beside another run; an earlier
   session's run took 63 min, before the re-encoding rework and on a
-  machine shared with several jobs: not an A/B). Measured
-  (``agentrl reproduce transformer_ppo_darkroom --preset cpu --seeds
-  5 --controls``; 5 seeds x 8 test goals, acting rule chosen on 8
-  validation goals per seed): normalized score over the 8-episode trial
-  0.27 [0.15, 0.42] (per seed 0.24, 0.17, 0.18, 0.40, 0.37), 0.03 in
-  episode 1: gain +0.24 [0.12, 0.37]; it beats rewards zeroed / shuffled
-  and an empty context by +4.2 / +4.3 / +4.5 return (CIs above 0), each
-  at random level. Target 0.8: not met at this budget. With 4x the
+  machine shared with several jobs: not an A/B). Measured (session 53,
+  today's code, ``agentrl reproduce transformer_ppo_darkroom --preset
+  cpu --seeds 5 --controls``; 5 seeds x 8 test goals, acting rule chosen
+  on 8 validation goals per seed): normalized score over the 8-episode
+  trial 0.34 [0.21, 0.47] (per seed 0.30, 0.20, 0.40, 0.44, 0.34), 0.11
+  in episode 1: gain +0.23 [0.11, 0.36]; it beats rewards zeroed /
+  shuffled and an empty context by +5.5 return each (CIs above 0), each
+  at random level. Target 0.8: not met at this budget. The run before
+  (code of 2026-11-25, ``repro_transformer_ppo_darkroom_cpu_before_session53``):
+  0.27 [0.15, 0.42]; paired +1.10 [-1.66, 3.75] return. ReLIC's
+  per-episode advantages (``--set algo.advantage_scope=episode``, same
+  seeds): 0.33 [0.14, 0.51], minus the default -0.05 [-3.04, 2.63]
+  return (paired): no difference at this budget. With 4x the
   trials (``--set train.steps=600 --set train.checkpoint_every=150
   --scan-checkpoints``, seeds 0-2): test 0.27 [0.14, 0.42] (0.20 for the
   same seeds at 150); validation 0.30 / 0.40 / 0.56 at 300 / 450 / 600

@@ -47,8 +47,10 @@ off-policy from a replay of whole multi-episode trials:
   its head is moved mostly by the filtered BC term, where PopArt scales
   each discount apart.
 
-Discrete actions only. Episodes last the env's ``horizon`` (Dark Room,
-bandits). :class:`AmagoTrainer` has the online trainers' interface
+Discrete actions only. A trial is ``trial_episodes x horizon`` steps; on
+families whose episodes end early (Dark Key-to-Door, at the door) it
+holds more episodes than that, as the reference's fixed meta-horizon
+does. :class:`AmagoTrainer` has the online trainers' interface
 (``init``/``update``/``__call__``/``weights``); :func:`amago_program` maps
 an experiment config onto it.
 """
