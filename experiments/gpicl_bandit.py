@@ -17,10 +17,15 @@ full grid; ``agentrl bench gpicl_bandit`` runs the same sweep and writes
 ``benchmarks/results/gpicl_bandit.{json,md}`` and ``gpicl_transition.png``)::
 
     agentrl sweep gpicl_bandit --preset gpu --seeds 5 --eval-train-tasks \\
-        --grid num_train_tasks=4,16,64,256,1024,4096,16384,65536 \\
+        --split test --grid num_train_tasks=4,16,64,256,1024,4096,16384,65536 \\
         --grid d_model=32,64,128
     agentrl sweep gpicl_bandit --preset cpu --seeds 3 --eval-train-tasks \\
-        --grid num_train_tasks=4,256,16384 --grid d_model=16,64   # what fits here
+        --split test --grid num_train_tasks=4,256,16384 --grid d_model=16,64
+
+(what fits here; ``--split test``: the held-out score is the measurement
+itself, no setting is chosen from it, so it is taken on the test tasks,
+as ``agentrl bench gpicl_bandit`` does; a sweep otherwise scores on
+validation tasks).
 
 ``results.md`` has per cell the in-context score (normalized return of the
 one ``H``-pull episode: random 0, oracle 1) on held-out bandits (``score``,

@@ -65,8 +65,9 @@ Presets:
   gain: in one room with no rules, visiting each object in turn meets
   either goal type within the first episode (about 23 steps), so memory of
   which object paid has little left to save. Five seeds in one vmapped
-  sweep (``agentrl sweep rl2_xland --preset cpu --seeds 5``): held-out
-  return of the last episode 0.928 [0.916, 0.939]
+  sweep (``agentrl sweep rl2_xland --preset cpu --seeds 5``, scored on
+  the test rulesets as sweeps were before session 53; ``--split test``
+  now): held-out return of the last episode 0.928 [0.916, 0.939]
   (``benchmarks/results/sweep_rl2_xland_cpu/``). Rule chains (``small``,
   chain depth 1) are where a trial's memory matters; they need the
   published benchmark file.

@@ -32,6 +32,11 @@ TINY = (
     "--data.path {data} --train.batch_size 4 --model.d_model 16 --model.d_ff 32 "
     "--model.num_layers 1 --run-dir {tmp}/r"
 )
+# the config of {run} (checkpoint at step 3): a resume of it
+RESUME = (
+    "--data.path {data} --train.batch_size 4 --model.d_model 16 --model.d_ff 32 "
+    "--model.num_layers 1 --run-dir {run} --no-progress"
+)
 
 CLI_ROWS: list[tuple[str, str]] = [
     # data generate
@@ -126,6 +131,8 @@ CLI_ROWS: list[tuple[str, str]] = [
     ),
     # a finished run: training afresh into it once mixed the two runs
     ("train ad_darkroom --no-resume --run-dir {run}", "holds a run"),
+    # fewer steps than its checkpoint's: once ran nothing and recorded them
+    (f"train ad_darkroom {RESUME} --train.steps 2", "train.steps 2 is below"),
     ("train ad_darkroom --eval.temperature 0", "eval.temperature"),
     ("train ad_darkroom --train.seed -1", "train.seed"),
     ("train ad_darkroom --data.seed -1", "data.seed"),
@@ -152,6 +159,16 @@ CLI_ROWS: list[tuple[str, str]] = [
     # the algorithm is a node, not a field: once a KeyError traceback
     ("sweep ad_darkroom --grid algo=ad,dt", "grid field 'algo' (--grid) selects"),
     ("sweep ad_darkroom --grid model=1,2", "'model' (--grid) is a section"),
+    # one field under two spellings: only the last list was swept
+    (
+        "sweep ad_darkroom --grid lr=1e-3,3e-3 --grid train.lr=1e-2",
+        "'lr' and 'train.lr'",
+    ),
+    (
+        "sweep ad_darkroom --grid num_layers=1,2 --grid model.num_layers=3",
+        "same field, model.num_layers",
+    ),
+    ("sweep ad_darkroom --split train", "--split"),
     ("sweep ad_darkroom --steps-per-call 0", "--steps-per-call"),
     ("sweep ad_darkroom --out {file}/sub", "--out"),
     # bench, reproduce
@@ -373,9 +390,10 @@ RUN_DAMAGE: list[tuple[str, Callable[[Path], None], str]] = [
         "arrays",
     ),
 ]
-# One more, built from a second run (tests/test_bad_input.py): a checkpoint
-# of another model with the same shapes, copied in ("mixed up").
-RUN_DAMAGE_EXTRA = 1
+# Two more (tests/test_bad_input.py): a checkpoint of another model with the
+# same shapes, copied in ("mixed up"), built from a second run; and a run
+# whose config.json is gone, resumed under another config.
+RUN_DAMAGE_EXTRA = 2
 # And two built by writing histories with a NaN and an inf reward.
 DATASET_DAMAGE_EXTRA = 2
 

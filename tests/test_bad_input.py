@@ -270,6 +270,21 @@ def test_resuming_from_a_damaged_checkpoint_is_refused(
     assert_refused(argv, "checkpoints/3/state", capsys)
 
 
+def test_resuming_a_run_without_config_json_under_another_config_is_refused(
+    run_dir, darkroom_dataset, tmp_path, capsys
+):
+    """With config.json gone the resume went unchecked (another learning
+    rate, seed ...); it is compared with the config its checkpoint recorded."""
+    path = shutil.copytree(run_dir, tmp_path / "run")
+    (path / "config.json").unlink()
+    fields = [f"--{k}={v}" for k, v in RUN_OVERRIDES.items()]
+    argv = ["train", "ad_darkroom", "--run-dir", str(path), "--no-progress"]
+    argv += [f"--data.path={darkroom_dataset}", *fields, "--train.lr", "0.05"]
+    err = assert_refused(argv, "train.lr: 0.001 -> 0.05", capsys)
+    assert "config.json is missing" in err
+    assert not (path / "config.json").exists()
+
+
 @pytest.mark.long
 def test_truncated_checkpoint_leaves_no_traceback_in_a_fresh_process(run_dir, tmp_path):
     """Orbax's restore used to fail inside its event loop ('Event loop is

@@ -193,6 +193,55 @@ def test_bad_online_grid_exits_2(grid, match, tmp_path, capsys):
     assert not (tmp_path / "s").exists()
 
 
+def test_online_members_are_scored_on_validation_tasks_unless_asked(
+    monkeypatch, tmp_path
+):
+    """As a distilled sweep's: the validation goals of the split ``fit``
+    records, the ones ``agentrl eval --split validation`` takes (once the
+    test goals); ``tasks="test"`` scores on the test goals."""
+    import types
+
+    import agentrl.sweep.run as run
+    from agentrl.online.program import task_split_json
+    from agentrl.sweep.paired import task_set_id
+    from agentrl.train.experiments import load_experiment
+    from agentrl.train.rundir import eval_tasks
+
+    def trained(cfg, env, seeds, settings, **chunking):  # no training here
+        s, h = len(seeds), len(settings)
+        return types.SimpleNamespace(
+            config=cfg,
+            metrics={"loss": np.ones((s, h, 3))},
+            num_members=s * h,
+            seconds=0.0,
+            resumed_from=0,
+        )
+
+    def acted(sweep, env, params, key, num_episodes):
+        tasks = jax.tree.leaves(params)[0].shape[0]
+        return np.zeros((len(sweep.metrics["loss"]), 1, tasks, num_episodes))
+
+    monkeypatch.setattr(run, "online_sweep", trained)
+    monkeypatch.setattr(run, "evaluate_online_members", acted)
+    config = load_experiment("rl2_darkroom", "smoke", {"eval.num_tasks": 4})
+    darkroom = make_env("darkroom", **dict(config.data.env_args))
+    split = task_split_json(darkroom, config.data)
+    ids = {}
+    for tasks in ("validation", "test"):
+        params, goals = eval_tasks(darkroom, split, config.eval, tasks)
+        assert set(goals) <= set(split[tasks])
+        ids[tasks] = task_set_id(params)
+    assert ids["validation"] != ids["test"]
+    for tasks in ("validation", "test", None):
+        chosen = {} if tasks is None else {"tasks": tasks}
+        out = run.run_sweep(
+            config, [0], {}, tmp_path / str(tasks), progress=False, **chosen
+        )
+        (row,) = out.rows
+        assert row["task_set"] == ids[tasks or "validation"]
+        assert row["tasks"] == (tasks or "validation")
+
+
 FOUR_DEVICES = """
 import json, sys
 import jax

@@ -121,6 +121,15 @@ def test_grid_parse_errors(items, match):
         ({"algo": ["ad", "dt"]}, "'algo' .* selects the algorithm .*--algo NAME"),
         ({"model": ["1", "2"]}, "'model' .* section of the config.*model.obs_kind"),
         ({"train": ["1"]}, "'train' .* section of the config"),
+        # one field under two spellings: the first list was dropped silently
+        (
+            {"lr": ["1e-3", "3e-3"], "train.lr": ["1e-2"]},
+            "'lr' and 'train.lr' .* same field, train.lr",
+        ),
+        (
+            {"num_layers": [1, 2], "model.num_layers": [3]},
+            "'num_layers' and 'model.num_layers' .* same field, model.num_layers",
+        ),
     ],
 )
 def test_grid_value_errors(grid, match):
@@ -158,9 +167,29 @@ def test_cli_reports_clear_errors(capsys):
     assert "agentrl sweep: error: unknown experiment" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("flag, resume", [([], True), (["--no-resume"], False)])
-def test_cli_passes_resume(flag, resume, monkeypatch, tmp_path):
-    """``--no-resume`` reaches ``run_sweep`` (which then recomputes all)."""
+def test_cli_refuses_one_field_gridded_under_two_spellings(tmp_path, capsys):
+    """``--grid lr=... --grid train.lr=...`` once swept only the last list."""
+    from agentrl.cli import main
+
+    out = tmp_path / "s"
+    argv = ["sweep", "ad_darkroom", "--out", str(out), "--grid", "lr=1e-3,3e-3"]
+    assert main([*argv, "--grid", "train.lr=1e-2"]) == 2
+    err = capsys.readouterr().err
+    assert "'lr' and 'train.lr'" in err and "Traceback" not in err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "flag, resume, tasks",
+    [
+        ([], True, "validation"),
+        (["--no-resume"], False, "validation"),
+        (["--split", "test"], True, "test"),
+    ],
+)
+def test_cli_passes_resume(flag, resume, tasks, monkeypatch, tmp_path):
+    """``--no-resume`` reaches ``run_sweep`` (which then recomputes all), and
+    ``--split`` the held-out tasks it scores (validation unless asked)."""
     import agentrl.sweep.run
     from agentrl.cli import main
 
@@ -176,7 +205,7 @@ def test_cli_passes_resume(flag, resume, monkeypatch, tmp_path):
     monkeypatch.setattr(agentrl.sweep.run, "run_sweep", fake_run_sweep)
     with pytest.raises(Stop):
         main(["sweep", "ad_darkroom", "--out", str(tmp_path / "s"), *flag])
-    assert seen["resume"] is resume
+    assert seen["resume"] is resume and seen["tasks"] == tasks
 
 
 def test_batch_must_divide_data_devices():
@@ -195,7 +224,7 @@ def _fake_members(calls: list):
 
     from agentrl.sweep.train import held_out_tasks
 
-    def members(cfg, env, seeds, settings, out, chunking):
+    def members(cfg, env, seeds, settings, out, chunking, which=None):
         calls.append(cfg.data.num_train_tasks)
         s, h = len(seeds), len(settings)
         sweep = types.SimpleNamespace(
@@ -218,7 +247,7 @@ def _fake_members(calls: list):
 
         data = types.SimpleNamespace(metadata={})  # no split: fresh draws
         tasks = {
-            "held_out": lambda c: held_out_tasks(env, data, c),
+            "held_out": lambda c: held_out_tasks(env, data, c, which),
             "train": trained,
         }
         return sweep, tasks, evaluate
@@ -288,3 +317,206 @@ def test_rows_keep_per_task_scores_through_a_resumed_sweep(monkeypatch, tmp_path
     assert [r["score"] for r in old.rows] == [r["score"] for r in first.rows]
     with pytest.raises(ValueError, match="has no 'task_scores'"):
         paired_row_difference(old.rows[3], old.rows[0])
+
+
+def test_a_sweep_scores_on_validation_tasks_unless_asked_for_test(
+    monkeypatch, tmp_path
+):
+    """Settings are chosen from the sweep's table, so it scores on the
+    validation tasks (docs/protocol.md), the ones ``agentrl eval --split
+    validation`` uses; once it scored every setting on the test tasks. The
+    split is in the rows, the JSON and the note under the table, and a
+    test-scored sweep keeps records of its own."""
+    import json
+
+    import agentrl.sweep.run as run
+    from agentrl.sweep.paired import task_set_id
+    from agentrl.train.rundir import eval_tasks
+
+    calls = []
+    monkeypatch.setattr(run, "_data_members", _fake_members(calls))
+    config = load_experiment("gpicl_bandit", "smoke", {"eval.num_tasks": 4})
+    env = envs.make(config.data.env, **dict(config.data.env_args))
+    ids = {
+        which: task_set_id(eval_tasks(env, None, config.eval, which)[0])
+        for which in ("validation", "test")
+    }
+    assert ids["validation"] != ids["test"]
+    out = tmp_path / "s"
+    chosen = run.run_sweep(config, [0, 1], {"lr": [1e-3, 3e-4]}, out, progress=False)
+    assert {r["task_set"] for r in chosen.rows} == {ids["validation"]}
+    assert {r["tasks"] for r in chosen.rows} == {"validation"}
+    assert json.loads(chosen.paths["json"].read_text())["tasks"] == "validation"
+    assert "validation tasks" in chosen.paths["md"].read_text()
+    reported = run.run_sweep(
+        config, [0, 1], {"lr": [1e-3, 3e-4]}, out, progress=False, tasks="test"
+    )
+    assert len(calls) == 2  # not the validation sweep's records
+    assert {r["task_set"] for r in reported.rows} == {ids["test"]}
+    assert {r["tasks"] for r in reported.rows} == {"test"}
+    assert "test tasks" in reported.paths["md"].read_text()
+    with pytest.raises(ValueError, match="tasks .*'validation'.* or 'test'"):
+        run.run_sweep(config, [0], {}, out, progress=False, tasks="train")
+
+
+def _two_way(dataset, path):
+    """A copy of ``dataset`` whose split has no validation tasks (a
+    train/test split, as agentrl <= 0.2 wrote)."""
+    import json
+    import shutil
+
+    shutil.copytree(dataset, path)
+    meta = json.loads((path / "agentrl.json").read_text())
+    meta["split"].update(validation=[], validation_share=0.0)
+    (path / "agentrl.json").write_text(json.dumps(meta))
+    return path
+
+
+def test_a_split_without_validation_tasks_is_refused_before_training(
+    tiny_ad_config, darkroom_dataset, monkeypatch, tmp_path
+):
+    """As ``agentrl eval --split validation`` refuses it; and before any
+    member trains. ``--split test`` scores such a dataset."""
+    import agentrl.sweep.run as run
+
+    def trained(*args, **kwargs):
+        raise AssertionError("trained before the held-out tasks were checked")
+
+    monkeypatch.setattr(run, "train_sweep", trained)
+    data = _two_way(darkroom_dataset, tmp_path / "two_way")
+    config = configtools.override(tiny_ad_config(2), {"data.path": str(data)})
+    with pytest.raises(ValueError, match="no validation tasks.*--split test"):
+        run.run_sweep(config, [0], {}, tmp_path / "s", progress=False)
+    with pytest.raises(AssertionError, match="trained before"):  # test: allowed
+        run.run_sweep(config, [0], {}, tmp_path / "s", progress=False, tasks="test")
+
+
+def _small_dataset(path, seed):
+    """Dark Room Q-learning histories at ``path`` (overwritten), ``seed``'s."""
+    from agentrl.data import write_dataset
+    from agentrl.sources import source_histories
+
+    env = envs.make("darkroom")
+    source = source_histories("q_learning", env)
+    write_dataset(
+        path, env, source, 2, 2, seed=seed, env_name="darkroom", overwrite=True
+    )
+    return path
+
+
+def test_a_sweep_refuses_records_and_checkpoints_of_other_histories(
+    monkeypatch, tmp_path
+):
+    """``data.path`` regenerated in place with other histories: the
+    setting's record (and, had it not finished, its member checkpoints)
+    were reused, since the key names the path, not the histories. Refused
+    now, naming the path, as ``fit`` refuses resuming on them;
+    ``--no-resume`` trains on the new histories."""
+    import json
+
+    import agentrl.sweep.run as run
+    from agentrl.train.checkpoint import Checkpointer
+
+    calls = []
+    monkeypatch.setattr(run, "_data_members", _fake_members(calls))
+    data = _small_dataset(tmp_path / "data", seed=0)
+    config = configtools.override(
+        load_experiment("ad_darkroom", "smoke"), {"data.path": str(data)}
+    )
+    out = tmp_path / "s"
+
+    def sweep(resume=True):
+        return run.run_sweep(
+            config, [0], {}, out, evaluate=False, progress=False, resume=resume
+        )
+
+    sweep()
+    assert sweep().info["timings"][0]["resumed"] == "complete"  # same histories
+    (record,) = (out / "settings").glob("*.json")
+    _small_dataset(data, seed=1)
+    with pytest.raises(ValueError, match=f"data.path {data} holds other histories"):
+        sweep()
+    assert len(calls) == 1
+    # a setting that did not finish: its member checkpoints say what they
+    # were trained on
+    digest = run._histories_digest(config)
+    record.unlink()
+    ckpt = Checkpointer(record.with_suffix(".ckpt"), every=1, keep=1)
+    ckpt.save(2, {"state": {"x": np.zeros(1)}}, {"dataset_digest": "0" * 24})
+    ckpt.close()
+    with pytest.raises(ValueError, match="other histories than the sweep's member"):
+        sweep()
+    assert sweep(resume=False).info["timings"][0].get("resumed") is None
+    assert len(calls) == 2
+    saved = json.loads(next((out / "settings").glob("*.json")).read_text())
+    assert saved["dataset_digest"] == digest
+
+
+def test_members_do_not_resume_from_a_checkpoint_past_their_steps(tmp_path):
+    """A checkpoint of more steps than asked for once ran no chunk and
+    returned the longer-trained members as the shorter run."""
+    import jax.numpy as jnp
+
+    from agentrl.sweep.train import run_member_chunks
+
+    def chunk(state, lo, hi):
+        return state + (hi - lo), {"loss": jnp.zeros((hi - lo, 1))}
+
+    def run(total):
+        return run_member_chunks(
+            jnp.zeros(1),
+            chunk,
+            total,
+            2,
+            checkpoint_dir=tmp_path / "ckpt",
+            checkpoint_every=2,
+            progress=False,
+            unit="step",
+        )
+
+    state, _, first = run(4)
+    assert float(state[0]) == 4 and first == 0
+    with pytest.raises(ValueError, match="step 4, past the 2 steps"):
+        run(2)
+    state, _, first = run(6)  # more steps: goes on
+    assert float(state[0]) == 6 and first == 4
+
+
+@pytest.mark.long
+def test_a_killed_sweep_does_not_resume_its_members_on_other_histories(
+    tiny_ad_config, darkroom_dataset, monkeypatch, tmp_path
+):
+    """Killed after its member checkpoints, ``data.path`` regenerated in
+    place, the same sweep once went on from those checkpoints on the new
+    histories: refused, naming the checkpoints; ``resume=False`` trains."""
+    import shutil
+
+    import agentrl.sweep.run as run
+    from agentrl.data import write_dataset
+    from agentrl.sources import source_histories
+
+    data = shutil.copytree(darkroom_dataset, tmp_path / "data")
+    config = configtools.override(
+        tiny_ad_config(4), {"data.path": str(data), "train.checkpoint_every": 2}
+    )
+    write_json = run.write_json
+
+    def killed(*args, **kwargs):  # after the members' last checkpoint
+        raise RuntimeError("killed")
+
+    def sweep(**kwargs):
+        return run.run_sweep(
+            config, [0], {}, tmp_path / "s", evaluate=False, steps_per_call=2,
+            progress=False, **kwargs,
+        )  # fmt: skip
+
+    monkeypatch.setattr(run, "write_json", killed)
+    with pytest.raises(RuntimeError, match="killed"):
+        sweep()
+    monkeypatch.setattr(run, "write_json", write_json)
+    env = envs.make("darkroom")
+    source = source_histories("q_learning", env)
+    write_dataset(data, env, source, 8, 30, seed=1, env_name="darkroom", overwrite=True)
+    with pytest.raises(ValueError, match="other histories than the sweep's member"):
+        sweep()
+    assert sweep(resume=False).info["timings"][0].get("resumed") is None

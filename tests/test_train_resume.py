@@ -284,3 +284,71 @@ def test_a_run_resumes_on_its_dataset_moved_but_not_on_other_histories(
     at_other = configtools.override(config, {"data.path": str(other)})
     with pytest.raises(ValueError, match="holds other histories than run_dir"):
         fit(at_other, run_dir, progress=False)
+
+
+def _saved_run(run_dir, config, step):
+    """``(run_dir, completed config)``: a run directory as ``fit`` leaves it
+    at checkpoint ``step`` (config.json, run.json, a checkpoint recording
+    its config), written without training."""
+    from agentrl import envs
+    from agentrl.data import open_dataset
+    from agentrl.train.checkpoint import Checkpointer
+    from agentrl.train.config import complete_config
+    from agentrl.train.rundir import write_run_files
+
+    dataset = open_dataset(config.data.path)
+    full = complete_config(config, envs.make(config.data.env), dataset)
+    run_dir.mkdir(parents=True)
+    write_run_files(run_dir, full, dataset)
+    ckpt = Checkpointer(run_dir / "checkpoints", full.train.checkpoint_every)
+    ckpt.save(step, {"x": np.zeros(1)}, {"config": configtools.to_dict(full)})
+    ckpt.close()
+    return run_dir, full
+
+
+def test_a_resume_for_fewer_steps_than_its_checkpoint_is_refused(
+    darkroom_dataset, tmp_path
+):
+    """``train.steps`` below the latest checkpoint's step was accepted: no
+    update ran and config.json then said fewer steps than the model had."""
+    from agentrl.train.rundir import resumable_config
+
+    config = _config(darkroom_dataset)  # 40 steps
+    run_dir, full = _saved_run(tmp_path / "run", config, step=15)
+    saved = (run_dir / "config.json").read_text()
+
+    def steps(n):
+        return configtools.override(config, {"train.steps": n})
+
+    refused = r"train\.steps 10 is below .*checkpoint, 15.*steps >= 15"
+    with pytest.raises(ValueError, match=refused):
+        resumable_config(run_dir, configtools.override(full, {"train.steps": 10}))
+    with pytest.raises(ValueError, match=refused):
+        fit(steps(10), run_dir, progress=False)
+    assert (run_dir / "config.json").read_text() == saved  # nothing written
+    for n in (15, 20, 60):  # the checkpoint's step or more: allowed
+        resumed = resumable_config(
+            run_dir, configtools.override(full, {"train.steps": n})
+        )
+        assert resumed.train.steps == n
+
+
+def test_a_run_without_its_config_json_is_compared_with_its_checkpoint(
+    darkroom_dataset, tmp_path
+):
+    """With config.json gone, a resume under another config (learning rate,
+    seed) was accepted unchecked; every checkpoint records the config."""
+    from agentrl.train.rundir import resumable_config
+
+    config = _config(darkroom_dataset)
+    run_dir, full = _saved_run(tmp_path / "run", config, step=10)
+    (run_dir / "config.json").unlink()
+    other = configtools.override(config, {"train.lr": 0.05, "train.seed": 9})
+    with pytest.raises(ValueError, match="config.json is missing: compared with"):
+        resumable_config(run_dir, other)
+    with pytest.raises(ValueError, match=r"train\.lr: 0\.001 -> 0\.05; train\.seed"):
+        fit(other, run_dir, progress=False)
+    assert not (run_dir / "config.json").exists()  # refused before writing it
+    assert resumable_config(run_dir, full) == full  # its own config resumes
+    with pytest.raises(ValueError, match=r"train\.steps 5 is below"):
+        resumable_config(run_dir, configtools.override(full, {"train.steps": 5}))

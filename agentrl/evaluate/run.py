@@ -51,7 +51,7 @@ from agentrl.plugins import import_run_plugins
 from agentrl.safeio import LOCK_FILE, pid_alive
 from agentrl.sources.registry import SOURCES, applicable_sources, make_agent
 from agentrl.tables import write_json
-from agentrl.train.rundir import load_config, load_run
+from agentrl.train.rundir import eval_task_count, load_config, load_run
 
 
 def default_baselines(env: Any, source: str | None) -> list[str]:
@@ -293,15 +293,10 @@ def _held_out(run, env, shift, num_tasks, seed, tasks):
     tasks its ``eval.validation_tasks`` when set. Validation tasks asked for
     by count (either way) beyond the split's are fresh draws where the
     family has them (:func:`~agentrl.train.rundir.held_out_params`)."""
-    ev = run.config.eval
-    asked = num_tasks
-    if tasks == "validation" and asked is None:
-        asked = ev.validation_tasks
-    count = ev.num_tasks if asked is None else asked
+    count, draw = eval_task_count(run.config.eval, tasks, num_tasks)
     if shift:
         params, ids = shifted_tasks(run, env, count, seed, tasks)
     else:
-        draw = tasks == "validation" and asked is not None
         params, ids = run.held_out(count, seed, tasks, draw=draw)
     if num_tasks is not None and ids is not None and len(ids) < num_tasks:
         # an explicit count is a promise about the reported number: say so

@@ -13,7 +13,8 @@
 - :mod:`agentrl.sweep.train`: ``S`` seeds x ``H`` traced settings trained by
   one vmapped, scanned update step, and evaluated in context in one program;
 - :mod:`agentrl.sweep.online`: the same for online learners (RL²,
-  transformer PPO): their training programs vmapped, in resumable chunks;
+  transformer PPO, AMAGO): their training programs vmapped, in resumable
+  chunks;
 - :mod:`agentrl.sweep.sources`: source algorithms (Q-learning ...) over
   seeds x traced settings in one program;
 - :mod:`agentrl.sweep.report`: the results table (mean, bootstrap CI), CSV,

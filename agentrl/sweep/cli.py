@@ -4,21 +4,27 @@
 >>> agentrl sweep ad_darkroom --seeds 4 --grid lr=1e-3,3e-4 --grid num_layers=1,2
 >>> agentrl sweep rl2_bandit --preset cpu --seeds 5 --grid ent_coef=0,0.01
 
-Traced fields (lr, weight_decay, balance_weight, contrastive_weight,
-ema_tau; an online learner's gamma, gae_lambda, clip_eps, ent_coef, vf_coef,
-reward_scale) are trained in one program; any other field gives one program
-per value (the static grid). An online learner (rl2, transformer_ppo) needs
-no dataset: its seeds x traced settings are one vmapped training program.
-Writes results.md, results.csv, results.json and results.png into ``--out``
-(default ``sweeps/<name>-<preset>``). ``--eval-train-tasks`` also scores the
-models on their training tasks (and, over a grid of data.num_train_tasks,
-plots transition.png: memorisation against generalisation).
+Traced fields are trained in one program: lr and weight_decay; T2MIR's
+balance_weight, contrastive_weight, ema_tau; Meta-DT's world_loss_weight,
+state_loss_weight; RL²'s and transformer PPO's gamma, gae_lambda,
+clip_eps, ent_coef, vf_coef, reward_scale; AMAGO's tau, online_coeff,
+offline_coeff, critic_coeff, reward_scale, eps_start, eps_end (its gamma
+and gammas are static). Any other field gives one program per value (the
+static grid). An online learner (rl2, transformer_ppo, amago) needs no
+dataset: its seeds x traced settings are one vmapped training program.
+Every model is scored on the split's validation tasks, where settings are
+chosen (``--split test``: its test tasks, for a reported number), as
+``agentrl eval --split`` picks them. Writes results.md, results.csv,
+results.json and results.png into ``--out`` (default
+``sweeps/<name>-<preset>``). ``--eval-train-tasks`` also scores the models
+on their training tasks (and, over a grid of data.num_train_tasks, plots
+transition.png: memorisation against generalisation).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Annotated
+from typing import Annotated, Literal
 
 from agentrl.cliargs import PositiveInt, Repeatable, check_output_path, default_is
 from agentrl.configtools import ConfigError
@@ -43,6 +49,9 @@ class Args(ExperimentArgs):
     """results directory"""
     eval: bool = True
     """evaluate every trained model in context"""
+    split: Literal["validation", "test"] = "validation"
+    """held-out tasks the models are scored on: validation (choose settings
+    on these) or test (a reported number)"""
     steps_per_call: PositiveInt = 10
     """training steps per jitted chunk"""
     progress: bool = True
@@ -120,6 +129,7 @@ def run(args: Args) -> int:
         progress=args.progress,
         resume=args.resume,
         eval_train_tasks=args.eval_train_tasks,
+        tasks=args.split,
     )
     print(outcome.paths["md"].read_text())
     print("wrote: " + ", ".join(str(p) for p in outcome.paths.values()))

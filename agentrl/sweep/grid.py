@@ -9,7 +9,8 @@ are swept inside ONE compiled program (vmapped); every other field is
 values is its own compiled program, run one after another.
 
 Everything is validated here, before anything compiles: unknown or ambiguous
-fields (including another algorithm's fields), values of the wrong type and
+fields (including another algorithm's fields), one field given twice under
+two spellings (``lr`` and ``train.lr``), values of the wrong type and
 values the config rejects (``lr <= 0``) raise ``ValueError`` naming the
 field and what is allowed; so does a grid over a dataset field
 (:data:`DATASET_FIELDS`) for an online learner, which reads no dataset.
@@ -24,7 +25,7 @@ from typing import Any
 import agentrl.configtools as configtools
 
 #: Fields that only shape the dataset a distilled learner trains on: an online
-#: learner (trained by RL: RL², transformer PPO) ignores them, so sweeping one
+#: learner (trained by RL: RL², transformer PPO, AMAGO) ignores them, so sweeping one
 #: is refused.
 DATASET_FIELDS = (
     "data.source",
@@ -103,6 +104,7 @@ def make_grid(config: Any, grid: dict[str, Any]) -> SweepGrid:
     """
     traced: dict[str, tuple[float, ...]] = {}
     static: dict[str, tuple[Any, ...]] = {}
+    spelled: dict[str, str] = {}  # config path -> the key that named it
     paths = configtools.field_paths(config)
     online = config.algo.by_training(from_data=False, online=True)
     for key, values in grid.items():
@@ -111,6 +113,12 @@ def make_grid(config: Any, grid: dict[str, Any]) -> SweepGrid:
             raise ValueError(f"grid field {key!r} has no values")
         _refuse_section(config, key)
         path = configtools.resolve(config, key)
+        if path in spelled:
+            raise ValueError(
+                f"grid fields {spelled[path]!r} and {key!r} (--grid) are the same "
+                f"field, {path}: give its values once (--grid {path}=V1,V2,...)"
+            )
+        spelled[path] = key
         if online and path in DATASET_FIELDS:
             raise ValueError(
                 f"grid field {path}: {config.algo.label} is trained online by RL "

@@ -1,6 +1,6 @@
 """Sweeps of online learners: ``S`` seeds x ``H`` traced settings, one program.
 
-An algorithm trained by RL (RL², transformer PPO)
+An algorithm trained by RL (RL², transformer PPO, AMAGO)
 has no dataset: its training run is its program
 (:meth:`~agentrl.algos.Algorithm.make_online_train`), ``init(key, hparams)``
 then ``train.steps`` calls of ``update(state, hparams)``. Here both are
@@ -17,7 +17,8 @@ environment and hidden state, the PRNG keys) and the metrics so far go to
 ``checkpoint_dir`` exactly as the distilled sweep's
 (:func:`agentrl.sweep.train.train_sweep`), so a killed sweep resumes to the
 same table. :func:`evaluate_online_members` acts every member in context
-on the held-out tasks in one jitted program.
+on the held-out tasks (:func:`held_out_online`: validation by default) in
+one jitted program.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ from agentrl.sweep.train import (
     sweep_mesh,
 )
 from agentrl.train.config import ExperimentConfig, complete_config
-from agentrl.train.rundir import held_out_params
+from agentrl.train.rundir import eval_tasks
 
 
 @dataclasses.dataclass
@@ -130,7 +131,7 @@ def online_sweep(
 
     if not config.algo.by_training(from_data=False, online=True):
         raise ValueError(
-            f"online_sweep needs an online learner (RL², transformer PPO); "
+            f"online_sweep needs an online learner (RL², transformer PPO, AMAGO); "
             f"{config.algo.label} learns from data: use train_sweep"
         )
     seeds, settings = check_members(seeds, settings, steps_per_call)
@@ -164,12 +165,12 @@ def online_sweep(
     )
 
 
-def held_out_online(env: Any, config: ExperimentConfig):
-    """``params [task, ...]``: the held-out tasks ``agentrl eval`` gives a run of
-    ``config`` (the split ``fit`` records for it; fresh draws if continuous)."""
+def held_out_online(env: Any, config: ExperimentConfig, which: str = "validation"):
+    """``params [task, ...]``: the held-out ``which`` tasks (``"validation"``
+    or ``"test"``) ``agentrl eval --split WHICH`` gives a run of ``config``
+    (the split ``fit`` records for it; fresh draws if continuous)."""
     split = task_split_json(env, config.data)
-    params, _ = held_out_params(env, split, config.eval.num_tasks, config.eval.seed)
-    return params
+    return eval_tasks(env, split, config.eval, which)[0]
 
 
 def evaluate_online_members(

@@ -5,7 +5,8 @@ Per setting (static combination x traced setting) the row holds, across the
 training trial return; each the mean of a seed's last 10% of steps; mean
 over seeds with a 95% percentile bootstrap CI over seeds) and,
 when evaluated, the mean and the IQM of the normalized return of the last
-episodes on held-out tasks (scores ``[seed, task]``, each with its CI by
+episodes on held-out tasks (``tasks``: the split's validation tasks, or its
+test tasks where asked; scores ``[seed, task]``, each with its CI by
 bootstrap over tasks within seeds), and the scores themselves per member and
 task (``task_scores``, JSON-safe ``[seed][task]``, beside ``task_set``, the
 identity of the tasks, for :func:`agentrl.sweep.paired.paired_row_difference`;
@@ -82,6 +83,7 @@ def setting_rows(
     *,
     task_set: str | None = None,
     train_task_set: str | None = None,
+    tasks: str | None = None,
 ) -> dict[str, Any]:
     """One table row.
 
@@ -97,6 +99,8 @@ def setting_rows(
       task_set: the held-out tasks' identity
         (:func:`agentrl.sweep.paired.task_set_id`), kept as ``task_set``.
       train_task_set: the training tasks' identity (``train_task_set``).
+      tasks: the held-out split ``scores`` are on (``"validation"`` or
+        ``"test"``), kept as ``tasks`` beside them.
     """
     seeds = next(iter(metrics.values())).shape[0]
     row: dict[str, Any] = {"setting": label, **fields, "seeds": seeds}
@@ -110,6 +114,7 @@ def setting_rows(
         agg = aggregate(scores)
         row.update(
             {
+                **({"tasks": tasks} if tasks is not None else {}),
                 "score": agg["mean"],
                 "score_ci_low": agg["mean_ci"][0],
                 "score_ci_high": agg["mean_ci"][1],
@@ -302,6 +307,19 @@ def plot_transition(
     return path
 
 
+def _held_out_words(info: dict[str, Any]) -> str:
+    """Which held-out tasks the scores are on, for the note under the table."""
+    tasks = info.get("tasks")
+    if tasks == "validation":
+        return "the split's validation tasks (choose settings on these)"
+    if tasks == "test":
+        return (
+            "the split's test tasks (a reported number: choose settings on "
+            "validation tasks)"
+        )
+    return "held-out tasks"
+
+
 def write_sweep_results(
     out_dir: str | Path,
     rows: list[dict[str, Any]],
@@ -330,8 +348,8 @@ def write_sweep_results(
         "learners: loss/training trial return) = mean of the last 10% of "
         "steps (updates); score = normalized return (random 0, oracle 1; "
         "the raw return where the environment has no oracle) of the last "
-        "evaluation episodes on held-out tasks; score_iqm = its interquartile "
-        "mean over seeds x tasks, with its own 95% bootstrap CI."
+        f"evaluation episodes on {_held_out_words(info)}; score_iqm = its "
+        "interquartile mean over seeds x tasks, with its own 95% bootstrap CI."
     )
     if rows and "train_score" in rows[0]:
         md.append(

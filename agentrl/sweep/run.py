@@ -6,19 +6,34 @@ train all seeds x traced settings in one program
 (:func:`agentrl.sweep.train.train_sweep`), evaluate every member in context
 on held-out tasks (one program), then gather one row per setting into one
 table (:mod:`agentrl.sweep.report`). An online learner
-(RL², transformer PPO) has no dataset: its seeds x
+(RL², transformer PPO, AMAGO) has no dataset: its seeds x
 traced settings run as one vmapped training program
 (:func:`agentrl.sweep.online.online_sweep`), evaluated on the held-out tasks
 of the split ``fit`` would record, with the same files, resume and table.
 
+The held-out tasks are the split's *validation* tasks (``tasks``, default
+``"validation"``): a sweep's table is where settings are chosen, and every
+choice is made on validation tasks (docs/protocol.md); ``tasks="test"``
+scores on the test tasks. They are the tasks ``agentrl eval --split``
+takes for a run of the same config
+(:func:`agentrl.train.rundir.eval_tasks`); a split without validation tasks
+is refused before anything trains. The split is kept in every evaluated
+row (``tasks``) and in ``results.json``.
+
 A sweep resumes. Each static setting's rows and curves are written to
 ``OUT/settings/<setting>-<hash>.json`` when complete (the hash covers the
-config, seeds, traced settings, evaluation and chunking), and a rerun with
-the same arguments reads them instead of training again; within a setting
+config, seeds, traced settings, evaluation, the split scored and
+chunking), and a rerun with the same arguments reads them instead of
+training again; within a setting
 the members are checkpointed every ``train.checkpoint_every`` steps into
 ``OUT/settings/<setting>-<hash>.ckpt`` (removed once the setting is done),
 so a killed sweep continues where it was and ends with the same table as an
 uninterrupted one. ``OUT/.lock`` keeps a second sweep out of the directory.
+The histories at ``data.path`` are named by path in the hash, and by their
+digest (:func:`agentrl.train.rundir.dataset_digest`) in the record and the
+member checkpoints: a setting recorded or checkpointed on other histories
+than the path holds now (regenerated in place) is refused, as ``fit``
+refuses resuming a run on them; ``resume=False`` trains on the new ones.
 
 With ``eval_train_tasks`` a distilled learner is also evaluated, in the
 same program, on (up to ``eval.num_tasks`` of) the distinct tasks its
@@ -56,6 +71,9 @@ import jax.numpy as jnp
 import numpy as np
 
 import agentrl.configtools as configtools
+from agentrl.data.files import METADATA_FILE
+from agentrl.data.reader import open_dataset
+from agentrl.data.xland100b import is_hdf5
 from agentrl.envs.registry import make as make_env
 from agentrl.evaluate.evaluate import reference_key, reference_returns
 from agentrl.evaluate.metrics import normalized_score
@@ -84,6 +102,7 @@ from agentrl.sweep.train import (
 from agentrl.tables import json_safe, write_json
 from agentrl.train.config import ExperimentConfig
 from agentrl.train.data import prepare_dataset
+from agentrl.train.rundir import dataset_digest, latest_checkpoint_meta
 from agentrl.version import __version__
 
 
@@ -118,6 +137,7 @@ def run_sweep(
     progress: bool = True,
     resume: bool = True,
     eval_train_tasks: bool = False,
+    tasks: str = "validation",
 ) -> SweepOutcome:
     """Train and evaluate ``seeds`` x ``grid`` of ``config``; write the table.
 
@@ -129,6 +149,10 @@ def run_sweep(
         program, others form the static grid (see :mod:`agentrl.sweep.grid`).
       out_dir: where ``results.{md,csv,json,png}`` (and datasets) go.
       evaluate: run each member in context on held-out tasks.
+      tasks: the held-out tasks scored: ``"validation"`` (default: the
+        table is where settings are chosen, docs/protocol.md) or
+        ``"test"``; as ``agentrl eval --split`` picks them (see the module
+        docstring).
       steps_per_call: training steps per jitted ``lax.scan`` chunk.
       resume: reuse complete static settings and member checkpoints already
         in ``out_dir`` (see the module docstring); ``False`` recomputes all.
@@ -141,6 +165,7 @@ def run_sweep(
     seeds = check_seeds(seeds)
     spec = grid if isinstance(grid, SweepGrid) else make_grid(config, grid or {})
     check_train_task_eval(config, evaluate, eval_train_tasks)
+    check_scored_tasks(tasks)
     out = Path(out_dir)
     rows, curves, timings = [], {}, []
     # One sweep per directory (process 0 of a multi-host run holds the lock).
@@ -158,6 +183,7 @@ def run_sweep(
                 progress=progress,
                 resume=resume,
                 eval_train_tasks=eval_train_tasks,
+                tasks=tasks,
             )
             rows += part["rows"]
             curves.update(
@@ -171,11 +197,14 @@ def run_sweep(
             "traced": {k: list(v) for k, v in spec.traced.items()},
             "static": {k: list(v) for k, v in spec.static.items()},
             "eval_last_episodes": last_episodes(config.eval.num_episodes),
+            **({"tasks": tasks} if evaluate else {}),
             "timings": timings,
             "devices": jax.device_count(),
             "config": configtools.to_dict(config),
         }
         title = f"sweep: {config.name} ({config.algo.label}), {len(seeds)} seeds"
+        if evaluate:
+            title += f", scored on {tasks} tasks"
         paths = write_sweep_results(out, rows, curves, info, title)
         if eval_train_tasks and len(spec.static.get(TASKS_FIELD, ())) > 1:
             paths["transition"] = plot_transition(
@@ -187,6 +216,18 @@ def run_sweep(
 #: the field a memorisation-to-generalisation sweep varies (``transition.png``)
 TASKS_FIELD = "data.num_train_tasks"
 
+#: the held-out tasks a sweep can score on (``run_sweep(tasks=...)``)
+SCORED_TASKS = ("validation", "test")
+
+
+def check_scored_tasks(tasks: str) -> None:
+    """``ValueError`` unless ``tasks`` is one of :data:`SCORED_TASKS`."""
+    if tasks not in SCORED_TASKS:
+        raise ValueError(
+            f"tasks (--split) must be 'validation' (choose settings) or 'test', "
+            f"got {tasks!r}"
+        )
+
 
 def _setting_key(
     cfg: ExperimentConfig,
@@ -196,8 +237,13 @@ def _setting_key(
     evaluate: bool,
     steps_per_call: int,
     eval_train_tasks: bool = False,
+    tasks: str = "test",
 ) -> str:
-    """``<label>-<hash>``: names what one static setting's results depend on."""
+    """``<label>-<hash>``: names what one static setting's results depend on.
+
+    The histories at ``data.path`` are not in it (only the path): a record
+    or checkpoint on other histories is refused (:func:`_check_histories`).
+    """
     identity = {
         "config": configtools.to_dict(cfg),
         "settings": settings,
@@ -208,6 +254,8 @@ def _setting_key(
     }
     if eval_train_tasks:  # absent otherwise: earlier sweeps keep their keys
         identity["eval_train_tasks"] = True
+    if evaluate and tasks != "test":  # earlier sweeps were scored on test
+        identity["tasks"] = tasks
     blob = json.dumps(json_safe(identity), sort_keys=True, default=str)
     label = re.sub(r"[^A-Za-z0-9_.=-]+", "_", setting_label(static)) or "base"
     return f"{label[:80]}-{hashlib.sha1(blob.encode()).hexdigest()[:10]}"
@@ -238,18 +286,25 @@ def _static_setting(
     progress: bool,
     resume: bool,
     eval_train_tasks: bool = False,
+    tasks: str = "validation",
 ) -> dict[str, Any]:
     """Train (or resume) and evaluate one static setting; its JSON record."""
     cfg = apply_static(config, static)
     key = _setting_key(
-        cfg, static, settings, seeds, evaluate, steps_per_call, eval_train_tasks
+        cfg, static, settings, seeds, evaluate, steps_per_call, eval_train_tasks, tasks
     )
     path = out / "settings" / f"{key}.json"
     ckpt_dir = out / "settings" / f"{key}.ckpt"
-    part = _read_part(path, key) if resume else None
+    digest = _histories_digest(cfg)
+    part = _reusable_part(cfg, path, key, ckpt_dir, digest) if resume else None
     if part is not None:
         shutil.rmtree(ckpt_dir, ignore_errors=True)  # a kill after the record
-        return {**part, "timing": {**part["timing"], "resumed": "complete"}}
+        rows = [_scored_on(row, tasks) for row in part["rows"]]
+        return {
+            **part,
+            "rows": rows,
+            "timing": {**part["timing"], "resumed": "complete"},
+        }
     if not resume:
         shutil.rmtree(ckpt_dir, ignore_errors=True)
     env = make_env(cfg.data.env, **dict(cfg.data.env_args))
@@ -260,20 +315,18 @@ def _static_setting(
         checkpoint_every=max(cfg.train.checkpoint_every, 0),
     )
     members = cfg.algo.by_training(from_data=_data_members, online=_online_members)
-    sweep, tasks, evaluate_fn = members(cfg, env, seeds, settings, out, chunking)
+    which = tasks if evaluate else None
+    sweep, scored, evaluate_fn = members(
+        cfg, env, seeds, settings, out, chunking, which
+    )
     evaluated: dict[str, Any] = {}
     eval_seconds = 0.0
     if evaluate:
         start = time.perf_counter()
-        evaluated = _evaluate_setting(sweep, env, tasks, evaluate_fn, eval_train_tasks)
+        evaluated = _evaluate_setting(sweep, env, scored, evaluate_fn, eval_train_tasks)
+        evaluated["tasks"] = tasks
         eval_seconds = time.perf_counter() - start
-    rows, curves = [], {}
-    for h, traced in enumerate(settings):
-        fields = {**static, **traced}
-        label = setting_label(fields)
-        metrics = {k: v[:, h] for k, v in sweep.metrics.items()}
-        rows.append(setting_rows(label, fields, metrics, **_member(evaluated, h)))
-        curves[label] = metrics["loss"]
+    rows, curves = _setting_table(static, settings, sweep, evaluated)
     timing = {
         "static": setting_label(static),
         "members": sweep.num_members,
@@ -281,9 +334,10 @@ def _static_setting(
         "eval_seconds": round(eval_seconds, 3),
     }
     # What is kept is what a resumed sweep reads back: one path for both.
-    part = json.loads(
-        json.dumps(json_safe({"key": key, "rows": rows, "curves": curves}))
-    )
+    kept = {"key": key, "rows": rows, "curves": curves}
+    if digest is not None:  # the histories trained on (a rerun compares)
+        kept["dataset_digest"] = digest
+    part = json.loads(json.dumps(json_safe(kept)))
     part["timing"] = timing
     write_json(path, part)
     shutil.rmtree(ckpt_dir, ignore_errors=True)
@@ -292,11 +346,85 @@ def _static_setting(
     return {**part, "timing": timing}
 
 
+def _setting_table(static, settings, sweep, evaluated: dict[str, Any]):
+    """``(rows, curves)`` of one static setting: a row and a loss curve
+    ``[seed, steps]`` per traced setting."""
+    rows, curves = [], {}
+    for h, traced in enumerate(settings):
+        fields = {**static, **traced}
+        label = setting_label(fields)
+        metrics = {k: v[:, h] for k, v in sweep.metrics.items()}
+        rows.append(setting_rows(label, fields, metrics, **_member(evaluated, h)))
+        curves[label] = metrics["loss"]
+    return rows, curves
+
+
 def _member(evaluated: dict[str, Any], h: int) -> dict[str, Any]:
     """:func:`setting_rows`' score arguments for traced setting ``h``:
-    ``scores``/``train_scores`` ``[S, task]`` and the task identities."""
-    ids = TASK_SET_FIELDS.values()  # one id for every traced setting
-    return {k: v if k in ids else v[:, h] for k, v in evaluated.items()}
+    ``scores``/``train_scores`` ``[S, task]``, the task identities and the
+    held-out split scored (one of each for every traced setting)."""
+    shared = (*TASK_SET_FIELDS.values(), "tasks")
+    return {k: v if k in shared else v[:, h] for k, v in evaluated.items()}
+
+
+def _scored_on(row: dict[str, Any], tasks: str) -> dict[str, Any]:
+    """A record's row with ``tasks`` (the split its ``score`` is on): a row
+    of a record written before it was kept was scored on test (such a
+    record is found only under ``tasks="test"``, :func:`_setting_key`)."""
+    if "score" not in row or "tasks" in row:
+        return row
+    return {**row, "tasks": tasks}
+
+
+def _histories_digest(cfg: ExperimentConfig) -> str | None:
+    """The digest of the histories at ``data.path``
+    (:func:`~agentrl.train.rundir.dataset_digest`); ``None`` where the sweep
+    makes its own from the config (its key covers them), reads none (an
+    online learner), or they are not there or record none."""
+    path = cfg.data.path
+    online = cfg.algo.by_training(from_data=False, online=True)
+    if online or not path or is_hdf5(path):
+        return None
+    if not (Path(path) / METADATA_FILE).is_file():
+        return None  # training says what is missing; a record needs no data
+    return dataset_digest(open_dataset(path, verify="none").metadata)
+
+
+def _reusable_part(
+    cfg: ExperimentConfig, path: Path, key: str, ckpt_dir: Path, digest: str | None
+) -> dict[str, Any] | None:
+    """The setting's complete record, if any; with neither a record nor
+    member checkpoints on other histories than ``data.path`` holds now
+    (:func:`_check_histories`)."""
+    part = _read_part(path, key)
+    if part is not None:
+        _check_histories(cfg, part.get("dataset_digest"), digest, f"record {path}")
+        return part
+    latest = latest_checkpoint_meta(ckpt_dir)
+    if latest is not None:
+        recorded = latest[1].get("dataset_digest")
+        where = f"member checkpoints {ckpt_dir}"
+        _check_histories(cfg, recorded, digest, where)
+    return None
+
+
+def _check_histories(
+    cfg: ExperimentConfig, recorded: str | None, now: str | None, where: str
+) -> None:
+    """Refuse reusing ``where`` (a setting's record or member checkpoints)
+    made on other histories than ``data.path`` holds now, as ``fit``
+    refuses resuming a run on them (``ValueError``); ``data.path`` may
+    hold the same histories again, as a record written before the digest
+    was kept is not checked."""
+    if recorded is None or now is None or recorded == now:
+        return
+    raise ValueError(
+        f"data.path {cfg.data.path} holds other histories than the sweep's "
+        f"{where} was trained on (dataset digest {now}, the sweep's {recorded}): "
+        "regenerated in place? Sweep on the histories it was trained on, "
+        "rerun with --no-resume (resume=False) to train and evaluate every "
+        "setting again on these, or sweep into a new --out"
+    )
 
 
 def _evaluate_setting(
@@ -328,25 +456,47 @@ def _evaluate_setting(
     return out
 
 
-def _data_members(cfg, env, seeds, settings, out, chunking):
+def _data_members(cfg, env, seeds, settings, out, chunking, which):
     """A distilled learner's members: ``(sweep, tasks, evaluate)``; ``tasks``
-    maps ``"held_out"`` and ``"train"`` to ``params(config)``."""
+    maps ``"held_out"`` (the split's ``which`` tasks) and ``"train"`` to
+    ``params(config)``. ``which``: ``None`` when nothing is evaluated."""
     progress = chunking["progress"]
     dataset = prepare_dataset(cfg, env, _data_dir(out, cfg), progress=progress)
-    sweep = train_sweep(cfg, env, dataset, seeds, settings, **chunking)
     tasks = {
-        "held_out": lambda config: held_out_tasks(env, dataset, config),
+        "held_out": lambda config: held_out_tasks(env, dataset, config, which),
         "train": lambda config: train_tasks(env, dataset, config),
     }
+    _check_held_out(tasks, cfg, which)
+    meta = {"dataset_digest": dataset_digest(dataset.metadata)}
+    sweep = train_sweep(
+        cfg, env, dataset, seeds, settings, **chunking, checkpoint_meta=meta
+    )
     return sweep, tasks, evaluate_members
 
 
-def _online_members(cfg, env, seeds, settings, out, chunking):
+def _online_members(cfg, env, seeds, settings, out, chunking, which):
     """An online learner's members: trained by RL, no dataset (the program is
     the run); ``(sweep, {"held_out": params(config)}, evaluate)``."""
+    tasks = {"held_out": lambda config: held_out_online(env, config, which)}
+    _check_held_out(tasks, cfg, which)
     sweep = online_sweep(cfg, env, seeds, settings, **chunking)
-    tasks = {"held_out": lambda config: held_out_online(env, config)}
     return sweep, tasks, evaluate_online_members
+
+
+def _check_held_out(tasks: dict[str, Any], cfg: ExperimentConfig, which) -> None:
+    """Make the held-out ``which`` tasks once before training, so a split
+    without them (a two-way split has no validation tasks) is refused
+    before anything trains (``ValueError``, as ``agentrl eval --split``)."""
+    if which is None:
+        return
+    try:
+        tasks["held_out"](cfg)
+    except ValueError as err:
+        if which != "validation":
+            raise
+        raise ValueError(
+            f"{err}; or score this sweep on its test tasks (--split test)"
+        ) from None
 
 
 def _scores(env: Any, params: Any, key: jax.Array, returns: np.ndarray) -> np.ndarray:

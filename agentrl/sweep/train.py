@@ -52,7 +52,7 @@ from agentrl.tables import write_bytes
 from agentrl.train.checkpoint import Checkpointer, remove_incomplete_checkpoints
 from agentrl.train.config import ExperimentConfig, complete_config
 from agentrl.train.data import make_sampler
-from agentrl.train.rundir import held_out_params
+from agentrl.train.rundir import eval_tasks
 from agentrl.train.step import init_train_state, make_train_step
 
 
@@ -114,22 +114,25 @@ def run_member_chunks(
     checkpoint_every: int,
     progress: bool,
     unit: str,
+    meta: dict[str, Any] | None = None,
 ) -> tuple[Any, list[dict], int]:
     """Steps ``0 .. total`` of a sweep in chunks, resumable: ``(state,
     host metric chunks [K, M] each, first step run here)``.
 
     ``chunk(state, lo, hi) -> (state, metrics)`` runs steps ``lo .. hi`` of
     every member. With ``checkpoint_dir`` the run continues from its
-    latest checkpoint there, and saves the state (orbax, the last one kept)
-    and the metrics so far at the first chunk boundary after every
-    ``checkpoint_every`` steps (0: only at the end) and at the end.
+    latest checkpoint there, and saves the state (orbax, the last one kept),
+    ``meta`` (JSON, e.g. the dataset's digest) and the metrics so far at the
+    first chunk boundary after every ``checkpoint_every`` steps (0: only at
+    the end) and at the end. A checkpoint beyond ``total`` is refused
+    (``ValueError``): the members have trained more steps than asked for.
     """
     from tqdm.auto import tqdm
 
     chunks: list[dict] = []
     ckpt, first, saved = None, 0, 0
     if checkpoint_dir is not None:
-        ckpt, state, first, chunks = _resume_members(checkpoint_dir, state)
+        ckpt, state, first, chunks = _resume_members(checkpoint_dir, state, total)
         saved = first
     bar = tqdm(
         total=total, initial=first, desc="sweep", unit=unit, disable=not progress
@@ -146,7 +149,7 @@ def run_member_chunks(
                 # the metrics first: a kill between the two leaves more
                 # metric rows than checkpointed steps, never fewer
                 _save_metrics(checkpoint_dir, chunks)
-                ckpt.save(hi, {"state": state}, {})
+                ckpt.save(hi, {"state": state}, dict(meta or {}))
                 saved = hi
         if ckpt is not None:
             ckpt.close()
@@ -311,6 +314,7 @@ def train_sweep(
     progress: bool = False,
     checkpoint_dir: str | Path | None = None,
     checkpoint_every: int = 0,
+    checkpoint_meta: dict[str, Any] | None = None,
 ) -> TrainSweep:
     """Train every (seed, traced setting) member of ``config`` in one program.
 
@@ -330,6 +334,8 @@ def train_sweep(
         the latest: a killed sweep resumes with exactly the results of an
         uninterrupted one.
       checkpoint_every: steps between those checkpoints (0: only the last).
+      checkpoint_meta: JSON saved with every checkpoint (``run_sweep``: the
+        dataset's digest, which a resumed sweep compares).
 
     Returns:
       :class:`TrainSweep` with ``metrics[name] [S, H, steps]``.
@@ -364,6 +370,7 @@ def train_sweep(
         checkpoint_every=checkpoint_every,
         progress=progress,
         unit="step",
+        meta=checkpoint_meta,
     )
     seconds = time.perf_counter() - start
     metrics = member_metrics(host, num_s, num_h)
@@ -384,11 +391,12 @@ def _save_metrics(directory: str | Path, chunks: list[dict]) -> None:
     write_bytes(Path(directory) / METRICS_FILE, buffer.getvalue())
 
 
-def _resume_members(directory: str | Path, state: Any):
+def _resume_members(directory: str | Path, state: Any, total: int):
     """``(checkpointer, state, step, metric chunks)`` from ``directory``'s latest.
 
     The state comes from the latest orbax checkpoint, the metrics of its
     steps from ``metrics.npz`` (written before each checkpoint), as one chunk.
+    A checkpoint past ``total`` steps is refused (``ValueError``).
     """
     if jax.process_index() == 0:
         remove_incomplete_checkpoints(directory)
@@ -396,6 +404,14 @@ def _resume_members(directory: str | Path, state: Any):
     step = ckpt.latest_step()
     if step is None:
         return ckpt, state, 0, []
+    if step > total:
+        ckpt.close()
+        raise ValueError(
+            f"{directory}: the members' checkpoint is at step {step}, past the "
+            f"{total} steps (train.steps) asked for: members resume for more "
+            "steps, not fewer; rerun with --no-resume (resume=False) or sweep "
+            "into a new --out"
+        )
     metrics_file = Path(directory) / METRICS_FILE
     chunk = {}
     if metrics_file.is_file():
@@ -410,11 +426,15 @@ def _resume_members(directory: str | Path, state: Any):
     return ckpt, restored["state"], step, [chunk]
 
 
-def held_out_tasks(env: Any, dataset: Any, config: ExperimentConfig):
-    """``params [task, ...]`` of the held-out tasks (as ``agentrl eval``)."""
+def held_out_tasks(
+    env: Any, dataset: Any, config: ExperimentConfig, which: str = "validation"
+):
+    """``params [task, ...]`` of the dataset split's held-out ``which`` tasks
+    (``"validation"``, where a sweep's settings are chosen, or ``"test"``),
+    the ones ``agentrl eval --split WHICH`` evaluates a run of ``config`` on
+    (:func:`~agentrl.train.rundir.eval_tasks`)."""
     split = dataset.metadata.get("split")
-    params, _ = held_out_params(env, split, config.eval.num_tasks, config.eval.seed)
-    return params
+    return eval_tasks(env, split, config.eval, which)[0]
 
 
 def train_tasks(env: Any, dataset: Any, config: ExperimentConfig):

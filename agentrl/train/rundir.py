@@ -36,7 +36,7 @@ from agentrl.envs.registry import make as make_env
 from agentrl.plugins import import_run_plugins, required_plugins
 from agentrl.provenance import json_digest
 from agentrl.tables import write_text
-from agentrl.train.checkpoint import Checkpointer
+from agentrl.train.checkpoint import Checkpointer, complete_steps
 from agentrl.train.config import ExperimentConfig
 from agentrl.train.segments import SEGMENTS, kept_segments
 from agentrl.version import __version__
@@ -46,7 +46,8 @@ from agentrl.version import __version__
 # other values is the same run, so ``agentrl reproduce`` reuses it.
 EVALUATION_ONLY = ("eval.", "algo.eval_context", "algo.base.eval_context")
 
-# What a resumed run may change: how long it trains, how it logs and
+# What a resumed run may change: how long it trains (not below its latest
+# checkpoint's step: resumable_config refuses that), how it logs and
 # checkpoints, how many updates a call runs (never changes the results),
 # where its dataset lives, how it is evaluated, and how the model
 # computes the same function (MoE dispatch, attention kernel and block,
@@ -152,15 +153,19 @@ def resumable_config(run_dir: Path, config: ExperimentConfig) -> ExperimentConfi
 
     Resuming restores the checkpoint's weights and reuses the run's dataset,
     so any other change (model, data, learning rate, seed, ...) would be
-    silently ignored or mixed in. More steps are allowed; the run keeps the
-    learning-rate schedule it started with (``train.schedule_steps`` set to
-    its first length where ``train.steps`` grows, and kept when a run so
-    extended is resumed again), as a fresh run of that length would not.
+    silently ignored or mixed in. More steps are allowed, fewer than the
+    latest checkpoint's step are not (the model has trained them: a shorter
+    run is a new run); the run keeps the learning-rate schedule it started
+    with (``train.schedule_steps`` set to its first length where
+    ``train.steps`` grows, and kept when a run so extended is resumed
+    again), as a fresh run of that length would not. The run's config is its
+    ``config.json`` or, where that file is gone, the config its latest
+    checkpoint recorded.
     """
-    saved_file = Path(run_dir) / "config.json"
-    if not saved_file.is_file():
+    recorded = _recorded_config(Path(run_dir))
+    if recorded is None:
         return config
-    saved = configtools.flat_fields(_read_json(saved_file))
+    saved, whence = recorded
     train = config.train
     # the schedule the run started with: its recorded length (a run already
     # extended, resumed again with the same steps) or, as the steps grow, its
@@ -180,11 +185,55 @@ def resumable_config(run_dir: Path, config: ExperimentConfig) -> ExperimentConfi
     ]
     if changed:
         raise ValueError(
-            f"run_dir {run_dir} holds a run of another config ({'; '.join(changed)});"
-            f" a resumed run may only change {', '.join(RESUME_MAY_CHANGE)}. "
-            "Train into a new run_dir instead."
+            f"run_dir {run_dir} holds a run of another config ({'; '.join(changed)}"
+            f"{whence}); a resumed run may only change "
+            f"{', '.join(RESUME_MAY_CHANGE)}. Train into a new run_dir instead."
         )
+    _check_steps_not_below_checkpoint(Path(run_dir), train.steps)
     return config
+
+
+def _recorded_config(run_dir: Path) -> tuple[dict[str, Any], str] | None:
+    """``(flat config, where it was read when not config.json)`` of the run
+    in ``run_dir``: its ``config.json``, else the config its latest complete
+    checkpoint recorded; ``None`` without either (nothing to resume)."""
+    saved_file = run_dir / "config.json"
+    if saved_file.is_file():
+        return configtools.flat_fields(_read_json(saved_file)), ""
+    latest = latest_checkpoint_meta(run_dir / "checkpoints")
+    if latest is None or not isinstance(latest[1].get("config"), dict):
+        return None
+    step, meta = latest
+    whence = (
+        f"; config.json is missing: compared with the config checkpoint {step} recorded"
+    )
+    return configtools.flat_fields(meta["config"]), whence
+
+
+def latest_checkpoint_meta(directory: Path) -> tuple[int, dict[str, Any]] | None:
+    """``(step, metadata)`` of the latest complete checkpoint in ``directory``
+    (its JSON part: step, config ...); ``None`` if there is none or its
+    metadata file is missing (the restore then says what is wrong)."""
+    steps = complete_steps(Path(directory))
+    meta = Path(directory) / str(steps[-1]) / "meta" / "metadata" if steps else None
+    if meta is None or not meta.is_file():
+        return None
+    return steps[-1], _read_json(meta)
+
+
+def _check_steps_not_below_checkpoint(run_dir: Path, steps: int) -> None:
+    """Refuse resuming ``run_dir`` for fewer ``train.steps`` than its latest
+    checkpoint has trained (``ValueError``): it would run no update and
+    record a config of fewer steps than the model has."""
+    done = complete_steps(run_dir / "checkpoints")
+    if done and steps < done[-1]:
+        raise ValueError(
+            f"train.steps {steps} is below the step of run_dir {run_dir}'s "
+            f"latest checkpoint, {done[-1]}: a resumed run may train more steps, "
+            f"not fewer (train.steps >= {done[-1]}); train into a new run_dir "
+            "for a shorter run, or evaluate an earlier checkpoint (agentrl "
+            "eval --step)"
+        )
 
 
 def _effective(flat: dict[str, Any], field: str) -> Any:
@@ -350,6 +399,30 @@ def held_out_params(
         num_tasks or 200,
     )
     return jax.vmap(env.sample_params)(keys), None
+
+
+def eval_task_count(
+    ev: Any, which: str, num_tasks: int | None = None
+) -> tuple[int, bool]:
+    """``(count, draw)``: how many ``which`` tasks an evaluation under config
+    ``ev`` (``eval.*``) asks for, and whether validation tasks beyond the
+    split's are drawn (:func:`held_out_params`' ``draw``). ``num_tasks``
+    (``agentrl eval --tasks``) if given; else, for validation tasks,
+    ``eval.validation_tasks`` where set; else ``eval.num_tasks``."""
+    asked = num_tasks
+    if which == "validation" and asked is None:
+        asked = ev.validation_tasks
+    count = ev.num_tasks if asked is None else asked
+    return count, which == "validation" and asked is not None
+
+
+def eval_tasks(env: Any, split: dict | None, ev: Any, which: str = "test"):
+    """``(params [task, ...], ids | None)``: the ``which`` tasks of ``split``
+    that ``agentrl eval --split WHICH`` evaluates a run with evaluation
+    config ``ev`` on (:func:`eval_task_count` of them, seeded by
+    ``eval.seed``; see :func:`held_out_params`)."""
+    count, draw = eval_task_count(ev, which)
+    return held_out_params(env, split, count, ev.seed, which, draw)
 
 
 def _drawn_tasks(env: Any, ids: list[int], num_tasks: int, seed: int) -> Any:
