@@ -396,12 +396,12 @@ def test_amago_logs_episodes_where_they_end_on_key_to_door():
     trainer = AmagoTrainer(env, shape, cfg, env.sample_params)
     hp = amago_hparams()
     state = jax.jit(trainer.init)(jax.random.key(0), hp)
+    again = jax.random.clone(state.key)  # to collect the update's trials again
     _, metrics = jax.jit(trainer.update)(state, hp)
     # the update's collection, again (its key splits, as AmagoTrainer.update)
-    _, k_task, k_eps, _, _ = jax.random.split(state.key, 5)
+    _, k_task, k_eps, k_act, _ = jax.random.split(again, 5)
     tasks = jax.vmap(trainer.sample_task)(jax.random.split(k_task, 32))
     eps = jax.random.uniform(k_eps, (32,)) * trainer.epsilon(hp, state.update)
-    k_act = jax.random.split(state.key, 5)[3]
     trials = jax.jit(trainer.collect)(state.params["model"], tasks, eps, k_act)
     ends = np.asarray(trials["episode_end"])
     assert (ends.sum(1) > 4).any()  # a door reached early: a fifth episode
