@@ -184,3 +184,27 @@ def test_a_case_may_set_the_weight_gradient_split_limits(monkeypatch):
     assert precision.weight_grad_split((64, 501, 32), (32, 96), linear) == 1
     with pytest.raises(ValueError, match="precision.SPLIT_"):
         xla_flags._set_precision_limits({"precision.F32": "1"})
+
+
+def test_sweep_members_times_updates_from_warm_runs_only(monkeypatch):
+    """Each step count's first run pays a start-up (a new config: its chunk
+    traced again); the per-update time must come from two warm runs, so it
+    is the update's own time however large that start-up is."""
+    import types
+
+    clock = {"now": 0.0}
+    seen: set[int] = set()
+    startup, per_update = 5.0, 0.01
+
+    def fake_sweep(config, env, dataset, seeds, steps_per_call):
+        steps = config.train.steps
+        clock["now"] += (startup if steps not in seen else 0.0) + per_update * steps
+        seen.add(steps)
+        return types.SimpleNamespace(state=jax.numpy.zeros(()))
+
+    monkeypatch.setattr(sweep_members, "train_sweep", fake_sweep)
+    monkeypatch.setattr(sweep_members.time, "perf_counter", lambda: clock["now"])
+    config = load_experiment("dpt_bandit", "smoke")
+    side = sweep_members.time_side(config, None, None, members=1, k=10, chunks=2)
+    assert side["s_per_update"] == pytest.approx(per_update)
+    assert side["long_first_run_s"] > side["long_run_s"]  # the start-up, once
