@@ -260,25 +260,38 @@ def rl2_parts(trainer, state, hp) -> dict:
 
 
 def transformer_flops_per_trial(cfg, shape) -> float:
-    """Model matmul FLOPs of one trial's update of transformer PPO.
+    """Model matmul FLOPs of one trial's update of transformer PPO, as
+    :class:`agentrl.online.transformer.TransformerPPO` does the work.
 
-    Acting (one token per step per env, causal context), then per update
-    chunk: the critic's values over the trial, the actor's re-encoding
-    (partial updates only), and ``num_epochs`` forward+backward (x3) passes
-    of the actor and the critic over the chunk's tokens (context: the steps
-    before the chunk plus the chunk's causal half).
+    Acting (one token per step per env at its causal context), then per
+    update chunk ``[start, end)``: the critic's values (partial updates:
+    its prefix ``[0, start)`` re-encoded, then the chunk's ``K`` tokens and
+    the bootstrap token; one chunk: a forward pass over the trial), the
+    actor's re-encoding of ``[0, end)`` (partial updates, not after the
+    last chunk), and ``num_epochs`` forward+backward (x3) passes of the
+    actor and the critic over the chunk's tokens (context: the steps before
+    the chunk plus the chunk's causal half). Until session 53 the critic's
+    values and the re-encoding were each charged a whole trial every chunk
+    (1.25x too many FLOPs at L=160, K=40: a read-only review's recount).
     """
     from model_throughput import model_flops_per_token
 
     n, length, k = shape.num_envs, shape.trial_steps, shape.update_every
-    tokens = n * length
-    total = tokens * model_flops_per_token(cfg, length // 2)  # acting
+
+    def causal(lo: int, hi: int) -> float:  # tokens lo..hi-1, each at its context
+        return n * sum(model_flops_per_token(cfg, t + 1) for t in range(lo, hi))
+
+    total = causal(0, length)  # acting
     chunks = length // k
     for c in range(chunks):
-        total += tokens * model_flops_per_token(cfg, length // 2)  # critic values
+        start, end = c * k, c * k + k
         if chunks > 1:
-            total += tokens * model_flops_per_token(cfg, length // 2)  # re-encoding
-        ctx = c * k + k // 2
+            total += causal(0, start) + causal(start, end + 1)  # critic values
+            if end < length:
+                total += causal(0, end)  # the actor's re-encoding
+        else:
+            total += causal(0, length)
+        ctx = start + k // 2
         train = 2 * 3 * n * k * model_flops_per_token(cfg, ctx)  # actor + critic
         total += shape.num_epochs * train
     return float(total)
