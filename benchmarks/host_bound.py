@@ -303,8 +303,8 @@ def _table(rates, shares, startup) -> list[dict]:
     table += [
         {
             "measure": f"{r['experiment']} {r['preset']} page faults per update",
-            **{name: f"{r[f'faults per update {name}']:.0f}" for name in SHARE_PATHS},
-            "long": f"{r['faults per update long']:.0f}",
+            **{name: f"{r[f'faults per update {name}']:.3g}" for name in SHARE_PATHS},
+            "long": f"{r['faults per update long']:.3g}",
         }
         for r in shares
     ]

@@ -28,7 +28,7 @@ of seconds per step on a 2-core CPU, so it is measured at a reduced batch
 depend much on the batch.
 
 Part 2 (widths). Training FLOP utilisation at model widths 64, 256 and 512
-(``WIDTHS``): the ``cpu`` preset of ``ad_darkroom`` (4 layers, 8 heads,
+(``WIDTHS``): the ``cpu`` preset of ``ad_darkroom`` (3 layers, 4 heads,
 80-step windows) with ``d_model`` set to the width and ``d_ff = 4 d``, at
 batch ``WIDTH_BATCH``. Reported: achieved FLOP/s over the same-run matmul
 peak, with both FLOP counts (analytic, above, and XLA's ``cost_analysis``),
@@ -394,15 +394,20 @@ def _targets(
     return targets
 
 
-def _notes(peak: float, num_steps: int) -> str:
+def _notes(peak: float, num_steps: int, quick: bool) -> str:
+    full = (
+        "The full preset was not timed (--quick: smoke and cpu only). "
+        if quick
+        else f"The full preset is timed at batch {FULL_BATCH} instead of 512 "
+        "(minutes per step on 2 cores); its model shape is the preset's. "
+    )
+    full_steps = "" if quick else f", full {max(2, num_steps // 2)}"
     return (
         f"Matmul peak (2048^3 float32, same run): {peak / 1e9:.1f} GFLOP/s. "
         "FLOPs analytic (3 x forward; forward = 2 x active matmul params + "
         "4 T d per layer); XLA cost_analysis FLOPs in the JSON as a cross-check. "
-        f"Synthetic batches. The full preset is timed at batch {FULL_BATCH} "
-        "instead of 512 (minutes per step on 2 cores); its model shape is the "
-        "preset's. Timed steps after compile: smoke 20, cpu "
-        f"{num_steps}, full {max(2, num_steps // 2)} (best of 2 passes); "
+        f"Synthetic batches. {full}Timed steps after compile: smoke 20, cpu "
+        f"{num_steps}{full_steps} (best of 2 passes); "
         f"device runs: {num_steps} steps, best of 3, each device count in its "
         "own subprocess with jax_num_cpu_devices set. The device targets say the "
         "sharded path costs little where there is nothing to gain (all fake "
@@ -488,11 +493,12 @@ def main(argv: list[str] | None = None) -> None:
     for r in devices:
         r["step_time_vs_1_device"] = r["step_s"] / base
     targets = _targets(rows, widths, devices, presets)
-    notes = _notes(peak, args.steps)
+    notes = _notes(peak, args.steps, args.quick)
     results = {
         "matmul_peak_flops": peak,
         "flops_method": "analytic (cross-check: XLA cost_analysis)",
-        "full_preset_batch_used": FULL_BATCH,
+        "quick": args.quick,
+        "full_preset_batch_used": None if args.quick else FULL_BATCH,
         "presets": rows,
         "widths": widths,
         "devices": devices,
