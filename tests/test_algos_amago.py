@@ -135,8 +135,8 @@ def test_policy_improvement_is_minus_the_min_critic_and_trains_only_the_policy()
 
 
 # ----------------------------------------------------------------- trainer
-def make_trainer(num_updates=2, trial=4, **changes):
-    env = FlipBandit(num_arms=2, horizon=trial // 2)
+def make_trainer(num_updates=2, trial=4, env=None, **changes):
+    env = env or FlipBandit(num_arms=2, horizon=trial // 2)
     cfg = ModelConfig(
         num_layers=1, num_heads=2, d_model=16, d_ff=32, dropout=0.0, max_steps=trial
     )
@@ -384,16 +384,9 @@ def test_amago_logs_episodes_where_they_end_on_key_to_door():
     from agentrl.online.ppo import trial_metrics
 
     env = make_env("dark_key_to_door", size=3, horizon=12)
-    cfg = ModelConfig(
-        num_layers=1, num_heads=2, d_model=16, d_ff=32, dropout=0.0, max_steps=48
+    trainer = make_trainer(
+        num_updates=1, trial=48, env=env, num_envs=32, capacity=40, grad_steps=1
     )
-    shape = AmagoShape(
-        num_envs=32, trial_steps=48, capacity=40, batch_size=4, grad_steps=1,
-        num_updates=1, gammas=(0.9, 0.99), num_critics=2, critics_in_target=2,
-        critic_hidden=16, explore_steps=40, grad_clip=1.0,
-    )  # fmt: skip
-    cfg = complete_model_config(cfg, env, Amago())
-    trainer = AmagoTrainer(env, shape, cfg, env.sample_params)
     hp = amago_hparams()
     state = jax.jit(trainer.init)(jax.random.key(0), hp)
     again = jax.random.clone(state.key)  # to collect the update's trials again
