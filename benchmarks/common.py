@@ -32,6 +32,7 @@ from agentrl.train.experiments import load_experiment
 from agentrl.train.loop import build_model
 
 __all__ = [
+    "compile_and_pair",
     "fresh_keys",
     "load_note",
     "machine_info",
@@ -137,7 +138,9 @@ def time_agents(makers: dict, handle, env, params, num_steps: int, repeats: int)
     return rows, actions
 
 
-def paired_rounds(fns: dict, rounds: int) -> dict[str, list[float]]:
+def paired_rounds(
+    fns: dict, rounds: int, *, warmup: bool = True
+) -> dict[str, list[float]]:
     """Seconds of each ``name: (fn, args)`` (compiled) per round, timed in turn.
 
     Each round times every candidate once, in an order that reverses from
@@ -146,9 +149,10 @@ def paired_rounds(fns: dict, rounds: int) -> dict[str, list[float]]:
     under the same load, which drifts on a shared machine from one round to
     the next; :func:`median_ci` then summarises the per-round ratios. Every
     call, the warm-up included, gets its own PRNG keys (:func:`fresh_keys`).
+    ``warmup=False`` skips the untimed first call (the caller made one).
     Returns ``{name: [seconds per round]}``.
     """
-    for fn, args in fns.values():
+    for fn, args in fns.values() if warmup else ():
         jax.block_until_ready(fn(*fresh_keys(args, 0)))
     names = list(fns)
     seconds: dict[str, list[float]] = {name: [] for name in names}
@@ -160,6 +164,24 @@ def paired_rounds(fns: dict, rounds: int) -> dict[str, list[float]]:
             jax.block_until_ready(fn(*call_args))
             seconds[name].append(time.perf_counter() - start)
     return seconds
+
+
+def compile_and_pair(runs: dict, rounds: int) -> tuple[dict, dict, dict]:
+    """``(compile_s, outputs, seconds)`` of ``{name: (jitted fn, args)}``.
+
+    Each ``fn`` is compiled for ``args`` (timed: ``compile_s[name]``) and
+    called once on ``args`` themselves (``outputs[name]``, the warm-up); then
+    :func:`paired_rounds` times them in alternating rounds
+    (``seconds[name]``, one per round) on keys of their own.
+    """
+    compile_s, compiled, outputs = {}, {}, {}
+    for name, (fn, args) in runs.items():
+        start = time.perf_counter()
+        compiled[name] = fn.lower(*args).compile()
+        compile_s[name] = time.perf_counter() - start
+        outputs[name] = jax.block_until_ready(compiled[name](*args))
+    pairs = {name: (compiled[name], runs[name][1]) for name in runs}
+    return compile_s, outputs, paired_rounds(pairs, rounds, warmup=False)
 
 
 #: The stream timing calls draw their keys from: far from the small indices

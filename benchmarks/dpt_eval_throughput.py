@@ -15,7 +15,9 @@ protocol) with the ``cpu`` preset's model of ``experiments/dpt_bandit.py``
 
 The recompute agent's step costs the same at every pull (a fixed
 ``[tasks, 501]`` forward), so it is timed on the first ``--recompute-steps``
-pulls (default 50) and extrapolated to 500. Both runs use the same key; the
+pulls (default 10) and extrapolated to 500. The two are timed in alternating
+rounds (``--repeats``, default 5), the speedup the median of the per-round
+ratios with a bootstrap 95% CI. Their warm-up calls use the same key; the
 fraction of equal actions over the recompute run's pulls checks that they
 compute the same thing.
 """
@@ -29,9 +31,12 @@ import jax
 import jax.numpy as jnp
 from eval_throughput import (
     make_runner,
-    measure,
+    paired_speedup,
     parse_args,
     preset_model,
+    speed_rows,
+    speedup_target,
+    timing_notes,
 )
 
 from agentrl.agents.context_set import DPTCachedModelAgent, DPTModelAgent
@@ -40,38 +45,14 @@ from agentrl.agents.model_agents import ModelHandle
 NUM_TASKS = 200
 
 
-def _rows(size: int, horizon: int, rec_steps: int, cached, recompute) -> list:
-    """Table rows; ``cached``, ``recompute``: ``(seconds, compile_s, steps/s)``."""
-    c_sec, c_compile, cached_sps = cached
-    r_sec, r_compile, recompute_sps = recompute
-    return [
-        {
-            "method": "cached (query + decode_transition)",
-            "steps_timed": horizon,
-            "seconds": c_sec,
-            "env_steps_per_s": cached_sps,
-            "seconds_for_200x500": c_sec,
-            "compile_s": c_compile,
-        },
-        {
-            "method": f"recompute (predict_query over {size} slots)",
-            "steps_timed": rec_steps,
-            "seconds": r_sec,
-            "env_steps_per_s": recompute_sps,
-            "seconds_for_200x500": r_sec * horizon / rec_steps,
-            "compile_s": r_compile,
-        },
-    ]
-
-
 def main(argv: list[str] | None = None) -> None:
-    args = parse_args(argv, "dpt_eval_throughput", __doc__, recompute_steps=50)
+    args = parse_args(argv, "dpt_eval_throughput", __doc__, recompute_steps=10)
+    load = os.getloadavg()[0]
 
     config, env, model, handle, params = preset_model("dpt_bandit", NUM_TASKS)
     size = config.algo.context_size
-    key = jax.random.key(0)
     horizon = env.horizon
-    rec_steps = min(args.recompute_steps, horizon)
+    steps = {"cached": horizon, "recompute": min(args.recompute_steps, horizon)}
 
     def cached(w):
         return DPTCachedModelAgent(ModelHandle(handle.graphdef, w), env, size)
@@ -79,55 +60,57 @@ def main(argv: list[str] | None = None) -> None:
     def recompute(w):
         return DPTModelAgent(ModelHandle(handle.graphdef, w), env, size, "step")
 
-    c_compile, c_sec, c_actions = measure(
-        make_runner(cached, env, horizon), handle.weights, params, key, args.repeats
-    )
-    print(f"cached: {horizon} pulls in {c_sec:.2f}s (compile {c_compile:.1f}s)")
-    r_compile, r_sec, r_actions = measure(
-        make_runner(recompute, env, rec_steps),
-        handle.weights,
-        params,
-        key,
-        args.repeats,
-    )
-    print(f"recompute: {rec_steps} pulls in {r_sec:.2f}s (compile {r_compile:.1f}s)")
-    agree = float(jnp.mean(c_actions[:, :rec_steps] == r_actions))
+    # both warm-up calls on one key (a deliberate reuse, cloned for the key
+    # checker): their actions must agree over the recompute run's pulls
+    key = jax.random.key(0)
+    runs = {
+        "cached": (
+            make_runner(cached, env, horizon),
+            (handle.weights, params, jax.random.clone(key)),
+        ),
+        "recompute": (
+            make_runner(recompute, env, steps["recompute"]),
+            (handle.weights, params, key),
+        ),
+    }
+    compile_s, outputs, seconds, speedup = paired_speedup(runs, steps, args.repeats)
+    c_actions, r_actions = outputs["cached"][0], outputs["recompute"][0]
+    agree = float(jnp.mean(c_actions[:, : steps["recompute"]] == r_actions))
 
-    cached_sps = NUM_TASKS * horizon / c_sec
-    recompute_sps = NUM_TASKS * rec_steps / r_sec
-    speedup = cached_sps / recompute_sps
-    rows = _rows(
-        size,
-        horizon,
-        rec_steps,
-        (c_sec, c_compile, cached_sps),
-        (r_sec, r_compile, recompute_sps),
-    )
+    methods = {
+        "cached": "cached (query + decode_transition)",
+        "recompute": f"recompute (predict_query over {size} slots)",
+    }
+    rows = speed_rows(methods, steps, NUM_TASKS, horizon, (compile_s, seconds))
     c = model.config
+    forward = f"a [{NUM_TASKS}, {size + 1}] forward"
     notes = (
-        f"{NUM_TASKS} Gaussian bandits (5 arms, H={horizon}), sampled actions, "
-        f"best of {args.repeats} runs after compile. Model: dpt_bandit cpu preset "
-        f"shape ({c.num_layers} layers, d_model {c.d_model}, {c.num_heads} heads, "
-        f"context {size}), random init. Recompute timed on {rec_steps} pulls and "
-        f"extrapolated to {horizon}. Actions of both agents agree on {agree:.2%} "
-        f"of those pulls. Load average at the end: {os.getloadavg()[0]:.1f} "
-        "(2-core machine)."
+        f"{NUM_TASKS} Gaussian bandits (5 arms, H={horizon}). Model: dpt_bandit "
+        f"cpu preset shape ({c.num_layers} layers, d_model {c.d_model}, "
+        f"{c.num_heads} heads, context {size}), random init. "
+        + timing_notes(args.repeats, steps["recompute"], horizon, forward)
+        + f" Actions of both agents (one key) agree on {agree:.2%} of the "
+        f"recompute run's pulls. {bench.load_note(load)}."
     )
     results = {
         "num_tasks": NUM_TASKS,
         "horizon": horizon,
         "context_size": size,
         "cached": rows[0],
-        "recompute": {**rows[1], "extrapolated": rec_steps < horizon},
-        "speedup": speedup,
+        "recompute": {**rows[1], "extrapolated": steps["recompute"] < horizon},
+        "seconds_per_round": seconds,
+        "speedup": speedup[0],
+        "speedup_ci95": list(speedup[1:]),
         "action_agreement": agree,
         "notes": notes,
     }
     # No target in the issue for DPT; the AD benchmark's 10x is the reference.
-    targets = [bench.target("cached / recompute env steps per second", speedup, 10.0)]
-    path = bench.write_record("dpt_eval_throughput", results, targets, rows, notes)
+    path = bench.write_record(
+        "dpt_eval_throughput", results, [speedup_target(speedup)], rows, notes
+    )
     print(bench.markdown_table(rows))
-    print(f"speedup {speedup:.1f}x; wrote {path}")
+    median, low, high = speedup
+    print(f"speedup {median:.1f}x [{low:.1f}, {high:.1f}]; wrote {path}")
 
 
 if __name__ == "__main__":

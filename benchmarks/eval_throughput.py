@@ -20,7 +20,11 @@ The recompute baseline costs the same at every step once compiled (always a
 full ``[tasks, max_steps]`` forward), so it is timed on the first
 ``--recompute-steps`` steps (default 100) and extrapolated to 1,000; the
 cached agent runs all 1,000. Environment steps per second = tasks x steps /
-seconds. As a check that the baseline computes the same thing, both act
+seconds. The two are timed in alternating rounds (``--repeats``, default 5:
+each round times both, the order reversed every round), so a round's ratio
+compares them under the same load; the speedup is the median of the
+per-round ratios with a bootstrap 95% CI, met when the whole CI clears the
+target. As a check that the baseline computes the same thing, both act
 greedily for the first ``max_steps`` steps (where the recompute window still
 holds the whole history, so both are exact) and the fraction of equal actions
 is recorded. Target (issue 6): cached / recompute >= 10.
@@ -30,7 +34,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
+import statistics
 from typing import Any, NamedTuple
 
 import common as bench
@@ -42,6 +46,7 @@ from agentrl.agents.driver import run_batched_agent
 from agentrl.agents.model_agents import ModelHandle, select_action, split_model
 from agentrl.agents.rolling import ADModelAgent
 from agentrl.cliargs import positive_int
+from agentrl.evaluate.targets import with_ci
 
 NUM_TASKS, NUM_EPISODES = 100, 50
 TARGET = 10.0
@@ -123,14 +128,27 @@ def make_runner(agent_fn, env, num_steps: int):
     return run
 
 
-def measure(run, weights, params, key, repeats: int) -> tuple[float, float, Any]:
-    """``(compile_s, best run seconds, actions)``."""
-    start = time.perf_counter()
-    compiled = run.lower(weights, params, key).compile()
-    compile_s = time.perf_counter() - start
-    actions, _ = jax.block_until_ready(compiled(weights, params, key))
-    best = bench.timeit(compiled, weights, params, key, repeats=repeats)
-    return compile_s, best, actions
+def paired_speedup(runs: dict, steps: dict, rounds: int):
+    """``(compile_s, outputs, seconds, (median, low, high))`` of the cached
+    agent's speed over the recompute baseline.
+
+    ``runs``: ``{"cached": (jitted run, args), "recompute": (...)}``, timed in
+    alternating rounds (:func:`common.compile_and_pair`), so each round's
+    ratio compares the two under the same load; ``steps``: the steps per
+    task each run makes. The speedup is the per-round ratio of env steps per
+    second, its median and bootstrap 95% CI (:func:`common.median_ci`).
+    """
+    compile_s, outputs, seconds = bench.compile_and_pair(runs, rounds)
+    ratios = [
+        (steps["cached"] / c) / (steps["recompute"] / r)
+        for c, r in zip(seconds["cached"], seconds["recompute"], strict=True)
+    ]
+    return compile_s, outputs, seconds, bench.median_ci(ratios)
+
+
+def speedup_target(speedup: tuple[float, float, float]) -> dict:
+    """The target row: met when the speedup's whole CI clears ``TARGET``."""
+    return with_ci("cached / recompute env steps per second", *speedup, TARGET)
 
 
 def preset_model(experiment: str, num_tasks: int):
@@ -157,56 +175,69 @@ def parse_args(
         prog=f"agentrl bench {name}", description=doc.splitlines()[0]
     )
     parser.add_argument("--recompute-steps", type=positive_int, default=recompute_steps)
-    parser.add_argument("--repeats", type=positive_int, default=2)
+    parser.add_argument(
+        "--repeats",
+        type=positive_int,
+        default=5,
+        help="timed rounds, the two agents alternating in each (default 5)",
+    )
     return parser.parse_args(argv)
 
 
-def _rows(window: int, total_steps: int, rec_steps: int, cached, recompute):
-    """Table rows; ``cached``, ``recompute``: ``(seconds, compile_s, steps/s)``."""
-    c_sec, c_compile, cached_sps = cached
-    r_sec, r_compile, recompute_sps = recompute
-    return [
-        {
-            "method": "cached (KV cache, decode)",
-            "steps_timed": total_steps,
-            "seconds": c_sec,
-            "env_steps_per_s": cached_sps,
-            "seconds_for_100x50": c_sec,
-            "compile_s": c_compile,
-        },
-        {
-            "method": f"recompute (full forward over {window} steps)",
-            "steps_timed": rec_steps,
-            "seconds": r_sec,
-            "env_steps_per_s": recompute_sps,
-            "seconds_for_100x50": r_sec * total_steps / rec_steps,
-            "compile_s": r_compile,
-        },
-    ]
+def speed_rows(methods: dict, steps: dict, num_tasks: int, total: int, timing) -> list:
+    """Table rows, one per ``{key: label}`` of ``methods``, from ``timing``
+    ``(compile_s, seconds per round)`` of :func:`paired_speedup`: the median
+    round's seconds for ``steps[key]`` steps of ``num_tasks`` tasks, env
+    steps per second, those seconds scaled to ``total`` steps, compile time."""
+    compile_s, seconds = timing
+    rows = []
+    for key, label in methods.items():
+        sec = statistics.median(seconds[key])
+        rows.append(
+            {
+                "method": label,
+                "steps_timed": steps[key],
+                "seconds": sec,
+                "env_steps_per_s": num_tasks * steps[key] / sec,
+                f"seconds_for_{total}_steps": sec * total / steps[key],
+                "compile_s": compile_s[key],
+            }
+        )
+    return rows
 
 
-def _notes(env, c, window, total_steps, rec_steps, repeats, agree) -> str:
-    extrapolated = rec_steps < total_steps
+def timing_notes(rounds: int, rec_steps: int, total: int, forward: str) -> str:
+    """What both evaluation benchmarks timed and how (their notes' middle)."""
+    return (
+        f"Sampled actions; {rounds} timed rounds after compile and a warm-up, "
+        "the two agents alternating in each (order reversed every round); "
+        "seconds are the median round's, the speedup the median of the "
+        "per-round ratios with a bootstrap 95% CI (met when the whole CI "
+        "clears the target). "
+        + (
+            f"The recompute baseline was timed on the first {rec_steps} steps "
+            f"and extrapolated to {total} (its cost per step is constant: {forward}"
+            " at every step)."
+            if rec_steps < total
+            else "Both ran all steps."
+        )
+    )
+
+
+def _notes(env, c, window, total_steps, rec_steps, rounds, agree, load) -> str:
+    forward = f"a full [{NUM_TASKS}, {window}] forward"
     return (
         f"{NUM_TASKS} Dark Room 9x9 tasks x {NUM_EPISODES} episodes (H={env.horizon},"
         f" {total_steps} steps per task). Model: ad_darkroom cpu preset shape "
         f"({c.num_layers} layers, d_model {c.d_model}, {c.num_heads} heads, d_ff "
-        f"{c.d_ff}, window {window} steps), random init. Sampled actions; best of "
-        f"{repeats} runs after compile. "
-        + (
-            f"The recompute baseline was timed on the first {rec_steps} steps and "
-            f"extrapolated to {total_steps} (its cost per step is constant: a full "
-            f"[{NUM_TASKS}, {window}] forward at every step)."
-            if extrapolated
-            else "Both ran all steps."
-        )
+        f"{c.d_ff}, window {window} steps), random init. "
+        + timing_notes(rounds, rec_steps, total_steps, forward)
         + f" Greedy actions of both agents agree on {agree:.2%} of the first "
-        f"{window} steps (both exact there). Load average at the end: "
-        f"{os.getloadavg()[0]:.1f} (shared 2-core machine)."
+        f"{window} steps (both exact there). {bench.load_note(load)}."
     )
 
 
-def _results(env, c, window, rows, extrapolated, speedup, agree, notes) -> dict:
+def _results(env, c, window, rows, seconds, speedup, agree, notes) -> dict:
     return {
         "num_tasks": NUM_TASKS,
         "num_episodes": NUM_EPISODES,
@@ -219,8 +250,13 @@ def _results(env, c, window, rows, extrapolated, speedup, agree, notes) -> dict:
             "max_steps": window,
         },
         "cached": rows[0],
-        "recompute": {**rows[1], "extrapolated": extrapolated},
-        "speedup": speedup,
+        "recompute": {
+            **rows[1],
+            "extrapolated": rows[1]["steps_timed"] < rows[0]["steps_timed"],
+        },
+        "seconds_per_round": seconds,
+        "speedup": speedup[0],
+        "speedup_ci95": list(speedup[1:]),
         "greedy_action_agreement_first_window": agree,
         "notes": notes,
     }
@@ -228,6 +264,7 @@ def _results(env, c, window, rows, extrapolated, speedup, agree, notes) -> dict:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv, "eval_throughput", __doc__, recompute_steps=100)
+    load = os.getloadavg()[0]
 
     _, env, model, handle, params = preset_model("ad_darkroom", NUM_TASKS)
     window = model.config.max_steps
@@ -254,42 +291,32 @@ def main(argv: list[str] | None = None) -> None:
     agree = float(jnp.mean(a_cached == a_recomp))
     print(f"greedy actions equal over the first {window} steps: {agree:.4f}")
 
-    rec_steps = min(args.recompute_steps, total_steps)
-    c_compile, c_sec, _ = measure(
-        make_runner(cached(False), env, total_steps),
-        handle.weights,
-        params,
-        k_cached,
-        args.repeats,
-    )
-    print(f"cached: {total_steps} steps in {c_sec:.2f}s (compile {c_compile:.1f}s)")
-    r_compile, r_sec, _ = measure(
-        make_runner(recompute(False), env, rec_steps),
-        handle.weights,
-        params,
-        k_recompute,
-        args.repeats,
-    )
-    print(f"recompute: {rec_steps} steps in {r_sec:.2f}s (compile {r_compile:.1f}s)")
-
-    cached_sps = NUM_TASKS * total_steps / c_sec
-    recompute_sps = NUM_TASKS * rec_steps / r_sec
-    speedup = cached_sps / recompute_sps
+    steps = {"cached": total_steps, "recompute": min(args.recompute_steps, total_steps)}
+    runs = {
+        "cached": (make_runner(cached(False), env, total_steps), (*check, k_cached)),
+        "recompute": (
+            make_runner(recompute(False), env, steps["recompute"]),
+            (*check, k_recompute),
+        ),
+    }
+    compile_s, _, seconds, speedup = paired_speedup(runs, steps, args.repeats)
+    methods = {
+        "cached": "cached (KV cache, decode)",
+        "recompute": f"recompute (full forward over {window} steps)",
+    }
+    rows = speed_rows(methods, steps, NUM_TASKS, total_steps, (compile_s, seconds))
     c = model.config
-    rows = _rows(
-        window,
-        total_steps,
-        rec_steps,
-        (c_sec, c_compile, cached_sps),
-        (r_sec, r_compile, recompute_sps),
+    notes = _notes(
+        env, c, window, total_steps, steps["recompute"], args.repeats, agree, load
     )
-    extrapolated = rec_steps < total_steps
-    notes = _notes(env, c, window, total_steps, rec_steps, args.repeats, agree)
-    results = _results(env, c, window, rows, extrapolated, speedup, agree, notes)
-    targets = [bench.target("cached / recompute env steps per second", speedup, TARGET)]
-    path = bench.write_record("eval_throughput", results, targets, rows, notes)
+    results = _results(env, c, window, rows, seconds, speedup, agree, notes)
+    path = bench.write_record(
+        "eval_throughput", results, [speedup_target(speedup)], rows, notes
+    )
     print(bench.markdown_table(rows))
-    print(f"speedup {speedup:.1f}x; wrote {path}")
+    print(
+        f"speedup {speedup[0]:.1f}x [{speedup[1]:.1f}, {speedup[2]:.1f}]; wrote {path}"
+    )
 
 
 if __name__ == "__main__":

@@ -99,3 +99,22 @@ def test_a_record_suffix_names_the_record_and_finds_it_again(tmp_path):
     assert json.loads((tmp_path / f"{named}.json").read_text())["name"] == named
     assert not (tmp_path / f"{tag}.json").exists()
     assert not (tmp_path / tag).exists()
+
+
+def test_a_first_seed_run_names_its_own_record(tmp_path):
+    """Seeds from 3 on read and write ``..._first_seed3`` unless a suffix is
+    given: other seeds never replace the preset's record."""
+    from agentrl.evaluate.reproduce import record_name_suffix
+
+    assert record_name_suffix(None, 0) == ""
+    assert record_name_suffix(None, 3) == "_first_seed3"
+    assert record_name_suffix("fresh", 3) == "_fresh"
+    tag, named = "repro_ad_darkroom_demo", "repro_ad_darkroom_demo_first_seed3"
+    record = json.loads((RESULTS / f"{tag}.json").read_text())
+    (tmp_path / f"{named}.json").write_text(json.dumps({**record, "name": named}))
+    shutil.copytree(RESULTS / tag, tmp_path / named)
+    rc = main(["reproduce", "ad_darkroom", "--preset", "demo", "--rescore",
+               "--first-seed", "3", "--out", str(tmp_path)])  # fmt: skip
+    assert rc == 0
+    assert (tmp_path / f"{named}.md").read_text().startswith(f"# {named}\n")
+    assert not (tmp_path / f"{tag}.json").exists()

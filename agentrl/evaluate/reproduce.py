@@ -350,7 +350,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
         type=nonnegative_int,
         default=0,
         help="run seeds FIRST.. (for parallel processes; a seed already done "
-        "under --runs is reused, so a last call over all seeds only reports)",
+        "under --runs is reused, so a last call over all seeds only reports); "
+        "from FIRST > 0 the record is named ..._first_seedFIRST unless "
+        "--record-suffix names it",
     )
     parser.add_argument(
         "--compare",
@@ -396,8 +398,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
         type=record_suffix,
         default=None,
         metavar="SUFFIX",
-        help="append _SUFFIX to the record's name (e.g. fresh_seeds for a "
-        "--first-seed run, which otherwise writes the preset's record); "
+        help="append _SUFFIX to the record's name (e.g. fresh_seeds; default: "
+        "_first_seedN for a --first-seed N > 0 run, nothing otherwise); "
         "lowercase letters, digits and '_'",
     )
     parser.add_argument(
@@ -425,6 +427,15 @@ def record_suffix(text: str) -> str:
     return text
 
 
+def record_name_suffix(suffix: str | None, first_seed: int) -> str:
+    """What the record's name gets after the experiment and preset: ``_SUFFIX``
+    where given, else ``_first_seedN`` for seeds from ``N > 0`` (so a run of
+    other seeds never replaces the preset's record), else nothing."""
+    if suffix:
+        return f"_{suffix}"
+    return f"_first_seed{first_seed}" if first_seed else ""
+
+
 def run(args: argparse.Namespace) -> int:
     """Train, select, test and report the reproduction ``args`` describe."""
     check_output_path(args.runs, "--runs")
@@ -442,7 +453,7 @@ def run(args: argparse.Namespace) -> int:
         if note:
             print(note)
     target_kind(names[0])
-    named = f"_{args.record_suffix}" if args.record_suffix else ""
+    named = record_name_suffix(args.record_suffix, args.first_seed)
     if args.rescore:
         tag = result_tag([c.name for c in configs], args.preset, overrides) + named
         combined, dirs, protocol, measured = load_written(tag)
