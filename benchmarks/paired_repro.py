@@ -19,12 +19,12 @@ into the results folder (``$AGENTRL_BENCH_RESULTS`` or
 from __future__ import annotations
 
 import argparse
-import json
 
 import numpy as np
 
 from agentrl.cliargs import positive_int
 from agentrl.evaluate.controls import paired_difference
+from agentrl.evaluate.report import read_results
 from agentrl.evaluate.reproduce_record import write_record
 from agentrl.evaluate.reproduce_report import eval_result
 from agentrl.evaluate.targets import resample_for
@@ -34,7 +34,7 @@ from agentrl.project import results_dir
 def load_runs(spec: str) -> tuple[str, str, list]:
     """``(tag, method, runs)`` of ``TAG:METHOD`` (per-seed evaluation results)."""
     tag, _, method = spec.partition(":")
-    saved = json.loads((results_dir() / tag / "results.json").read_text())
+    saved = read_results(results_dir() / tag)
     if method not in saved["runs"]:
         raise SystemExit(f"{tag} has no method {method!r}: {sorted(saved['runs'])}")
     return tag, method, [eval_result(r) for r in saved["runs"][method]]

@@ -29,8 +29,14 @@ steps_per_call`), each update drawing its batch on the device. Timed: the
 call's ``lower().compile()`` (``compile_s``), then ``--calls`` calls after
 one untimed call (``s_per_update``); the optimized HLO's kernel counts
 (fusions, library calls, while loops, command-buffer regions) are recorded
-and its text kept gzipped beside the record. Each variant's estimate for the
-preset, ``compile_s + train.steps x s_per_update``, ranks them;
+and its text kept gzipped beside the record. That count does not see
+every CUDA graph: on the H200 (2026-11-28) ``command_buffers`` read 0 for
+``fast_compile_graph_while`` while its trace saw 6 kernel events per update
+instead of 631 (the graphs ran, formed where the HLO text does not show
+them), and the profiler does not see the kernels inside a graph, so such a
+variant's device busy time reads near 0: its wall time is the measure. Each
+variant's estimate for the preset, ``compile_s + train.steps x
+s_per_update``, ranks them;
 :func:`choose` names the best variant measured in every case that the
 default was measured in too (or, without the default, in every case).
 
@@ -376,7 +382,11 @@ def main(argv: list[str] | None = None) -> None:
     notes = (
         f"Each variant in its own process, no persistent compile cache; "
         f"{args.tasks} histories per case, {args.calls} timed calls. "
-        f"Chosen (least compile + preset's updates): {best}."
+        f"Chosen (least compile + preset's updates): {best}. command_buffers "
+        "counts command-buffer regions in the optimized HLO text, which does "
+        "not show every CUDA graph that runs (graph_while variants), and the "
+        "profiler does not see kernels inside graphs (their device busy time "
+        "reads near 0): compare wall times."
     )
     table = _table(rows)
     path = bench.write_record(args.name, results, _targets(rows), table, notes)

@@ -126,3 +126,26 @@ def test_source_baseline_runs_as_it_made_the_data():
     oracle = baseline_methods(config, env, ["noisy_oracle"], 100)["noisy_oracle"]
     assert oracle.epsilon_end == pytest.approx(0.3)
     assert oracle.decay_episodes == 36
+
+
+def test_compressed_results_hold_the_same_payload_and_leave_one_copy(tmp_path):
+    """``compress=True`` (reproduction records) writes ``results.json.gz``
+    with the payload of ``results.json`` and removes a plain copy left from
+    before; :func:`read_results` reads either."""
+    from agentrl.evaluate.report import read_results
+
+    results = {"model": [_result("model", 0, 2.0)], "random": _result("r", 2, 0.0)}
+    plain = write_results(results, tmp_path / "plain", title="unit")["json"]
+    out = tmp_path / "packed"
+    out.mkdir()
+    (out / "results.json").write_text('{"stale": true}')
+    packed = write_results(results, out, title="unit", compress=True)["json"]
+    assert packed.name == "results.json.gz" and packed.stat().st_size > 0
+    assert not (out / "results.json").exists()
+    a, b = json.loads(plain.read_text()), read_results(out)
+    a.pop("date"), b.pop("date")
+    assert a == b
+    assert read_results(tmp_path / "plain")["title"] == "unit"
+    write_results(results, out, title="again")  # back to plain: no .gz left
+    assert read_results(out)["title"] == "again"
+    assert not (out / "results.json.gz").exists()

@@ -14,7 +14,7 @@ import agentrl.evaluate.targets as targets
 from agentrl.envs.tmaze import TMaze
 from agentrl.evaluate.controls import CONTEXT_CONTROLS
 from agentrl.evaluate.evaluate import EvalResult
-from agentrl.evaluate.report import summarize
+from agentrl.evaluate.report import read_results, summarize
 from agentrl.train.experiments import known_experiments, load_experiment
 
 
@@ -427,7 +427,7 @@ def test_without_learning_histories_the_context_controls_and_no_expert_run(
     assert calls == [True]
     suffix = reproduce_report.ablation_suffix(reproduce.parse_sets(sets[1::2]))
     tag = f"repro_{experiment}_smoke{suffix}"
-    saved = json.loads((tmp_path / "results" / tag / "results.json").read_text())
+    saved = read_results(tmp_path / "results" / tag)
     label = load_experiment(experiment, "smoke").algo.label
     controls = {f"{label}/{c}" for c in CONTEXT_CONTROLS}
     assert controls <= set(saved["runs"])
@@ -587,7 +587,7 @@ def test_a_variant_of_the_learners_algorithm_is_compared_under_its_own_name(
     argv += ["--preset", "smoke", "--seeds", "2", "--runs", str(tmp_path / "runs")]
     assert reproduce.main(argv + ["--out", str(out)]) == 0
     tag = "repro_my_ad_vs_ad_darkroom_smoke"
-    saved = json.loads((out / tag / "results.json").read_text())
+    saved = read_results(out / tag)
     assert sorted(saved["runs"]) == ["ad", "ad_darkroom", "random"]
     assert saved["runs"]["ad"][0]["returns"][0][0] == 8.0
     assert saved["runs"]["ad_darkroom"][0]["returns"][0][0] == 5.0
@@ -672,7 +672,7 @@ def test_the_compared_learners_cached_controls_are_not_the_learners(
     argv = [_variant(tmp_path, "my_ad"), "--compare", "ad_darkroom", *common, *out]
     assert reproduce.main(argv) == 0
     tag = tmp_path / "out" / "repro_my_ad_vs_ad_darkroom_smoke"
-    saved = json.loads((tag / "results.json").read_text())
+    saved = read_results(tag)
     assert sorted(saved["runs"]) == ["ad", "ad_darkroom", "random"]
     meta = json.loads(tag.with_suffix(".json").read_text())
     assert not any("control" in t["name"] for t in meta["targets"])

@@ -63,3 +63,39 @@ def test_benchmark_results_go_to_the_chosen_folder(tmp_path, monkeypatch):
     assert payload["results"] == {"x": None} and payload["targets"][1]["target"] is None
     md = (tmp_path / "demo.md").read_text()
     assert "| ratio | 2 | 1 | True | True |" in md
+
+
+def test_gzipped_json_is_strict_deterministic_and_read_back(tmp_path):
+    from agentrl.tables import read_json, write_json_gz
+
+    payload = {"a": [1.5, float("nan")], "b": {"c": np.float32(2.0)}}
+    first = write_json_gz(tmp_path / "x.json.gz", payload).read_bytes()
+    second = write_json_gz(tmp_path / "y.json.gz", payload).read_bytes()
+    assert first == second  # no timestamp in the gzip header
+    assert read_json(tmp_path / "x.json.gz") == {"a": [1.5, None], "b": {"c": 2.0}}
+
+
+def test_figures_are_written_as_256_colour_pngs(tmp_path):
+    """A plot with lines, a CI band and text, as a palette PNG of the same
+    size in pixels, smaller than the full-colour rendering."""
+    import io
+
+    from matplotlib.figure import Figure
+    from PIL import Image
+
+    from agentrl.tables import write_figure
+
+    fig = Figure(figsize=(6, 4), dpi=120)
+    ax = fig.subplots()
+    x = np.arange(50)
+    ax.plot(x, np.sin(x / 5), label="a")
+    ax.fill_between(x, np.sin(x / 5) - 0.2, np.sin(x / 5) + 0.2, alpha=0.2)
+    ax.legend()
+    full = io.BytesIO()
+    fig.savefig(full, format="png")
+    path = write_figure(tmp_path / "f.png", fig)
+    with Image.open(path) as image, Image.open(full) as reference:
+        assert image.mode == "P" and image.size == reference.size
+        assert len(image.getcolors(256)) <= 256
+    assert path.stat().st_size < len(full.getvalue())
+    assert not list(tmp_path.glob("*.tmp*"))

@@ -19,7 +19,6 @@ skip the pictures where it does not (bandits, Point-Robot).
 
 from __future__ import annotations
 
-import io
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,7 @@ import numpy as np
 
 import agentrl.envs.grid as grid
 import agentrl.evaluate.metrics as metrics
-from agentrl.tables import write_bytes
+from agentrl.tables import write_figure
 
 
 def goal_layout(env: Any) -> tuple[int, np.ndarray] | None:
@@ -146,7 +145,5 @@ def plot_goal_heatmap(
     ax.set_title(title or f"{label} per held-out goal (n pairs); * start", fontsize=8)
     fig.colorbar(image, ax=ax, label=label)
     fig.tight_layout()
-    png = io.BytesIO()
-    fig.savefig(png, format="png")
-    write_bytes(Path(path), png.getvalue())
+    write_figure(path, fig)
     return Path(path)

@@ -16,7 +16,6 @@ result file complete (old or new) or absent, and a rerun rewrites them.
 from __future__ import annotations
 
 import datetime
-import io
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,13 @@ import agentrl.tracking as tracking
 from agentrl.evaluate.evaluate import EvalResult
 from agentrl.evaluate.task_parameter import has_task_parameter, plot_return_vs_task
 from agentrl.tables import markdown_table as _table
-from agentrl.tables import write_bytes, write_json, write_text
+from agentrl.tables import (
+    read_json,
+    write_figure,
+    write_json,
+    write_json_gz,
+    write_text,
+)
 from agentrl.version import __version__
 
 MAX_CURVE_POINTS = 100
@@ -211,9 +216,7 @@ def _plot(path: Path, curves: dict[str, dict], x: str, xlabel: str, ylabel: str)
     ax.grid(alpha=0.3)
     ax.legend()
     fig.tight_layout()
-    png = io.BytesIO()
-    fig.savefig(png, format="png")
-    write_bytes(path, png.getvalue())  # atomic: never a half-written plot
+    write_figure(path, fig)  # atomic: never a half-written plot
 
 
 def plot_improvement(summary: dict[str, dict[str, Any]], path: str | Path) -> Path:
@@ -237,9 +240,15 @@ def write_results(
     out_dir: str | Path,
     title: str = "In-context evaluation",
     env: Any = None,
+    compress: bool = False,
     **summary_kwargs: Any,
 ) -> dict[str, Path]:
     """Write ``results.json``, ``results.md``, ``improvement.png`` (+ ``regret.png``).
+
+    ``compress``: ``results.json.gz`` instead (compact and gzipped, about a
+    seventh of the bytes: what reproduction records keep in the repository;
+    :func:`read_results` reads either), and a ``results.json`` left in
+    ``out_dir`` from before is removed, so one copy stays.
 
     Where the results' metadata holds the tasks' scalar parameter
     (:mod:`agentrl.evaluate.task_parameter`), also ``return_vs_task.png``:
@@ -279,7 +288,12 @@ def write_results(
         "runs": runs_json,
     }
     paths = {"json": out_dir / "results.json", "markdown": out_dir / "results.md"}
-    write_json(paths["json"], payload, indent=1)
+    if compress:
+        paths["json"] = write_json_gz(out_dir / "results.json.gz", payload)
+        (out_dir / "results.json").unlink(missing_ok=True)
+    else:
+        write_json(paths["json"], payload, indent=1)
+        (out_dir / "results.json.gz").unlink(missing_ok=True)
     md = [f"# {title}", "", payload["date"], "", *evaluated_lines(info)]
     md += [markdown_table(summary), ""]
     oracles = {run.metadata.get("oracle") for r in results.values() for run in _runs(r)}
@@ -310,6 +324,14 @@ def write_results(
     rows = evaluated_rows(info, next(iter(results), ""))
     paths.update(tracking.write_eval_outputs(summary, out_dir, rows))  # csv, tb/
     return paths
+
+
+def read_results(out_dir: str | Path) -> dict[str, Any]:
+    """The payload :func:`write_results` wrote into ``out_dir``:
+    ``results.json.gz`` where there is one, else ``results.json``."""
+    out_dir = Path(out_dir)
+    packed = out_dir / "results.json.gz"
+    return read_json(packed if packed.exists() else out_dir / "results.json")
 
 
 def evaluated(results: Mapping[str, Any]) -> dict[str, Any]:

@@ -52,7 +52,7 @@ Writes, into the results folder (``--out``, else ``$AGENTRL_BENCH_RESULTS``,
 else ``benchmarks/results/`` under the current directory):
 ``repro_<experiment>_<preset>.json`` / ``.md`` (the record form of
 :mod:`agentrl.evaluate.reproduce_record`, with the issue's targets,
-selections, verdict) and a folder of the same name with ``results.json``,
+selections, verdict) and a folder of the same name with ``results.json.gz``,
 ``results.md``, the improvement / regret plots and, for Dark Room, the
 per-goal heatmap (:mod:`agentrl.evaluate.reproduce_report`).
 ``--set FIELD=VALUE`` (repeatable) changes the preset for an ablation; its

@@ -4,7 +4,7 @@
 ``repro_<experiment>_<preset>[_<ablation>].json`` / ``.md`` in the record
 form of :mod:`agentrl.evaluate.reproduce_record` (the issue's targets with
 their CIs, the selections, the verdict of the in-context-learning
-controls) and a folder of the same name with ``results.json``,
+controls) and a folder of the same name with ``results.json.gz``,
 ``results.md``, the improvement / regret plots and, for Dark Room, the
 per-goal heatmap. Every CI resamples seeds, then tasks within them, where
 there are several seeds (tasks only with one).
@@ -25,7 +25,7 @@ from agentrl.envs.registry import make as make_env
 from agentrl.evaluate import metrics
 from agentrl.evaluate.controls import controls_for, icl_verdict, paired_difference
 from agentrl.evaluate.evaluate import EvalResult
-from agentrl.evaluate.report import summarize, write_results
+from agentrl.evaluate.report import read_results, summarize, write_results
 from agentrl.evaluate.reproduce_record import target, write_record
 from agentrl.evaluate.selection import recorded_field
 from agentrl.evaluate.targets import resample_for, targets_for, with_ci
@@ -98,7 +98,7 @@ def load_written(tag: str) -> tuple[dict, dict, dict, dict]:
     only their final values, so its regret targets and plot cannot be
     recomputed), before anything is written.
     """
-    saved = json.loads((results_dir() / tag / "results.json").read_text())
+    saved = read_results(results_dir() / tag)
     if any("regret_final" in run for runs in saved["runs"].values() for run in runs):
         raise ValueError(
             f"--rescore: {tag} holds bandit regret, whose curves are not stored "
@@ -176,6 +176,7 @@ def report(
         results_dir() / tag,
         title=f"{' vs '.join(labels)} ({preset}{suffix}), test tasks",
         env=_env_of(configs[names[0]]),
+        compress=True,  # the repository keeps every record
         resample=resample,
     )
     rows = _summary_rows(summary)

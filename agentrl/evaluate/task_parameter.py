@@ -18,7 +18,6 @@ learner matches the baselines and where it falls behind.
 
 from __future__ import annotations
 
-import io
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from agentrl.tables import write_bytes
+from agentrl.tables import write_figure
 
 
 def task_parameter(env: Any, params: Any) -> tuple[str, np.ndarray] | None:
@@ -99,7 +98,5 @@ def plot_return_vs_task(
     ax.grid(alpha=0.3)
     ax.legend()
     fig.tight_layout()
-    png = io.BytesIO()
-    fig.savefig(png, format="png")
-    write_bytes(Path(path), png.getvalue())  # atomic: never a half-written plot
+    write_figure(path, fig)  # atomic: never a half-written plot
     return Path(path)

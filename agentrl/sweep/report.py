@@ -34,7 +34,7 @@ from agentrl.tables import (
     format_cell,
     json_safe,
     markdown_table,
-    write_bytes,
+    write_figure,
     write_json,
     write_text,
 )
@@ -224,7 +224,6 @@ def to_csv(rows: list[dict[str, Any]]) -> str:
 def plot(path: Path, curves: dict[str, np.ndarray], rows: list[dict[str, Any]]) -> Path:
     """Loss curves (mean and 95% CI band over seeds) and the final score per
     setting with its CI (final loss when there is no score)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(11, 4))
@@ -248,9 +247,7 @@ def plot(path: Path, curves: dict[str, np.ndarray], rows: list[dict[str, Any]]) 
     ylabel = "normalized return, last episodes" if key == "score" else "final loss"
     ax_bar.set(ylabel=ylabel, title=f"{ylabel} (mean, 95% CI)")
     fig.tight_layout()
-    png = io.BytesIO()
-    FigureCanvasAgg(fig).print_png(png)
-    write_bytes(path, png.getvalue())  # atomic: never a half-written plot
+    write_figure(path, fig)  # atomic: never a half-written plot
     return path
 
 
@@ -265,7 +262,6 @@ def plot_transition(
     training history its own task) sits one step right of the largest,
     labelled "all". Rows need ``score`` and ``train_score``.
     """
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
     numbers = [r[x_field] for r in rows if r[x_field] is not None]
@@ -301,9 +297,7 @@ def plot_transition(
     )
     ax.legend(fontsize=7)
     fig.tight_layout()
-    png = io.BytesIO()
-    FigureCanvasAgg(fig).print_png(png)
-    write_bytes(path, png.getvalue())
+    write_figure(path, fig)  # atomic: never a half-written plot
     return path
 
 
