@@ -39,13 +39,32 @@ def summary_markdown(summary: dict) -> str:
         f"{summary['seconds']:.0f} s"
         + (f" of a {summary['budget_s']:.0f} s budget" if summary["budget_s"] else ""),
         "",
-        _md_table(steps, ["name", "status", "seconds", "limit_s", "date"]),
+        *([f"Wheels: {summary['wheels']}.", ""] if summary.get("wheels") else []),
+        _md_table(
+            steps,
+            ["name", "status", "seconds", "limit_s", "expected_s", "reason", "date"],
+        ),
         "",
     ]
+    if summary.get("complete") is False:
+        lines += [
+            "**Still running when this was written** (written after every "
+            "step; a check killed before its end leaves only this summary).",
+            "",
+        ]
+    for s in steps:
+        if s.get("kind") == "preflight" and s.get("status") in ("failed", "timeout"):
+            lines += [f"**Stopped**: {s.get('reason', 'preflight failed')}.", ""]
+        found = s.get("preflight") or {}
+        if s.get("kind") == "preflight" and found.get("optional_missing"):
+            missing = ", ".join(sorted(found["optional_missing"]))
+            lines += [f"Preflight: cannot import {missing} (their steps fail).", ""]
     probes = [s for s in steps if s.get("kind") == "probe"]
     if probes:
         chosen = probes[-1].get("chosen")
         said = f"`{chosen['variant']}` (`{chosen['flags']}`)" if chosen else "none"
+        if not chosen and probes[-1].get("fallback"):
+            said += f"; the later steps got `{probes[-1]['fallback']}`"
         lines += [f"XLA flags the probe chose for the later steps: {said}.", ""]
     targets = [{"step": s["name"], **t} for s in steps for t in s.get("targets", [])]
     if targets:
@@ -102,13 +121,27 @@ def _keep_tail(path: Path, limit: int) -> None:
     path.write_bytes(note.encode() + tail)
 
 
-def write_outputs(out: Path, work: Path, summary: dict) -> list[Path]:
-    """The five files of the check in ``out`` (see the module docstring)."""
+def write_summary(out: Path, summary: dict) -> list[Path]:
+    """``summary.json`` and ``summary.md`` in ``out`` (cheap: the check
+    rewrites them after every step, so a check killed before its end still
+    leaves what it did)."""
     out.mkdir(parents=True, exist_ok=True)
-    results = work / "results"
     files = {
         "summary.json": json.dumps(summary, indent=1) + "\n",
         "summary.md": summary_markdown(summary),
+    }
+    for name, text in files.items():
+        tmp = out / f".{name}.tmp"
+        tmp.write_text(text)
+        tmp.replace(out / name)  # never half a file, whenever it is killed
+    return [out / n for n in files]
+
+
+def write_outputs(out: Path, work: Path, summary: dict) -> list[Path]:
+    """The five files of the check in ``out`` (see the module docstring)."""
+    paths = write_summary(out, summary)
+    results = work / "results"
+    files = {
         "reproductions.md": _records_markdown(results, reproductions=True),
         "benchmarks.md": _records_markdown(results, reproductions=False),
     }
@@ -120,7 +153,7 @@ def write_outputs(out: Path, work: Path, summary: dict) -> list[Path]:
     _archive(archive, work, ("logs", "results", "runs"))
     if archive.stat().st_size > ARCHIVE_LIMIT:  # the runs' files go first
         _archive(archive, work, ("logs", "results"))
-    return [out / n for n in files] + [archive]
+    return [*paths, *(out / n for n in files), archive]
 
 
 def _archive(archive: Path, work: Path, folders: tuple[str, ...]) -> None:

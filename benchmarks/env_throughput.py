@@ -5,33 +5,40 @@ For every registered family and for gymnax's ``BernoulliBandit-misc`` and
 random policy on N parallel envs (N = 1, 1,024, 16,384) inside one jitted
 ``lax.scan`` and reports steps per second, compile time separately. Target:
 every agentrl family at least as fast as gymnax's BernoulliBandit at 16,384
-envs (ratio >= 1.0 in the same run).
+envs. At that size each env is timed against BernoulliBandit (and a
+contextual family also against the gymnax env it wraps) in ``--rounds``
+paired rounds (:func:`pair_with_references`, the order reversed each
+round), so both sides of a ratio run under the same load: the ratio is the
+median of the per-round ratios with a bootstrap 95% CI, and a target is met
+only when the whole CI is above 1.0 (``with_ci``).
 
-The MuJoCo families (extra ``mujoco``) are measured apart, with ``--mujoco``:
-each against Brax's own env step on the same system (``brax.envs.
-get_environment(..., backend="mjx")``, reset and step vmapped over
-``--mujoco-envs`` envs in one jitted ``lax.scan``, no auto-reset), the same
-uniform random actions in both; per-round time ratios (paired rounds, the
-order alternating) give a median and a bootstrap CI. Target: every family
->= 0.9x Brax's steps/s. Our side carries what Brax's bare step does not:
-the branch-free auto-reset, a key per env and step, and (``*_params``) a
-``sys`` batched over tasks. So each family is also timed, in the same paired
-rounds, against Brax's training env with those features
-(:func:`brax_wrapped_runner`: ``brax.envs.training.wrap``, its auto-reset
-and episode length, and for ``*_params`` our tasks' physics through its
-domain-randomisation wrapper): that ratio is reported, with no target.
-Brax's auto-reset returns to the episode's *first* state (cached), ours
-draws a fresh start each episode as the references' gym envs do. A
-``*_params`` family is also timed against Brax's bare step on the same task
-physics drawn inside the jitted call (:func:`brax_task_runner`, Brax's
-domain-randomisation wrapper on traced physics): Brax's step with physics
-as data, so that ratio is the cost of what the family adds (reported, no
-target); and Brax's bare step is timed on its *default* physics passed as
-data (``brax_task_runner(..., default=True)``) against itself on constant
-physics: what physics as data costs MJX, which no family whose task is its
-physics can avoid (reported). Written to ``env_throughput_mujoco``.
+The MuJoCo families (extra ``mujoco``) are measured apart, with
+``--mujoco``: each against Brax's own env step on the same system
+(``brax.envs.get_environment(..., backend="mjx")``, reset and step vmapped
+over ``--mujoco-envs`` envs in one jitted ``lax.scan``, no auto-reset), the
+same uniform random actions in both; per-round time ratios (paired rounds,
+the order alternating) give a median and a bootstrap CI. Target: every
+family >= 0.9x Brax's steps/s, met only when the whole CI is above 0.9; each
+side's steps/s are read from the round whose ratio is the median. Our side
+carries what Brax's bare step does not: the branch-free auto-reset, a key
+per env and step, and (``*_params``) a ``sys`` batched over tasks. So each
+family is also timed, in the same paired rounds, against Brax's training env
+with those features (:func:`brax_wrapped_runner`:
+``brax.envs.training.wrap``, its auto-reset and episode length, and for
+``*_params`` our tasks' physics through its domain-randomisation wrapper):
+that ratio is reported, with no target. Brax's auto-reset returns to the
+episode's *first* state (cached), ours draws a fresh start each episode as
+the references' gym envs do. A ``*_params`` family is also timed against
+Brax's bare step on the same task physics drawn inside the jitted call
+(:func:`brax_task_runner`, Brax's domain-randomisation wrapper on traced
+physics): Brax's step with physics as data, so that ratio is the cost of
+what the family adds (reported, no target); and Brax's bare step is timed on
+its *default* physics passed as data (``brax_task_runner(...,
+default=True)``) against itself on constant physics: what physics as data
+costs MJX, which no family whose task is its physics can avoid
+(reported). Written to ``env_throughput_mujoco``.
 
-    agentrl bench env_throughput [--quick]
+    agentrl bench env_throughput [--quick] [--rounds 5]
     agentrl bench env_throughput --mujoco [--mujoco-envs 16] [--mujoco-steps 40]
     agentrl bench env_throughput --mujoco --mujoco-families hopper_params
 
@@ -44,6 +51,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import time
 
 import common as bench
@@ -52,8 +60,11 @@ import jax.numpy as jnp
 
 from agentrl import envs
 from agentrl.envs.registry import MUJOCO_FAMILIES
+from agentrl.evaluate.targets import with_ci
 
 SIZES = (1, 1024, 16384)
+#: every family's target reference, at the largest size
+REFERENCE = "BernoulliBandit-misc"
 STEPS = {1: 2000, 1024: 200, 16384: 50}
 # gymnax env each contextual family wraps, to compare like with like.
 GYMNAX_REFERENCE = {
@@ -102,14 +113,59 @@ def make_runner(env, params, num_envs: int, num_steps: int, batched_params: bool
 
 
 def measure(env, params, num_envs, batched_params):
+    """Steps/s (best of 3 calls) and compile seconds of one env at one size
+    (the sizes below the largest, which have no paired reference)."""
     num_steps = STEPS[num_envs]
     fn = make_runner(env, params, num_envs, num_steps, batched_params)
     key = jax.random.key(0)
-    start = time.perf_counter()
-    jax.block_until_ready(fn(key))
-    compile_s = time.perf_counter() - start
+    compile_s = _compile_seconds(fn, key)
     run_s = bench.timeit(fn, key, repeats=3)
     return {"steps_per_s": num_envs * num_steps / run_s, "compile_s": compile_s}
+
+
+def median_round(ratios) -> int:
+    """The round whose ratio is the median of ``ratios`` (with an even count,
+    the first of the two nearest it): the round to read both sides'
+    steps/s from, so they agree with the median ratio beside them."""
+    median = statistics.median(ratios)
+    return min(range(len(ratios)), key=lambda r: abs(ratios[r] - median))
+
+
+def pair_with_references(runners: dict, rounds: int) -> dict:
+    """Each env of ``runners`` (``{name: jitted fn(key)}``, all at one size)
+    timed against :data:`REFERENCE` (and a contextual family also against
+    the gymnax env it wraps) in ``rounds`` paired rounds
+    (:func:`common.paired_rounds`: the order reverses each round).
+
+    Returns ``{name: {other: {"seconds": {...}, "median", "ci95",
+    "per_round"}}}``, the ratio being ``other``'s seconds over ``name``'s in
+    the same round (``name``'s steps/s over ``other``'s); each pairing its
+    own key (the same in both sides of a round, no key used twice).
+    """
+    out = {}
+    for i, name in enumerate(runners):
+        if name == REFERENCE:
+            continue
+        others = [
+            REFERENCE,
+            *([GYMNAX_REFERENCE[name]] if name in GYMNAX_REFERENCE else []),
+        ]
+        key = jax.random.fold_in(jax.random.key(2), i)
+        fns = {n: (runners[n], (key,)) for n in (name, *others)}
+        seconds = bench.paired_rounds(fns, rounds)
+        out[name] = {}
+        for other in others:
+            per_round = [
+                b / a for a, b in zip(seconds[name], seconds[other], strict=True)
+            ]
+            median, low, high = bench.median_ci(per_round)
+            out[name][other] = {
+                "seconds": {name: seconds[name], other: seconds[other]},
+                "per_round": per_round,
+                "median": median,
+                "ci95": [low, high],
+            }
+    return out
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -117,6 +173,13 @@ def main(argv: list[str] | None = None) -> None:
         prog="agentrl bench env_throughput", description=__doc__.splitlines()[0]
     )
     parser.add_argument("--quick", action="store_true", help="only 16,384 envs")
+    parser.add_argument(
+        "--rounds",
+        type=_positive,
+        default=5,
+        metavar="N",
+        help="paired rounds of each env with the reference at 16,384 envs",
+    )
     parser.add_argument(
         "--mujoco",
         action="store_true",
@@ -140,6 +203,7 @@ def main(argv: list[str] | None = None) -> None:
     sizes = (16384,) if args.quick else SIZES
     import gymnax
 
+    load_start = os.getloadavg()[0]
     subjects = []
     for name in envs.registered():
         if name in MUJOCO_FAMILIES:
@@ -151,44 +215,68 @@ def main(argv: list[str] | None = None) -> None:
             print(f"skip {name}: {e}")
             continue
         subjects.append((name, "agentrl", env, None))
-    refs = {"BernoulliBandit-misc", "CartPole-v1", *GYMNAX_REFERENCE.values()}
+    refs = {REFERENCE, "CartPole-v1", *GYMNAX_REFERENCE.values()}
     for ref in sorted(refs):
         env, params = gymnax.make(ref)
         subjects.append((ref, "gymnax", env, params))
 
-    rows, results = [], {}
+    top = max(sizes)
+    key = jax.random.key(0)
+    results, runners = {}, {}
     for name, lib, env, params in subjects:
         for n in sizes:
             if lib == "agentrl":
                 p = jax.vmap(env.sample_params)(jax.random.split(jax.random.key(1), n))
-                r = measure(env, p, n, batched_params=True)
             else:
-                r = measure(env, params, n, batched_params=False)
+                p = params
+            if n == top:  # compiled now, timed below in rounds with the reference
+                runners[name] = make_runner(env, p, n, STEPS[n], lib == "agentrl")
+                r = {"compile_s": _compile_seconds(runners[name], key)}
+            else:
+                r = measure(env, p, n, batched_params=lib == "agentrl")
             results.setdefault(name, {})[str(n)] = {**r, "library": lib}
             print(
-                f"{lib:8s} {name:28s} n={n:6d} {r['steps_per_s']:.3e} steps/s "
-                f"(compile {r['compile_s']:.2f}s)",
+                f"{lib:8s} {name:28s} n={n:6d} "
+                + (f"{r['steps_per_s']:.3e} steps/s " if "steps_per_s" in r else "")
+                + f"(compile {r['compile_s']:.2f}s)",
                 flush=True,
             )
 
-    top = str(max(sizes))
-    ref = results["BernoulliBandit-misc"][top]["steps_per_s"]
-    targets = []
+    paired = pair_with_references(runners, args.rounds)
+    steps = top * STEPS[top]
+    reference_seconds = [
+        sec for vs in paired.values() for sec in vs[REFERENCE]["seconds"][REFERENCE]
+    ]
+    results[REFERENCE][str(top)]["steps_per_s"] = steps / statistics.median(
+        reference_seconds
+    )
+    for name, vs in paired.items():
+        mid = median_round(vs[REFERENCE]["per_round"])
+        entry = results[name][str(top)]
+        entry["steps_per_s"] = steps / vs[REFERENCE]["seconds"][name][mid]
+        entry["paired"] = vs
+
+    rows, targets = [], []
     for name, lib, *_ in subjects:
         sps = {n: results[name][n]["steps_per_s"] for n in results[name]}
         row = {"env": name, "library": lib}
         row.update({f"steps/s @{n}": v for n, v in sps.items()})
-        row["ratio vs BernoulliBandit-misc"] = sps[top] / ref
+        if name == REFERENCE:
+            row[f"ratio vs {REFERENCE} (median [CI])"] = "1 (itself)"
+        else:
+            vs = paired[name][REFERENCE]
+            row[f"ratio vs {REFERENCE} (median [CI])"] = _median_ci_text(vs)
         if name in GYMNAX_REFERENCE:
-            row["ratio vs own gymnax"] = (
-                sps[top] / results[GYMNAX_REFERENCE[name]][top]["steps_per_s"]
-            )
+            own = paired[name][GYMNAX_REFERENCE[name]]
+            row["ratio vs own gymnax (median [CI])"] = _median_ci_text(own)
         rows.append(row)
         if lib == "agentrl":
+            vs = paired[name][REFERENCE]
             targets.append(
-                bench.target(
-                    f"{name} / gymnax BernoulliBandit-misc @{top} envs",
-                    sps[top] / ref,
+                with_ci(
+                    f"{name} / gymnax {REFERENCE} @{top} envs",
+                    vs["median"],
+                    *vs["ci95"],
                     1.0,
                 )
             )
@@ -197,11 +285,26 @@ def main(argv: list[str] | None = None) -> None:
         results,
         targets,
         rows,
-        notes="Random policy, one jitted lax.scan; compile time excluded "
-        "(listed in the JSON).",
+        notes=(
+            "Random policy, one jitted lax.scan; compile time excluded "
+            f"(listed in the JSON). At {top} envs each env is timed against "
+            f"gymnax {REFERENCE} (and a contextual family also against the "
+            f"gymnax env it wraps) in {args.rounds} paired rounds, the order "
+            "reversed each round; ratio = the reference's seconds over the "
+            "env's in the same round, median over rounds [bootstrap 95% CI]; "
+            "a target is met only when its whole CI is above 1. Steps/s "
+            f"@{top}: the env's from the round whose "
+            f"ratio to {REFERENCE} is the median; {REFERENCE}'s the median of "
+            "all its rounds. Smaller sizes: best of 3 calls, no reference. "
+            f"{bench.load_note(load_start)}."
+        ),
     )
     print(bench.markdown_table(rows))
     print(f"wrote {path}")
+
+
+def _median_ci_text(vs: dict) -> str:
+    return "{:.3f} [{:.3f}, {:.3f}]".format(vs["median"], *vs["ci95"])
 
 
 def _positive(text: str) -> int:
@@ -386,22 +489,26 @@ def mujoco_main(
             {lib: (fn, (key,)) for lib, fn in runners.items()}, rounds
         )
 
-        def ratio(other, to="agentrl"):  # median [CI] of other's s / to's, per round
-            pairs = zip(seconds[to], seconds[other], strict=True)
-            return bench.median_ci([b / a for a, b in pairs])
+        def per_round(other, to="agentrl"):  # other's seconds / to's, per round
+            return [b / a for a, b in zip(seconds[to], seconds[other], strict=True)]
+
+        def ratio(other, to="agentrl"):  # their median [CI]
+            return bench.median_ci(per_round(other, to))
 
         median, low, high = ratio("brax")
         parity = ratio("brax_wrapped")
         same = ratio("brax_task") if "brax_task" in runners else None
         data = ratio("brax", to="brax_data") if "brax_data" in runners else None
         steps = num_envs * num_steps
-        sps = {lib: steps / min(sec) for lib, sec in seconds.items()}
+        mid = median_round(per_round("brax"))
+        sps = {lib: steps / sec[mid] for lib, sec in seconds.items()}
         results[name] = {
             "num_envs": num_envs,
             "num_steps": num_steps,
             "seconds_per_round": seconds,
             "compile_s": compile_s,
-            "steps_per_s": sps,
+            "median_round": mid,
+            "steps_per_s_median_round": sps,
             "ratio_median": median,
             "ratio_ci95": [low, high],
             "wrapped_ratio_median": parity[0],
@@ -415,8 +522,8 @@ def mujoco_main(
             {
                 "family": name,
                 "brax env": env.brax_name,
-                "agentrl steps/s": sps["agentrl"],
-                "brax steps/s": sps["brax"],
+                "agentrl steps/s (median round)": sps["agentrl"],
+                "brax steps/s (median round)": sps["brax"],
                 "ratio (median)": median,
                 "95% CI": f"[{low:.3f}, {high:.3f}]",
                 "vs Brax training env (median [CI])": (
@@ -433,7 +540,9 @@ def mujoco_main(
                 ),
             }
         )
-        targets.append(bench.target(f"{name} / Brax {env.brax_name} step", median, 0.9))
+        targets.append(
+            with_ci(f"{name} / Brax {env.brax_name} step", median, low, high, 0.9)
+        )
         print(
             f"{name:16s} {sps['agentrl']:.3e} vs brax {sps['brax']:.3e} steps/s: "
             f"x{median:.3f} [{low:.3f}, {high:.3f}]; vs Brax's training env "
@@ -455,7 +564,10 @@ def mujoco_main(
             "task physics drawn inside the call, as ours (reported: what the "
             "family adds), and Brax's bare step on its default physics passed "
             "as data over its constant-physics self (reported: what physics "
-            "as data costs MJX); steps/s from each side's best round; "
+            "as data costs MJX); a target is met only when its whole CI is "
+            "above 0.9; steps/s of every side from the round whose ratio to "
+            "Brax's bare step is the median (the round nearest it with an even "
+            "number of rounds); "
             f"compile time excluded (listed). {bench.load_note(load_start)}."
         ),
     )

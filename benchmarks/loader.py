@@ -1,6 +1,6 @@
 """Loader throughput: AD and DPT training batches per second from disk.
 
-    agentrl bench loader [--quick]
+    agentrl bench loader [--quick] [--rounds 5] [--seconds 2]
 
 Writes a Dark Room Q-learning dataset (1,000 tasks x 100 episodes) and a DPT
 bandit dataset (1,000 tasks, H = 500) to a temporary directory, then times
@@ -12,46 +12,77 @@ rate: a jitted training step (forward, backward, Adam) of a small AD model
 (``agentrl.models.DecisionModel``: 4 layers, d_model 64, 4 heads) on the same
 batch shape. Target (issue 3): the loader at least 5x faster than that step.
 
-Writes ``benchmarks/results/loader.{json,md}``.
+The loaders and the train step are timed in alternating rounds
+(:func:`paired_rates`): each round times every one of them for about
+``--seconds`` (the train step at least 3 steps), in an order that reverses
+from round to round, so a loader and the step it is compared with run under
+the same load. Each loader's ratio to the step is the median of its
+per-round ratios, with a bootstrap 95% CI (``median_ci``); a target is met
+only when its whole CI clears 5x (``with_ci``). If the train step cannot be
+built or run, the error propagates: no rate is assumed in its place.
+
+Writes ``benchmarks/results/loader.{json,md}`` (``--quick``: a temporary
+directory, unless ``agentrl bench --out DIR`` names one).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import statistics
 import tempfile
 import time
 from pathlib import Path
 
-from common import target, write_record
+import common as bench
 
 from agentrl import envs
+from agentrl.cliargs import positive_int
 from agentrl.data import ADSampler, DPTSampler, open_dataset, write_dataset
+from agentrl.evaluate.targets import with_ci
+from agentrl.project import RESULTS_ENV
 
 BATCH = 64
 CONTEXT_EPISODES = 4
+TRAIN = "small AD model train step (consumer)"
+GRAIN = "ad from disk, grain iterator (2 threads)"
+GOAL = 5.0
 
 
-def _rate(fn, seconds: float = 3.0) -> float:
-    """Calls per second of ``fn(step)`` over about ``seconds``."""
-    fn(0)
-    n, start = 0, time.perf_counter()
-    while time.perf_counter() - start < seconds:
-        fn(n + 1)
-        n += 1
-    return n / (time.perf_counter() - start)
+def paired_rates(
+    fns: dict, rounds: int, seconds: float, min_calls: int = 3
+) -> dict[str, list[float]]:
+    """Calls per second of each ``name: fn(step)`` per round, timed in turn.
+
+    Every ``fn`` is called once untimed (the warm-up: compiles, fills
+    buffers); then each round calls every ``fn`` for about ``seconds`` (and
+    at least ``min_calls`` times), in an order that reverses from round to
+    round, as :func:`common.paired_rounds` does for compiled functions. Each
+    ``fn`` gets the step indices ``0, 1, 2, ...`` over the warm-up and all
+    rounds (a loader a new batch each call). Returns ``{name: [calls per
+    second, one per round]}``.
+    """
+    names = list(fns)
+    steps = dict.fromkeys(names, 0)
+    for name in names:
+        fns[name](steps[name])
+        steps[name] += 1
+    rates: dict[str, list[float]] = {name: [] for name in names}
+    for r in range(rounds):
+        for name in names if r % 2 == 0 else names[::-1]:
+            fn, n = fns[name], 0
+            start = time.perf_counter()
+            while n < min_calls or time.perf_counter() - start < seconds:
+                fn(steps[name])
+                steps[name] += 1
+                n += 1
+            rates[name].append(n / (time.perf_counter() - start))
+    return rates
 
 
-def _iter_rate(it, seconds: float = 3.0) -> float:
-    next(it)
-    n, start = 0, time.perf_counter()
-    while time.perf_counter() - start < seconds:
-        next(it)
-        n += 1
-    return n / (time.perf_counter() - start)
-
-
-def _train_steps_per_second(batch: dict) -> float:
-    """Jitted train steps/s of a small AD model on ``batch`` shapes."""
+def train_step(batch: dict):
+    """``fn(step)``: one jitted, blocking train step (forward, backward, Adam)
+    of a small AD model on ``batch`` (the same batch every call)."""
     import jax
     import optax
     from flax import nnx
@@ -84,12 +115,7 @@ def _train_steps_per_second(batch: dict) -> float:
         return loss
 
     args = [jax.numpy.asarray(batch[k]) for k in ("obs", "action", "reward")]
-    jax.block_until_ready(step(model, opt, *args))
-    n, start = 0, time.perf_counter()
-    while time.perf_counter() - start < 5.0 or n < 3:
-        jax.block_until_ready(step(model, opt, *args))
-        n += 1
-    return n / (time.perf_counter() - start)
+    return lambda _: jax.block_until_ready(step(model, opt, *args))
 
 
 def _datasets(tmp: Path, tasks: int, episodes: int):
@@ -107,87 +133,121 @@ def _datasets(tmp: Path, tasks: int, episodes: int):
     return open_dataset(tmp / "room"), open_dataset(tmp / "bandit")
 
 
-def _rates(room_ds, bandit_ds) -> tuple[dict, ADSampler]:
-    """Batches per second of each loader, and the cached AD sampler."""
+def candidates(room_ds, bandit_ds) -> dict:
+    """``{name: fn(step)}``: the train step (built first: an error there
+    stops the run before any loader is timed) and the five loaders."""
     ad = ADSampler(room_ds, BATCH, num_episodes=CONTEXT_EPISODES)
+    fns = {TRAIN: train_step(ad.batch(0))}
     ad_disk = ADSampler(room_ds, BATCH, num_episodes=CONTEXT_EPISODES, cache_bytes=0)
     dpt = DPTSampler(bandit_ds, BATCH, context_size=500)
     dpt_disk = DPTSampler(bandit_ds, BATCH, context_size=500, cache_bytes=0)
-    rates = {
-        "ad cached": _rate(ad.batch),
-        "ad from disk (tfds.data_source)": _rate(ad_disk.batch),
-        "ad from disk, grain iterator (2 threads)": _iter_rate(
-            ad_disk.iterator(num_threads=2)
-        ),
-        "dpt cached": _rate(dpt.batch),
-        "dpt from disk (tfds.data_source)": _rate(dpt_disk.batch),
-    }
-    return rates, ad
+    grain = ad_disk.iterator(num_threads=2)
+    fns["ad cached"] = ad.batch
+    fns["ad from disk (tfds.data_source)"] = ad_disk.batch
+    fns[GRAIN] = lambda _: next(grain)
+    fns["dpt cached"] = dpt.batch
+    fns["dpt from disk (tfds.data_source)"] = dpt_disk.batch
+    return fns
 
 
-def _rows(rates: dict, train: float) -> list[dict]:
-    rows = [
+def summarise(rates: dict[str, list[float]]) -> dict:
+    """Per loader: its median batches/s and its ratio to the train step,
+    the median of the per-round ratios with a bootstrap 95% CI."""
+    train = rates[TRAIN]
+    out = {}
+    for name, per_round in rates.items():
+        ratios = [r / t for r, t in zip(per_round, train, strict=True)]
+        median, low, high = bench.median_ci(ratios)
+        out[name] = {
+            "batches_per_s_per_round": per_round,
+            "batches_per_s_median": statistics.median(per_round),
+            "x_train_step_per_round": ratios,
+            "x_train_step_median": median,
+            "x_train_step_ci95": [low, high],
+        }
+    return out
+
+
+def _rows(summary: dict) -> list[dict]:
+    return [
         {
             "loader": name,
-            "batches/s": r,
-            "windows/s": r * BATCH,
-            "x train step": r / train,
+            "batches/s (median)": s["batches_per_s_median"],
+            "windows/s (median)": s["batches_per_s_median"] * BATCH,
+            "x train step (median)": s["x_train_step_median"],
+            "95% CI": "[{:.3g}, {:.3g}]".format(*s["x_train_step_ci95"]),
         }
-        for name, r in rates.items()
+        for name, s in summary.items()
     ]
-    rows.append(
-        {
-            "loader": "small AD model train step (consumer)",
-            "batches/s": train,
-            "windows/s": train * BATCH,
-            "x train step": 1.0,
-        }
-    )
-    return rows
+
+
+def targets_of(summary: dict) -> list[dict]:
+    """The two targets, each judged on its whole CI (``with_ci``)."""
+    return [
+        with_ci(
+            "AD loader, default (cached) / train step (x)",
+            summary["ad cached"]["x_train_step_median"],
+            *summary["ad cached"]["x_train_step_ci95"],
+            GOAL,
+        ),
+        with_ci(
+            "AD loader from disk, grain / train step (x)",
+            summary[GRAIN]["x_train_step_median"],
+            *summary[GRAIN]["x_train_step_ci95"],
+            GOAL,
+        ),
+    ]
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="agentrl bench loader", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="small sizes (smoke)")
+    parser.add_argument(
+        "--rounds", type=positive_int, default=None, help="default 5 (quick: 3)"
+    )
+    parser.add_argument(
+        "--seconds",
+        type=float,
+        default=None,
+        help="per candidate and round (default 2; quick: 0.5)",
+    )
     args = parser.parse_args(argv)
+    rounds = args.rounds or (3 if args.quick else 5)
+    seconds = args.seconds if args.seconds is not None else (0.5 if args.quick else 2.0)
     tasks = 100 if args.quick else 1_000
     episodes = 20 if args.quick else 100
+    load = os.getloadavg()[0]
     tmp = Path(tempfile.mkdtemp())
     room_ds, bandit_ds = _datasets(tmp, tasks, episodes)
-    rates, ad = _rates(room_ds, bandit_ds)
-    try:
-        train = _train_steps_per_second(ad.batch(0))
-        train_note = "measured: agentrl.models.DecisionModel train step"
-    except Exception as err:  # the model API is not this issue's; fall back
-        train = 20.0
-        train_note = f"model unavailable ({err!r}); assumed 20 steps/s"
-    rows = _rows(rates, train)
+    rates = paired_rates(candidates(room_ds, bandit_ds), rounds, seconds)
+    summary = summarise(rates)
+    rows = _rows(summary)
     for row in rows:
         print(row, flush=True)
+    train_note = "measured: agentrl.models.DecisionModel train step"
     results = {
         "batch_size": BATCH,
         "ad_window_steps": CONTEXT_EPISODES * 20,
         "dpt_context": 500,
         "dataset": {"tasks": tasks, "episodes": episodes},
-        "rates_batches_per_s": rates,
-        "train_steps_per_s": train,
+        "rounds": rounds,
+        "seconds_per_candidate_per_round": seconds,
+        "loaders": summary,
+        "train_steps_per_s_per_round": rates[TRAIN],
         "train_note": train_note,
     }
-    grain_name = "ad from disk, grain iterator (2 threads)"
-    targets = [
-        target(
-            "AD loader, default (cached) / train step (x)",
-            rates["ad cached"] / train,
-            5.0,
-        ),
-        target(
-            "AD loader from disk, grain / train step (x)",
-            rates[grain_name] / train,
-            5.0,
-        ),
-    ]
-    out_dir = tmp / "results" if args.quick else None
-    print(write_record("loader", results, targets, rows, train_note, out_dir))
+    notes = (
+        f"{train_note}. The train step and the five loaders timed in {rounds} "
+        f"alternating rounds (order reversed each round), about {seconds:g} s "
+        "each per round (the train step at least 3 steps); x train step = "
+        "the loader's batches/s over the train step's in the same round, "
+        "median over rounds [bootstrap 95% CI]; a target is met only when its "
+        f"whole CI is above {GOAL:g}x. {bench.load_note(load)}."
+    )
+    quick_dir = args.quick and not os.environ.get(RESULTS_ENV)
+    out_dir = tmp / "results" if quick_dir else None
+    targets = targets_of(summary)
+    print(bench.write_record("loader", results, targets, rows, notes, out_dir))
 
 
 if __name__ == "__main__":

@@ -162,25 +162,6 @@ def agentrl_step(kind: str, attention: str = "blockwise", seed: int = 0):
     return step, model
 
 
-def step_flops(model, batch: int) -> float:
-    """Useful FLOPs of one training step at a peer shape (both sides do them).
-
-    Three times the forward pass (forward, and the backward's two matmuls per
-    forward matmul): ``2 x`` the active matmul weights per token, plus causal
-    attention's two matmuls over the ``T (T + 1) / 2`` kept query-key pairs
-    of each sequence, layer and head (``2 x 2 x Dh`` FLOPs a pair). Nothing
-    recomputed (flash attention's backward recomputes its scores) or masked
-    is counted: this is the work a step cannot avoid.
-    """
-    from train_throughput import active_matmul_params
-
-    c = model.config
-    t = c.max_steps * c.tokens_per_step
-    matmuls = 2 * active_matmul_params(model) * batch * t
-    attention = c.num_layers * batch * 2 * c.d_model * t * (t + 1)
-    return 3.0 * (matmuls + attention)
-
-
 def torch_matmul_peak(torch, n: int = 2048) -> float:
     """FLOP/s of torch's float32 ``n x n`` matmul (its threads, same run)."""
     a = torch.ones(n, n)
@@ -239,9 +220,9 @@ def _write(bench, torch, args, rows, kind_targets, kinds) -> None:
         f"{bench.load_note(args.start_load)}; compare the ratios, not the seconds. "
         f"Host malloc: {args.malloc} (agentrl.host_memory; both sides share "
         "the process); agentrl_page_faults = minor page faults per step call. "
-        "Roofline: gflop = the step's useful FLOPs (peer_training.step_flops: 3x "
-        "the forward's matmuls and causal attention pairs, nothing recomputed or "
-        "masked); *_peak_fraction = gflop / step seconds / the same-run 2048^3 "
+        "Roofline: gflop = the step's useful FLOPs (train_throughput.train_flops: "
+        "3x the forward's matmuls and causal attention pairs, nothing recomputed "
+        "or masked); *_peak_fraction = gflop / step seconds / the same-run 2048^3 "
         f"float32 JAX matmul ({args.peak / 1e9:.0f} GFLOP/s; torch's own: "
         f"{args.torch_peak / 1e9:.0f}); target_needs_peak_fraction = the "
         f"fraction a step {TARGET:g}x faster than torch's would run at."
@@ -350,9 +331,12 @@ def _kind_row(kind: str, model, t: dict, args) -> dict:
         # per call of the step (host_memory: XLA's temporaries reused)
         "agentrl_page_faults": t["faults"] / (args.repeats + 1),
     }
-    # the roofline: the step's useful FLOPs against the same-run JAX
-    # matmul peak, and the fraction the 3x target would need
-    flops = step_flops(model, BATCH[kind])
+    # the roofline: the step's useful FLOPs (train_throughput.train_flops:
+    # both sides do them) against the same-run JAX matmul peak, and the
+    # fraction the 3x target would need
+    from train_throughput import train_flops
+
+    flops = train_flops(model, BATCH[kind], c.max_steps)
     row.update(
         gflop=flops / 1e9,
         agentrl_peak_fraction=flops / jax_s / args.peak,

@@ -13,14 +13,28 @@ is needed. Reported: transitions (= tokens, one per step) per second and
 achieved FLOP/s as a fraction of a 2048^3 float32 matmul timed in the same
 run (:func:`common.matmul_peak_flops`).
 
-FLOPs are analytic: ``3 x forward`` with forward per token
-``2 x active matmul parameters + 4 x T x d_model`` per layer (QK^T and AV over
-all ``T`` keys, as the dense masked attention computes them). Active matmul
-parameters exclude embedding tables (gathers) and count a MoE's experts at
-``top_k / num_experts``. Elementwise work, softmax, routing and the windowed
-mean of sequence routing are not counted. XLA's own count
-(``jit(step).lower(...).compile().cost_analysis()["flops"]``) is recorded
-beside it as a cross-check.
+FLOPs are analytic and count the step's *useful* work
+(:func:`train_flops`, the one count of ``train_throughput``,
+``preset_shapes``, ``peer_training`` and ``model_throughput``): ``3 x
+forward`` (the forward, and the backward's two matmuls per forward matmul),
+the forward being ``2 x`` the active matmul weights per token plus causal
+attention's two matmuls
+(``QK^T`` and ``PV``, ``2 x 2 x d_model`` FLOPs a pair over the heads) over
+the query-key pairs the mask keeps: ``T (T + 1) / 2`` per sequence and
+layer, fewer where the model's sliding window (``max_steps`` steps) is
+shorter than the sequence (:func:`attention_pairs`), plus one pair a query
+for a Sink-KV sink. Nothing masked and nothing recomputed is counted: the
+default blockwise attention skips whole masked key blocks but still computes
+the masked pairs inside the diagonal blocks, and recomputes its score tiles
+in the backward pass; dense masked attention computes all ``T^2`` pairs.
+The work XLA and the libraries it calls do is therefore more than this
+count: a peak fraction of it gives no credit for wasted work. Active
+matmul parameters exclude embedding tables (gathers) and count a MoE's
+experts at ``top_k / num_experts``. Elementwise work, softmax, routing and
+the windowed mean of sequence routing are not counted.
+XLA's own count (``jit(step).lower(...).compile().cost_analysis()["flops"]``)
+is recorded beside it as a cross-check on the CPU (on a GPU it leaves out
+cuBLAS's custom calls, so :mod:`preset_shapes` does not record it there).
 
 The ``full`` preset's batch (512 windows of 80 steps, width 512) takes tens
 of seconds per step on a 2-core CPU, so it is measured at a reduced batch
@@ -39,7 +53,7 @@ the matmul peak at widths 256 and 512.
 Part 4 (``--gpu``): every gpu and full preset's shape in bfloat16 against a
 bfloat16 matmul peak timed in the same run (:mod:`preset_shapes`); alone,
 into ``train_throughput_gpu.{json,md}``. On the CPU with ``--quick``: batch
-2, one timed step, the largest shapes listed, not run.
+2, best of 2 passes of one timed step, the largest shapes listed, not run.
 
 Part 3 (devices). The ``cpu`` preset's dense step through the sharded path of
 ``agentrl.train.parallel`` (``make_mesh``, ``shard_batch``, ``replicate``) at
@@ -103,8 +117,17 @@ def synthetic_batch(config, env, rng) -> dict:
     }
 
 
+#: parameters of two or more axes that are not a per-token matmul's weights
+_NOT_MATMULS = ("embedding", "kind", "start", "sink_key", "sink_value")
+
+
 def active_matmul_params(model) -> int:
-    """Matmul weights one token meets (experts at top_k / num_experts)."""
+    """Matmul weights one token meets (experts at top_k / num_experts).
+
+    Not counted: embedding tables (gathers), the token-kind and start
+    vectors, and a Sink-KV sink's key and value (one more attention pair a
+    query, :func:`forward_flops`, not a weight matrix).
+    """
     from flax import nnx
 
     c = model.config
@@ -113,7 +136,7 @@ def active_matmul_params(model) -> int:
         names = [str(p) for p in path]
         value = leaf.get_value() if hasattr(leaf, "get_value") else leaf.value
         shape = tuple(value.shape)  # shapes only: the buffers may be donated
-        if len(shape) < 2 or names[-1] in ("embedding", "kind", "start"):
+        if len(shape) < 2 or names[-1] in _NOT_MATMULS:
             continue
         if "experts" in names and names[-1] in ("w1", "w2"):
             k = c.token_top_k if "token_moe" in names else c.task_top_k
@@ -123,13 +146,54 @@ def active_matmul_params(model) -> int:
     return total
 
 
-def train_flops(model, batch: int, steps: int) -> float:
-    """Analytic FLOPs of one update step (see the module docstring)."""
+def attention_pairs(tokens: int, window: int | None = None) -> int:
+    """Query-key pairs causal attention keeps in one sequence of ``tokens``.
+
+    Query ``p`` sees keys ``q`` with ``p - window < q <= p``
+    (:func:`agentrl.models.attention.window_mask`): ``min(p + 1, window)``
+    keys, ``T (T + 1) / 2`` in all when the window covers the sequence
+    (``window`` None or ``>= tokens``).
+    """
+    w = tokens if window is None else max(0, min(window, tokens))
+    return w * (w + 1) // 2 + (tokens - w) * w
+
+
+def attention_flops(config, pairs: int) -> int:
+    """Forward FLOPs of ``pairs`` query-key pairs in every layer and head.
+
+    Two matmuls a pair (``QK^T`` and ``PV``), ``Dh`` multiply-adds each, in
+    each of ``num_heads`` heads: ``2 x 2 x num_heads x Dh`` FLOPs a pair.
+    """
+    return config.num_layers * 4 * config.num_heads * config.head_dim * pairs
+
+
+def forward_flops(model, batch: int, steps: int) -> float:
+    """Useful forward FLOPs over ``batch`` sequences of ``steps`` steps.
+
+    ``2 x`` :func:`active_matmul_params` per token, plus
+    :func:`attention_flops` over the pairs the causal, windowed mask keeps
+    (:func:`attention_pairs`; one more a query with a Sink-KV sink). Nothing
+    masked or recomputed is counted: the work actually done (XLA's, cuBLAS's)
+    may be more.
+    """
     c = model.config
-    tokens = batch * steps * c.tokens_per_step
     t = steps * c.tokens_per_step
-    forward = 2 * active_matmul_params(model) + c.num_layers * 4 * t * c.d_model
-    return 3.0 * forward * tokens
+    window = c.window_tokens if c.max_steps is not None else None
+    pairs = attention_pairs(t, window) + (t if c.attention_sink else 0)
+    per_sequence = 2 * active_matmul_params(model) * t + attention_flops(c, pairs)
+    return float(batch * per_sequence)
+
+
+def train_flops(model, batch: int, steps: int) -> float:
+    """Useful FLOPs of one update step: ``3 x`` :func:`forward_flops`.
+
+    The forward, and the backward's two matmuls per forward matmul (input
+    and weight gradients); the module docstring says what is counted and
+    what is not (the optimizer, elementwise work, masked or recomputed
+    attention). The one count of ``train_throughput``, ``preset_shapes``,
+    ``peer_training`` and ``model_throughput``.
+    """
+    return 3.0 * forward_flops(model, batch, steps)
 
 
 def build_step(config, mesh=None):
@@ -404,8 +468,11 @@ def _notes(peak: float, num_steps: int, quick: bool) -> str:
     full_steps = "" if quick else f", full {max(2, num_steps // 2)}"
     return (
         f"Matmul peak (2048^3 float32, same run): {peak / 1e9:.1f} GFLOP/s. "
-        "FLOPs analytic (3 x forward; forward = 2 x active matmul params + "
-        "4 T d per layer); XLA cost_analysis FLOPs in the JSON as a cross-check. "
+        "FLOPs analytic, the step's useful work (train_flops: 3 x forward; "
+        "forward = 2 x active matmul params per token + 4 d per kept causal "
+        "query-key pair (T (T + 1) / 2 a sequence and layer), nothing masked or "
+        "recomputed counted, so XLA's actual work is more); XLA cost_analysis "
+        "FLOPs in the JSON as a cross-check. "
         f"Synthetic batches. {full}Timed steps after compile: smoke 20, cpu "
         f"{num_steps}{full_steps} (best of 2 passes); "
         f"device runs: {num_steps} steps, best of 3, each device count in its "
@@ -525,9 +592,16 @@ def _gpu_presets(args: argparse.Namespace) -> None:
         f"bfloat16 matmul peak (same run, random data): {peak / 1e12:.2f} TFLOP/s. "
         "Every gpu/full preset of the experiments trained from a dataset, at its "
         "model, batch and window, compute in bfloat16, synthetic batches from the "
-        "env's spaces; FLOPs analytic (3 x forward), XLA's count in the JSON. "
+        "env's spaces (RA-DT rows: the retrieval its device sampler runs in the "
+        "batch draw is left out, only the model's update is timed); FLOPs "
+        "analytic, the step's useful work (train_flops: 3 x forward, causal "
+        "attention over the T (T + 1) / 2 kept query-key pairs, nothing masked "
+        "or recomputed; XLA's and cuBLAS's actual work is more). XLA's "
+        "cost_analysis FLOPs are recorded on the CPU only: on a GPU they leave "
+        "out cuBLAS's custom calls (matmuls) and are not comparable. "
         + (
-            f"--quick: batch {preset_shapes.QUICK_BATCH}, 1 timed step, shapes over "
+            f"--quick: batch {preset_shapes.QUICK_BATCH}, best of 2 passes of 1 "
+            "timed step, shapes over "
             f"{preset_shapes.QUICK_FLOP_CAP:.0e} FLOP/step not run."
             if args.quick
             else f"Best of 2 passes of {steps} steps after compile."

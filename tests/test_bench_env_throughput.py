@@ -4,7 +4,10 @@ our tasks', batched over the randomised fields only; the runners (ours,
 Brax's bare step, Brax's training env, Brax's bare step on our task
 physics) run (long: MJX compiles for minutes on 2 cores)."""
 
+import json
+
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from env_throughput import (
@@ -65,3 +68,85 @@ def test_brax_on_its_default_physics_as_data_moves_as_its_constant_self():
     )
     # the same physics and keys: equal up to how XLA orders the float work
     np.testing.assert_allclose(total, bare_total, rtol=1e-4)
+
+
+class _DriftingClock:
+    """A clock for the timing code, and a stand-in for ``make_runner`` whose
+    every env's call takes the same time on it, a time that grows with each
+    call made so far (a machine getting busier): an env timed long before
+    the reference looks faster than it is."""
+
+    def __init__(self, base_s: float = 1.0, drift: float = 0.2):
+        self.now, self.calls, self.base_s, self.drift = 0.0, 0, base_s, drift
+
+    def perf_counter(self) -> float:
+        return self.now
+
+    def make_runner(self, env, params, num_envs, num_steps, batched_params):
+        def run(key):
+            self.now += self.base_s * (1 + self.drift * self.calls)
+            self.calls += 1
+            return jnp.float32(0)
+
+        return run
+
+
+def test_families_are_paired_with_the_reference_under_the_same_load(
+    monkeypatch, tmp_path
+):
+    import common
+    import env_throughput
+
+    clock = _DriftingClock()
+    monkeypatch.setattr(envs, "registered", lambda: ["darkroom", "pendulum_contextual"])
+    monkeypatch.setattr(env_throughput, "make_runner", clock.make_runner)
+    monkeypatch.setattr(common, "time", clock)
+    monkeypatch.setattr(env_throughput, "time", clock)
+    monkeypatch.setenv("AGENTRL_BENCH_RESULTS", str(tmp_path))
+    env_throughput.main(["--quick"])
+    payload = json.loads((tmp_path / "env_throughput.json").read_text())
+    targets = {t["name"].split(" /")[0]: t for t in payload["targets"]}
+    assert set(targets) == {"darkroom", "pendulum_contextual"}
+    # equally fast: the paired ratio near 1, and judged on its CI
+    for t in targets.values():
+        assert 0.8 < t["value"] < 1.25
+        low, high = map(float, t["ci"].strip("[]").split(","))
+        assert low <= t["value"] <= high and t["met"] is (low > 1.0)
+    pendulum = payload["results"]["pendulum_contextual"]["16384"]["paired"]
+    own = pendulum["Pendulum-v1"]
+    assert len(own["per_round"]) == 5 and 0.8 < own["median"] < 1.25
+
+
+def test_mujoco_targets_are_judged_on_the_ci_and_steps_agree_with_the_ratio(
+    monkeypatch, tmp_path
+):
+    import env_throughput
+
+    class Env:
+        brax_name, randomise = "fake", None
+
+    def run(key):
+        return jnp.float32(0)
+
+    # ours 1 s every round; Brax 0.5 s in one, 1 s in two and 2 s in two:
+    # a median ratio of 1.0 (>= 0.9) whose CI reaches down to 0.5
+    seconds = {
+        "agentrl": [1.0] * 5,
+        "brax": [0.5, 1.0, 2.0, 1.0, 2.0],
+        "brax_wrapped": [1.0] * 5,
+    }
+    monkeypatch.setattr(envs, "make", lambda name: Env())
+    monkeypatch.setattr(env_throughput, "mujoco_runners", lambda *a: (run, run))
+    monkeypatch.setattr(env_throughput, "brax_wrapped_runner", lambda *a: run)
+    monkeypatch.setattr(env_throughput.bench, "paired_rounds", lambda *a: seconds)
+    monkeypatch.setenv("AGENTRL_BENCH_RESULTS", str(tmp_path))
+    env_throughput.mujoco_main(4, 10, 5, ("hopper_params",))
+    payload = json.loads(
+        (tmp_path / "env_throughput_mujoco_hopper_params.json").read_text()
+    )
+    (t,) = payload["targets"]
+    assert t["value"] == 1.0 and t["met"] is False
+    row = payload["results"]["hopper_params"]
+    sps = next(v for k, v in row.items() if k.startswith("steps_per_s"))
+    # both sides' steps/s from one round, their ratio the median ratio
+    assert sps["agentrl"] / sps["brax"] == pytest.approx(row["ratio_median"])
