@@ -85,13 +85,20 @@ def test_a_compared_learner_on_other_tasks_is_refused_before_anything_is_written
     assert not any(tmp_path.iterdir())
 
 
+def _renamed_copy(out: Path, suffix: str) -> tuple[str, str]:
+    """The demo record copied into ``out`` as ``..._SUFFIX``: ``(tag, named)``."""
+    tag = "repro_ad_darkroom_demo"
+    named = f"{tag}_{suffix}"
+    record = json.loads((RESULTS / f"{tag}.json").read_text())
+    (out / f"{named}.json").write_text(json.dumps({**record, "name": named}))
+    shutil.copytree(RESULTS / tag, out / named)
+    return tag, named
+
+
 def test_a_record_suffix_names_the_record_and_finds_it_again(tmp_path):
     """``--record-suffix fresh`` reads and writes ``..._fresh``, never the
     preset's record (a --first-seed run must not replace it)."""
-    tag, named = "repro_ad_darkroom_demo", "repro_ad_darkroom_demo_fresh"
-    record = json.loads((RESULTS / f"{tag}.json").read_text())
-    (tmp_path / f"{named}.json").write_text(json.dumps({**record, "name": named}))
-    shutil.copytree(RESULTS / tag, tmp_path / named)
+    tag, named = _renamed_copy(tmp_path, "fresh")
     rc = main(["reproduce", "ad_darkroom", "--preset", "demo", "--rescore",
                "--record-suffix", "fresh", "--out", str(tmp_path)])  # fmt: skip
     assert rc == 0
@@ -109,10 +116,7 @@ def test_a_first_seed_run_names_its_own_record(tmp_path):
     assert record_name_suffix(None, 0) == ""
     assert record_name_suffix(None, 3) == "_first_seed3"
     assert record_name_suffix("fresh", 3) == "_fresh"
-    tag, named = "repro_ad_darkroom_demo", "repro_ad_darkroom_demo_first_seed3"
-    record = json.loads((RESULTS / f"{tag}.json").read_text())
-    (tmp_path / f"{named}.json").write_text(json.dumps({**record, "name": named}))
-    shutil.copytree(RESULTS / tag, tmp_path / named)
+    tag, named = _renamed_copy(tmp_path, "first_seed3")
     rc = main(["reproduce", "ad_darkroom", "--preset", "demo", "--rescore",
                "--first-seed", "3", "--out", str(tmp_path)])  # fmt: skip
     assert rc == 0
