@@ -565,7 +565,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         "--bench-reserve",
         type=float,
         default=150.0,
-        help="seconds of the budget kept for the benchmarks (default 150)",
+        help="seconds of the budget kept for the benchmarks (default 150; none "
+        "when no benchmark is planned)",
     )
     parser.add_argument("--only", default="", help="comma-separated step names")
     parser.add_argument("--redo", action="store_true", help="rerun steps done earlier")
@@ -759,9 +760,20 @@ def run_all(
 ) -> list[dict]:
     """Run the planned steps; one summary entry per step (``now``: the clock;
     ``report``: called with the entries so far after each step)."""
-    clock = Clock(args.budget, args.bench_reserve, now)
     for d in ("results", "logs", "runs", "tmp"):
         (work / d).mkdir(parents=True, exist_ok=True)
+    try:
+        steps = plan_steps(args, work)
+    except SystemExit as error:  # the experiments could not be listed
+        entries = [{"name": "plan", "kind": "preflight", "status": "failed"}]
+        entries[0]["reason"] = f"no plan: {error}"
+        if report is not None:
+            report(entries)
+        return entries
+    # nothing to keep time for when no benchmark is planned (a resume call
+    # with --only reproduce:NAME gets the whole budget)
+    benches = any(step.kind == "bench" for step in steps)
+    clock = Clock(args.budget, args.bench_reserve if benches else 0.0, now)
     base_env = step_env(args.smoke, work)  # XLA's defaults (bench:xla_flags)
     flags = base_xla_flags(args.xla_flags)
     env = with_xla_flags(base_env, flags or "")
@@ -776,7 +788,7 @@ def run_all(
         if report is not None:
             report(entries)
 
-    for step in plan_steps(args, work):
+    for step in steps:
         if step.kind not in ("probe", "preflight") and step.name in done:
             add({**done[step.name], "skipped_now": "ok in --previous"})
             print(f"[device check] {step.name}: done earlier, skipped", flush=True)
@@ -794,6 +806,14 @@ def run_all(
         if limit < MIN_STEP_S:
             add({**entry, "status": "skipped", "reason": "no time left"})
             print(f"[device check] {step.name}: no time left, skipped", flush=True)
+            continue
+        if (
+            args.seeds5
+            and step.name.endswith(":report")
+            and not _seeds_done(entries, args.seeds5)
+        ):  # it would train the missing seeds itself, past its limit
+            add({**entry, "status": "skipped", "reason": "seeds not all done"})
+            print(f"[device check] {step.name}: seeds not all done, skipped")
             continue
         if expect is not None and expect > left:
             reason = f"would not fit: expected {expect:.0f} s, {left:.0f} s left"
@@ -823,6 +843,13 @@ def run_all(
         if report is not None:
             report(entries)
     return entries
+
+
+def _seeds_done(entries: list[dict], name: str) -> bool:
+    """Whether every ``--seeds5`` seed step of ``name`` is ``ok`` (run now,
+    or ok in ``--previous``) among ``entries``."""
+    seeds = [e for e in entries if e["name"].startswith(f"reproduce:{name}:seed")]
+    return len(seeds) == 5 and all(e.get("status") == "ok" for e in seeds)
 
 
 def _preflight_reason(found: dict | None) -> str:

@@ -35,12 +35,14 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import subprocess
 import sys
 import tarfile
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import travel_size  # noqa: E402
 from _device_report import summary_markdown  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -233,6 +235,23 @@ def main(argv: list[str] | None = None) -> None:
         print(f"{gpu}:")
         for s in ledger["steps"]:
             print(f"  {s['name']}: {s['status']} ({s.get('date', '')})")
+    warn_if_too_big()
+
+
+def warn_if_too_big() -> None:
+    """A warning when what a device call sends has outgrown its share
+    (:mod:`travel_size`): every filing adds archives to the tree."""
+    try:
+        size = travel_size.tree_bytes() / 2**20
+    except (OSError, subprocess.CalledProcessError):  # not a git checkout
+        return
+    if size > travel_size.TREE_BUDGET_MIB:
+        print(
+            f"warning: the working tree is {size:.1f} MiB, over its "
+            f"{travel_size.TREE_BUDGET_MIB} MiB share of a device call: shrink "
+            "benchmarks/results (old run-*/archive.tar.gz) before the next call",
+            file=sys.stderr,
+        )
 
 
 if __name__ == "__main__":

@@ -295,8 +295,9 @@ def test_a_reproduction_that_would_not_fit_is_skipped_for_one_that_does(
     previous.write_text(json.dumps({"steps": earlier}))
     only = "reproduce:dpt_darkroom,reproduce:t2mir_ad_darkroom"
     only += ",reproduce:t2mir_dpt_darkroom"
-    # 400 s: 15 for the files, 150 for the benchmarks: 235 s of reproductions
-    args = _args("--budget", "400", "--only", only)
+    # 250 s: 15 for the files, none kept for benchmarks (none is planned):
+    # 235 s of reproductions
+    args = _args("--budget", "250", "--only", only)
     args.previous = str(previous)
     entries = check.run_all(args, tmp_path / "w", now=lambda: clock[0])
     by_name = {e["name"]: e for e in entries}
@@ -592,3 +593,65 @@ def test_the_default_out_is_not_the_ledger_the_check_reads():
     # the ledger files a --seeds5 check where the next one reads it
     assert device_ledger.ledger_of({"mode": "seeds5 dpt_bandit"}) == folder
     assert device_ledger.ledger_of({"mode": "gpu"}) == ledger
+
+
+def test_a_resume_of_one_reproduction_gets_the_budget_no_benchmark_needs(
+    tmp_path, monkeypatch
+):
+    """device_check.sh's resume call, --only reproduce:NAME --budget 300 on
+    a step the ledger has no time for: nothing is kept back for benchmarks
+    none of which is planned, so the default expectation fits and it runs."""
+    clock, ran = [0.0], []
+
+    def fake_run(step, limit, log, env):
+        ran.append((step.name, limit))
+        return "ok", 0, 1.0
+
+    monkeypatch.setattr(check, "run_step", fake_run)
+    args = _args("--budget", "300", "--only", "reproduce:dpt_darkroom")
+    args.previous = ""
+    check.run_all(args, tmp_path / "w", now=lambda: clock[0])
+    assert ran[1] == ("reproduce:dpt_darkroom", check.REPRO_LIMIT_S)
+
+
+def test_the_seeds5_report_waits_for_every_seed(tmp_path, monkeypatch):
+    """Seeds skipped for time: the report step would train them itself
+    past its limit, so it is skipped too."""
+    clock = [0.0]
+
+    def fake_run(step, limit, log, env):  # a seed takes 250 s
+        clock[0] += 250.0 if ":seed" in step.name else 0.0
+        return "ok", 0, 250.0
+
+    monkeypatch.setattr(check, "run_step", fake_run)
+    args = _args("--seeds5", "dpt_bandit", "--budget", "510")
+    args.previous = ""
+    entries = check.run_all(args, tmp_path / "w", now=lambda: clock[0])
+    by_name = {e["name"]: e for e in entries}
+    assert by_name["reproduce:dpt_bandit:seed0"]["status"] == "ok"
+    assert by_name["reproduce:dpt_bandit:seed1"]["status"] == "skipped"
+    report = by_name["reproduce:dpt_bandit:report"]
+    assert report["status"] == "skipped" and report["reason"] == "seeds not all done"
+    # with time for every seed, the report runs
+    clock[0] = 0.0
+    args = _args("--seeds5", "dpt_bandit", "--budget", "2000")
+    args.previous = ""
+    entries = check.run_all(args, tmp_path / "w2", now=lambda: clock[0])
+    status = {e["name"]: e["status"] for e in entries}
+    assert status["reproduce:dpt_bandit:report"] == "ok"
+
+
+def test_a_plan_that_cannot_be_made_still_leaves_a_summary(tmp_path, monkeypatch):
+    """The experiments cannot be listed (a broken install): the check stops
+    with exit 3 and says why in the summary it writes, as a failed
+    preflight does."""
+
+    def no_plan(args, work):
+        raise SystemExit("could not list the experiments: ImportError")
+
+    monkeypatch.setattr(check, "plan_steps", no_plan)
+    out = tmp_path / "out"
+    rc = check.main(["--out", str(out), "--budget", "100", "--xla-flags", "none"])
+    assert rc == 3
+    saved = json.loads((out / "summary.json").read_text())
+    assert "could not list the experiments" in saved["steps"][0]["reason"]

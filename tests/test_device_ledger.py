@@ -208,3 +208,14 @@ def test_a_seeds5_check_goes_to_its_own_ledger_by_default(tmp_path, monkeypatch)
     assert (seeds5 / "summary.json").is_file()
     assert (seeds5 / "run-2026-11-30T1000" / "summary.json").is_file()
     assert not (results / "gpu").exists()
+
+
+def test_filing_warns_when_the_tree_outgrows_its_share(monkeypatch, capsys):
+    import travel_size
+
+    monkeypatch.setattr(travel_size, "tree_bytes", lambda: 40 * 2**20)
+    device_ledger.warn_if_too_big()
+    assert "over its 36 MiB share" in capsys.readouterr().err
+    monkeypatch.setattr(travel_size, "tree_bytes", lambda: 30 * 2**20)
+    device_ledger.warn_if_too_big()
+    assert capsys.readouterr().err == ""

@@ -149,3 +149,19 @@ def test_compressed_results_hold_the_same_payload_and_leave_one_copy(tmp_path):
     write_results(results, out, title="again")  # back to plain: no .gz left
     assert read_results(out)["title"] == "again"
     assert not (out / "results.json.gz").exists()
+
+
+def test_read_results_takes_the_newer_of_two_left_by_a_stopped_write(tmp_path):
+    """A plain write stopped before it removed the packed one (or the other
+    way round) leaves both: the newer is the one written last."""
+    import os
+
+    from agentrl.evaluate.report import read_results
+    from agentrl.tables import write_json, write_json_gz
+
+    write_json_gz(tmp_path / "results.json.gz", {"v": "old"})
+    write_json(tmp_path / "results.json", {"v": "new"})
+    os.utime(tmp_path / "results.json.gz", ns=(1, 1))
+    assert read_results(tmp_path) == {"v": "new"}
+    os.utime(tmp_path / "results.json", ns=(0, 0))
+    assert read_results(tmp_path) == {"v": "old"}

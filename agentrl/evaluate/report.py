@@ -328,10 +328,14 @@ def write_results(
 
 def read_results(out_dir: str | Path) -> dict[str, Any]:
     """The payload :func:`write_results` wrote into ``out_dir``:
-    ``results.json.gz`` where there is one, else ``results.json``."""
+    ``results.json.gz`` or ``results.json``, the newer where a write that
+    was stopped before removing the other left both."""
     out_dir = Path(out_dir)
-    packed = out_dir / "results.json.gz"
-    return read_json(packed if packed.exists() else out_dir / "results.json")
+    both = (out_dir / "results.json.gz", out_dir / "results.json")
+    found = [p for p in both if p.exists()]
+    if not found:  # the plain name in the error
+        return read_json(both[1])
+    return read_json(max(found, key=lambda p: p.stat().st_mtime_ns))
 
 
 def evaluated(results: Mapping[str, Any]) -> dict[str, Any]:
