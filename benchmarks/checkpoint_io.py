@@ -17,12 +17,15 @@ of 5). The reference is the size of the stored arrays (the checkpoint's
 restore reads it about once (<= 1.1x; agentrl 0.1's check read every array
 before orbax read them again: 2x).
 
-Writes ``benchmarks/results/checkpoint_io.{json,md}``.
+Writes ``benchmarks/results/checkpoint_io.{json,md}`` (``--quick``: a
+temporary folder, unless ``agentrl bench --out DIR`` names one, so a smoke
+run never replaces the full record).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import tempfile
 import time
@@ -30,6 +33,8 @@ from pathlib import Path
 
 import jax
 from common import target, write_record
+
+from agentrl.project import RESULTS_ENV
 
 
 def _rchar() -> int:
@@ -123,7 +128,11 @@ def main(argv: list[str] | None = None) -> None:
         f"State of {results['values']:,} values in {len(leaves)} arrays; "
         f"{stored / 1e6:.1f} MB stored. Bytes read count page-cache hits too."
     )
-    write_record("checkpoint_io", results, targets, rows, notes)
+    # --quick (the smoke model) never replaces the full record: a temporary
+    # folder unless `agentrl bench --out` names one
+    quick_dir = Path(tempfile.mkdtemp()) if args.quick else None
+    out_dir = None if os.environ.get(RESULTS_ENV) else quick_dir
+    print(write_record("checkpoint_io", results, targets, rows, notes, out_dir))
     for row in rows:
         print(row)
     for t in targets:
