@@ -41,6 +41,7 @@ __all__ = [
     "median_ci",
     "paired_rounds",
     "results_dir",
+    "round_order",
     "target",
     "time_agent",
     "time_agents",
@@ -138,6 +139,13 @@ def time_agents(makers: dict, handle, env, params, num_steps: int, repeats: int)
     return rows, actions
 
 
+def round_order(names, r: int) -> list:
+    """``names`` in round ``r``'s order: as given in even rounds, reversed in
+    odd ones, so no candidate always runs right after (or before) another."""
+    names = list(names)
+    return names if r % 2 == 0 else names[::-1]
+
+
 def paired_rounds(
     fns: dict, rounds: int, *, warmup: bool = True
 ) -> dict[str, list[float]]:
@@ -157,7 +165,7 @@ def paired_rounds(
     names = list(fns)
     seconds: dict[str, list[float]] = {name: [] for name in names}
     for r in range(rounds):
-        for name in names if r % 2 == 0 else names[::-1]:
+        for name in round_order(names, r):
             fn, args = fns[name]
             call_args = fresh_keys(args, r + 1)
             start = time.perf_counter()

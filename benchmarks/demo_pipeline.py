@@ -75,7 +75,7 @@ def measure(baseline: Path, rounds: int, preset: str) -> dict[str, list[dict]]:
     trees = {"this": HERE, "reference": baseline}
     out: dict[str, list[dict]] = {name: [] for name in trees}
     for r in range(rounds):
-        for name in list(trees) if r % 2 == 0 else list(trees)[::-1]:
+        for name in bench.round_order(trees, r):
             out[name].append(time_demo(trees[name], preset))
             print(f"round {r + 1} {name}: {out[name][-1]['seconds']:.1f} s", flush=True)
     return out

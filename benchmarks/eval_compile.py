@@ -104,9 +104,8 @@ def compare(name: str, run_dirs: list[Path], rounds: int) -> dict:
     ways: dict[str, list[dict]] = {"before": [], "after": []}
     same = True
     for r in range(rounds):
-        order = ["before", "after"] if r % 2 == 0 else ["after", "before"]
         got = {}
-        for way in order:
+        for way in bench.round_order(["before", "after"], r):
             record, got[way] = measure(run_dirs, share=way == "after")
             ways[way].append(record)
             print(f"{name} round {r + 1} {way}: {record}")

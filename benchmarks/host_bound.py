@@ -155,6 +155,8 @@ def device_path(s: dict, per_call: int, cadence: bool = False):
 def _rounds(runs: dict, state, n: int, rounds: int):
     """Seconds and page faults per update of each ``name: run`` per round
     (order alternating): ``({name: [s, ...]}, {name: [faults, ...]})``."""
+    from common import round_order
+
     states = {name: jax.tree.map(lambda x: x.copy(), state) for name in runs}
     for name, run in runs.items():  # compile and warm up
         states[name] = jax.block_until_ready(run(states[name], 0, n))[0]
@@ -162,7 +164,7 @@ def _rounds(runs: dict, state, n: int, rounds: int):
     faults: dict[str, list[float]] = {name: [] for name in runs}
     names = list(runs)
     for r in range(rounds):
-        for name in names if r % 2 == 0 else names[::-1]:
+        for name in round_order(names, r):
             before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
             begin = time.perf_counter()
             result = runs[name](states[name], (r + 1) * n, n)

@@ -69,7 +69,7 @@ def paired_rates(
         steps[name] += 1
     rates: dict[str, list[float]] = {name: [] for name in names}
     for r in range(rounds):
-        for name in names if r % 2 == 0 else names[::-1]:
+        for name in bench.round_order(names, r):
             fn, n = fns[name], 0
             start = time.perf_counter()
             while n < min_calls or time.perf_counter() - start < seconds:

@@ -111,7 +111,7 @@ def ad_benchmark(rounds: int = 3) -> dict:
             for side in warm:
                 warm[side][k] = []
             for r in range(rounds):
-                for side in ("sequential", "vmapped")[:: 1 if r % 2 == 0 else -1]:
+                for side in bench.round_order(("sequential", "vmapped"), r):
                     warm[side][k].append(timed(side, k))
     pairs = {
         k: zip(warm["sequential"][k], warm["vmapped"][k], strict=True)
