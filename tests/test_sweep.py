@@ -404,52 +404,55 @@ def _small_dataset(path, seed):
     return path
 
 
-def test_a_sweep_refuses_records_and_checkpoints_of_other_histories(
-    monkeypatch, tmp_path
-):
-    """``data.path`` regenerated in place with other histories: the
-    setting's record (and, had it not finished, its member checkpoints)
-    were reused, since the key names the path, not the histories. Refused
-    now, naming the path, as ``fit`` refuses resuming on them;
-    ``--no-resume`` trains on the new histories."""
+def test_a_sweep_names_its_histories_by_digest_not_path(monkeypatch, tmp_path):
+    """A setting's key named ``data.path``: a dataset moved elsewhere
+    trained every setting again, and histories regenerated in place were
+    refused. The key names the histories' digest now: moved, the records
+    are read; regenerated, the sweep trains on them (the old record stays);
+    a record keyed by the path before is read where its digest matches."""
     import json
+    import shutil
 
     import agentrl.sweep.run as run
-    from agentrl.train.checkpoint import Checkpointer
 
-    calls = []
+    calls, keyed = [], []
     monkeypatch.setattr(run, "_data_members", _fake_members(calls))
+    setting_key = run._setting_key
+
+    def spied(*args, **kwargs):
+        keyed.append(args)
+        return setting_key(*args, **kwargs)
+
+    monkeypatch.setattr(run, "_setting_key", spied)
     data = _small_dataset(tmp_path / "data", seed=0)
-    config = configtools.override(
-        load_experiment("ad_darkroom", "smoke"), {"data.path": str(data)}
-    )
     out = tmp_path / "s"
 
-    def sweep(resume=True):
-        return run.run_sweep(
-            config, [0], {}, out, evaluate=False, progress=False, resume=resume
+    def sweep(path):
+        config = configtools.override(
+            load_experiment("ad_darkroom", "smoke"), {"data.path": str(path)}
         )
+        result = run.run_sweep(config, [0], {}, out, evaluate=False, progress=False)
+        return result.info["timings"][0].get("resumed")
 
-    sweep()
-    assert sweep().info["timings"][0]["resumed"] == "complete"  # same histories
+    assert sweep(data) is None and len(calls) == 1
+    moved = shutil.move(data, tmp_path / "elsewhere")
+    assert sweep(moved) == "complete" and len(calls) == 1
     (record,) = (out / "settings").glob("*.json")
-    _small_dataset(data, seed=1)
-    with pytest.raises(ValueError, match=f"data.path {data} holds other histories"):
-        sweep()
-    assert len(calls) == 1
-    # a setting that did not finish: its member checkpoints say what they
-    # were trained on
-    digest = run._histories_digest(config)
-    record.unlink()
-    ckpt = Checkpointer(record.with_suffix(".ckpt"), every=1, keep=1)
-    ckpt.save(2, {"state": {"x": np.zeros(1)}}, {"dataset_digest": "0" * 24})
-    ckpt.close()
-    with pytest.raises(ValueError, match="other histories than the sweep's member"):
-        sweep()
-    assert sweep(resume=False).info["timings"][0].get("resumed") is None
-    assert len(calls) == 2
-    saved = json.loads(next((out / "settings").glob("*.json")).read_text())
-    assert saved["dataset_digest"] == digest
+    digest = json.loads(record.read_text())["dataset_digest"]
+    _small_dataset(moved, seed=1)  # other histories at the same path
+    assert sweep(moved) is None and len(calls) == 2
+    assert len(list((out / "settings").glob("*.json"))) == 2
+    # a record made before the digest named the data: its key has the path
+    legacy = setting_key(*keyed[-1])  # the last sweep's, path named
+    assert legacy != setting_key(*keyed[-1], digest=digest)
+    kept = {**json.loads(record.read_text()), "key": legacy}
+    shutil.rmtree(out / "settings")
+    (out / "settings").mkdir()
+    (out / "settings" / f"{legacy}.json").write_text(json.dumps(kept))
+    _small_dataset(moved, seed=0)  # its histories back at its path
+    assert sweep(moved) == "complete" and len(calls) == 2
+    _small_dataset(moved, seed=1)  # other histories: not that record's
+    assert sweep(moved) is None and len(calls) == 3
 
 
 def test_members_do_not_resume_from_a_checkpoint_past_their_steps(tmp_path):
@@ -483,12 +486,13 @@ def test_members_do_not_resume_from_a_checkpoint_past_their_steps(tmp_path):
 
 
 @pytest.mark.long
-def test_a_killed_sweep_does_not_resume_its_members_on_other_histories(
+def test_a_killed_sweep_resumes_on_its_moved_histories_only(
     tiny_ad_config, darkroom_dataset, monkeypatch, tmp_path
 ):
-    """Killed after its member checkpoints, ``data.path`` regenerated in
-    place, the same sweep once went on from those checkpoints on the new
-    histories: refused, naming the checkpoints; ``resume=False`` trains."""
+    """Killed after its member checkpoints, the same sweep on its histories
+    moved elsewhere started over (the key named the path), and on other
+    histories regenerated in place it went on from those checkpoints (then,
+    refused). Moved, it resumes; regenerated, it trains from the start."""
     import shutil
 
     import agentrl.sweep.run as run
@@ -496,27 +500,35 @@ def test_a_killed_sweep_does_not_resume_its_members_on_other_histories(
     from agentrl.sources import source_histories
 
     data = shutil.copytree(darkroom_dataset, tmp_path / "data")
-    config = configtools.override(
-        tiny_ad_config(4), {"data.path": str(data), "train.checkpoint_every": 2}
-    )
     write_json = run.write_json
 
     def killed(*args, **kwargs):  # after the members' last checkpoint
         raise RuntimeError("killed")
 
-    def sweep(**kwargs):
-        return run.run_sweep(
+    def sweep(path):
+        config = configtools.override(
+            tiny_ad_config(4), {"data.path": str(path), "train.checkpoint_every": 2}
+        )
+        outcome = run.run_sweep(
             config, [0], {}, tmp_path / "s", evaluate=False, steps_per_call=2,
-            progress=False, **kwargs,
+            progress=False,
         )  # fmt: skip
+        return outcome.info["timings"][0].get("resumed")
 
     monkeypatch.setattr(run, "write_json", killed)
     with pytest.raises(RuntimeError, match="killed"):
-        sweep()
+        sweep(data)
+    moved = shutil.move(data, tmp_path / "moved")
+    monkeypatch.setattr(run, "write_json", write_json)
+    assert sweep(moved) == "from step 4"
+    shutil.rmtree(tmp_path / "s")
+    monkeypatch.setattr(run, "write_json", killed)
+    with pytest.raises(RuntimeError, match="killed"):
+        sweep(moved)
     monkeypatch.setattr(run, "write_json", write_json)
     env = envs.make("darkroom")
     source = source_histories("q_learning", env)
-    write_dataset(data, env, source, 8, 30, seed=1, env_name="darkroom", overwrite=True)
-    with pytest.raises(ValueError, match="other histories than the sweep's member"):
-        sweep()
-    assert sweep(resume=False).info["timings"][0].get("resumed") is None
+    write_dataset(
+        moved, env, source, 8, 30, seed=1, env_name="darkroom", overwrite=True
+    )
+    assert sweep(moved) is None

@@ -29,11 +29,13 @@ the members are checkpointed every ``train.checkpoint_every`` steps into
 ``OUT/settings/<setting>-<hash>.ckpt`` (removed once the setting is done),
 so a killed sweep continues where it was and ends with the same table as an
 uninterrupted one. ``OUT/.lock`` keeps a second sweep out of the directory.
-The histories at ``data.path`` are named by path in the hash, and by their
-digest (:func:`agentrl.train.rundir.dataset_digest`) in the record and the
-member checkpoints: a setting recorded or checkpointed on other histories
-than the path holds now (regenerated in place) is refused, as ``fit``
-refuses resuming a run on them; ``resume=False`` trains on the new ones.
+The histories at ``data.path`` are named in the hash by their digest
+(:func:`agentrl.train.rundir.dataset_digest`, their files' SHA-256s), not by
+the path: a dataset moved elsewhere keeps its records and member
+checkpoints, and histories regenerated in place are other data, so every
+setting trains again on them (the records of the old ones stay beside).
+A record made before the digest named the data (its key had the path) is
+still read when the histories it kept the digest of are at that path.
 
 With ``eval_train_tasks`` a distilled learner is also evaluated, in the
 same program, on (up to ``eval.num_tasks`` of) the distinct tasks its
@@ -63,6 +65,8 @@ import json
 import re
 import shutil
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -102,7 +106,7 @@ from agentrl.sweep.train import (
 from agentrl.tables import json_safe, write_json
 from agentrl.train.config import ExperimentConfig
 from agentrl.train.data import prepare_dataset
-from agentrl.train.rundir import dataset_digest, latest_checkpoint_meta
+from agentrl.train.rundir import dataset_digest
 from agentrl.version import __version__
 
 
@@ -238,14 +242,19 @@ def _setting_key(
     steps_per_call: int,
     eval_train_tasks: bool = False,
     tasks: str = "test",
+    digest: str | None = None,
 ) -> str:
     """``<label>-<hash>``: names what one static setting's results depend on.
 
-    The histories at ``data.path`` are not in it (only the path): a record
-    or checkpoint on other histories is refused (:func:`_check_histories`).
+    ``digest`` (:func:`_histories_digest`) stands for ``data.path`` where
+    the sweep reads histories, so the key names the data, not where it
+    lives; ``None`` keeps the path (the key records made before had).
     """
+    config = configtools.to_dict(cfg)
+    if digest is not None:
+        config["data"]["path"] = f"dataset {digest}"
     identity = {
-        "config": configtools.to_dict(cfg),
+        "config": config,
         "settings": settings,
         "seeds": seeds,
         "evaluate": evaluate,
@@ -290,13 +299,15 @@ def _static_setting(
 ) -> dict[str, Any]:
     """Train (or resume) and evaluate one static setting; its JSON record."""
     cfg = apply_static(config, static)
-    key = _setting_key(
-        cfg, static, settings, seeds, evaluate, steps_per_call, eval_train_tasks, tasks
-    )
+    digest = _histories_digest(cfg)
+    named = partial(
+        _setting_key,
+        cfg, static, settings, seeds, evaluate, steps_per_call, eval_train_tasks, tasks,
+    )  # fmt: skip
+    key = named(digest=digest)
     path = out / "settings" / f"{key}.json"
     ckpt_dir = out / "settings" / f"{key}.ckpt"
-    digest = _histories_digest(cfg)
-    part = _reusable_part(cfg, path, key, ckpt_dir, digest) if resume else None
+    part = _reusable_part(out, key, named, digest) if resume else None
     if part is not None:
         shutil.rmtree(ckpt_dir, ignore_errors=True)  # a kill after the record
         rows = [_scored_on(row, tasks) for row in part["rows"]]
@@ -391,40 +402,19 @@ def _histories_digest(cfg: ExperimentConfig) -> str | None:
 
 
 def _reusable_part(
-    cfg: ExperimentConfig, path: Path, key: str, ckpt_dir: Path, digest: str | None
+    out: Path, key: str, named: Callable[..., str], digest: str | None
 ) -> dict[str, Any] | None:
-    """The setting's complete record, if any; with neither a record nor
-    member checkpoints on other histories than ``data.path`` holds now
-    (:func:`_check_histories`)."""
-    part = _read_part(path, key)
-    if part is not None:
-        _check_histories(cfg, part.get("dataset_digest"), digest, f"record {path}")
+    """The setting's complete record under ``key``, if any; else one made
+    before the key named the histories by ``digest`` (its key names
+    ``data.path``), if it kept that same digest."""
+    part = _read_part(out / "settings" / f"{key}.json", key)
+    if part is not None or digest is None:
         return part
-    latest = latest_checkpoint_meta(ckpt_dir)
-    if latest is not None:
-        recorded = latest[1].get("dataset_digest")
-        where = f"member checkpoints {ckpt_dir}"
-        _check_histories(cfg, recorded, digest, where)
-    return None
-
-
-def _check_histories(
-    cfg: ExperimentConfig, recorded: str | None, now: str | None, where: str
-) -> None:
-    """Refuse reusing ``where`` (a setting's record or member checkpoints)
-    made on other histories than ``data.path`` holds now, as ``fit``
-    refuses resuming a run on them (``ValueError``); ``data.path`` may
-    hold the same histories again, as a record written before the digest
-    was kept is not checked."""
-    if recorded is None or now is None or recorded == now:
-        return
-    raise ValueError(
-        f"data.path {cfg.data.path} holds other histories than the sweep's "
-        f"{where} was trained on (dataset digest {now}, the sweep's {recorded}): "
-        "regenerated in place? Sweep on the histories it was trained on, "
-        "rerun with --no-resume (resume=False) to train and evaluate every "
-        "setting again on these, or sweep into a new --out"
-    )
+    legacy = named(digest=None)
+    part = _read_part(out / "settings" / f"{legacy}.json", legacy)
+    if part is None or part.get("dataset_digest") != digest:
+        return None
+    return {**part, "key": key}
 
 
 def _evaluate_setting(

@@ -335,7 +335,7 @@ def train_sweep(
         uninterrupted one.
       checkpoint_every: steps between those checkpoints (0: only the last).
       checkpoint_meta: JSON saved with every checkpoint (``run_sweep``: the
-        dataset's digest, which a resumed sweep compares).
+        dataset's digest, which the directory's key also names).
 
     Returns:
       :class:`TrainSweep` with ``metrics[name] [S, H, steps]``.
