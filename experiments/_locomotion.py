@@ -34,6 +34,16 @@ The presets differ in horizon, data and model size:
   updates) on 45 histories of 1,000 SAC episodes (200,000 steps; T2MIR's
   collector runs 250k steps for HalfCheetah-Vel, 1M for Walker).
 
+SAC's replay buffer is T2MIR's collector's: 10,000 transitions for
+HalfCheetah-Vel (SAC's default, ``min(steps, 10_000)``), 100,000 for
+Walker-Params at ``gpu`` and ``full`` (:data:`WALKER_DATA_CHANGES`; its
+``cpu`` preset keeps the default its records used, 10,000 of 12,000
+steps). SAC's random warm-up, ``min(2000, steps // 20)`` steps, is T2MIR's
+2,000 at HalfCheetah-Vel's ``cpu`` and at ``full``, but 1,000 at ``gpu``
+(20,000 steps) and 600 at Walker-Params' ``cpu``; the source baseline of
+every evaluation runs with the same settings, so its first episodes are
+that warm-up (docs/mujoco.md).
+
 Deviations from T2MIR's AD (docs/references.md): one token per step
 (``obs_t``, ``a_{t-1}``, ``r_{t-1}``; T2MIR: three tokens per step through
 MLP embeddings), a Gaussian action head (T2MIR: MSE through a tanh; ``--set
@@ -88,6 +98,24 @@ DATA_CHANGES: dict[str, dict[str, Any]] = dict(
 HALFCHEETAH_DATA_CHANGES: dict[str, dict[str, Any]] = {
     **DATA_CHANGES,
     "cpu": {"data.num_tasks": 8, "data.num_episodes": 600},
+}
+
+#: T2MIR's Walker collector's SAC replay buffer (T2MIR-DPT
+#: ``configs/args_walker_v0.yaml``, ``capacity``): 10x SAC's default.
+WALKER_BUFFER = 100_000
+
+#: Walker-Params' changes: at ``gpu`` and ``full``, SAC keeps
+#: :data:`WALKER_BUFFER` transitions; ``cpu`` keeps the default (10,000 of
+#: its 12,000 steps), as its records were made.
+WALKER_DATA_CHANGES: dict[str, dict[str, Any]] = {
+    **DATA_CHANGES,
+    **{
+        preset: {
+            **DATA_CHANGES[preset],
+            "data.source_args": (("buffer_size", WALKER_BUFFER),),
+        }
+        for preset in ("gpu", "full")
+    },
 }
 
 #: T2MIR's loader and evaluation context, options of AD (docs/references.md):

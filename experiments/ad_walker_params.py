@@ -33,14 +33,18 @@ Presets (2-core CPU of the development machine):
   measured).
 - ``full``: T2MIR's AD settings on 45 histories of 1,000 SAC episodes
   (T2MIR's collector: 1M steps per Walker task).
+
+At ``gpu`` and ``full`` SAC keeps T2MIR's Walker replay buffer, 100,000
+transitions (SAC's default is 10,000, HalfCheetah-Vel's; the ``cpu``
+preset keeps it, as its records were made); neither preset has been run.
 """
 
-from _locomotion import ad_base, ad_changes
+from _locomotion import WALKER_DATA_CHANGES, ad_base, ad_changes
 
 from agentrl.train.experiments import make_presets
 
 EVAL_EPISODES = 40  # T2MIR's Walker-Params evaluation
 
 BASE = ad_base("ad_walker_params", "walker_params", EVAL_EPISODES)
-CHANGES = ad_changes(EVAL_EPISODES, batch=32)
+CHANGES = ad_changes(EVAL_EPISODES, WALKER_DATA_CHANGES, batch=32)
 PRESETS = make_presets(BASE, **CHANGES)

@@ -26,7 +26,18 @@ AMAGO's defaults one per 12). Against AMAGO's own Dark Key-to-Door example
 updates) instead of its ``"bilevel"`` exploration annealed over 500k steps
 (which also anneals within each trial, ``envs/exploration.py``); the
 ``full`` preset's anneal is the AMAGO experiments' shared 1M steps, not
-that example's 500k.
+that example's 500k. Its environment differs too (``RoomKeyDoor``,
+``amago/envs/builtin/toy_gym.py``), and is easier: it observes has-key and
+the episode time beside the cell (``obs``, ``[x / size, y / size,
+has_key, t / H]``), so no memory is needed within an episode; it draws
+the start, key and door once a meta-rollout (key and door independent,
+so they may coincide) and every episode restarts from that one start
+(``reset_same_task``), so one path can be memorised; the example's room is
+8x8 (``--room_size``) and its trial a budget of 500 steps
+(``--meta_horizon``; episodes of 50, each reset costing a step of reward
+0), not a number of episodes; and it draws new tasks for evaluation, with
+no held-out split. Ours is the AD paper's: the cell alone, a new random
+start every episode, 9x9, trials of 4 episodes of 50 steps.
 
 - ``smoke``: 3x3 room, trials of 2 episodes of 6 steps, 2 updates;
   plumbing.

@@ -35,9 +35,12 @@ distribution (``ad_point_robot``'s presets), whose record is
 ``repro_dt_point_robot_cpu_validation_tasks32`` (the same weights with
 ``--set eval.validation_tasks=32``, session 46: seed 4 switches from
 greedy to sampling, DT -0.13 [-0.47, 0.27]); ``repro_dt_point_robot_cpu``
-above chose on the split's 2. Deviation from the DT paper: the return-to-go enters as a
-feature of the observation token, not as a token of its own
-(``agentrl.algos.dt``).
+above chose on the split's 2. Deviations from the DT paper: the
+return-to-go enters as a feature of the observation token, not as a token
+of its own, and every token also reads the previous reward
+(``agentrl.algos.dt``); the action head is a Gaussian trained by its
+likelihood, acting by sampling or its mean as validation chooses, where the
+reference's continuous DT has a tanh head trained by MSE and acts on it.
 """
 
 import dataclasses

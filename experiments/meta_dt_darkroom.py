@@ -41,22 +41,29 @@ return (20, a goal on the start cell), as DT's.
   (``paired_meta_dt_vs_ad_dt``; AD's and DT's runs are older, from before
   training drew its batches on the device: same data, splits and keys,
   another batch stream). So Meta-DT is ahead of DT and behind AD here:
-  the paper's "ahead of both" holds for DT only. Controls
+  the paper's "ahead of both" holds for DT only. Only Meta-DT observes the
+  cells' coordinates; without them (``--set algo.grid_coordinates=false``,
+  session 55, same seeds): 5.53 [2.91, 8.39], minus DT +3.30 [0.02, 6.12],
+  minus itself with them -0.47 [-2.89, 2.02]
+  (``paired_meta_dt_darkroom_no_coordinates_session55``): the coordinates
+  do not carry the gap. Controls
   (``--controls``): minus rewards zeroed +5.80 [3.30, 8.60], shuffled
   +5.75 [3.31, 8.53], an empty context +5.77 [3.22, 8.64]; minus expert
   distillation -2.08 [-4.73, 0.39] (8.08 return on expert episodes only):
   it learns in context, and the histories add nothing over expert data.
 - ``gpu``: ``ad_darkroom``'s gpu data (2,600 histories of 100 episodes) and
   the reference's Meta-DT transformer (3 layers, 1 head, width 128, FFN 512,
-  dropout 0.1) at batch 128, lr 1e-4 with weight decay 1e-4, 5,000 updates,
-  100 evaluation episodes; sized, not measured (no GPU was lent to the
+  dropout 0.1 on residuals, embeddings and attention weights, GELU where
+  the reference has ReLU) at batch 128, lr 1e-4 with weight decay 1e-4,
+  5,000 updates, 100 evaluation episodes; sized, not measured (no GPU was lent to the
   session that wrote it), for a few minutes on one H100: ~0.6M parameters x
   128 x 25 tokens a step.
 - ``full``: the reference's Point-Robot settings (docs/references.md,
   "Meta-DT"): batch 128, lr 1e-4, weight decay 1e-4, warm-up 10,000 then
   a constant rate, gradient clip 0.25, 100,000 updates, dropout 0.1, width
   128, 3 layers (the ``gpu`` preset too, at 5,000 updates; until session
-  44 both decayed by a cosine and clipped at 1).
+  44 both decayed by a cosine and clipped at 1; until session 55 neither
+  dropped attention weights).
 
 Deviations (see ``agentrl.algos.meta_dt``): world model trained jointly with
 the policy (``stop_gradient`` on ``z``) rather than pretrained; the prompt's
@@ -91,6 +98,7 @@ REFERENCE_MODEL = {
     "model.d_model": 128,
     "model.d_ff": 512,
     "model.dropout": 0.1,
+    "model.attention_dropout": 0.1,  # train_meta_dt.py: attn_pdrop too
     "train.batch_size": 128,
     "train.lr": 1e-4,
     "train.weight_decay": 1e-4,

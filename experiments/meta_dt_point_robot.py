@@ -5,9 +5,11 @@ PPO histories: the reference's own family (NJU-RL/Meta-DT
 The world model reads the last 4 transitions (position, 2-D action, reward
 = minus the distance to the goal) and predicts the reward; the prompt is the
 5-step segment of the agent's best earlier episode where it errs most; the
-policy has a Gaussian action head (the reference: tanh, MSE). Held-out goals
-should be approached more closely from the second episode on, once a prompt
-exists.
+policy has a Gaussian action head (the reference: tanh, MSE). Episodes
+start uniformly in ``[-0.1, 0.1]^2`` (``ad_point_robot``'s env, T2MIR's),
+where Meta-DT's ``PointEnv`` (``src/envs.py``) starts at the origin.
+Held-out goals should be approached more closely from the second episode
+on, once a prompt exists.
 
 - ``smoke``: ``agentrl train meta_dt_point_robot --preset smoke`` —
   ``ad_point_robot``'s smoke data (8 PPO histories of 20 episodes) and

@@ -9,6 +9,20 @@ one retrieved piece of 20 steps: 40 tokens against AD-ε's 4 episodes (160
 steps), the same quarter as on Dark Room. Pieces start every 10 steps and
 are keyed by their first 10.
 
+The environment is AD-ε's Key-to-Door with ``ad_eps_key_to_door``'s
+tasks and starts: any two distinct cells and any start cell, where AD-ε's
+reference keeps only pairs differing in both coordinates and never starts
+on the key (that docstring's deviations; ``layout="off_axis"`` gives the
+reference's, the presets keep the default every result below was made
+on). It is not RA-DT's own Dark Key-Door: ml-jku/RA-DT runs MiniHack's
+(``MiniHack-KeyDoor-Dark-Dense-10x10-v0``, ``src/envs/minihack_utils.py``,
+``configs/env_params/dark_keydoor.yaml``): 10x10, every episode from
+(0, 0), 80 training and 20 evaluation (key, door) pairs listed in the
+config (key and door from two independent permutations of the cells, so
+some share a row or column and one training key is on the start),
+episodes of 100 steps, 1 for the key once and 1 for every step on the
+door with the key.
+
 The paper's claim, tested here because a Key-to-Door context must carry
 two cells and the key's state (on Dark Room 9x9 AD with a 20-step context
 did as well as with 80, so retrieval had nothing to add): in-context

@@ -20,8 +20,14 @@ published ruleset files are downloaded from HuggingFace on first use; to
 run offline, the presets use agentrl's locally generated rulesets of the
 same shape (:func:`agentrl.envs.xland.generate_rulesets`, ``ruleset_seed``
 0, 3 distractors, no rules). With the file present,
-``--data.env_args "rulesets=trivial-21k"`` (xminigrid >= 0.9's name for
-``trivial-1m``) trains on the published table.
+``--data.env_args "rulesets=trivial-21k"`` trains on the baseline's default
+table since xminigrid 0.9.2: 21,000 trivial rulesets re-sampled without
+duplicate (goal, rules) encodings. It is not ``trivial-1m`` renamed: that
+was ``trivial_1m_v2`` (xminigrid 0.7-0.9.1; 1M rulesets, duplicates kept,
+the table of XLand-Trivial-20B), another table: re-sampling every duplicate
+makes a ruleset id name different rulesets in the two from the first
+duplicate on. ``rulesets=/path/to/trivial_1m_v2`` (the downloaded file)
+trains on that one.
 
 **Observations** (``observation="onehot"``, :mod:`agentrl.envs.xland`): each
 cell of the 5x5 egocentric view as one-hot tile and colour, plus the agent's

@@ -10,8 +10,11 @@ file is ``data.path``: when it does not exist, ``fit`` first generates it
 with agentrl's PPO source on the rulesets of ``data.env_args`` (each
 history one PPO learner on one ruleset, learning from scratch); pointing
 ``data.path`` at a downloaded ``xland-trivial-20b.hdf5`` /
-``xland-100b.hdf5`` (with ``data.env_args`` naming its benchmark, e.g.
-``rulesets="trivial-1m"``) trains on the published data instead.
+``xland-100b.hdf5`` trains on the published data instead, with
+``data.env_args`` naming its env and the file of the ruleset table it was
+collected with (e.g. ``env_id=XLand-MiniGrid-R1-13x13
+rulesets=/path/to/medium_1m_v2``; the import refuses xminigrid's benchmark
+names, which load other tables since xminigrid 0.9.2: docs/datasets.md).
 
 Tasks: single-goal rulesets generated locally by agentrl
 (:func:`agentrl.envs.xland.generate_rulesets`: pick up or stand next to an
@@ -41,6 +44,31 @@ embedding dropout 0.1):
   environments of one PPO learner over 500M steps; and no expert relabel
   (agentrl's PPO has no relabelling pass, so the file has no
   ``expert_actions`` and trains AD, not DPT).
+- The PPO learner that writes the histories sees the ``[5, 5, 2]`` tile and
+  colour ids flattened and cast to floats (ordinal ids up to 12) through
+  two 64-unit tanh layers, with no memory. The datasets' collector
+  (``collection/training/nn.py``) embeds each cell's tile and colour (16
+  units each) under three 2x2 convolutions, adds the previous action's
+  embedding (and, in ``trivial``'s config, the ruleset's goal and rules),
+  and runs a GRU (256 units for ``trivial``, 1,024 for ``medium``). The
+  env's ``observation="onehot"`` (``rl2_xland``'s) cannot be used here:
+  the schema's ``states`` hold ids only, without the one-hot vector's agent
+  direction (``generate_hdf5`` refuses other observations). The teacher's
+  histories probably improve less within their steps (not measured).
+- Acting: evaluation samples from the model's action distribution
+  (``eval.acting="sample"``, every preset); the baseline acts greedily
+  (``action = dist.mode``, ``baselines/ad/evaluate_in_context.py`` and the
+  evaluation in ``train_xland.py``).
+- Evaluation length: 20 episodes (``cpu``), 50 (``gpu``/``full``) on 32 or
+  64 held-out rulesets; the baseline evaluates 200 episodes during training
+  (``configs/xland.yaml`` ``eval_episodes``) and its README runs
+  ``evaluate_in_context.py`` with 500 episodes on 1,024 rulesets.
+- Published data: importing a published file holds out 20% of the file's
+  rulesets (``data.split_fraction`` 0.8; validation and test) and trains on
+  the other 80%'s histories only. The baseline trains on every ruleset of
+  the file and evaluates on benchmark rulesets outside it
+  (``np.setdiff1d(all_rulesets, train_rulesets)`` in
+  ``evaluate_in_context.py``).
 
 Presets:
 

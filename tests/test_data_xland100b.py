@@ -14,13 +14,50 @@ from agentrl.train.loop import fit
 
 pytest.importorskip("xminigrid")
 
-# A small env: 16 local rulesets, 10-step episodes (nothing is downloaded).
-ENV_ARGS = {"num_rulesets": 16, "horizon": 10}
-LOCAL = {"rulesets": None, **ENV_ARGS}
+# A small env: a table of 16 rulesets written here, 10-step episodes
+# (nothing is downloaded).
+NUM_RULESETS, HORIZON = 16, 10
 HISTORIES, STEPS = 3, 47  # 47 = 4 episodes of 10 steps + 7 (cut on import)
 
 
-def _write_published(path, rulesets=(2, 5, 7, 11, 13), expert=True, seed=0):
+def _write_table(path, seed=7):
+    """A ruleset table file in xminigrid's format (its ``save_bz2_pickle``),
+    of agentrl's generated rulesets: another table than ``rulesets=None``'s."""
+    import jax
+    from xminigrid.benchmarks import save_bz2_pickle
+
+    from agentrl.envs.xland import generate_rulesets
+
+    arrays = generate_rulesets(jax.random.key(seed), NUM_RULESETS)
+    save_bz2_pickle({k: np.asarray(v) for k, v in arrays.items()}, str(path))
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def table(tmp_path_factory):
+    return _write_table(tmp_path_factory.mktemp("table") / "tiny_16_v2")
+
+
+@pytest.fixture(scope="module")
+def local(table):
+    """The import's env overrides for the files written here."""
+    return {"rulesets": table, "horizon": HORIZON}
+
+
+@pytest.fixture(autouse=True)
+def no_download(monkeypatch):
+    """Nothing here downloads: a registered name's table is not fetched."""
+    import xminigrid.benchmarks
+
+    def refuse(*args):
+        raise AssertionError(f"a test tried to download {args}")
+
+    monkeypatch.setattr(xminigrid.benchmarks, "_download_from_hf", refuse)
+
+
+def _write_published(
+    path, rulesets=(2, 5, 7, 11, 13), expert=True, seed=0, benchmark="trivial-1m"
+):
     """A file exactly in the published layout (README of
     dunnolab/xland-minigrid-datasets), written here with h5py alone."""
     rng = np.random.default_rng(seed)
@@ -28,7 +65,7 @@ def _write_published(path, rulesets=(2, 5, 7, 11, 13), expert=True, seed=0):
         for g, ruleset in enumerate(rulesets):
             group = f.create_group(str(g))
             group.attrs["env-id"] = "XLand-MiniGrid-R1-9x9"
-            group.attrs["benchmark-id"] = "trivial-1m"
+            group.attrs["benchmark-id"] = benchmark
             group.attrs["ruleset-id"] = ruleset
             tiles = rng.integers(0, 13, (HISTORIES, STEPS, 5, 5))
             colors = rng.integers(0, 12, (HISTORIES, STEPS, 5, 5))
@@ -56,19 +93,18 @@ def published(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def imported(published, tmp_path_factory):
+def imported(published, local, tmp_path_factory):
     out = tmp_path_factory.mktemp("xl") / "ds"
-    # the file names xminigrid's trivial-1m benchmark: use local rulesets
-    local = {"rulesets": None, **ENV_ARGS}
+    # the file names trivial-1m: its table is the file written here
     return xl.import_hdf5(published, out, env_overrides=local, split_fraction=0.6)
 
 
-def test_import_maps_every_field_of_the_schema(published, imported):
+def test_import_maps_every_field_of_the_schema(published, imported, local):
     ds = open_dataset(imported)
     m = ds.metadata
     assert m["env"] == {
         "name": "xland",
-        "overrides": {"env_id": "XLand-MiniGrid-R1-9x9", "rulesets": None} | ENV_ARGS,
+        "overrides": {"env_id": "XLand-MiniGrid-R1-9x9"} | local,
     }
     assert m["num_episodes"] == 4 and m["num_steps"] == 40 and m["horizon"] == 10
     split = m["split"]
@@ -116,17 +152,17 @@ def test_compression_is_xminigrids():
     np.testing.assert_array_equal(xl.decompress_obs(xl.compress_obs(obs)), obs)
 
 
-def test_a_file_off_the_schema_is_refused_naming_the_dataset(tmp_path):
+def test_a_file_off_the_schema_is_refused_naming_the_dataset(tmp_path, local):
     path = _write_published(tmp_path / "bad.hdf5", rulesets=(1,))
     with h5py.File(path, "a") as f:
         del f["0/rewards"]
         f["0"].create_dataset("rewards", data=np.zeros((HISTORIES, STEPS), np.float64))
     with pytest.raises(ValueError, match=r"0/rewards is float64.*float16"):
-        xl.import_hdf5(path, tmp_path / "out", env_overrides=LOCAL)
+        xl.import_hdf5(path, tmp_path / "out", env_overrides=local)
     assert not (tmp_path / "out").exists()
     path = _write_published(tmp_path / "far.hdf5", rulesets=(99,))
     with pytest.raises(ValueError, match=r"ruleset ids \[99\]"):
-        xl.import_hdf5(path, tmp_path / "out", env_overrides=LOCAL)
+        xl.import_hdf5(path, tmp_path / "out", env_overrides=local)
 
 
 def _edit_groups(path, key, edit):
@@ -152,13 +188,15 @@ def _edit_groups(path, key, edit):
         ("dones", np.zeros_like, r"dones: history 0 has an episode from step 0 "),
     ],
 )
-def test_a_group_that_does_not_fit_the_env_is_refused(tmp_path, key, edit, match):
+def test_a_group_that_does_not_fit_the_env_is_refused(
+    tmp_path, local, key, edit, match
+):
     """States without view axes or with another view than the env's, 1-D
     actions and episodes longer than the env's horizon (10 steps)."""
     path = _write_published(tmp_path / "bad.hdf5")
     _edit_groups(path, key, edit)
     with pytest.raises(ValueError, match=match):
-        xl.import_hdf5(path, tmp_path / "out", env_overrides=LOCAL)
+        xl.import_hdf5(path, tmp_path / "out", env_overrides=local)
     assert not (tmp_path / "out").exists()
 
 
@@ -174,12 +212,142 @@ def test_the_import_holds_validation_rulesets_out(imported):
     assert split["validation_share"] == DEFAULT_VALIDATION_SHARE
 
 
-def _tiny(name, path, **more):
+# ---------------------------------------- a published file's ruleset table
+@pytest.mark.parametrize(
+    ("benchmark", "table", "why"),
+    [
+        ("medium-1m", "medium_1m_v2", "xminigrid's 'medium-1m' is another table"),
+        ("trivial-1m", "trivial_1m_v2", "registers no 'trivial-1m'"),
+    ],
+)
+def test_a_published_file_needs_the_table_it_was_collected_with(
+    tmp_path, benchmark, table, why
+):
+    """Without ``rulesets`` the file's benchmark-id would go through the
+    installed xminigrid's names: refused, naming the file, its id, the
+    table it needs and both ways to pass it; nothing written."""
+    path = _write_published(tmp_path / "xland-100b.hdf5", benchmark=benchmark)
+    with pytest.raises(ValueError) as err:
+        xl.import_hdf5(path, tmp_path / "out", env_overrides={"horizon": HORIZON})
+    message = str(err.value)
+    assert message.startswith(f"{path}: benchmark-id {benchmark!r}")
+    assert f"'{table}'" in message and xl.TABLES_URL in message and why in message
+    assert f"env_overrides={{'rulesets': '/path/to/{table}'}}" in message
+    run = f"--data.env_args env_id=XLand-MiniGrid-R1-9x9 rulesets=/path/to/{table} "
+    assert run in message
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("rulesets", "why"),
+    [
+        ("medium-1m", "xminigrid's 'medium-1m' is another table"),
+        ("trivial-21k", "rulesets='trivial-21k' is the installed xminigrid's table"),
+        (None, "rulesets=None is agentrl's generated rulesets"),
+    ],
+)
+def test_a_registered_name_or_none_is_refused_for_a_published_file(
+    tmp_path, rulesets, why
+):
+    """Named explicitly, the installed xminigrid's table (or agentrl's
+    generated one) is still not the collection's: the same silent error."""
+    path = _write_published(tmp_path / "xland-100b.hdf5", benchmark="medium-1m")
+    overrides = {"rulesets": rulesets, "horizon": HORIZON}
+    with pytest.raises(ValueError, match=r"'medium_1m_v2'") as err:
+        xl.import_hdf5(path, tmp_path / "out", env_overrides=overrides)
+    assert why in str(err.value) and str(path) in str(err.value)
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_table_file_gives_every_history_its_rulesets_params(tmp_path, table):
+    """The path of the collection's table (here one written with xminigrid's
+    ``save_bz2_pickle``, a ``pathlib.Path`` is taken too): every history's
+    params are that table's ruleset of its ruleset-id, and the dataset
+    records the path to rebuild the env."""
+    from pathlib import Path
+
+    from xminigrid.benchmarks import load_bz2_pickle
+
+    path = _write_published(tmp_path / "xland-100b.hdf5", benchmark="medium-1m")
+    overrides = {"rulesets": Path(table), "horizon": HORIZON}
+    out = xl.import_hdf5(
+        path, tmp_path / "out", env_overrides=overrides, split_fraction=0.6
+    )
+    ds = open_dataset(out)
+    assert ds.metadata["env"]["overrides"]["rulesets"] == table
+    history, ids = ds.load_history("train"), ds.task_ids("train")
+    arrays = load_bz2_pickle(table)
+    assert len(set(ids.tolist())) == 3  # several rulesets, each its own
+    ruleset = history.params.ruleset
+    np.testing.assert_array_equal(ruleset.goal, arrays["goals"][ids])
+    np.testing.assert_array_equal(ruleset.rules, arrays["rules"][ids])
+    np.testing.assert_array_equal(ruleset.init_tiles, arrays["init_tiles"][ids])
+
+
+def test_a_table_object_is_refused_up_front(tmp_path, table):
+    """A Benchmark object cannot be recorded in the dataset (JSON), which
+    rebuilds the env from it: refused before the histories are read (it
+    failed once they were written), saying to pass its file."""
+    from xminigrid.benchmarks import load_benchmark_from_path
+
+    path = _write_published(tmp_path / "xland-100b.hdf5", benchmark="medium-1m")
+    overrides = {"rulesets": load_benchmark_from_path(table), "horizon": HORIZON}
+    with pytest.raises(ValueError, match=r"\['rulesets'\] is a Benchmark, not a JSON"):
+        xl.import_hdf5(path, tmp_path / "out", env_overrides=overrides)
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_file_agentrl_wrote_keeps_its_recorded_env(tmp_path):
+    """Its ``agentrl-env`` attribute rebuilds the env: no table is asked for."""
+    path = _write_published(tmp_path / "own.hdf5", benchmark="agentrl")
+    recorded = {"name": "xland", "overrides": {"num_rulesets": 16, "horizon": 10}}
+    with h5py.File(path, "a") as f:
+        f.attrs["agentrl-env"] = json.dumps(recorded)
+    out = xl.import_hdf5(path, tmp_path / "out")
+    assert open_dataset(out).metadata["env"] == recorded
+
+
+def test_the_cli_refuses_a_published_file_in_one_line_with_exit_code_2(
+    tmp_path, capsys
+):
+    """``agentrl train EXPERIMENT --data.path FILE``: the refusal is bad
+    input (one line, exit code 2), and names the run's flag."""
+    from agentrl.cli import main
+
+    path = _write_published(tmp_path / "xland-100b.hdf5", benchmark="medium-1m")
+    argv = ["train", "xland_ad", "--preset", "smoke", "--data.path", str(path)]
+    assert main([*argv, "--run-dir", str(tmp_path / "run")]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()  # the import's bar first
+    errors = [line for line in lines if line.startswith("agentrl train: error: ")]
+    assert errors == lines[-1:] and "Traceback" not in "".join(lines)
+    assert errors[0].endswith("for a run whose data.path is the file")
+    assert f"error: {path}: benchmark-id 'medium-1m'" in errors[0]
+    run = "env_args env_id=XLand-MiniGrid-R1-9x9 rulesets=/path/to/medium_1m_v2"
+    assert run in errors[0]
+    assert not (tmp_path / "run").exists()
+
+
+def test_generate_refuses_observations_the_schema_cannot_hold(tmp_path):
+    """One-hot observations (and their agent direction) have no place in
+    ``states``: refused before any history is generated."""
+    from agentrl.envs import make
+
+    env = make("xland", num_rulesets=4, horizon=5, observation="onehot")
+
+    def histories(*args):
+        raise AssertionError("histories generated for an env the file cannot hold")
+
+    with pytest.raises(ValueError, match=r"observes \(629,\).*observation='ids'"):
+        xl.generate_hdf5(tmp_path / "x.hdf5", env, histories, 4, 2)
+    assert not list(tmp_path.iterdir())
+
+
+def _tiny(name, path, env_args, **more):
     return configtools.override(
         load_experiment(name, "smoke"),
         {
             "data.env": "xland",
-            "data.env_args": tuple(LOCAL.items()),
+            "data.env_args": tuple(env_args.items()),
             "data.path": str(path),
             "train.steps": 2,
             "train.batch_size": 2,
@@ -193,14 +361,15 @@ def _tiny(name, path, **more):
 
 
 @pytest.mark.long
-def test_ad_and_dpt_train_on_the_imported_data_unchanged(imported, tmp_path):
+def test_ad_and_dpt_train_on_the_imported_data_unchanged(imported, local, tmp_path):
     from agentrl import load_run
 
-    ad = _tiny("ad_darkroom", imported, **{"model.obs_encoding": "table"})
+    ad = _tiny("ad_darkroom", imported, local, **{"model.obs_encoding": "table"})
     # trajectories: the query from the history, not beyond the context
     dpt = _tiny(
         "dpt_darkroom",
         imported,
+        local,
         **{"model.obs_encoding": "table", "algo.query": "history"},
     )
     for config in (ad, dpt):

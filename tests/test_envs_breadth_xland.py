@@ -120,3 +120,78 @@ def test_minigrid_env_and_bad_arguments():
         make("xland", env_id="MiniGrid-Empty-5x5", rulesets="trivial-1m")
     with pytest.raises(ValueError, match="num_rulesets"):
         make("xland", num_rulesets=0)
+
+
+def _table(seed=4, n=8):
+    """Arrays of a ruleset table of ``n`` of agentrl's generated rulesets."""
+    from agentrl.envs.xland import generate_rulesets
+
+    arrays = generate_rulesets(jax.random.key(seed), n, num_distractors=3)
+    return {k: np.asarray(v) for k, v in arrays.items()}
+
+
+def test_rulesets_may_be_the_path_of_a_table_file(tmp_path):
+    """xminigrid's bz2-pickle table file (``save_bz2_pickle``, as the
+    published ``trivial_1m_v2`` ...), named by a string or a Path."""
+    from xminigrid.benchmarks import save_bz2_pickle
+
+    arrays, path = _table(), tmp_path / "tiny_8_v2"
+    save_bz2_pickle(arrays, str(path))
+    for given in (str(path), path):
+        env = make("xland", rulesets=given, horizon=5)
+        assert env.num_tasks == 8
+        ruleset = jax.vmap(env.params_for_task)(jnp.arange(8)).ruleset
+        np.testing.assert_array_equal(ruleset.goal, arrays["goals"])
+        np.testing.assert_array_equal(ruleset.rules, arrays["rules"])
+        np.testing.assert_array_equal(ruleset.init_tiles, arrays["init_tiles"])
+
+
+def _bad_tables():
+    """``(name, what to write, the error)`` of files that hold no table."""
+    arrays = _table()
+    shape = r"a ruleset table holds goals \[n, 5\], rules \[n, r, 7\]"
+    return [
+        ("garbage", b"not bz2", r"is not a ruleset table file .*OSError"),
+        ("no_goals", {k: v for k, v in arrays.items() if k != "goals"}, "KeyError"),
+        ("narrow", {**arrays, "goals": arrays["goals"][:, :4]}, shape),
+        ("short", {**arrays, "num_rules": arrays["num_rules"][:3]}, shape),
+    ]
+
+
+@pytest.mark.parametrize(("name", "content", "match"), _bad_tables())
+def test_a_rulesets_path_that_holds_no_table_is_refused(tmp_path, name, content, match):
+    from xminigrid.benchmarks import save_bz2_pickle
+
+    path = tmp_path / name
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        save_bz2_pickle(content, str(path))
+    with pytest.raises(ValueError, match=match) as err:
+        make("xland", rulesets=str(path))
+    assert str(err.value).startswith(f"XLandMiniGrid: `rulesets` {str(path)!r}")
+
+
+def test_a_rulesets_path_that_does_not_exist_is_refused(tmp_path):
+    missing = str(tmp_path / "medium_1m_v2")
+    with pytest.raises(ValueError) as err:
+        make("xland", rulesets=missing)
+    message = str(err.value)
+    assert message.startswith(f"XLandMiniGrid: `rulesets` {missing!r}: no such file")
+    assert "'medium-1m'" in message and "xminigrid's bz2 pickle" in message
+
+
+def test_the_cli_refuses_a_rulesets_file_in_one_line_with_exit_code_2(tmp_path, capsys):
+    """A file that holds no table is bad input, from the command line too."""
+    from agentrl.cli import main
+
+    garbage = tmp_path / "medium_1m_v2"
+    garbage.write_bytes(b"not bz2")
+    argv = ["train", "xland_ad", "--data.env_args", f"rulesets={garbage}"]
+    assert main([*argv, "--run-dir", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(
+        f"agentrl train: error: XLandMiniGrid: `rulesets` '{garbage}'"
+    )
+    assert "not a ruleset table file" in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "run").exists()

@@ -196,12 +196,32 @@ def test_halfcheetah_vel_tasks_and_split():
 
 def test_direction_tasks():
     cheetah = _make("halfcheetah_dir")
-    assert cheetah.num_tasks == 2
-    dirs = [float(cheetah.params_for_task(i).direction) for i in range(2)]
-    assert dirs == [1.0, -1.0]
+    assert cheetah.num_tasks == 4  # Meta-DT's: the two directions, twice
+    dirs = [float(cheetah.params_for_task(i).direction) for i in range(4)]
+    assert dirs == [1.0, -1.0, 1.0, -1.0]
     ant = _make("ant_dir")
     angles = ant.task_values()
     assert angles.shape == (50,) and 0 <= angles.min() and angles.max() < 2 * np.pi
+
+
+@pytest.mark.parametrize("kw", [{}, {"num_tasks": 8}])
+def test_direction_split_trains_and_tests_both_directions(kw):
+    """As Meta-DT (tasks 0, 1 train, 2, 3 test): every split trains on both
+    directions and holds both out, so a test task repeats a trained one."""
+    cheetah = _make("halfcheetah_dir", **kw)
+    num_tasks = cheetah.num_tasks
+    directions = cheetah.task_values()
+    for fraction in (0.5, 0.8, 0.9):
+        for seed in range(4):
+            for share in (0.0, 0.5):
+                split = cheetah.task_split(fraction, seed, share)
+                assert len(split.train) and len(split.test)
+                for ids in (split.train, split.validation, split.test):
+                    forward = int((directions[ids] > 0).sum())
+                    assert 2 * forward == len(ids), (fraction, seed, share, ids)
+                every = np.concatenate([split.train, split.validation, split.test])
+                assert sorted(every.tolist()) == list(range(num_tasks))
+    assert len(cheetah.task_split(0.5, 0, 0.5).validation) == (num_tasks == 8) * 2
 
 
 @pytest.mark.parametrize("name", ["walker_params", "hopper_params"])
@@ -241,7 +261,8 @@ def test_task_parameter_is_the_task(name):
     else:
         expected = env.task_values()[:n]
     np.testing.assert_allclose(values, expected, rtol=1e-5)
-    assert len(np.unique(values)) == n  # tells the tasks apart
+    distinct = 2 if name == "halfcheetah_dir" else n  # the directions repeat
+    assert len(np.unique(values)) == distinct  # tells the tasks apart
 
 
 @pytest.mark.parametrize(
@@ -250,6 +271,8 @@ def test_task_parameter_is_the_task(name):
         ("halfcheetah_vel", {"num_tasks": 1}, "num_tasks"),
         ("halfcheetah_vel", {"max_velocity": -1.0}, "max_velocity"),
         ("halfcheetah_dir", {"observe_torso": "yes"}, "observe_torso"),
+        ("halfcheetah_dir", {"num_tasks": 2}, "num_tasks"),
+        ("halfcheetah_dir", {"num_tasks": 5}, "num_tasks"),
         ("ant_dir", {"horizon": 0}, "horizon"),
         ("walker_params", {"randomise": ("mass",)}, "randomise"),
         ("hopper_params", {"log_scale_limit": -1.0}, "log_scale_limit"),

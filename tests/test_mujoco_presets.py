@@ -11,15 +11,21 @@ evaluate in ``tests/test_mujoco_experiments.py`` (``make test-long``).
   oracle; a trial is ``trial_episodes`` whole episodes and one evaluation
   trial is what they are evaluated on;
 - the gpu presets' sizes (the basis of their "about 3 min on one H100"
-  estimates) and the reference settings they claim.
+  estimates) and the reference settings they claim;
+- SAC's replay buffer is T2MIR's collector's on each family (Walker-Params'
+  100,000 at ``gpu`` and ``full``).
 """
 
 from __future__ import annotations
 
 import dataclasses
+from types import SimpleNamespace
 
+import jax.numpy as jnp
 import pytest
 
+import agentrl.envs.spaces as spaces
+from agentrl.sources.sac import make_config
 from agentrl.train.experiments import PRESET_NAMES, load_experiment
 
 ONLINE = ("rl2_halfcheetah_vel", "transformer_ppo_halfcheetah_vel")
@@ -121,3 +127,26 @@ def test_halfcheetah_cpu_histories_hold_learning_read_by_t2mirs_loader():
         assert (algo.window_start, algo.eval_context) == ("episode", "sorted_episodes")
         walker = load_experiment("ad_walker_params", preset).algo
         assert (walker.window_start, walker.eval_context) == ("any", "rolling")
+
+
+def _sac_buffer(name: str, preset: str) -> int:
+    """The replay buffer SAC resolves for ``name``'s data at ``preset``
+    (an action box and a horizon stand in for the family: no brax)."""
+    data = load_experiment(name, preset).data
+    env = SimpleNamespace(
+        horizon=dict(data.env_args)["horizon"],
+        action_space=lambda _: spaces.Box(-1.0, 1.0, (6,), jnp.float32),
+    )
+    return make_config(env, data.num_episodes, **dict(data.source_args)).buffer_size
+
+
+def test_sac_buffer_is_t2mirs_collectors():
+    """T2MIR-DPT's ``capacity``: 100,000 in ``args_walker_v0.yaml``, 10,000 in
+    ``args_cheetah_vel_v0.yaml`` (SAC's default); Walker's ``cpu`` preset
+    keeps the default its records used."""
+    for preset in ("gpu", "full"):
+        assert _sac_buffer("ad_walker_params", preset) == 100_000
+    assert _sac_buffer("ad_walker_params", "cpu") == 10_000
+    for preset in ("cpu", "gpu", "full"):
+        for name in ("ad_halfcheetah_vel", "dpt_halfcheetah_vel"):
+            assert _sac_buffer(name, preset) == 10_000

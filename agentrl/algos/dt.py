@@ -5,7 +5,13 @@ earlier actions. agentrl feeds the return-to-go through the observation: the
 model's observation at step t is ``[one_hot(s_t) (or s_t), R_t / scale]``
 (so a DT model has a continuous observation of size ``obs_size + 1``), with
 the usual previous action and reward. Returns-to-go are computed inside each
-episode of the window and reset at episode boundaries.
+episode of the window and reset at episode boundaries. The reference's
+tokens are ``(R, s, a)`` without rewards ("we don't care about the past
+rewards", kzl/decision-transformer ``model.py``, as embedded in
+NJU-RL/Meta-DT): here every token also reads the previous reward, so a
+window that spans episodes shows earlier episodes' rewards directly (within
+one episode they follow from the return-to-go's steps anyway), and the
+reward controls act on both channels.
 
 In context DT acts like AD (one token per step on a rolling KV cache across
 episodes, or, with ``eval_context="window"``, its last ``max_steps`` steps

@@ -34,18 +34,32 @@ Deviations from the reference (NJU-RL/Meta-DT), each for a reason:
   own loss. The reference pretrains it (Adam 1e-3, 301 epochs) and freezes it;
   agentrl's update step trains one module from one dataset, and a separate
   stage would need its own runner, checkpoint and resume. Both parts share
-  the run's learning rate (the reference: 1e-3 world model, 1e-4 policy).
+  the run's learning rate, weight decay and gradient clip (one global norm
+  over both parts' gradients); the reference trains the world model with
+  Adam at 1e-3, no weight decay, clipped at 1.0 on its own, and the policy
+  with AdamW 1e-4 / 1e-4 clipped at 0.25 (``train_context.py``,
+  ``meta_dt/trainer.py``).
 - the prompt's source in training is the episode before the imitated one in
   the same learning history (the reference draws from a separate per-task
-  prompt dataset); in context it is the agent's best episode so far (the
-  reference: a random one of its three best). The segment is the argmax of
-  the error, as the paper states (the reference code samples a start in
-  proportion to it).
+  prompt dataset). In context it is the agent's best episode so far on the
+  task, re-selected after every episode of one trial, the segment the
+  argmax of the world model's error over its k steps, as the paper states.
+  The reference's evaluation differs in three ways: its pool is one
+  trajectory per test task from every evaluation call during training
+  (every 500 updates, the last of its 10 episodes), i.e. played by earlier
+  checkpoints, and the prompt comes from a random one of the three best;
+  that prompt stays fixed for the 10 scored episodes, whose mean is
+  reported; and the start is sampled in proportion to the error summed
+  from the start to the episode's end (``train_meta_dt.py``; in training,
+  over the k-step segment), which favours early starts.
 - the empty-prompt rows replace the reference's first 20,000 prompt-free
   updates (``warm_train``), so one compiled step serves the whole run.
 - one token per step with the return-to-go in the observation (as agentrl's
   DT) instead of three tokens ``(R, s, a)``; prompt tokens carry a flag
-  instead of their own embedding layers.
+  instead of their own embedding layers. Every token also reads the
+  previous action and reward (the first episode token: the prompt's last
+  ones), where the reference embeds no rewards (its prompt rewards are
+  unpacked, never embedded).
 - on grid families a cell's features are its one-hot and its ``(x, y)``
   (``grid_coordinates``; the reference's families have vector states).
 - the target return is DT's: the best episode return in the whole training
@@ -60,6 +74,15 @@ Deviations from the reference (NJU-RL/Meta-DT), each for a reason:
 - the world model learns nothing from an episode's last step: the
   histories store no successor there (the reference has
   ``next_observations`` for every step). One step in 20 on Dark Room.
+- the ``gpu``/``full`` presets' "reference model" uses GELU where the
+  reference's policy uses ReLU (``dt_activation_function``; agentrl's blocks
+  have one activation).
+
+Not copied from the reference, on purpose: at evaluation its ``z_0`` is a
+zero vector and ``z_1 .. z_{h-1}`` encode nothing (a negative slice start
+returns no steps), where training encodes the zero-padded past (agentrl
+encodes the same in both); and it keeps the world-model checkpoint with the
+best loss on the test tasks' offline data.
 """
 
 from __future__ import annotations

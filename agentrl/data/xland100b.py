@@ -35,10 +35,16 @@ length is not a multiple of the env's horizon (xminigrid's ``max_steps``,
 250 x 243 + 178; the remainders are dropped). The import checks that the
 states' view is the env's and that no episode (a run of steps up to a
 ``done``) of the imported steps is longer than the env's horizon.
-The env is rebuilt as ``make("xland", env_id=<env-id>,
-rulesets=<benchmark-id>)`` (xminigrid reads or downloads that benchmark),
-or from the ``agentrl-env`` attribute files written by :func:`write_hdf5`
-carry, or from ``env_overrides``. The split: the file's ruleset ids split
+The env: a file :func:`generate_hdf5` wrote is rebuilt from its
+``agentrl-env`` attribute (``env_overrides`` override it). A published file
+is rebuilt as ``make("xland", env_id=<env-id>, rulesets=...)``, where
+``rulesets`` must be the path of the ruleset table its ``benchmark-id``
+named when it was collected (``env_overrides={"rulesets": path}``;
+:data:`PUBLISHED_TABLES`: ``medium-1m`` is ``medium_1m_v2``, from
+:data:`TABLES_URL`): the import refuses the ``benchmark-id`` itself, any
+name the installed xminigrid registers and ``None``, since xminigrid 0.9.2
+re-sampled its named tables and every history would be labelled with
+another ruleset, without any error. The split: the file's ruleset ids split
 ``split_fraction`` / rest with ``seed``, the rest halved into validation and
 test rulesets (``DEFAULT_VALIDATION_SHARE``, as generated data); records of
 the train rulesets are written, the others are the held-out tasks (or the
@@ -54,6 +60,7 @@ task). agentrl's PPO has no relabelling pass, so its files carry no
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -63,6 +70,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import agentrl.envs as envs
+import agentrl.envs.xland as xland
 from agentrl.data.task_plan import plan_tasks, task_params
 from agentrl.data.writer import HistoriesFn, write_histories
 from agentrl.envs.tasks import DEFAULT_VALIDATION_SHARE, TaskSplit, split_task_ids
@@ -79,6 +87,22 @@ SCHEMA = {
     "expert_actions": np.uint8,
 }
 INSTALL_HINT = "install the optional extra: pip install 'agentrl[h5py]'"
+#: The ruleset table each ``benchmark-id`` of the published files names:
+#: they were collected with xminigrid 0.7-0.8 (the datasets repository's
+#: ``collection/requirements.txt``, ``baselines/ad/requirements.txt``),
+#: whose names loaded these files (``benchmarks.py``, 0.7.0 to 0.9.1).
+#: xminigrid 0.9.2 re-sampled them (``medium-1m`` is ``medium_1m_v3``
+#: since) and replaced ``trivial-1m`` by another table, ``trivial-21k``.
+PUBLISHED_TABLES = {
+    "trivial-1m": "trivial_1m_v2",
+    "small-1m": "small_1m_v2",
+    "medium-1m": "medium_1m_v2",
+    "medium-3m": "medium_3m_v2",
+    "high-1m": "high_1m_v2",
+    "high-3m": "high_3m_v2",
+}
+#: Where xminigrid's ruleset table files are published.
+TABLES_URL = "https://huggingface.co/datasets/Howuhh/xland_minigrid"
 
 
 def _h5py():
@@ -171,6 +195,7 @@ def generate_hdf5(
     is one jitted call. The file records the env (``agentrl-env``) and the
     split (``agentrl-split``) so :func:`import_hdf5` rebuilds both.
     """
+    _check_schema_obs(env)
     plan = plan_tasks(env, num_histories, split_fraction, seed)
     ids = np.sort(plan.task_ids["train"])  # one group per ruleset
     key_tasks, key_run = jax.random.split(jax.random.key(seed))
@@ -222,6 +247,18 @@ def generate_hdf5(
             "agentrl-chunk-size": json.dumps(int(chunk_size)),
         },
     )
+
+
+def _check_schema_obs(env: Any) -> None:
+    """``ValueError`` unless ``env`` observes ``[view, view, 2]`` (tile,
+    colour) ids: the schema's ``states`` hold those only, compressed."""
+    shape = tuple(env.observation_space(env.default_params).shape)
+    if len(shape) != 3 or shape[0] != shape[1] or shape[2] != 2:
+        raise ValueError(
+            "generate_hdf5: the XLand-100B schema stores observations as "
+            f"[view, view, 2] (tile, colour) ids; the env observes {shape} "
+            "(XLand-MiniGrid's are ids with observation='ids')"
+        )
 
 
 def _concat(histories: list[History]) -> History:
@@ -361,21 +398,93 @@ def _task_groups(file: Path, f: Any) -> list[str]:
 
 
 def _import_env(
-    f: Any, first: Any, env_overrides: dict[str, Any] | None
+    file: Path, f: Any, first: Any, env_overrides: dict[str, Any] | None
 ) -> tuple[str, dict[str, Any], Any]:
-    """The env a file's histories ran on: its ``agentrl-env``, else its ids."""
+    """The env a file's histories ran on: its ``agentrl-env``, else its ids
+    (a published file's table checked: :func:`_check_published_table`)."""
     recorded = _read_attr(f, "agentrl-env")
+    bench = first.get("benchmark-id")
     if recorded is not None:
         env_name, overrides = recorded["name"], dict(recorded["overrides"])
     else:
-        env_name = "xland"
-        bench = first.get("benchmark-id")
-        overrides = {"env_id": str(first["env-id"])}
+        env_name, overrides = "xland", {"env_id": str(first["env-id"])}
         if bench is not None:
             overrides["rulesets"] = str(bench)
-    overrides.update(env_overrides or {})
+    for key, value in (env_overrides or {}).items():  # a Path as its string
+        overrides[key] = os.fspath(value) if isinstance(value, os.PathLike) else value
+    _check_recordable(file, overrides)
+    if recorded is None and bench is not None:
+        _check_published_table(file, str(bench), overrides)
     env = envs.make(env_name, **overrides)
     return env_name, overrides, env
+
+
+def _check_recordable(file: Path, overrides: dict[str, Any]) -> None:
+    """``ValueError`` unless every env argument is a JSON value: the dataset
+    records them to rebuild the env."""
+    for key, value in overrides.items():
+        try:
+            json.dumps(value)
+        except TypeError:
+            raise ValueError(
+                f"{file}: env_overrides[{key!r}] is a {type(value).__name__}, "
+                "not a JSON value, and the dataset records the env's arguments "
+                "to rebuild it (a ruleset table: write it with "
+                "xminigrid.benchmarks.save_bz2_pickle and pass the file's path)"
+            ) from None
+
+
+def _check_published_table(file: Path, bench: str, overrides: dict[str, Any]) -> None:
+    """Refuse a published file unless ``rulesets`` is a table file's path.
+
+    Its ``benchmark-id`` named a table in the xminigrid it was collected
+    with (:data:`PUBLISHED_TABLES`); the installed xminigrid's names load
+    other tables, and ``None`` agentrl's generated rulesets, so every
+    history would get another ruleset's params, silently.
+    """
+    rulesets = overrides.get("rulesets")
+    registered = xland.registered_benchmarks()
+    if isinstance(rulesets, str) and rulesets not in (*registered, bench):
+        return  # a table file: make("xland") checks that it loads
+    table = PUBLISHED_TABLES.get(bench)
+    path = f"/path/to/{table or 'TABLE'}"
+    raise ValueError(
+        f"{file}: benchmark-id {bench!r} named, when the file was collected, "
+        f"{_collected_table(table)}; {_why_not(bench, rulesets, registered)}. "
+        f"Pass that table's file: env_overrides={{'rulesets': '{path}'}} in "
+        f"Python, --data.env_args env_id={overrides['env_id']} rulesets={path} "
+        "for a run whose data.path is the file"
+    )
+
+
+def _collected_table(table: str | None) -> str:
+    """The table a published ``benchmark-id`` named, and where it is."""
+    if table is None:
+        return "a ruleset table agentrl does not know (its publisher has it)"
+    return f"xminigrid 0.7-0.9.1's ruleset table {table!r} (the file at {TABLES_URL})"
+
+
+def _why_not(bench: str, rulesets: Any, registered: tuple[str, ...]) -> str:
+    """Why ``rulesets`` is not the table of a file of ``benchmark-id`` ``bench``."""
+    silent = "every history would get another ruleset's params, without an error"
+    if rulesets is None:
+        return f"rulesets=None is agentrl's generated rulesets: {silent}"
+    if rulesets == bench and bench in registered:
+        return (
+            f"the installed xminigrid's {bench!r} is another table (re-sampled "
+            f"in xminigrid 0.9.2): {silent}"
+        )
+    if rulesets == bench:
+        return (
+            f"the installed xminigrid registers no {bench!r}, and none of its "
+            f"tables {registered} is that one"
+        )
+    if rulesets in registered:
+        return (
+            f"rulesets={rulesets!r} is the installed xminigrid's table of that "
+            f"name, not the collection's: {silent}"
+        )
+    return f"rulesets={rulesets!r} is not the path of a table file"
 
 
 def _import_steps(
@@ -506,7 +615,7 @@ def import_hdf5(
     with h5py.File(file, "r") as f:
         names = _task_groups(file, f)
         first = f[names[0]].attrs
-        env_name, overrides, env = _import_env(f, first, env_overrides)
+        env_name, overrides, env = _import_env(file, f, first, env_overrides)
         num_episodes, steps, rulesets = _import_steps(
             file, f, names, env, env_name, overrides
         )

@@ -16,10 +16,18 @@ work as for any finite family. ``rulesets`` selects the table:
   deterministically from ``ruleset_seed`` by :func:`generate_rulesets`
   (single-goal tasks "pick up X" / "go next to X" among distractors), so
   nothing is downloaded;
-- a benchmark name (``"trivial-1m"``, ``"small-1m"``, ``"high-3m"``, ...):
-  ``xminigrid.load_benchmark``, which reads ``$XLAND_MINIGRID_DATA``
-  (default ``~/.xland_minigrid``) and downloads the file only if it is not
-  there yet -- fetch it once ahead of offline runs;
+- a name the installed xminigrid registers (0.9.3: ``"trivial-21k"``,
+  ``"small-1m"``, ``"medium-1m"``, ``"medium-3m"``, ``"high-1m"``,
+  ``"high-3m"``): ``xminigrid.load_benchmark``, which reads
+  ``$XLAND_MINIGRID_DATA`` (default ``~/.xland_minigrid``) and downloads the
+  file only if it is not there yet -- fetch it once ahead of offline runs.
+  A name is not a fixed table: xminigrid 0.9.2 re-sampled them (``*-1m``
+  is ``*_1m_v3``, ``*_1m_v2`` before; ``trivial-21k`` replaced
+  ``trivial-1m``);
+- the path of a ruleset table file in xminigrid's format (a bz2-compressed
+  pickle of ``goals``, ``rules``, ``init_tiles``, ``num_rules``, e.g.
+  ``trivial_1m_v2`` from ``huggingface.co/datasets/Howuhh/xland_minigrid``;
+  a pickle: load only files you trust): :func:`load_rulesets`;
 - an ``xminigrid.benchmarks.Benchmark`` object.
 
 ``MiniGrid-*`` envs have a single task (``num_tasks = 1``, ``params.ruleset``
@@ -44,10 +52,13 @@ Traced: ``ruleset``, ``max_steps_in_episode``.
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 
 import agentrl.envs.spaces as spaces
@@ -65,8 +76,63 @@ OBSERVATIONS = ("ids", "onehot")
 #: xminigrid's tile and colour vocabularies (``NUM_TILES``, ``NUM_COLORS``)
 #: and the agent's four directions: the one-hot observation's widths.
 NUM_TILES, NUM_COLORS, NUM_DIRECTIONS = 13, 12, 4
+#: A ruleset table's arrays and their shapes (``None``: any size; the first
+#: axis is the ruleset): goal and rule encodings are xminigrid's
+#: ``MAX_GOAL_ENCODING_LEN`` 5 and ``MAX_RULE_ENCODING_LEN`` 7 wide.
+TABLE_SHAPES = {
+    "goals": (None, 5),
+    "rules": (None, None, 7),
+    "init_tiles": (None, None, 2),
+    "num_rules": (None,),
+}
 #: xminigrid goal codes used by :func:`generate_rulesets`.
 GOAL_AGENT_HOLD, GOAL_AGENT_NEAR = 1, 3
+
+
+def registered_benchmarks() -> tuple[str, ...]:
+    """The benchmark names the installed xminigrid loads (module doc)."""
+    return tuple(_import_xminigrid().registered_benchmarks())
+
+
+def load_rulesets(path: str | os.PathLike) -> Any:
+    """The ``Benchmark`` in the ruleset table file ``path`` (module doc).
+
+    ``ValueError`` naming ``rulesets`` and the path if the file cannot be
+    read as xminigrid's bz2 pickle or holds no table (:func:`_check_table`).
+    """
+    from xminigrid.benchmarks import load_benchmark_from_path
+
+    where = f"XLandMiniGrid: `rulesets` {str(path)!r}"
+    try:
+        table = load_benchmark_from_path(str(path))
+    except Exception as err:  # whatever reading or unpickling the file raised
+        raise ValueError(
+            f"{where} is not a ruleset table file (xminigrid's bz2 pickle of "
+            f"{', '.join(TABLE_SHAPES)}): {type(err).__name__}: {err}"
+        ) from err
+    _check_table(table, where)
+    return table
+
+
+def _check_table(table: Any, where: str) -> None:
+    """``ValueError`` (prefixed ``where``) unless ``table``'s arrays have
+    the shapes of :data:`TABLE_SHAPES`, with the same n >= 1 rulesets."""
+    shapes = {k: tuple(np.shape(getattr(table, k))) for k in TABLE_SHAPES}
+    rows = {shape[0] for shape in shapes.values() if shape}
+    if len(rows) == 1 and 0 not in rows:
+        if all(_fits(shapes[k], want) for k, want in TABLE_SHAPES.items()):
+            return
+    raise ValueError(
+        f"{where}: a ruleset table holds goals [n, 5], rules [n, r, 7], "
+        f"init_tiles [n, k, 2] and num_rules [n] (n >= 1 rulesets), this one {shapes}"
+    )
+
+
+def _fits(shape: tuple, want: tuple) -> bool:
+    """Whether ``shape`` is ``want`` (``None``: any size on that axis)."""
+    return len(shape) == len(want) and all(
+        w is None or n == w for n, w in zip(shape, want, strict=True)
+    )
 
 
 def _import_xminigrid() -> Any:
@@ -191,20 +257,30 @@ class XLandMiniGrid(Environment[XLandState, XLandParams]):
                 jax.random.key(seed), num_rulesets, num_distractors
             )
             return Benchmark(**arrays)
-        if isinstance(rulesets, str):
-            names = xminigrid.registered_benchmarks()
-            if rulesets not in names:
-                raise ValueError(
-                    f"{self.name}: `rulesets` must be None, a Benchmark or one "
-                    f"of {names}, got {rulesets!r}"
-                )
-            return xminigrid.load_benchmark(rulesets)
+        if isinstance(rulesets, str | os.PathLike):
+            return self._named_table(xminigrid, rulesets)
         if isinstance(rulesets, Benchmark):
+            _check_table(rulesets, f"{self.name}: `rulesets`")
             return rulesets
         raise ValueError(
-            f"{self.name}: `rulesets` must be None, a benchmark name or an "
-            f"xminigrid Benchmark, got {type(rulesets).__name__}"
+            f"{self.name}: `rulesets` must be None, a benchmark name, the path "
+            "of a ruleset table file or an xminigrid Benchmark, got "
+            f"{type(rulesets).__name__}"
         )
+
+    def _named_table(self, xminigrid, rulesets: str | os.PathLike):
+        """The table a registered benchmark name or a file path names."""
+        names = registered_benchmarks()
+        if rulesets in names:
+            return xminigrid.load_benchmark(rulesets)
+        if not Path(rulesets).is_file():
+            raise ValueError(
+                f"{self.name}: `rulesets` {str(rulesets)!r}: no such file, and "
+                f"no benchmark the installed xminigrid registers ({names}); "
+                "`rulesets` must be None, one of those names, the path of a "
+                "ruleset table file (xminigrid's bz2 pickle) or a Benchmark"
+            )
+        return load_rulesets(rulesets)
 
     @property
     def name(self) -> str:
