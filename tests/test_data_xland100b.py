@@ -413,6 +413,32 @@ def test_xland_ad_smoke_generates_ppo_histories_in_the_schema(tmp_path):
     assert json.loads(lines[-1])["step"] == 4
 
 
+@pytest.mark.parametrize(
+    "env_args,differs",
+    [({"num_rulesets": 16}, "horizon: 10 there, None here"), ({}, "num_rulesets")],
+)
+def test_a_run_on_a_file_of_another_env_is_refused(tmp_path, env_args, differs):
+    """The file's env (here the arguments agentrl recorded in it) was
+    compared with ``data.env`` by name alone: a run whose ``data.env_args``
+    left out one of them trained on the file's histories and acted on
+    another env (243-step episodes for 10-step data). Refused, naming it."""
+    from agentrl.envs import make
+    from agentrl.train.data import prepare_dataset
+
+    path = _write_published(tmp_path / "own.hdf5", benchmark="agentrl")
+    recorded = {"name": "xland", "overrides": {"num_rulesets": 16, "horizon": 10}}
+    with h5py.File(path, "a") as f:
+        f.attrs["agentrl-env"] = json.dumps(recorded)
+    config = _tiny("ad_darkroom", path, env_args)
+    env = make("xland", **env_args)
+    with pytest.raises(ValueError, match=f"data.path {path} holds xland .*{differs}"):
+        prepare_dataset(config, env, tmp_path / "run", progress=False)
+    same = _tiny("ad_darkroom", path, recorded["overrides"])
+    run = tmp_path / "same"
+    dataset = prepare_dataset(same, make("xland", **recorded["overrides"]), run)
+    assert dataset.metadata["env"] == recorded
+
+
 def test_a_files_recorded_seed_is_kept_even_when_it_is_zero():
     """A file agentrl generated with seed 0 was once recorded with the
     import's seed (``0 or seed``)."""

@@ -179,11 +179,9 @@ def _import_hdf5(config, env, run_dir: Path, progress: bool, first_use: bool):
 
         multihost_utils.sync_global_devices("agentrl dataset imported")
     dataset = open_dataset(path, verify="full" if first_use and not written else "size")
-    if dataset.metadata["env"]["name"] != data.env:
-        raise ValueError(
-            f"data.path {file} holds {dataset.metadata['env']['name']!r} histories "
-            f"but data.env is {data.env!r}"
-        )
+    # the file's env (its env-id, recorded arguments) beside data.env_args:
+    # the run acts and is evaluated on data.env_args' env
+    _check_same_env(data, dataset.metadata["env"], f"data.path {file}")
     return dataset
 
 
