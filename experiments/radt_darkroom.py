@@ -77,10 +77,16 @@ import ad_darkroom
 from agentrl.algos import RADT
 from agentrl.train.experiments import make_presets, steps_fields
 
+#: RA-DT's reference rule (``a_sample_kwargs: top_p: 0.5``,
+#: ``sample_from_logits``): a reproduction chooses it or one of the three
+#: usual rules on validation goals (``candidate_rules``).
+ACTING = "sample_above_median"
+
 BASE = dataclasses.replace(
     ad_darkroom.BASE,
     name="radt_darkroom",
     algo=RADT(context_len=10, piece_len=10, query_len=5, piece_stride=5),
+    eval=dataclasses.replace(ad_darkroom.BASE.eval, acting=ACTING),
 )
 # AD's fields that RA-DT does not have (its context is set in steps)
 AD_ONLY = ("context_episodes",)

@@ -101,7 +101,7 @@ import dataclasses
 
 import ad_eps_key_to_door
 from ad_eps_darkroom import REFERENCE_ADAM_AND_DROPOUT
-from radt_darkroom import REFERENCE_TRAINING
+from radt_darkroom import ACTING, REFERENCE_TRAINING
 
 from agentrl.algos import RADT
 from agentrl.train.experiments import make_presets
@@ -110,10 +110,14 @@ BASE = dataclasses.replace(
     ad_eps_key_to_door.BASE,
     name="radt_key_to_door",
     algo=RADT(context_len=20, piece_len=20, query_len=10, piece_stride=10),
+    eval=dataclasses.replace(ad_eps_key_to_door.BASE.eval, acting=ACTING),
 )
-# AD's fields that RA-DT does not have (its context is set in steps), and
+# AD's fields that RA-DT does not have (its context is set in steps),
 # AD-eps's reference Adam and dropout (RA-DT trains as its own reference)
-AD_ONLY = ("context_episodes", "episode_stride", *REFERENCE_ADAM_AND_DROPOUT)
+# and its acting rule (RA-DT acts by its own)
+AD_ONLY = (
+    "context_episodes", "episode_stride", "eval.acting", *REFERENCE_ADAM_AND_DROPOUT
+)  # fmt: skip
 CHANGES = {
     preset: {
         k: v for k, v in ad_eps_key_to_door.CHANGES[preset].items() if k not in AD_ONLY

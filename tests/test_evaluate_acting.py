@@ -1,4 +1,5 @@
-"""Acting rules (eval.acting): sample, greedy, sample until rewarded then greedy."""
+"""Acting rules (eval.acting): sample, greedy, sample until rewarded then
+greedy, sample above the median logit (RA-DT's)."""
 
 import functools
 
@@ -146,7 +147,9 @@ class _CountingDPT:
         return self.model.predict_query(*args)
 
 
-@pytest.mark.parametrize("rule", ["sample", "greedy", "sample_then_greedy"])
+@pytest.mark.parametrize(
+    "rule", ["sample", "greedy", "sample_then_greedy", "sample_above_median"]
+)
 def test_every_acting_rule_calls_the_model_once_per_step(rule):
     """One model application per step under every rule (the DPT agent calls
     its model in ``act``; the scan body is traced once)."""
@@ -202,3 +205,93 @@ def test_rl2_agent_honours_each_acting_rule():
     for row in range(len(a)):
         end = np.argmax(r[row] > 0) + 1 if (r[row] > 0).any() else a.shape[1]
         np.testing.assert_array_equal(a[row, :end], sampled[row, :end])
+
+
+def _reference_keep(logits):
+    """ml-jku/RA-DT ``sample_from_logits(top_p=0.5)``'s kept actions, in
+    numpy: above the row's 0.5 quantile (linear, as ``torch.quantile``),
+    all of them where that quantile is the row's largest logit."""
+    median = np.quantile(logits, 0.5, axis=-1, keepdims=True)
+    top = logits.max(axis=-1, keepdims=True)
+    return np.where(median == top, True, logits > median)
+
+
+@pytest.mark.parametrize("actions", [2, 3, 5, 6])
+def test_above_median_keeps_the_reference_rules_actions(actions):
+    from agentrl.agents.acting import above_median
+    from agentrl.envs.spaces import Discrete
+
+    rng = np.random.default_rng(actions)
+    logits = rng.normal(size=(200, actions)).astype(np.float32)
+    logits[:20] = np.round(logits[:20])  # ties, some at the top
+    logits[20:25] = 1.0  # all equal: nothing above the median
+    kept = np.isfinite(np.asarray(above_median(jnp.asarray(logits), Discrete(actions))))
+    np.testing.assert_array_equal(kept, _reference_keep(logits))
+    assert kept.any(axis=-1).all()
+    if actions == 5:  # the two most likely of Dark Room's 5, without ties
+        assert (kept[25:].sum(-1) == 2).all()
+
+
+def test_sample_above_median_draws_the_kept_actions_by_their_softmax():
+    """Over 20,000 rows, logits [3, 2, 1, 0, -1]: actions 0 and 1 only, in
+    the ratio of ``softmax([3, 2])`` (0.731; binomial sd 0.003)."""
+    from agentrl.envs.spaces import Discrete
+
+    class Fixed:
+        batched, space = True, Discrete(5)
+
+        def init(self, key, params):
+            return jnp.zeros((key.shape[0],))
+
+        def scores(self, state, obs, env_state, params):
+            row = jnp.asarray([3.0, 2.0, 1.0, 0.0, -1.0])
+            return jnp.broadcast_to(row, (*state.shape, 5))
+
+        def select(self, key, scores, greedy):
+            from agentrl.agents.model_agents import select_action
+
+            return select_action(key, scores, self.space, greedy, 1.0)
+
+        def act(self, key, state, obs, env_state, params):
+            return self.select(key, self.scores(state, obs, env_state, params), False)
+
+        def update(self, state, step):
+            return state
+
+    agent = acting_agent(lambda greedy: Fixed(), "sample_above_median")
+    n = 20_000
+    key_init, key_act = jax.random.split(jax.random.key(0))
+    state = agent.init(jax.random.split(key_init, n), None)
+    actions = np.asarray(
+        agent.act(jax.random.split(key_act, n), state, None, None, None)
+    )
+    assert set(np.unique(actions)) == {0, 1}
+    share = (actions == 0).mean()
+    assert abs(share - 1 / (1 + np.exp(-1.0))) < 0.015, share
+
+
+def test_above_median_leaves_a_gaussians_scores_alone():
+    from agentrl.agents.acting import above_median
+    from agentrl.envs.spaces import Box
+
+    scores = jax.random.normal(jax.random.key(3), (4, 2, 3))
+    np.testing.assert_array_equal(
+        np.asarray(above_median(scores, Box(-1.0, 1.0, (3,)))), np.asarray(scores)
+    )
+
+
+def test_a_presets_own_rule_joins_the_candidates_after_the_usual_three():
+    from agentrl.evaluate.selection import ACTING_RULES, candidate_rules
+
+    assert candidate_rules("sample_then_greedy") == ACTING_RULES
+    rules = candidate_rules("sample_above_median")
+    assert list(rules) == [*ACTING_RULES, "sample_above_median"]
+    assert rules["sample_above_median"]["acting"] == "sample_above_median"
+
+
+@pytest.mark.parametrize("name", ["radt_darkroom", "radt_key_to_door"])
+def test_ra_dt_presets_act_by_the_references_rule(name):
+    from agentrl.train.experiments import load_experiment
+
+    for preset in ("smoke", "cpu", "gpu", "full"):
+        assert load_experiment(name, preset).eval.acting == "sample_above_median"

@@ -63,6 +63,8 @@ def test_each_lane_acts_as_its_rule_and_control_did_alone(tiny_run):
         ("sample_then_greedy", "zero_rewards"),
         ("sample", "shuffle_rewards"),
         ("sample", "empty_context"),
+        ("sample_above_median", None),
+        ("sample_above_median", "zero_rewards"),
     ]
     for rule, control in settings:
         acting = dataclasses.replace(

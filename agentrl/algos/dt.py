@@ -308,6 +308,11 @@ class DTModelAgent:
     def greedy(self) -> bool:
         return self.inner.greedy
 
+    @property
+    def space(self) -> Any:
+        """The env's action space (a scored agent's, as :func:`select_action`'s)."""
+        return self.inner.space
+
     def scores(self, state: DTState, obs, env_state, params) -> jax.Array:
         """Action scores, AD's (one model call per step, in ``update``)."""
         return self.inner.scores(

@@ -177,6 +177,10 @@ class ControlledAgent:
     def select(self, key: jax.Array, scores: jax.Array, greedy: bool) -> jax.Array:
         return self.agent.select(key, scores, greedy)
 
+    @property
+    def space(self) -> Any:
+        return self.agent.space
+
     def update(self, state: ControlState, step: Any) -> ControlState:
         if self.control == "empty_context":
             return state

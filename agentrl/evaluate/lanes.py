@@ -17,6 +17,8 @@ what the per-setting agents do, with the same operations on the same keys
   scores; the lane picks the sampled one (``sample``), the greedy one
   (``greedy``) or the greedy one once the task paid a positive reward
   (``sample_then_greedy``, :class:`~agentrl.agents.acting.SampleThenGreedy`);
+  ``sample_above_median`` samples from the scores filtered by
+  :func:`~agentrl.agents.acting.above_median`, with the same key;
 - the control changes only what the model reads (as
   :func:`~agentrl.evaluate.controls.controlled_agent`): rewards zeroed or
   drawn from those paid so far, or an empty context (the model acts from
@@ -37,7 +39,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from agentrl.agents.acting import ACTING_RULES
+from agentrl.agents.acting import ACTING_RULES, above_median
 from agentrl.agents.agent import Step, start_agent
 
 #: rule name -> lane id
@@ -45,6 +47,7 @@ RULE_IDS = {name: i for i, name in enumerate(ACTING_RULES)}
 #: control name (``None``: the model itself) -> lane id
 CONTROL_IDS = {None: 0, "zero_rewards": 1, "shuffle_rewards": 2, "empty_context": 3}
 _GREEDY, _THEN_GREEDY = RULE_IDS["greedy"], RULE_IDS["sample_then_greedy"]
+_ABOVE_MEDIAN = RULE_IDS["sample_above_median"]
 _ZERO, _SHUFFLE = CONTROL_IDS["zero_rewards"], CONTROL_IDS["shuffle_rewards"]
 _EMPTY = CONTROL_IDS["empty_context"]
 #: ``fold_in`` salt of the shuffled-reward draws (as ``ControlledAgent``'s)
@@ -133,9 +136,14 @@ class LaneAgent:
 
     def act(self, key, state: LaneState, obs, env_state, params) -> jax.Array:
         scores = self.scores(state, obs, env_state, params)
-        sampled = self.agent.select(key, scores, False)
-        greedy = self.agent.select(key, scores, True)
         rule = self.lane.rule
+        # one draw from ``key`` whichever rule samples (the other rules'
+        # actions stay those of the plain scores)
+        filtered = above_median(scores, self.agent.space)
+        plain = scores.astype(filtered.dtype)
+        drawn = jnp.where(rule == _ABOVE_MEDIAN, filtered, plain)
+        sampled = self.agent.select(key, drawn, False)
+        greedy = self.agent.select(key, scores, True)
         pick = (rule == _GREEDY) | ((rule == _THEN_GREEDY) & state.rewarded)
         pick = pick.reshape(pick.shape + (1,) * (sampled.ndim - 1))
         return jnp.where(pick, greedy, sampled)

@@ -17,7 +17,9 @@ The protocol (docs/protocol.md):
   Reported CIs resample seeds, then tasks within them (``resample="both"``).
 - The acting rule is chosen per seed on that seed's *validation* tasks
   (:mod:`agentrl.evaluate.selection`, candidates
-  :data:`~agentrl.evaluate.selection.ACTING_RULES`, criterion ``auto``);
+  :data:`~agentrl.evaluate.selection.ACTING_RULES` and a preset's own rule
+  beyond them, :func:`~agentrl.evaluate.selection.candidate_rules`,
+  criterion ``auto``);
   the choice and its validation numbers are recorded. The *test* tasks are
   evaluated once, with the chosen rule, for every reported number.
   ``--scan-checkpoints`` also evaluates every kept checkpoint on validation
@@ -89,6 +91,7 @@ from agentrl.evaluate.reproduce_report import (
 )
 from agentrl.evaluate.selection import (
     acting_candidates,
+    candidate_rules,
     checkpoint_candidates,
     evaluate_choice,
     select,
@@ -172,9 +175,10 @@ def train_and_evaluate(
         if (not results or stale) and overrides and _evaluation_only(overrides, config):
             base = runs_root / f"{config.name}-{preset}-seed{seed}"
             reuse_training(seed_config(name, preset, seed, None), base, root)
+        seed_rules = candidate_rules(config.eval.acting) if rules is None else rules
         if not results or stale:
             fresh, fresh_record = _seed(
-                config, root, seed, controls, scan_checkpoints, rules
+                config, root, seed, controls, scan_checkpoints, seed_rules
             )
             results, record = {**results, **fresh}, {**record, **fresh_record}
             seed_results.save(
@@ -187,7 +191,9 @@ def train_and_evaluate(
             and _has_expert_control(config)
             and seed_results.expert_stale(ed, results, record, n)
         ):
-            results[ed], record["expert_distillation"] = _expert(config, root, n, rules)
+            results[ed], record["expert_distillation"] = _expert(
+                config, root, n, seed_rules
+            )
             seed_results.save(cache, results, record, config)
         for method, result in share_stand_in_oracle(results).items():
             per_method.setdefault(method, []).append(result)

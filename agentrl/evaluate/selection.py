@@ -63,6 +63,15 @@ ACTING_RULES: dict[str, dict[str, Any]] = {
 }
 
 
+def candidate_rules(acting: str) -> dict[str, dict[str, Any]]:
+    """The acting rules a reproduction chooses among: :data:`ACTING_RULES`,
+    and after them a preset's own ``eval.acting`` where it is none of them
+    (RA-DT's reference rule, ``sample_above_median``)."""
+    if acting in ACTING_RULES:
+        return ACTING_RULES
+    return {**ACTING_RULES, acting: {"acting": acting, "temperature": 1.0}}
+
+
 @dataclasses.dataclass(frozen=True)
 class Candidate:
     """One protocol setting: a run, a checkpoint and ``EvalConfig`` overrides."""

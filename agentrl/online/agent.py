@@ -61,6 +61,7 @@ class RL2Agent:
         self.grid_size = grid_size
         self.obs_space = env.observation_space(env.default_params)
         self.head = ActionHead(env.action_space(env.default_params))
+        self.space = self.head.space  # a scored agent's (acting rules read it)
         self.greedy, self.temperature = greedy, temperature
 
     def _advance(self, hidden, obs, prev_action, prev_reward, first):
