@@ -35,7 +35,7 @@ Presets (``agentrl train radt_darkroom --preset P``; compare with AD by
   to AD's with a fraction of AD's context. Measured (session 51, after
   training retrieval was kept to the window's past, docs/fidelity.md item
   16; 5 seeds x 8 test goals, validation chose ``sample`` in every seed,
-  none resolved; ``benchmarks/results/repro_radt_darkroom_cpu``): return
+  none resolved; ``repro_radt_darkroom_cpu_before_session55``): return
   0.73 -> 8.21 [5.37, 11.1] over the last 10 of 50 episodes, score 0.47
   [0.31, 0.63]; per seed 11.53 / 7.28 / 10.34 / 5.74 / 6.15. It beats
   rewards zeroed / shuffled / an empty context by +8.0 / +7.9 / +8.0 (CIs
@@ -57,7 +57,26 @@ Presets (``agentrl train radt_darkroom --preset P``; compare with AD by
   [-5.51, 3.29], both re-paired on session 40's 5-seed record's seeds
   0-2, now ``repro_radt_darkroom_cpu_before_session51``): AD
   with the same short context does as well, so the retrieval buys
-  nothing measurable on this room.
+  nothing measurable on this room. Session 55, with the reference's
+  acting rule (``sample_above_median``, the presets' ``eval.acting``)
+  among the candidates, same weights (``repro_radt_darkroom_cpu``): its
+  mean validation score 0.23 against sampling's 0.41 (sample-then-greedy
+  0.32, greedy 0.05); chosen in seed 1 only (unresolved), where the test
+  return fell 7.28 -> 3.70; 0.55 -> 7.49 [4.45, 10.8], score 0.43 [0.25,
+  0.62], minus the run before -0.72 [-2.53, 0], minus AD -2.61 [-5.92,
+  1.23] (``paired_radt_darkroom_session55_acting_vs_before``); controls
+  +7.3 each, expert distillation -2.20 [-5.40, 1.13].
+
+The environment is ``ad_darkroom``'s (9x9, centre start, 20-step
+episodes, a random 65 / 16 goal split, 50 evaluation episodes), so RA-DT
+and AD compare on the same data; RA-DT's reference runs MiniHack's dark
+room (``configs/env_params/dark_room.yaml``): 10x10 from (0, 0), 100-step
+episodes, fixed lists of 80 training and 20 evaluation goals, 40
+evaluation episodes (``ad_darkroom.T2MIR_ENV`` builds that room; no preset
+runs it). The ``gpu`` / ``full`` presets cut a piece every 10 steps, the
+piece's length (the reference: every half piece); ``full``'s memory is
+6,500 x ~2,000 = 13M pieces, a [128, 13M] similarity matrix (6.6 GB in
+float32) a step.
 - ``gpu``: ``ad_darkroom``'s gpu sizes (2,600 histories of 100 episodes, the
   paper's AD model) with pieces every 10 steps (0.52M pieces); not run (no
   GPU lent to the session that wrote it).

@@ -23,6 +23,12 @@ some share a row or column and one training key is on the start),
 episodes of 100 steps, 1 for the key once and 1 for every step on the
 door with the key.
 
+Acting: since session 55 the presets' rule is RA-DT's reference's,
+``sample_above_median``, which a reproduction weighs against the usual
+three on validation pairs; the numbers below chose among the three (on
+Dark Room the added rule changed one seed's choice, for the worse:
+``radt_darkroom``).
+
 The paper's claim, tested here because a Key-to-Door context must carry
 two cells and the key's state (on Dark Room 9x9 AD with a 20-step context
 did as well as with 80, so retrieval had nothing to add): in-context

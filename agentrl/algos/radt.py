@@ -36,15 +36,32 @@ random-feature encoder instead of a frozen pretrained language model; a
 piece's utility return is the reward inside the piece, not its episode's
 return; the window is the last ``context_len`` steps across episode
 boundaries (AD's "any"-start windows; the reference's stays inside one
-episode); exact search over the whole memory (no FAISS index, no
-deduplication pass); the reference leaves out the query's own stored
-trajectory (``exclude_same_trjs`` in its configs), here the window's own
-history only from the window on (its earlier pieces are the agent's past,
-as at evaluation; until session 51 only pieces overlapping the window were
-left out, so 13% of retrievals on Dark Room's cpu-preset data were the window's
-own future); an empty slot in a fraction ``empty_prob`` of training
-rows so that the first episodes at evaluation, with an empty memory, are not
-out of distribution (the reference skips cross-attention there).
+episode), and so is a piece (26% of those retrieved on Dark Room's cpu
+data straddle two episodes; the reference's keys and values stay inside
+one); exact search over the whole memory (no FAISS index, no
+deduplication pass), by cosine at evaluation too (the reference's
+evaluation memory is not normalised: raw inner product). The reference
+leaves out the query's own stored trajectory, which is its own episode
+(its data are split at every ``done``; ``exclude_same_trjs``), so the same
+run's other episodes, later ones included, stay candidates; here the
+window's own history only from the window on (its earlier pieces are the
+agent's past, as at evaluation; until session 51 only pieces overlapping
+the window were left out, so 13% of retrievals on Dark Room's cpu-preset
+data were the window's own future), while pieces from later in another
+history of the same goal stay (25% of training retrievals there). The
+near-duplicate cutoff ``max_similarity`` is the reference's rule, set for
+its 25-step learned embeddings: on these 5-step random-feature keys it
+removes an exact copy of the query in ~38% of training queries, and
+evaluation applies none (as the reference). Windows ending in an
+episode's first 10 steps do not get the reference's random piece of their
+task (``min_seq_len``). One sequence: the window's first step reads the
+piece's last action and reward as its previous ones. An empty slot in a
+fraction ``empty_prob`` of training rows so that the first episodes at
+evaluation, with an empty memory, are not out of distribution (the
+reference skips cross-attention there). Acting: the reference samples
+above the median logit (``sample_from_logits(top_p=0.5)``), the presets'
+``eval.acting="sample_above_median"``, which a reproduction weighs against
+the usual three rules on validation tasks.
 """
 
 from __future__ import annotations
