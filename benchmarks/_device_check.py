@@ -132,23 +132,31 @@ REPRODUCTIONS = (
 #: in-context-learning controls included
 WITH_CONTROLS = ("dpt_bandit",)
 
+#: the committed GPU record whose shapes ``train_throughput`` keeps
+TRAIN_THROUGHPUT_RECORD = "benchmarks/results/gpu/train_throughput_gpu.json"
+
 #: ``(step, gpu arguments, smoke arguments, gpu limit s)`` by value; the
 #: step ``bench:NAME`` runs ``agentrl bench NAME`` (or the benchmark
 #: :data:`BENCH_PROGRAM` names). A benchmark killed at its limit writes
 #: nothing: ``--budget`` makes train_throughput stop starting shapes in time
 #: to write its record. 16 ``dpt_bandit`` gpu-preset members in one sweep
 #: against one (34.7's target; never measured on a GPU) first, then training
-#: FLOP utilisation at the gpu and full presets' shapes (34.8; it starts from
-#: its first shape every time, so it stays ``partial``: its limit is kept
-#: short so the later benchmarks get time; when ``preset_shapes`` can skip
-#: the shapes an earlier record holds, pass that here), history generation
+#: FLOP utilisation at the gpu and full presets' shapes (34.8; its limit is
+#: kept short so the later benchmarks get time, and it keeps the shapes the
+#: committed record measured on this device kind, ``--skip-done``, so each
+#: check goes on where the last one stopped), history generation
 #: (34.3), vmapped sweeps at the smoke shapes, the model and the evaluation
 #: loop, the XLA flag variants in full, and last the weight-gradient split
 #: against the unsplit reference under ``cublas``
 #: (``precision.SPLIT_MAX_CHUNKS=1``; the probe measured it until 2026-11-30).
 BENCHMARKS = (
     ("sweep_members", [], ["--quick"], 120),
-    ("train_throughput", ["--gpu", "--budget", "80"], ["--gpu", "--quick"], 120),
+    (
+        "train_throughput",
+        ["--gpu", "--budget", "80", "--skip-done", TRAIN_THROUGHPUT_RECORD],
+        ["--gpu", "--quick"],
+        120,
+    ),
     ("data_generation", ["--gpu", "--no-rss"], ["--quick", "--no-rss"], 120),
     ("sweep_vmap", [], ["--repeats", "1", "--widths", "8"], 120),
     ("model_throughput", ["--full"], [], 90),

@@ -37,6 +37,16 @@ custom calls (the first GPU record's was ~70x below the analytic count),
 so it is not comparable there and the row says so instead
 (``xla_flops_note``).
 
+An earlier record of the same device kind may be passed on
+(``train_throughput --gpu --skip-done RECORD``, :func:`earlier_rows`): a
+shape it measured is not measured again when its row names the same shape
+(:func:`shape_digest`: the model, batch, environment, algorithm settings
+and diagnostic) and the same analytic FLOP count (so the count's
+definition has not changed since); the row is kept as measured then, with
+that run's date in ``measured`` and its fraction of that run's peak. So a
+device check whose ``--budget`` cannot cover every shape goes on where the
+last one stopped.
+
 ``--quick`` (the CPU): the experiments of :data:`QUICK_EXPERIMENTS` only
 (both token layouts and a MoE), batch :data:`QUICK_BATCH`, the best of 2
 passes of one timed step each; shapes whose analytic step is above
@@ -47,7 +57,10 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
+import json
 import time
+from pathlib import Path
 from typing import Any
 
 #: the presets measured, by value: the paper's widths first
@@ -157,6 +170,61 @@ def shape_key(config: Any) -> tuple:
         tuple(config.data.env_args),
         config.algo,
     )
+
+
+def shape_digest(config: Any, diagnostic: str | None) -> str:
+    """A short hash of :func:`shape_key` and the diagnostic: which step a
+    row timed, across runs and code versions."""
+    from agentrl import configtools
+
+    label, model, batch, env, env_args, algo = shape_key(config)
+    blob = [label, configtools.to_dict(model), batch, env, env_args]
+    blob += [configtools.to_dict(algo), diagnostic]
+    text = json.dumps(blob, sort_keys=True, default=str)
+    return hashlib.sha1(text.encode()).hexdigest()[:16]
+
+
+def analytic_flops(config: Any) -> float:
+    """The step's :func:`train_throughput.train_flops`, from an abstract
+    model (shapes only: no arrays, no compile)."""
+    from flax import nnx
+    from train_throughput import train_flops
+
+    from agentrl.envs import make as make_env
+    from agentrl.models.transformer import DecisionModel
+    from agentrl.train.config import complete_config
+
+    env = make_env(config.data.env, **dict(config.data.env_args))
+    full = complete_config(config, env)
+    model = nnx.eval_shape(lambda: DecisionModel(full.model, rngs=nnx.Rngs(0)))
+    return train_flops(model, config.train.batch_size, config.algo.context_steps(env))
+
+
+def earlier_rows(path: str | Path, device_kind: str) -> dict[str, dict]:
+    """``{shape digest: row}``: the measured rows of the ``train_throughput_gpu``
+    record at ``path`` (``measured``: its date), if it was taken on a
+    ``device_kind`` device; empty if there is no such record (said)."""
+    path = Path(path)
+    if not path.is_file():
+        print(f"--skip-done: no record at {path}; every shape is measured")
+        return {}
+    record = json.loads(path.read_text())
+    kind = (record.get("machine") or {}).get("device_kind")
+    if kind != device_kind:
+        print(f"--skip-done: {path} is of a {kind}, this is a {device_kind}")
+        return {}
+    rows = record.get("results", {}).get("rows", [])
+    done = [r for r in rows if r.get("status") == "ok" and r.get("shape")]
+    # a row kept from a run before keeps that run's date
+    return {r["shape"]: {"measured": record["date"], **r} for r in done}
+
+
+def _kept(earlier: dict[str, dict], digest: str, config: Any) -> dict | None:
+    """The earlier row of this shape if its FLOP count is today's."""
+    row = earlier.get(digest)
+    if row is None or row.get("analytic_flops_per_step") != analytic_flops(config):
+        return None
+    return row
 
 
 def group_shapes(configs: list[tuple[str, Any]]) -> list[tuple[list[str], Any]]:
@@ -272,9 +340,13 @@ def prng_impl(name: str | None):
 
 
 def measure_all(
-    quick: bool, num_steps: int, budget: float | None
+    quick: bool,
+    num_steps: int,
+    budget: float | None,
+    earlier: dict[str, dict] | None = None,
 ) -> tuple[float, list[dict]]:
-    """``(bf16 peak FLOP/s, rows)``: every shape until ``budget`` seconds pass."""
+    """``(bf16 peak FLOP/s, rows)``: every shape until ``budget`` seconds
+    pass, but those ``earlier`` (:func:`earlier_rows`) measured."""
     import jax
 
     start = time.perf_counter()
@@ -291,6 +363,12 @@ def measure_all(
                 "presets": f"{head['presets']} ({diagnostic})",
                 "diagnostic": diagnostic,
             }
+        head["shape"] = shape_digest(config, diagnostic)
+        kept = _kept(earlier or {}, head["shape"], config)
+        if kept is not None:
+            rows.append({**kept, **head})
+            print(f"{head['presets']}: measured {kept['measured']}, kept", flush=True)
+            continue
         if budget is not None and time.perf_counter() - start > budget:
             rows.append(
                 {

@@ -391,6 +391,13 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=None,
         help="with --gpu: seconds after which no new shape starts",
     )
+    parser.add_argument(
+        "--skip-done",
+        default=None,
+        metavar="RECORD",
+        help="with --gpu: an earlier train_throughput_gpu.json of this device "
+        "kind; the shapes it measured are kept, not measured again",
+    )
     parser.add_argument("--steps", type=positive_int, default=5, help="timed steps")
     parser.add_argument("--worker-devices", type=int, default=0, help=argparse.SUPPRESS)
     return parser.parse_args(argv)
@@ -581,13 +588,18 @@ def _gpu_presets(args: argparse.Namespace) -> None:
     """Part 4: the gpu and full presets' shapes in bfloat16 (``--gpu``)."""
     import tempfile
 
+    import jax
     import preset_shapes
     from common import markdown_table, write_record
 
     from agentrl.project import RESULTS_ENV
 
     steps = 1 if args.quick else args.steps
-    peak, rows = preset_shapes.measure_all(args.quick, steps, args.budget)
+    earlier = {}
+    if args.skip_done:
+        kind = jax.devices()[0].device_kind
+        earlier = preset_shapes.earlier_rows(args.skip_done, kind)
+    peak, rows = preset_shapes.measure_all(args.quick, steps, args.budget, earlier)
     notes = (
         f"bfloat16 matmul peak (same run, random data): {peak / 1e12:.2f} TFLOP/s. "
         "Every gpu/full preset of the experiments trained from a dataset, at its "
@@ -606,6 +618,13 @@ def _gpu_presets(args: argparse.Namespace) -> None:
             if args.quick
             else f"Best of 2 passes of {steps} steps after compile."
         )
+        + (
+            " Rows with a `measured` date were measured by that earlier run "
+            f"({args.skip_done}: same device kind, shape and FLOP count), "
+            "against its own peak, and kept."
+            if any(r.get("measured") for r in rows)
+            else ""
+        )
     )
     results = {"bf16_matmul_peak_flops": peak, "rows": rows, "quick": args.quick}
     keys = [
@@ -619,6 +638,7 @@ def _gpu_presets(args: argparse.Namespace) -> None:
         "tokens_per_s",
         "peak_fraction",
         "compile_s",
+        "measured",
     ]
     table = [{k: r.get(k, "") for k in keys} for r in rows]
     quick_dir = (

@@ -11,6 +11,8 @@ stream threads only.
 
 from __future__ import annotations
 
+import dataclasses
+
 import gpu_trace
 import jax
 import preset_shapes
@@ -208,3 +210,53 @@ def test_sweep_members_times_updates_from_warm_runs_only(monkeypatch):
     side = sweep_members.time_side(config, None, None, members=1, k=10, chunks=2)
     assert side["s_per_update"] == pytest.approx(per_update)
     assert side["long_first_run_s"] > side["long_run_s"]  # the start-up, once
+
+
+def test_a_shape_an_earlier_record_measured_is_kept_not_measured_again(
+    monkeypatch, tmp_path
+):
+    """``train_throughput --gpu --skip-done``: every device check started
+    from the first shape, so a budget that covers a few never reached the
+    rest. Shapes an earlier record of the device kind measured, with the
+    same shape digest and FLOP count, are kept with that run's date; a row
+    whose count changed is measured again; another device kind keeps none."""
+    import json
+
+    measured = []
+
+    def fake(config, num_steps, peak, flop_cap):
+        measured.append(config)
+        flops = preset_shapes.analytic_flops(config)
+        return {"status": "ok", "analytic_flops_per_step": flops, "step_s": 1.0}
+
+    monkeypatch.setattr(preset_shapes, "measure", fake)
+    monkeypatch.setattr(preset_shapes, "bf16_peak_flops", lambda n: 1.0)
+    _, first = preset_shapes.measure_all(True, 1, None)
+    n = len(measured)
+    assert n == len(first) > 2 and len({r["shape"] for r in first}) == n
+    first[0]["analytic_flops_per_step"] *= 1.5  # as if the count had changed
+    record = tmp_path / "train_throughput_gpu.json"
+    results = {"rows": first}
+    machine = {"device_kind": "NVIDIA H200"}
+    record.write_text(json.dumps({"machine": machine, "date": "D", "results": results}))
+    earlier = preset_shapes.earlier_rows(record, "NVIDIA H200")
+    assert len(earlier) == n
+    _, again = preset_shapes.measure_all(True, 1, None, earlier)
+    assert len(measured) == n + 1  # only the changed count's shape
+    assert [r["shape"] for r in again] == [r["shape"] for r in first]
+    assert again[0].get("measured") is None
+    assert all(r["measured"] == "D" for r in again[1:])
+    assert preset_shapes.earlier_rows(record, "NVIDIA H100") == {}
+    assert preset_shapes.earlier_rows(tmp_path / "none.json", "NVIDIA H200") == {}
+
+
+def test_the_shape_digest_names_the_step_timed():
+    config = load_experiment("meta_dt_darkroom", "gpu")
+    other = load_experiment("meta_dt_darkroom", "full")  # the same shape
+    digest = preset_shapes.shape_digest(config, None)
+    assert digest == preset_shapes.shape_digest(other, None)
+    assert digest != preset_shapes.shape_digest(config, preset_shapes.RBG)
+    dropped = dataclasses.replace(
+        config, model=dataclasses.replace(config.model, attention_dropout=0.2)
+    )
+    assert digest != preset_shapes.shape_digest(dropped, None)
