@@ -303,3 +303,19 @@ def test_a_missing_extra_names_it(monkeypatch):
     monkeypatch.setitem(sys.modules, "brax.envs", None)
     with pytest.raises(ImportError, match=r"pip install 'agentrl\[mujoco\]'"):
         envs.make("hopper_params")
+
+
+def test_building_a_family_leaves_no_mujoco_log_in_the_working_directory(
+    tmp_path, monkeypatch
+):
+    """Brax's halfcheetah model warns when compiled; MuJoCo's default appends
+    the warning to ./MUJOCO_LOG.TXT, which the build turns off (and back)."""
+    mujoco = pytest.importorskip("mujoco")
+    pytest.importorskip("brax")
+    monkeypatch.chdir(tmp_path)
+    fields = ("logfile", "logto_console", "logto_file", "topics")
+    setting = lambda: [getattr(mujoco.MjLogConfig.get(), f) for f in fields]  # noqa: E731
+    before = setting()
+    envs.make("halfcheetah_vel", horizon=7)  # a fresh build: its model compiles
+    assert list(tmp_path.iterdir()) == []
+    assert setting() == before

@@ -30,7 +30,9 @@ Brax's own reset state (tested).
 
 from __future__ import annotations
 
+import contextlib
 import math
+from collections.abc import Iterator
 from types import SimpleNamespace
 from typing import Any
 
@@ -74,6 +76,25 @@ def import_mjx(family: str) -> SimpleNamespace:
     )
 
 
+@contextlib.contextmanager
+def no_mujoco_log_file() -> Iterator[None]:
+    """MuJoCo's warnings not appended to ``MUJOCO_LOG.TXT`` in the working
+    directory while the block runs (MuJoCo's global log setting, restored
+    after). Brax's ``halfcheetah.xml`` uses the deprecated ``settotalmass``
+    attribute, so compiling it warns, and MuJoCo's default writes every
+    warning to that file wherever the user runs; the console copy stays."""
+    import mujoco
+
+    saved = mujoco.MjLogConfig.get()
+    quiet = mujoco.MjLogConfig.get()
+    quiet.logto_file = False
+    quiet.set()
+    try:
+        yield
+    finally:
+        saved.set()
+
+
 @struct.dataclass
 class MjxState(EnvState):
     """``pipeline``: Brax's MJX pipeline state (``brax.mjx.base.State``)."""
@@ -108,9 +129,10 @@ class MjxLocomotion(Environment[MjxState, Any]):
         self.task_seed = check_int(self.name, "task_seed", task_seed, 0)
         self._lib = import_mjx(self.name)
         #: Brax's own environment: the reference for parity and throughput
-        self.brax_env = self._lib.envs.get_environment(
-            self.brax_name, backend="mjx", **self.brax_kwargs
-        )
+        with no_mujoco_log_file():
+            self.brax_env = self._lib.envs.get_environment(
+                self.brax_name, backend="mjx", **self.brax_kwargs
+            )
         self.sys = self.brax_env.sys
         self.n_frames = int(self.brax_kwargs["n_frames"])
         self.dt = float(self.sys.opt.timestep) * self.n_frames
