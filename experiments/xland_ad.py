@@ -63,12 +63,17 @@ embedding dropout 0.1):
   64 held-out rulesets; the baseline evaluates 200 episodes during training
   (``configs/xland.yaml`` ``eval_episodes``) and its README runs
   ``evaluate_in_context.py`` with 500 episodes on 1,024 rulesets.
-- Published data: importing a published file holds out 20% of the file's
-  rulesets (``data.split_fraction`` 0.8; validation and test) and trains on
-  the other 80%'s histories only. The baseline trains on every ruleset of
-  the file and evaluates on benchmark rulesets outside it
+- Published data: by default (``data.held_out="file"``) importing a
+  published file holds out 20% of the file's rulesets
+  (``data.split_fraction`` 0.8; validation and test) and trains on the
+  other 80%'s histories only. The baseline trains on every ruleset of the
+  file and evaluates on benchmark rulesets outside it
   (``np.setdiff1d(all_rulesets, train_rulesets)`` in
-  ``evaluate_in_context.py``).
+  ``evaluate_in_context.py``): ``--data.held_out table`` does that, the
+  validation and test rulesets drawn with ``data.seed`` from the table's
+  outside the file (as many as "file" holds out: 1,000 each for
+  XLand-Trivial-20B), where the baseline draws its ``eval_rulesets`` with
+  replacement from NumPy's unseeded generator (docs/datasets.md).
 
 Presets:
 

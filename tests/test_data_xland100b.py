@@ -450,3 +450,168 @@ def test_a_files_recorded_seed_is_kept_even_when_it_is_zero():
     assert xl._recorded_seed(File({"agentrl-seed": 0}), seed=5) == 0
     assert xl._recorded_seed(File({"agentrl-seed": 3}), seed=5) == 3
     assert xl._recorded_seed(File({}), seed=5) == 5  # a published file
+
+
+# ------------------------------------------- held-out rulesets: file or table
+FILE_RULESETS = [2, 5, 7, 11, 13]  # _write_published's
+
+
+def _import(path, out, local, **kwargs):
+    return open_dataset(
+        xl.import_hdf5(path, out, env_overrides=local, split_fraction=0.2, **kwargs)
+    )
+
+
+@pytest.fixture(scope="module")
+def table_import(published, local, tmp_path_factory):
+    return _import(
+        published, tmp_path_factory.mktemp("xl") / "t", local, held_out="table"
+    )
+
+
+def test_table_mode_trains_on_every_ruleset_of_the_file(table_import):
+    """The XLand AD baseline trains on every ruleset of the file
+    (``baselines/ad/train_xland.py``: the whole dataset)."""
+    m = table_import.metadata
+    assert m["held_out"] == "table" and m["split"]["train"] == FILE_RULESETS
+    ids = table_import.task_ids("train")
+    assert sorted(set(ids.tolist())) == FILE_RULESETS
+    assert len(ids) == len(FILE_RULESETS) * HISTORIES
+
+
+def test_table_mode_holds_out_table_rulesets_outside_the_file(table_import):
+    """Validation and test rulesets: the table's (16) outside the file,
+    disjoint, as many as "file" would hold out (0.2 of 5: 2 and 2)."""
+    split = table_import.metadata["split"]
+    val, test = set(split["validation"]), set(split["test"])
+    assert (len(val), len(test)) == xl.held_out_counts(5, 0.2) == (2, 2)
+    assert not (val | test) & set(FILE_RULESETS) and not val & test
+    assert (val | test) <= set(range(NUM_RULESETS))
+
+
+def test_table_mode_is_deterministic_for_a_seed(
+    published, local, table_import, tmp_path
+):
+    def held(ds):
+        split = ds.metadata["split"]
+        return split["validation"], split["test"]
+
+    again = _import(published, tmp_path / "again", local, held_out="table")
+    assert held(again) == held(table_import)
+    other = _import(published, tmp_path / "1", local, held_out="table", seed=1)
+    assert other.metadata["split"]["seed"] == 1
+    assert held(other) != held(table_import)
+
+
+def test_table_mode_test_rulesets_are_evaluated_with_the_tables_params(
+    table_import, local
+):
+    """Evaluation draws from the recorded test ids (``held_out_params``),
+    rulesets the file has no history of: the env builds every id of its table."""
+    from xminigrid.benchmarks import load_bz2_pickle
+
+    from agentrl.envs import make
+    from agentrl.train.rundir import held_out_params
+
+    env = make("xland", env_id="XLand-MiniGrid-R1-9x9", **local)
+    split = table_import.metadata["split"]
+    params, ids = held_out_params(env, split, 1, seed=0, which="test")
+    assert set(ids) <= set(split["test"]) and not set(ids) & set(FILE_RULESETS)
+    goals = load_bz2_pickle(local["rulesets"])["goals"]
+    np.testing.assert_array_equal(params.ruleset.goal, goals[ids])
+
+
+@pytest.mark.parametrize(
+    ("seed", "fraction", "train", "validation", "test"),
+    [  # what the import gave before held_out existed
+        (0, 0.6, [7, 11, 13], [2], [5]),
+        (1, 0.6, [2, 5, 13], [7], [11]),
+        (3, 0.8, [5, 7, 11, 13], [], [2]),
+    ],
+)
+def test_file_mode_splits_the_files_rulesets_as_before(
+    published, local, tmp_path, seed, fraction, train, validation, test
+):
+    out = xl.import_hdf5(
+        published,
+        tmp_path / "out",
+        env_overrides=local,
+        split_fraction=fraction,
+        seed=seed,
+        held_out="file",
+    )
+    m = open_dataset(out).metadata
+    assert "held_out" not in m  # the metadata of before, key for key
+    assert (m["split"]["train"], m["split"]["validation"]) == (train, validation)
+    assert m["split"]["test"] == test
+    assert m["task_ids"]["train"] == [r for r in train for _ in range(HISTORIES)]
+
+
+def test_an_unknown_held_out_is_refused_before_the_file_is_read(tmp_path):
+    with pytest.raises(
+        ValueError, match=r"held_out must be 'file' .* or 'table' .*'tables'"
+    ):
+        xl.import_hdf5(tmp_path / "absent.hdf5", tmp_path / "out", held_out="tables")
+    assert not (tmp_path / "out").exists()
+
+
+def test_table_mode_refuses_a_table_with_no_ruleset_outside_the_file(tmp_path, local):
+    path = _write_published(tmp_path / "all.hdf5", rulesets=range(NUM_RULESETS))
+    with pytest.raises(ValueError, match=r"held_out='table'.*16 rulesets, all in the"):
+        xl.import_hdf5(path, tmp_path / "out", env_overrides=local, held_out="table")
+    assert not (tmp_path / "out").exists()
+
+
+def test_table_mode_refuses_a_file_that_records_its_split(tmp_path):
+    """generate_hdf5's files record a split whose held-out rulesets are
+    already outside the file: "file" keeps it, "table" is refused."""
+    from agentrl.envs.tasks import split_task_ids
+
+    path = _write_published(tmp_path / "own.hdf5", benchmark="agentrl")
+    recorded = {"name": "xland", "overrides": {"num_rulesets": 16, "horizon": 10}}
+    with h5py.File(path, "a") as f:
+        f.attrs["agentrl-env"] = json.dumps(recorded)
+        f.attrs["agentrl-split"] = json.dumps(split_task_ids(16, 0.8, 0).to_json())
+    with pytest.raises(ValueError, match=r"records its own split.*held_out='file'"):
+        xl.import_hdf5(path, tmp_path / "out", held_out="table")
+    assert not (tmp_path / "out").exists()
+
+
+def test_data_held_out_is_validated():
+    from agentrl.train.config import DataConfig
+
+    with pytest.raises(ValueError, match=r"data.held_out must be 'file' .*'both'"):
+        DataConfig(path="x.hdf5", held_out="both")
+    with pytest.raises(ValueError, match=r"data.held_out='table' applies to .*empty"):
+        DataConfig(held_out="table")
+    assert DataConfig().held_out == "file"
+
+
+def test_a_run_does_not_reuse_an_import_of_the_other_held_out(
+    published, local, tmp_path
+):
+    """``fit`` imports a file into RUN/dataset once: a run asking the other
+    mode (or a dataset directory imported with the other) is refused, and
+    "table" with a file agentrl would generate is refused before generating."""
+    from agentrl.envs import make
+    from agentrl.train.data import prepare_dataset
+
+    args = {"env_id": "XLand-MiniGrid-R1-9x9", **local}
+    env, run = make("xland", **args), tmp_path / "run"
+    table = _tiny("ad_darkroom", published, args, **{"data.held_out": "table"})
+    dataset = prepare_dataset(table, env, run, progress=False)
+    assert dataset.metadata["held_out"] == "table"
+    file = _tiny("ad_darkroom", published, args)
+    with pytest.raises(
+        ValueError, match=r"held_out='table' but data.held_out is 'file'"
+    ):
+        prepare_dataset(file, env, run, progress=False)
+    directory = _tiny("ad_darkroom", run / "dataset", args)
+    with pytest.raises(ValueError, match=r"data.path .* held_out='table' but"):
+        prepare_dataset(directory, env, tmp_path / "other", progress=False)
+    absent = _tiny(
+        "ad_darkroom", tmp_path / "new.hdf5", args, **{"data.held_out": "table"}
+    )
+    with pytest.raises(ValueError, match=r"new.hdf5 does not exist, and the file"):
+        prepare_dataset(absent, env, tmp_path / "gen", progress=False)
+    assert not (tmp_path / "new.hdf5").exists()

@@ -15,6 +15,7 @@ from agentrl.envs.tmaze import TMaze
 from agentrl.evaluate.controls import CONTEXT_CONTROLS
 from agentrl.evaluate.evaluate import EvalResult
 from agentrl.evaluate.report import read_results, summarize
+from agentrl.evaluate.reproduce_checks import check_comparable
 from agentrl.train.experiments import known_experiments, load_experiment
 
 
@@ -695,6 +696,18 @@ def test_a_compare_on_other_tasks_or_episodes_is_refused_before_any_run(
     ):
         reproduce.main(argv + ["--runs", str(runs)])
     assert not runs.exists()
+
+
+def test_a_compare_across_held_out_modes_is_refused():
+    """XLand files split by the file's rulesets or by the table's: other
+    test rulesets, so no pairs."""
+    path = {"data.path": "xland.hdf5"}
+    file = load_experiment("xland_ad", "smoke", {**path, "name": "by_file"})
+    table = load_experiment(
+        "xland_ad", "smoke", {**path, "name": "by_table", "data.held_out": "table"}
+    )
+    with pytest.raises(ValueError, match="differ in data.held_out 'file' vs 'table'"):
+        check_comparable([file, table])
 
 
 def test_other_expert_episodes_distil_the_control_again(tmp_path, monkeypatch):

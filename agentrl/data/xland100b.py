@@ -44,11 +44,23 @@ named when it was collected (``env_overrides={"rulesets": path}``;
 :data:`TABLES_URL`): the import refuses the ``benchmark-id`` itself, any
 name the installed xminigrid registers and ``None``, since xminigrid 0.9.2
 re-sampled its named tables and every history would be labelled with
-another ruleset, without any error. The split: the file's ruleset ids split
-``split_fraction`` / rest with ``seed``, the rest halved into validation and
-test rulesets (``DEFAULT_VALIDATION_SHARE``, as generated data); records of
-the train rulesets are written, the others are the held-out tasks (or the
-``agentrl-split`` a file of :func:`generate_hdf5` records).
+another ruleset, without any error. The split, by ``held_out`` (:data:`HELD_OUT`):
+
+- ``"file"`` (default): the file's ruleset ids split ``split_fraction`` /
+  rest with ``seed``, the rest halved into validation and test rulesets
+  (``DEFAULT_VALIDATION_SHARE``, as generated data); records of the train
+  rulesets are written, the others are the held-out tasks (or the
+  ``agentrl-split`` a file of :func:`generate_hdf5` records);
+- ``"table"``, the XLand AD baseline's (the datasets' repository trains on
+  every ruleset of the file and evaluates on rulesets of the benchmark
+  table outside it, ``baselines/ad/evaluate_in_context.py``): every group's
+  histories are written, and the validation and test rulesets are drawn
+  with ``seed`` from the env's table ids the file does not hold, as many
+  as ``"file"`` would hold out (:func:`held_out_counts`; 1,000 each for
+  XLand-Trivial-20B's 10,000 rulesets at ``split_fraction`` 0.8). A file
+  with its own ``agentrl-split`` is refused: it records one already, over
+  the rulesets outside the file. The dataset records ``held_out`` (absent:
+  ``"file"``, :func:`recorded_held_out`).
 
 :func:`generate_hdf5` writes agentrl's own histories (e.g. its PPO source
 on XLand-MiniGrid) in the same schema, one PPO learner per history (the
@@ -103,6 +115,9 @@ PUBLISHED_TABLES = {
 }
 #: Where xminigrid's ruleset table files are published.
 TABLES_URL = "https://huggingface.co/datasets/Howuhh/xland_minigrid"
+#: Where an import's validation and test rulesets come from: ``"file"``,
+#: the file's own rulesets; ``"table"``, the env's table outside the file.
+HELD_OUT = ("file", "table")
 
 
 def _h5py():
@@ -538,6 +553,74 @@ def _import_split(
     )
 
 
+def held_out_counts(num_rulesets: int, split_fraction: float) -> tuple[int, int]:
+    """``(validation, test)`` rulesets ``"file"`` holds out of a file of
+    ``num_rulesets`` (:func:`split_task_ids`; a file of one: ``(0, 1)``)."""
+    if num_rulesets < 2:
+        return 0, 1
+    local = split_task_ids(num_rulesets, split_fraction, 0, DEFAULT_VALIDATION_SHARE)
+    return len(local.validation), len(local.test)
+
+
+def _table_split(
+    file: Path, f: Any, env: Any, rulesets: dict[str, int], fraction: float, seed: int
+) -> TaskSplit:
+    """Every ruleset of the file trains; validation and test rulesets are
+    drawn with ``seed`` from the env's table outside the file."""
+    ids = np.asarray(sorted(set(rulesets.values())), np.int32)
+    outside = _outside_rulesets(file, f, env, ids)
+    n_val, n_test = held_out_counts(len(ids), fraction)
+    n_test = min(n_test, len(outside))
+    n_val = min(n_val, len(outside) - n_test)
+    drawn = np.random.default_rng(seed).choice(outside, n_val + n_test, replace=False)
+    return TaskSplit(
+        train=ids,
+        test=np.sort(drawn[n_val:]).astype(np.int32),
+        seed=seed,
+        train_fraction=fraction,
+        validation=np.sort(drawn[:n_val]).astype(np.int32),
+        validation_share=DEFAULT_VALIDATION_SHARE,
+    )
+
+
+def _outside_rulesets(file: Path, f: Any, env: Any, ids: np.ndarray) -> np.ndarray:
+    """The env's table ids not in ``ids`` (``ValueError`` naming
+    ``held_out`` when there are none, or the file records its split)."""
+    if _read_attr(f, "agentrl-split") is not None:
+        raise ValueError(
+            f"{file}: held_out='table' draws held-out rulesets from the table, "
+            "but this file (written by generate_hdf5) records its own split "
+            "(agentrl-split), whose validation and test rulesets are already "
+            "outside the file: import it with held_out='file'"
+        )
+    total = env.num_tasks or 0
+    outside = np.setdiff1d(np.arange(total, dtype=np.int32), ids)
+    if not len(outside):
+        raise ValueError(
+            f"{file}: held_out='table' holds out rulesets of the env's table "
+            f"that the file does not hold, and its table has {total} "
+            f"rulesets, all in the file ({len(ids)} rulesets): pass the table "
+            "the file was collected from (env_overrides rulesets=PATH), or "
+            "held_out='file' to split the file's own rulesets"
+        )
+    return outside
+
+
+def _check_held_out(held_out: str) -> None:
+    if held_out not in HELD_OUT:
+        raise ValueError(
+            f"held_out must be 'file' (validation and test rulesets split off "
+            "the file's own) or 'table' (every ruleset of the file trains; "
+            f"held-out ones drawn from the env's table outside it), got {held_out!r}"
+        )
+
+
+def recorded_held_out(metadata: dict[str, Any]) -> str:
+    """The ``held_out`` a dataset was imported with (``"file"`` where its
+    metadata has none: "file" imports and every other dataset)."""
+    return metadata.get("held_out", "file")
+
+
 def _group_chunks(
     f: Any, keep: list[str], env: Any, steps: int, histories_per_chunk: int
 ) -> Iterator[History]:
@@ -600,14 +683,18 @@ def import_hdf5(
     histories_per_chunk: int = 32,
     overwrite: bool = False,
     progress: Callable[[int], None] | None = None,
+    held_out: str = "file",
 ) -> Path:
     """Import an XLand-100B-schema HDF5 ``file`` as the agentrl dataset ``out``.
 
     Reads ``histories_per_chunk`` histories at a time (memory bounded by
     that, at any file size). See the module docstring for the mapping, the
-    env and the split. Raises ``ValueError`` naming the file, group and
-    dataset that does not follow the schema, before anything is written.
+    env and the split (``held_out``: :data:`HELD_OUT`). Raises
+    ``ValueError`` naming the file, group and dataset that does not follow
+    the schema, or the ``held_out`` it cannot follow, before anything is
+    written.
     """
+    _check_held_out(held_out)
     h5py = _h5py()
     file = Path(file)
     if not file.is_file():
@@ -619,7 +706,11 @@ def import_hdf5(
         num_episodes, steps, rulesets = _import_steps(
             file, f, names, env, env_name, overrides
         )
-        split = _import_split(f, rulesets, split_fraction, seed)
+        split = (
+            _table_split(file, f, env, rulesets, split_fraction, seed)
+            if held_out == "table"
+            else _import_split(f, rulesets, split_fraction, seed)
+        )
         train = set(split.train.tolist())
         keep = [n for n in names if rulesets[n] in train]
         _check_fit(file, f, keep, env, steps, env_name)
@@ -638,6 +729,8 @@ def import_hdf5(
             histories_per_chunk=histories_per_chunk,
             split=split,
         )
+        if held_out != "file":  # "file" datasets keep their metadata as before
+            metadata["held_out"] = held_out
         return write_histories(
             out,
             {"train": _group_chunks(f, keep, env, steps, histories_per_chunk)},

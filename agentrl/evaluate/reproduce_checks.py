@@ -66,6 +66,7 @@ PAIRED_SETTINGS = (
     "data.env",
     "data.env_args",
     "data.split_fraction",
+    "data.held_out",
     "data.seed",
     "eval.seed",
     "eval.num_tasks",

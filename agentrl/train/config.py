@@ -94,6 +94,12 @@ class DataConfig:
       path: an existing dataset directory to train on instead of generating
         (``agentrl data generate --out PATH``); the run's ``config.json``
         then records the dataset's own source, seed, tasks and episodes.
+      held_out: where the validation and test rulesets of an XLand-100B-schema
+        file (``path`` an ``.hdf5``, or a dataset imported from one) come
+        from: ``"file"``, split off the file's rulesets (``split_fraction``);
+        ``"table"``, the XLand AD baseline's: every ruleset of the file
+        trains, held-out ones are drawn from the env's table outside it
+        (:mod:`agentrl.data.xland100b`).
     """
 
     env: str = "darkroom"
@@ -106,6 +112,7 @@ class DataConfig:
     split_fraction: float = 0.8
     seed: int = 0
     path: str = ""
+    held_out: str = "file"
 
     def __post_init__(self):
         for name in ("env", "source"):
@@ -145,6 +152,18 @@ class DataConfig:
         _check(
             _is_int(self.seed, 0),
             f"data.seed must be an integer >= 0, got {self.seed!r}",
+        )
+        _check(
+            self.held_out in ("file", "table"),
+            "data.held_out must be 'file' (held-out rulesets split off the "
+            "file's) or 'table' (drawn from the env's table outside the file), "
+            f"got {self.held_out!r}",
+        )
+        _check(
+            self.held_out == "file" or self.path != "",
+            "data.held_out='table' applies to an XLand-100B-schema file "
+            "(data.path FILE.hdf5) or a dataset imported from one; data.path "
+            "is empty (agentrl generates the data and splits the env's tasks)",
         )
 
 

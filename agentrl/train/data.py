@@ -46,6 +46,7 @@ def prepare_dataset(
     if data.path:
         dataset = open_dataset(data.path, verify="full" if first_use else "size")
         _check_same_env(data, dataset.metadata["env"], f"data.path {data.path}")
+        _check_same_held_out(data, dataset.metadata, f"data.path {data.path}")
         return dataset
     path = Path(run_dir) / "dataset"
     lead = jax.process_index() == 0
@@ -121,6 +122,18 @@ def _check_same_env(data: Any, recorded: dict[str, Any], where: str) -> None:
         )
 
 
+def _check_same_held_out(data: Any, metadata: dict[str, Any], where: str) -> None:
+    """Refuse a dataset (``where`` holds it) imported with another
+    ``held_out`` than ``data.held_out``: its split is another one."""
+    recorded = xland100b.recorded_held_out(metadata)
+    if recorded != data.held_out:
+        raise ValueError(
+            f"{where} holds rulesets held out with held_out={recorded!r} but "
+            f"data.held_out is {data.held_out!r}; set data.held_out={recorded!r}, "
+            "or import the file again into a new run_dir"
+        )
+
+
 def _generation_args(data, env) -> tuple[tuple, dict]:
     """Positional ``(env, histories_fn, num_tasks, num_episodes)`` and keyword
     arguments of ``write_dataset`` / ``xland100b.generate_hdf5``: the data
@@ -145,7 +158,9 @@ def _import_hdf5(config, env, run_dir: Path, progress: bool, first_use: bool):
     """``data.path`` names an XLand-100B-schema file: import it into the run.
 
     A file that does not exist yet is first generated from the config's
-    env and source (agentrl's histories written in that schema).
+    env and source (agentrl's histories written in that schema). The
+    held-out rulesets follow ``data.held_out``; a dataset the run imported
+    before with the other one is refused.
     """
     data = config.data
     if data.num_train_tasks is not None:
@@ -155,6 +170,13 @@ def _import_hdf5(config, env, run_dir: Path, progress: bool, first_use: bool):
             "data.num_train_tasks unset)"
         )
     file, path = Path(data.path), run_dir / "dataset"
+    if data.held_out == "table" and not file.exists():
+        raise ValueError(
+            f"data.held_out='table' draws the held-out rulesets of a published "
+            f"file from its table; data.path {file} does not exist, and the file "
+            "agentrl would generate records its own split, whose held-out "
+            "rulesets are outside the file already (leave data.held_out 'file')"
+        )
     lead = jax.process_index() == 0
     written = not path.exists()
     if written and lead:
@@ -171,6 +193,7 @@ def _import_hdf5(config, env, run_dir: Path, progress: bool, first_use: bool):
                 split_fraction=data.split_fraction,
                 seed=data.seed,
                 progress=bar.update,
+                held_out=data.held_out,
             )
         finally:
             bar.close()
@@ -182,6 +205,7 @@ def _import_hdf5(config, env, run_dir: Path, progress: bool, first_use: bool):
     # the file's env (its env-id, recorded arguments) beside data.env_args:
     # the run acts and is evaluated on data.env_args' env
     _check_same_env(data, dataset.metadata["env"], f"data.path {file}")
+    _check_same_held_out(data, dataset.metadata, f"the run's import {path} of {file}")
     return dataset
 
 
