@@ -64,7 +64,7 @@ class Args:
     """act by argmax instead of the run's eval.acting rule"""
     split: Literal["test", "validation", "train"] = "test"
     """split to evaluate on (choose settings on validation; train: the
-    training tasks, to see memorisation, finite task families only)"""
+    tasks the run's histories were made on, to see memorisation)"""
     control: Literal["zero_rewards", "shuffle_rewards", "empty_context"] | None = None
     """also evaluate the model under this in-context-learning control"""
     step: Annotated[NonNegativeInt | None, default_is("the latest")] = None

@@ -298,11 +298,13 @@ def _held_out(run, env, shift, num_tasks, seed, tasks):
         params, ids = shifted_tasks(run, env, count, seed, tasks)
     else:
         params, ids = run.held_out(count, seed, tasks, draw=draw)
-    if num_tasks is not None and ids is not None and len(ids) < num_tasks:
+    # a continuous family's tasks have no ids: count its params
+    found = len(ids) if ids is not None else len(jax.tree.leaves(params)[0])
+    if num_tasks is not None and found < num_tasks:
         # an explicit count is a promise about the reported number: say so
         raise ValueError(
             f"num_tasks (--tasks) {num_tasks}: the run's {tasks} split has only "
-            f"{len(ids)} tasks; ask for at most {len(ids)}"
+            f"{found} tasks; ask for at most {found}"
         )
     return params, ids
 

@@ -335,8 +335,9 @@ def held_out_params(
     (protocol choices), or ``"train"``: the tasks the run trained on,
     ``trained`` (ids, :meth:`Run.trained_task_ids`), a memorisation
     diagnostic (does the learner do better on the tasks it was trained on
-    than on held-out ones?), for a finite task space only (a continuous
-    one's training tasks are the data's draws, not recorded). Not the
+    than on held-out ones?), for a finite task space here (a continuous
+    one's training tasks are its dataset's draws, rebuilt from the dataset:
+    :meth:`Run.held_out`). Not the
     split's training ids: histories cycle over only the first
     ``data.num_tasks`` (or ``data.num_train_tasks``) of them, so most could
     be tasks the run never saw. For a finite task space (Dark Room goals)
@@ -367,9 +368,10 @@ def held_out_params(
         )
     if which == "train" and (env.num_tasks is None or split is None):
         raise ValueError(
-            "training tasks can be evaluated only for a family with a finite "
-            "task space and a recorded split (Dark Room goals, Key-to-Door "
-            "pairs); this one's training tasks are its data's draws"
+            "training tasks by id need a family with a finite task space and "
+            "a recorded split (Dark Room goals, Key-to-Door pairs); a "
+            "continuous family's are its dataset's draws (Run.held_out "
+            "rebuilds them from the run's dataset)"
         )
     if which == "train" and trained is None:
         raise ValueError(
@@ -500,23 +502,47 @@ class Run:
         """``(params [task, ...], ids | None)``: held-out ``which`` tasks.
 
         ``which``: ``"test"`` (as ``eval`` uses), ``"validation"`` or
-        ``"train"`` (a draw of :meth:`trained_task_ids`); ``draw``: as
+        ``"train"`` (a draw of :meth:`trained_task_ids`; on a continuous
+        family, of :meth:`trained_draws`); ``draw``: as
         :func:`held_out_params`; ``env``: the family to build them on (a
         shift that keeps the task ids), default the run's.
         """
         ev = self.config.eval
         env = self.env if env is None else env
-        # only a finite family's training tasks are ids (others: refused)
-        train = which == "train" and env.num_tasks is not None
+        count, seed = num_tasks or ev.num_tasks, ev.seed if seed is None else seed
+        if which == "train" and env.num_tasks is None:
+            return self.trained_draws(env, count, seed), None
+        train = which == "train"  # a finite family's training tasks are ids
         return held_out_params(
             env,
             self.split,
-            num_tasks or ev.num_tasks,
-            ev.seed if seed is None else seed,
+            count,
+            seed,
             which,
             draw,
             self.trained_task_ids() if train else None,
         )
+
+    def trained_draws(self, env: Any, count: int, seed: int) -> Any:
+        """``params [task, ...]``: a continuous family's training tasks, the
+        distinct tasks of the run's histories (rebuilt from its dataset,
+        :func:`~agentrl.data.task_plan.training_tasks`), a seeded draw of
+        ``count`` where there are more (in the histories' order).
+        ``ValueError`` for an online learner, whose training draws fresh
+        tasks all along, or where the dataset is missing."""
+        if self.config.algo.by_training(from_data=False, online=True):
+            raise ValueError(
+                f"{self.config.algo.label} learns online on {env.name}, whose "
+                "tasks are drawn afresh all along training: no set of training "
+                "tasks to evaluate on (use the test or validation split)"
+            )
+        dataset = _run_dataset(self.run_dir, self.config)
+        params, ids = training_tasks(env, dataset.metadata)
+        if len(ids) > count:
+            rng = np.random.default_rng([seed, _SPLIT_SALT["train"]])
+            pick = np.sort(rng.choice(len(ids), count, replace=False))
+            params = jax.tree.map(lambda x: x[pick], params)
+        return params
 
     def trained_task_ids(self) -> list[int]:
         """The distinct task ids the run trained on, sorted.
