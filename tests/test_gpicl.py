@@ -91,6 +91,43 @@ def test_histories_are_made_on_the_n_tasks(tmp_path):
     assert gaps.min() > 1e-4  # no held-out bandit is a training bandit
 
 
+def test_a_runs_training_bandits_are_its_datasets(tmp_path):
+    """``agentrl eval --split train`` on a continuous family: the distinct
+    bandits the run's histories were made on, rebuilt from its dataset (a
+    seeded draw of them where more are asked for fewer), never an online
+    learner's."""
+    from agentrl.train.rundir import Run
+
+    env = make_env("gaussian_bandit", num_arms=3, horizon=4)
+    histories = source_histories("random", env)
+    write_dataset(tmp_path / "run" / "dataset", env, histories, 40, 1, seed=5,
+                  num_train_tasks=6)  # fmt: skip
+    stored = np.asarray(
+        open_dataset(tmp_path / "run" / "dataset").load_history("train").params.means
+    )
+    config = load_experiment("gpicl_bandit", "smoke")
+    run = Run(tmp_path / "run", config, None, env, None, 0)  # no model needed
+    params, ids = run.held_out(8, 0, "train")
+    assert ids is None and np.asarray(params.means).shape == (6, 3)  # all 6
+    np.testing.assert_allclose(
+        np.unique(np.asarray(params.means).round(6), axis=0),
+        np.unique(stored.round(6), axis=0),
+    )
+    four = [np.asarray(run.held_out(4, seed, "train")[0].means) for seed in (0, 0, 1)]
+    assert four[0].shape == (4, 3) and np.array_equal(four[0], four[1])
+    assert not np.array_equal(four[0], four[2])  # seeded draws
+    assert (np.abs(four[0][:, None] - stored[None]).max(-1).min(-1) < 1e-6).all()
+    # an explicit --tasks beyond them is refused, not quietly fewer
+    from agentrl.evaluate.run import _held_out
+
+    with pytest.raises(ValueError, match="train split has only 6 tasks"):
+        _held_out(run, env, None, 8, 0, "train")
+    online = Run(tmp_path / "run", load_experiment("rl2_bandit", "smoke"), None, env,
+                 None, 0)  # fmt: skip
+    with pytest.raises(ValueError, match="learns online"):
+        online.held_out(4, 0, "train")
+
+
 def test_train_task_eval_needs_a_dataset_learner():
     config = load_experiment("rl2_bandit", "smoke")
     with pytest.raises(ValueError, match="trained online"):
@@ -241,3 +278,32 @@ def test_the_benchmark_judges_the_rise_paired_when_it_can():
     assert apart["value"] == pytest.approx(
         large["score_ci_low"] - small["score_ci_high"]
     )
+
+
+def _gap_row(n: int, held: np.ndarray, train: np.ndarray) -> dict:
+    """A cell whose held-out and training-task scores are ``[seed, task]``."""
+    fields = {"data.num_train_tasks": n, "model.d_model": 64}
+    metrics = {"loss": np.ones((held.shape[0], 10))}
+    return setting_rows(f"n={n}", fields, metrics, held, train, task_set="h")
+
+
+def test_the_benchmark_judges_the_gap_by_its_ci():
+    """Generalisation is met only when the train - held-out gap's CI lies in
+    [-0.05, 0.05] (a gap of 0 over wide scores is not shown); memorisation
+    only when it lies above 0.1."""
+    gpicl_bandit = _benchmark()
+    rng = np.random.default_rng(3)
+    wide = rng.uniform(-0.5, 1.5, size=(3, 32))  # the same mean, a wide spread
+    narrow = 0.6 + rng.normal(0, 0.01, size=(3, 32))
+    noisy = _gap_row(64, wide, wide[:, ::-1].copy())
+    assert abs(noisy["generalization_gap"]) < 0.05  # the point estimate agrees
+    generalised = gpicl_bandit._targets([_gap_row(4, narrow, narrow + 0.3), noisy])
+    memorised, general, _ = generalised
+    assert not general["met"] and general["gap"]["ci"][0] < -0.05
+    assert general["value"] == pytest.approx(max(map(abs, general["gap"]["ci"])))
+    assert memorised["met"] and memorised["gap"]["ci"][0] > 0.25
+    tight = gpicl_bandit._targets(
+        [_gap_row(4, wide, wide + 0.15), _gap_row(64, narrow, narrow)]
+    )
+    assert tight[1]["met"]  # a gap of 0 on tight scores: agreement shown
+    assert not tight[0]["met"] and tight[0]["gap"]["mean"] == pytest.approx(0.15)
