@@ -24,10 +24,13 @@ from agentrl import envs
 from agentrl.algos.dpt import DPT
 from agentrl.data import ADSampler, DPTSampler, open_dataset, write_dataset
 from agentrl.data.device_sampler import (
+    BatchSpec,
     DeviceSampler,
     batch_key,
     draw_index,
     episode_tables,
+    gather,
+    index_tables,
 )
 from agentrl.data.samplers import pair_rows
 from agentrl.envs import grid
@@ -174,7 +177,6 @@ def _device_draws_follow(host, reference: dict) -> list:
     return drawn
 
 
-@pytest.mark.long
 @pytest.mark.parametrize("case", list(AD_CASES))
 def test_ad_device_windows_are_legal_with_the_reference_frequencies(room, case):
     host = ADSampler(room, 8, seed=7, **AD_CASES[case])
@@ -292,7 +294,6 @@ def test_pairs_are_two_histories_of_one_task_at_the_host_frequencies(room, kind)
     assert _same_p(pairs, host_pairs) > P_MIN
 
 
-@pytest.mark.long
 def test_dpt_contexts_and_queries(room, bandit):
     for data, size in ((room, 4), (bandit, 5)):
         host = DPTSampler(data, 8, size, seed=2)
@@ -417,3 +418,62 @@ def test_episode_tables_match_a_loop():
         np.testing.assert_array_equal(tables["starts"][r, : len(ends)], starts)
         np.testing.assert_array_equal(tables["lens"][r, : len(ends)], ends - starts + 1)
         assert (tables["lens"][r, len(ends) :] == 0).all()
+
+
+def _draws(spec, tables, draws=64):
+    fn = jax.jit(jax.vmap(lambda s: draw_index(spec, tables, batch_key(0, s))))
+    return jax.device_get(fn(jnp.arange(draws)))
+
+
+def test_any_start_runs_on_with_exactly_one_spare_episode():
+    # One record, five episodes of 3 steps (ends at 2, 5, 8, 11, 14).
+    # Windows of num_episodes=2, episode_stride=2, starting "any"where:
+    # episodes 0 and 2 fit, and episode 4 is there to run on into
+    # (count - n * k = 1), so the window starts at a uniform step of episode
+    # 0 (0, 1 or 2) and reads on through episodes 2 and 4, never padded.
+    # (Without the run-on it would start at the start of episode 0, 1 or 2:
+    # steps 0, 3 or 6.)
+    done = np.zeros((1, 15), bool)
+    done[0, [2, 5, 8, 11, 14]] = True
+    spec = BatchSpec(
+        kind="windows", batch_size=16, length=6, num_steps=15, num_records=1,
+        num_episodes=2, episode_stride=2, window_start="any",
+    )  # fmt: skip
+    assert not spec.contiguous
+    tables = jax.device_put(index_tables(spec, done, np.zeros(1, np.int32)))
+    index = _draws(spec, tables)
+    steps = np.array([0, 1, 2, 6, 7, 8, 12, 13, 14])  # episodes 0, 2, 4
+    idx = index["idx"].reshape(-1, 6)
+    starts = idx[:, 0]
+    assert set(starts.tolist()) == {0, 1, 2}
+    assert index["mask"].all()
+    for row in idx:
+        np.testing.assert_array_equal(row, steps[row[0] : row[0] + 6])
+
+
+def test_padding_after_a_short_episode_is_zero_in_every_field():
+    # Episodes of 2 and 4 steps; windows of one episode of up to 4 steps:
+    # the 2-step episode leaves 2 padded positions, whose fields are zero
+    # (the host sampler's batches; the loss's mask and DT's return-to-go read
+    # them as "nothing"), while the data themselves are nowhere zero.
+    done = np.zeros((1, 6), bool)
+    done[0, [1, 5]] = True
+    spec = BatchSpec(
+        kind="windows", batch_size=32, length=4, num_steps=6, num_records=1,
+        num_episodes=1, window_start="episode",
+    )  # fmt: skip
+    tables = index_tables(spec, done, np.zeros(1, np.int32))
+    data = jax.device_put({
+        "obs": np.arange(1, 7, dtype=np.int32)[None],
+        "action": np.full((1, 6), 3, np.int32),
+        "reward": np.full((1, 6), 0.5, np.float32),
+        "done": np.ones((1, 6), bool),
+        **tables,
+    })  # fmt: skip
+    index = jax.jit(lambda d: draw_index(spec, d, batch_key(1, 0)))(data)
+    batch = jax.device_get(gather(spec, data, index))
+    mask = batch["mask"]
+    assert (~mask).any() and mask.any()  # both episodes drawn
+    for name in ("obs", "action", "reward", "done"):
+        assert (batch[name][~mask] == 0).all(), name
+        assert (batch[name][mask] != 0).all(), name

@@ -8,8 +8,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from agentrl.agents.acting import SampleThenGreedy, acting_agent
+from agentrl.agents.acting import SampleAboveMedian, SampleThenGreedy, acting_agent
 from agentrl.agents.agent import Step
+from agentrl.envs.spaces import Discrete
 from agentrl.train.config import EvalConfig
 
 
@@ -295,3 +296,61 @@ def test_ra_dt_presets_act_by_the_references_rule(name):
 
     for preset in ("smoke", "cpu", "gpu", "full"):
         assert load_experiment(name, preset).eval.acting == "sample_above_median"
+
+
+class _Summing:
+    """A scored agent whose state is the sum of the rewards it was shown."""
+
+    batched, space = True, Discrete(3)
+
+    def __init__(self, greedy):
+        self.greedy = greedy
+
+    def init(self, key, params):
+        return jnp.zeros((key.shape[0],), jnp.float32)
+
+    def scores(self, state, obs, env_state, params):
+        return jnp.zeros((*state.shape, 3))
+
+    def select(self, key, scores, greedy):
+        return jnp.zeros(scores.shape[:1], jnp.int32)
+
+    def act(self, key, state, obs, env_state, params):
+        return self.select(key, self.scores(state, obs, env_state, params), False)
+
+    def update(self, state, step):
+        return state + jnp.asarray(step.reward, jnp.float32).reshape(state.shape)
+
+
+@pytest.mark.parametrize("rule", ["sample_then_greedy", "sample_above_median"])
+def test_a_control_goes_inside_every_acting_rule(rule):
+    """``controlled_agent`` wraps the model agent inside the rule: under
+    ``zero_rewards`` the model agent is shown 0 where the task paid 1."""
+    from agentrl.evaluate.controls import ControlledAgent, controlled_agent
+
+    agent = controlled_agent(acting_agent(_Summing, rule), "zero_rewards", 4)
+    assert isinstance(agent, (SampleThenGreedy, SampleAboveMedian))
+    assert isinstance(agent.agent, ControlledAgent)
+    state = agent.init(jax.random.split(jax.random.key(0), 2), None)
+    r = jnp.ones((2,), jnp.float32)
+    z = jnp.zeros((2,))
+    state = agent.update(state, Step(z, z.astype(jnp.int32), r, z, z > 1, z > 1, z))
+    inner = state.inner if rule == "sample_then_greedy" else state
+    np.testing.assert_array_equal(np.asarray(inner.inner), [0.0, 0.0])  # zeroed
+
+
+@pytest.mark.parametrize("temperature", [0.5, 2.0])
+def test_discrete_sampling_divides_the_logits_by_the_temperature(temperature):
+    """Logits [1, 0] at temperature t: action 0 with probability
+    1 / (1 + exp(-1 / t)) (0.881 at t = 0.5, 0.622 at t = 2; binomial sd
+    over 20,000 rows <= 0.0035); greedy takes the argmax whatever t."""
+    from agentrl.agents.model_agents import select_action
+
+    n = 20_000
+    keys = jax.random.split(jax.random.key(0), n)
+    logits = jnp.broadcast_to(jnp.asarray([1.0, 0.0]), (n, 2))
+    actions = np.asarray(select_action(keys, logits, Discrete(2), False, temperature))
+    want = 1.0 / (1.0 + np.exp(-1.0 / temperature))
+    assert abs((actions == 0).mean() - want) < 0.015, (actions == 0).mean()
+    greedy = select_action(keys, logits, Discrete(2), True, temperature)
+    assert (np.asarray(greedy) == 0).all()

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from scipy import stats
 
+from agentrl.envs.bandits import BernoulliBandit
 from agentrl.evaluate import metrics
 from agentrl.history import History, episode_index
 
@@ -160,3 +165,79 @@ def test_per_episode_returns_with_early_termination():
     )
     np.testing.assert_array_equal(metrics.episodes_completed(history), [2])
     assert metrics.regret_from_history(history) is None
+
+
+# Mutants of metrics.py the tests above let through (session 56's mutation pass).
+
+
+@pytest.mark.parametrize("n", [4, 5, 6, 7, 9, 10, 11, 13])
+def test_iqm_is_scipy_trim_mean_for_every_sample_size(n):
+    # The docstring promises trim_mean(x, 0.25) (rliable): int(0.25 * n) cut
+    # from each end. Sizes where 0.25 * n has a fractional part >= 0.5
+    # (6, 7, 10, 11) tell int() from round(). Skewed values so the trimmed
+    # windows have different means.
+    x = np.random.default_rng(n).exponential(size=n) ** 3
+    assert metrics.iqm(x) == pytest.approx(stats.trim_mean(x, 0.25))
+
+
+def test_iqm_along_the_first_axis_equals_along_the_last_of_the_transpose():
+    x = np.random.default_rng(0).exponential(size=(3, 9)) ** 3  # [row, value]
+    per_row = metrics.iqm(x, axis=1)
+    np.testing.assert_allclose(metrics.iqm(x.T, axis=0), per_row)
+    np.testing.assert_allclose(per_row, stats.trim_mean(x, 0.25, axis=1))
+
+
+@pytest.mark.parametrize("resample", ["tasks", "both"])
+def test_the_bootstrap_draws_every_task(resample):
+    # One task scores 1, the others 0. With 5 tasks a resample misses a given
+    # task with probability (4/5)**5 = 0.33 > 2.5%, so the CI of the mean
+    # starts at 0; and it draws it with probability 0.67, so the top is > 0,
+    # wherever the task sits (the last one included).
+    for k in range(5):
+        scores = np.zeros((2, 5))
+        scores[:, k] = 1.0
+        low, high = metrics.bootstrap_ci(scores, resample=resample, num_samples=500)
+        assert low == 0.0 and high > 0.0, (k, low, high)
+
+
+def test_both_resamples_tasks_within_runs_and_runs_only_runs():
+    # Every run sees the same task scores: resampling runs alone cannot move
+    # the mean, resampling tasks (alone or within resampled runs) does.
+    scores = np.tile(np.arange(5.0), (3, 1))  # [run, task]
+    lo, hi = metrics.bootstrap_ci(scores, resample="runs")
+    assert lo == hi == pytest.approx(2.0)
+    for resample in ("tasks", "both"):
+        lo, hi = metrics.bootstrap_ci(scores, resample=resample)
+        assert lo < 2.0 < hi, resample
+
+
+def test_paired_ci_is_not_resolved_when_its_ci_touches_zero():
+    # A and B tie on 10 tasks, A wins one. A resample of the 11 differences
+    # is all zeros with probability (10/11)**11 = 0.35 > 2.5%, so the CI's
+    # low end is exactly 0: not above 0, so not resolved.
+    diff = np.array([0.0] * 10 + [1.0])
+    out = metrics.paired_ci(diff)
+    assert out["tasks"] >= metrics.MIN_RESOLVING_TASKS
+    assert out["ci"][0] == 0.0 and out["ci"][1] > 0.0
+    assert not out["resolved"]
+
+
+def test_episodes_to_threshold_counts_a_value_equal_to_the_threshold():
+    # ">= threshold": reaching exactly 0.5 at episode 2 counts.
+    curve = np.array([[0.0, 0.5, 1.0], [0.25, 0.25, 0.5]])
+    np.testing.assert_array_equal(metrics.episodes_to_threshold(curve, 0.5), [2, 3])
+
+
+def test_random_return_stops_at_each_tasks_own_episode_length():
+    # A task whose traced max_steps_in_episode (3) is below the family's
+    # horizon (5): a random policy collects mean(means) on each of 3 pulls,
+    # as the oracle's return horizon * max(means) uses the same field.
+    env = BernoulliBandit(num_arms=4, horizon=5)
+    p = env.default_params
+    params = jax.tree.map(lambda x: jnp.stack([x, x]), p)
+    params = dataclasses.replace(
+        params, max_steps_in_episode=jnp.array([5, 3], jnp.int32)
+    )
+    got = np.asarray(metrics.random_return(env, params))
+    mean = float(np.mean(p.means))
+    np.testing.assert_allclose(got, [5 * mean, 3 * mean], rtol=1e-5)
