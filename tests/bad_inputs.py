@@ -169,6 +169,11 @@ CLI_ROWS: list[tuple[str, str]] = [
         "same field, model.num_layers",
     ),
     ("sweep ad_darkroom --split train", "--split"),
+    # a setting the data cannot hold: refused before the first setting trains
+    (
+        "sweep gpicl_bandit --preset smoke --grid num_train_tasks=4,60",
+        "data.num_train_tasks",
+    ),
     ("sweep ad_darkroom --steps-per-call 0", "--steps-per-call"),
     ("sweep ad_darkroom --out {file}/sub", "--out"),
     # bench, reproduce

@@ -142,6 +142,24 @@ def test_train_task_eval_needs_a_dataset_learner():
     assert grid.static["data.num_train_tasks"] == (4, None)
 
 
+def test_a_sweep_refuses_a_setting_its_data_cannot_hold_before_training(
+    tmp_path, monkeypatch
+):
+    """N above the split's training histories (51 of the smoke preset's 64)
+    in the last cell: refused before the first cell trains or anything is
+    written."""
+    import agentrl.sweep.run as sweep_run
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("a setting was trained")
+
+    monkeypatch.setattr(sweep_run, "_static_setting", no_training)
+    config = load_experiment("gpicl_bandit", "smoke")
+    with pytest.raises(ValueError, match=r"data.num_train_tasks.*\[1, 51\]"):
+        sweep_run.run_sweep(config, [0], {"num_train_tasks": [4, 60]}, tmp_path / "s")
+    assert not (tmp_path / "s").exists()
+
+
 def test_cli_refuses_train_task_scores_for_an_online_learner(capsys):
     from agentrl.cli import main
 

@@ -99,7 +99,12 @@ def parse(argv: list[str]) -> Args:
 
 def prepare(args: Args):
     """``(config, seeds, grid)`` from parsed arguments; all checks, no compile."""
-    from agentrl.sweep.grid import check_train_task_eval, make_grid, parse_grid_args
+    from agentrl.sweep.grid import (
+        check_data_plans,
+        check_train_task_eval,
+        make_grid,
+        parse_grid_args,
+    )
 
     config = args.config
     seeds = parse_seeds(args.seeds, config.train.seed)
@@ -107,6 +112,7 @@ def prepare(args: Args):
     check_output_path(args.out, "--out")
     try:
         check_train_task_eval(config, args.eval, args.eval_train_tasks)
+        check_data_plans(config, grid)
     except ValueError as err:
         raise ConfigError(str(err)) from None
     return config, seeds, grid

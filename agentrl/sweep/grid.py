@@ -23,6 +23,8 @@ import itertools
 from typing import Any
 
 import agentrl.configtools as configtools
+from agentrl.data.task_plan import plan_tasks
+from agentrl.envs.registry import make as make_env
 
 #: Fields that only shape the dataset a distilled learner trains on: an online
 #: learner (trained by RL: RL², transformer PPO, AMAGO) ignores them, so sweeping one
@@ -182,6 +184,29 @@ def check_train_task_eval(config: Any, evaluate: bool, eval_train_tasks: bool) -
             f"--eval-train-tasks: {config.algo.label} is trained online by RL on "
             "fresh tasks of the whole family, so it has no training tasks to "
             "score; it applies to learners trained from a dataset"
+        )
+
+
+def check_data_plans(config: Any, spec: SweepGrid) -> None:
+    """Plan every static setting's histories before the first one trains
+    (:func:`~agentrl.data.task_plan.plan_tasks`, no data made), so that a
+    setting the data cannot hold (``data.num_train_tasks`` above the split's
+    training tasks) is refused up front, not after the settings before it
+    have trained. Settings on ``data.path`` and online learners make no
+    histories and are skipped."""
+    if config.algo.by_training(from_data=False, online=True):
+        return
+    for static in spec.static_settings():
+        data = apply_static(config, static).data
+        if data.path:
+            continue
+        env = make_env(data.env, **dict(data.env_args))
+        plan_tasks(
+            env,
+            data.num_tasks,
+            data.split_fraction,
+            data.seed,
+            num_train_tasks=data.num_train_tasks,
         )
 
 

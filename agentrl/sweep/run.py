@@ -85,6 +85,7 @@ from agentrl.safeio import DirectoryLock
 from agentrl.sweep.grid import (
     SweepGrid,
     apply_static,
+    check_data_plans,
     check_train_task_eval,
     make_grid,
     setting_label,
@@ -170,6 +171,7 @@ def run_sweep(
     spec = grid if isinstance(grid, SweepGrid) else make_grid(config, grid or {})
     check_train_task_eval(config, evaluate, eval_train_tasks)
     check_scored_tasks(tasks)
+    check_data_plans(config, spec)
     out = Path(out_dir)
     rows, curves, timings = [], {}, []
     # One sweep per directory (process 0 of a multi-host run holds the lock).
