@@ -386,15 +386,18 @@ def parse(config: Any, tokens: list[str], prog: str = "agentrl") -> Any:
     # named algorithm's
     nodes = configtools.node_paths(config)
     swaps = sorted((k for k, _ in scanned if k in nodes), key=lambda k: k.count("."))
-    for key in swaps:
-        values = dict(scanned)[key]
+    names = {key: dict(scanned)[key] for key in swaps}
+    for key, values in names.items():
         if len(values) != 1:
             raise ConfigError(f"--{key} takes one algorithm name, got {values}")
-        config = configtools.override(config, {key: values[0]})
-    given = _resolved(config, [s for s in scanned if s[0] not in swaps])
+    # unvalidated until every change is in (--algo dt --model.obs_encoding table)
+    swapped, view = configtools.swapped_view(
+        config, {key: values[0] for key, values in names.items()}
+    )
+    given = _resolved(view, [s for s in scanned if s[0] not in swaps])
     if not given:
-        return config
-    hints = configtools.field_types(config)
+        return configtools.override(config, swapped)
+    hints = configtools.field_types(view)
     argv: list[str] = []
     for path, values in given.items():
         hint = hints.get(path)
@@ -405,10 +408,10 @@ def parse(config: Any, tokens: list[str], prog: str = "agentrl") -> Any:
         ):
             values = ["None"]  # as the earlier parser took none/null
         argv += [f"--{path}", *values]
-    view = _run_tyro(config, argv, prog, hints, given)
-    changes = {}
+    parsed = _run_tyro(view, argv, prog, hints, given)
+    changes = dict(swapped)
     for path in given:
-        value = view
+        value = parsed
         for part in path.split("."):
             value = getattr(value, part)
         changes[path] = value

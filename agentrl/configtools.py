@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import copy
 import dataclasses
 import functools
 import json
@@ -350,19 +351,45 @@ def carry_shared_fields(old: Any, new: Any) -> Any:
         return dataclasses.replace(new, **kwargs) if kwargs else new
 
 
-def _swap_node(config: Any, path: str, nodes: dict[str, Any], text: Any) -> Any:
-    """``config`` with the polymorphic node at ``path`` replaced by ``text``
-    (an instance as given, or a registered name keeping the shared fields)."""
-    value = text
-    if not _polymorphic(text):
-        try:
-            value = type(nodes[path]).from_config_value(text)
-        except ValueError as err:
-            if str(err).startswith(path):
-                raise ConfigError(str(err)) from err
-            raise ConfigError(f"{path}: {err}") from None
-        value = carry_shared_fields(nodes[path], value)
-    return _apply(config, {path: value})
+def _swapped_node(nodes: dict[str, Any], path: str, text: Any) -> Any:
+    """The node to put at ``path`` for ``text``: an instance as given, or a
+    registered name keeping the shared fields of the one there (its own
+    validation runs; the config's runs when every change is in place)."""
+    if _polymorphic(text):
+        return text
+    try:
+        value = type(nodes[path]).from_config_value(text)
+    except ValueError as err:
+        if str(err).startswith(path):
+            raise ConfigError(str(err)) from err
+        raise ConfigError(f"{path}: {err}") from None
+    return carry_shared_fields(nodes[path], value)
+
+
+def _with_node(config: Any, path: str, value: Any) -> Any:
+    """``config`` with ``value`` at ``path``, NOT validated: the view the
+    other overrides' paths and types are resolved against, never returned
+    by :func:`override` (a swap alone may not be valid: ``--algo dt`` with
+    a grid encoding, before ``--model.obs_encoding table`` is applied)."""
+    head, _, rest = path.partition(".")
+    new = copy.copy(config)
+    inner = _with_node(getattr(config, head), rest, value) if rest else value
+    object.__setattr__(new, head, inner)
+    return new
+
+
+def swapped_view(config: Any, swaps: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+    """``({path: node}, view)``: the nodes ``swaps`` name (``{"algo": "dt"}``,
+    applied in order, outermost first) and ``config`` with them in place,
+    NOT validated, to resolve the other overrides against; pass the nodes
+    to :func:`override` with the other changes, which validates them
+    together."""
+    changes, view = {}, config
+    for key, text in swaps.items():
+        path = resolve(view, key)
+        changes[path] = _swapped_node(node_paths(view), path, text)
+        view = _with_node(view, path, changes[path])
+    return changes, view
 
 
 def override(config: Any, overrides: dict[str, Any]) -> Any:
@@ -372,23 +399,22 @@ def override(config: Any, overrides: dict[str, Any]) -> Any:
     named one with the values the old one was given for the fields both
     share (:func:`carry_shared_fields`; an instance given as the value is
     taken as it is); the other fields are then resolved and type-checked
-    against the result and applied together, so dataclass
-    ``__post_init__`` validation runs once per changed level with every
-    change in place.
+    against the result, and every change, the swapped node's included, is
+    applied together, so dataclass ``__post_init__`` validation runs once
+    per changed level with every change in place (``--algo dt
+    --model.obs_encoding table`` on a grid-encoded preset).
     """
-    rest = {}
+    rest, changes, view = {}, {}, config
     for key, text in overrides.items():
-        path = resolve(config, key)
-        nodes = node_paths(config)
-        if path in nodes:  # e.g. --algo dt: DT, keeping the shared fields
-            config = _swap_node(config, path, nodes, text)
+        if resolve(view, key) in node_paths(view):  # --algo dt: DT, shared kept
+            swapped, view = swapped_view(view, {key: text})
+            changes.update(swapped)
         else:
             rest[key] = text
-    paths = field_paths(config)
-    hints = field_types(config)
-    changes = {}
+    paths = field_paths(view)
+    hints = field_types(view)
     for key, text in rest.items():
-        path = resolve(config, key)
+        path = resolve(view, key)
         if path in changes:
             raise ConfigError(f"field {path} is given twice")
         changes[path] = parse_value(path, text, paths[path], hints.get(path, Any))

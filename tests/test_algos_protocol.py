@@ -140,6 +140,25 @@ def test_swapping_the_algorithm_by_name_keeps_the_shared_fields():
     assert as_given.algo.context_episodes == algos.DT().context_episodes
 
 
+def test_a_swap_and_the_fields_it_needs_are_validated_together():
+    """``--algo dt --model.obs_encoding table`` on a grid-encoded preset: DT
+    alone is refused there, so the swap must not be validated before the
+    encoding changes (it was: every such command failed), in either order;
+    the preset's config is left as it was."""
+    config = load_experiment("ad_darkroom", "smoke")
+    assert config.model.obs_encoding == "grid"
+    with pytest.raises(configtools.ConfigError, match="obs_encoding must be 'table'"):
+        configtools.override(config, {"algo": "dt"})
+    for changes in (
+        {"algo": "dt", "model.obs_encoding": "table"},
+        {"model.obs_encoding": "table", "algo": "dt"},
+    ):
+        swapped = configtools.override(config, changes)
+        assert swapped.algo.name == "dt" and swapped.model.obs_encoding == "table"
+        assert swapped.algo.context_episodes == 2  # carried from the preset
+    assert config.algo.name == "ad" and config.model.obs_encoding == "grid"
+
+
 def test_derived_fields_follow_the_fields_they_derive_from():
     config = load_experiment("ad_darkroom", "cpu")
     assert config.train.warmup == 200  # a tenth of 2,000 steps

@@ -196,6 +196,29 @@ def test_algo_swap_comes_before_the_swapped_algorithms_fields():
     assert new.algo.episode_stride == 2
 
 
+def test_algo_swap_is_validated_with_the_fields_it_needs():
+    """DT needs the table encoding, which ad_darkroom's grid is not: the
+    command line that changes both is one valid config (it was refused);
+    the swap alone is refused naming the field."""
+    config = load_experiment("ad_darkroom", "smoke")
+    for argv in (
+        ["--algo", "dt", "--model.obs_encoding", "table"],
+        [
+            "--model.obs_encoding",
+            "table",
+            "--algo",
+            "dt",
+            "--algo.context_episodes",
+            "3",
+        ],
+    ):
+        new = configcli.parse(config, argv)
+        assert new.algo.name == "dt" and new.model.obs_encoding == "table"
+    assert new.algo.context_episodes == 3
+    with pytest.raises(configtools.ConfigError, match="obs_encoding must be 'table'"):
+        configcli.parse(config, ["--algo", "dt"])
+
+
 @pytest.mark.parametrize(
     "argv, fragment",
     [

@@ -28,3 +28,24 @@ def test_generated_data_is_what_the_run_records(tmp_path, capsys):
     assert dict(data.source_args) == open_dataset(out).metadata["source"]["settings"]
     # without data.path the run generates its own data: nothing to replace
     assert data_used(preset.__class__(), open_dataset(out)) == preset.__class__()
+
+
+def test_the_printed_command_trains_on_data_of_other_env_args(tmp_path, capsys):
+    """Histories of ``--env-arg max_goal_distance=4``: the train command the
+    generator prints carries the env args, which a run must match (it is
+    refused without them), so copying it works."""
+    import shlex
+
+    from agentrl.configcli import parse
+    from agentrl.train.data import _check_same_env
+
+    out = tmp_path / "near"
+    argv = ["data", "generate", "--env", "darkroom", "--source", "q_learning"]
+    argv += ["--env-arg", "max_goal_distance=4", "--tasks", "3", "--episodes", "2"]
+    assert main([*argv, "--out", str(out)]) == 0
+    line = next(s for s in capsys.readouterr().out.splitlines() if "train on it" in s)
+    command = shlex.split(line.split("train on it: ")[1].split(" (an")[0])
+    assert command[:3] == ["agentrl", "train", "EXPERIMENT"]
+    config = parse(load_experiment("ad_darkroom", "smoke"), command[3:])
+    recorded = open_dataset(out).metadata["env"]
+    _check_same_env(config.data, recorded, "data.path")  # no error: the same env

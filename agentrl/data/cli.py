@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shlex
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -147,9 +148,11 @@ def _generate(args) -> int:
         )
     print(f"wrote {out}")
     # a run generates its own data unless it is given this one
+    env_args = " ".join(shlex.quote(f"{k}={v}") for k, v in overrides.items())
+    same_env = f" --data.env_args {env_args}" if env_args else ""
     print(
-        f"train on it: agentrl train EXPERIMENT --data.path {out} (an experiment "
-        f"on {args.env}; its config.json then records these histories)"
+        f"train on it: agentrl train EXPERIMENT --data.path {out}{same_env} (an "
+        f"experiment on {args.env}; its config.json then records these histories)"
     )
     return 0
 
