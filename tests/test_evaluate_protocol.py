@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from agentrl import envs
-from agentrl.agents.agent import run_batched_agent
+from agentrl.agents.agent import Step, run_batched_agent
 from agentrl.envs.tasks import TaskSplit, split_task_ids
 from agentrl.evaluate import EvalResult, metrics
 from agentrl.evaluate.controls import (
@@ -229,6 +229,10 @@ def test_a_paired_difference_needs_the_same_tasks_and_episodes():
     # one side's tasks unrecorded: not shown to be the same (once it passed)
     with pytest.raises(ValueError, match=r"task ids \[1, 2, 5\] vs None"):
         paired_difference([run(4, [1, 2, 5])], [run(4)], 2)
+    # ids as arrays (not lists) compare as one answer, not elementwise
+    with pytest.raises(ValueError, match="task ids"):
+        a, b = np.array([1, 2, 5]), np.array([1, 2, 6])
+        paired_difference([run(4, a)], [run(4, b)], 2)
 
     def drawn(oracle):  # a drawn family: no ids, the oracle's return per task
         return EvalResult("m", np.ones((3, 4)), oracle_return=np.asarray(oracle))
@@ -540,3 +544,217 @@ def test_ad_darkroom_auc_target_needs_a_ci_above_zero():
     better = [EvalResult("ad", c + 0.1 + 0.01 * i) for i, c in enumerate(curve)]
     rows = ad_darkroom("ad", summary, {"ad": better, "q_learning": runs}, [])
     assert rows[1]["met"]
+
+
+# Mutants the tests above let through (session 56's mutation pass).
+
+
+# ---------------------------------------------------------------- selection
+
+
+def _select_with(monkeypatch, per_candidate):
+    """``select`` over candidates whose validation results are given:
+    ``{name: EvalResult}``; no run is opened, nothing is trained."""
+    import agentrl.evaluate.selection as selection
+
+    asked = []
+
+    def fake_run_results(run_dir, num_episodes, num_tasks, seed, baselines,
+                         tasks, step, eval_overrides, run):  # fmt: skip
+        asked.append(tasks)
+        return {"m": per_candidate[eval_overrides["acting"]]}, "title"
+
+    monkeypatch.setattr(selection, "load_run", lambda run_dir, step: object())
+    monkeypatch.setattr(selection, "run_results", fake_run_results)
+    cands = [selection.Candidate(n, "run", None, {"acting": n}) for n in per_candidate]
+    sel = selection.select(cands, last_k=1)
+    assert asked == ["validation"] * len(cands)
+    return sel
+
+
+def _scored(last):
+    """Normalized scores of 2 episodes per task; the last episode's are ``last``."""
+    last = np.asarray(last, float)
+    norm = np.stack([np.zeros_like(last), last], -1)
+    ids = {"task_ids": [1, 2, 3, 4]}
+    return EvalResult("m", norm.copy(), normalized=norm, metadata=ids)
+
+
+def test_select_picks_the_best_and_breaks_ties_to_the_first_listed(monkeypatch):
+    # last-episode scores (last_k=1): a and b both average 0.75, c 0.25
+    sel = _select_with(
+        monkeypatch,
+        {
+            "a": _scored([1.0, 0.5, 1.0, 0.5]),
+            "b": _scored([0.5, 1.0, 0.5, 1.0]),
+            "c": _scored([0.25] * 4),
+        },
+    )
+    assert sel.field == "score_last"
+    # the tie a = b goes to a, listed first (not b, and never the worst, c)
+    assert sel.choice.name == "a"
+    # runner-up: b (0.75 > 0.25); paired a - b = [.5, -.5, .5, -.5], mean 0
+    assert sel.margin["runner_up"] == "b"
+    assert sel.margin["mean"] == pytest.approx(0.0) and sel.margin["tasks"] == 4
+
+
+def test_select_takes_the_lowest_regret(monkeypatch):
+    def regret(final):  # [task, step] cumulative regret ending at ``final``
+        final = np.asarray(final, float)
+        return EvalResult(
+            "m", np.zeros((4, 2)), regret=np.stack([final / 2, final], -1)
+        )
+
+    # final regret: a 5, b 2.25, c 8 (means); no oracle, so "auto" is regret
+    sel = _select_with(
+        monkeypatch,
+        {"a": regret([5, 5, 5, 5]), "b": regret([2, 2, 2, 3]), "c": regret([8] * 4)},
+    )
+    assert sel.field == "regret_final" and sel.choice.name == "b"
+    # runner-up: a (-5 > -8); margin -(b - a) = [3, 3, 3, 2], mean 2.75
+    assert sel.margin["runner_up"] == "a"
+    assert sel.margin["mean"] == pytest.approx(2.75)
+
+
+def test_the_choice_is_evaluated_once_on_the_test_tasks(monkeypatch):
+    """Without a trained run (the ``long`` test's ``tiny_run``): the chosen
+    candidate alone, on the test tasks, its selection recorded."""
+    import agentrl.evaluate.selection as selection
+
+    calls = []
+
+    def fake_run_results(run_dir, num_episodes, num_tasks, seed, baselines, **kw):
+        assert kw["control"] is None and kw["source_cache"] is None
+        tasks, step, eval_overrides = kw["tasks"], kw["step"], kw["eval_overrides"]
+        calls.append((tasks, step, eval_overrides))
+        return {"m": EvalResult("m", np.zeros((2, 2)))}, "t"
+
+    sel = _select_with(monkeypatch, {"a": _scored([0.0] * 4), "b": _scored([1.0] * 4)})
+    monkeypatch.setattr(selection, "run_results", fake_run_results)
+    results, title = selection.evaluate_choice(sel)
+    assert calls == [("test", None, {"acting": "b"})]
+    assert results["m"].metadata["selection"]["choice"]["name"] == "b"
+    assert "(b, chosen on validation tasks)" in title
+
+
+def test_auto_criterion_prefers_the_normalized_score_to_regret():
+    """A bandit has an oracle and a regret: "auto" is its normalized score
+    (the module's rule: score where there is an oracle, else regret)."""
+    from agentrl.evaluate.selection import resolve_criterion
+
+    both = {"score_last": {}, "regret_final": {}, "return_last": {}}
+    assert resolve_criterion("auto", both) == "score_last"
+    assert resolve_criterion("auto", {"regret_final": {}, "return_last": {}}) == (
+        "regret_final"
+    )
+    assert resolve_criterion("auto", {"return_last": {}}) == "return_last"
+
+
+def test_the_runner_up_tie_goes_to_the_first_listed():
+    from agentrl.evaluate.selection import choice_margin
+
+    best = np.array([2.0, 2.0, 2.0, 2.0])
+    # b and c both average 1.0 (different per task): the runner-up is b
+    values = {"best": best, "b": np.array([0.0, 2.0, 0.0, 2.0]), "c": np.ones(4)}
+    m = choice_margin(values, "best", 1.0)
+    assert m["runner_up"] == "b"
+    # best - b = [2, 0, 2, 0]
+    assert m["mean"] == pytest.approx(1.0)
+
+
+# ---------------------------------------------------------------- controls
+
+
+def _shuffled(batch=400, n=4):
+    """``[batch, n]`` rewards the model is shown under ``shuffle_rewards`` when
+    step ``t`` pays ``t + 1`` (distinct, so each shown value names its step)."""
+    agent = ControlledAgent(_Seen(n), "shuffle_rewards", n)
+    state = agent.init(jax.random.split(jax.random.key(0), batch), None)
+    z = jnp.zeros((batch,))
+    for t in range(n):
+        r = jnp.full((batch,), t + 1.0)
+        state = agent.update(state, Step(z, z, r, z, z > 0, z > 0, z))
+    return np.asarray(state.inner[0])
+
+
+def test_a_shuffled_reward_may_be_the_current_one():
+    """Drawn uniformly from the rewards paid so far *including the current
+    one* (the module): at step 1 (rewards 1, 2 paid) the model is shown 2
+    with probability 1/2, at step 3 (1..4 paid) 4 with probability 1/4."""
+    seen = _shuffled()
+    assert np.all(seen[:, 0] == 1.0)  # one reward paid: shown as itself
+    assert 0.35 < np.mean(seen[:, 1] == 2.0) < 0.65  # 1/2, sd 0.025
+    assert 0.15 < np.mean(seen[:, 3] == 4.0) < 0.35  # 1/4, sd 0.022
+    for t in range(4):
+        assert set(np.unique(seen[:, t])) <= set(range(1, t + 2))
+
+
+def test_each_steps_shuffle_draw_has_a_key_of_its_own():
+    """The draws at steps 1 and 3 are independent: the index drawn at step 3
+    (uniform on 0..3) has the parity of the one at step 1 (uniform on 0, 1)
+    half the time. A key reused at every step makes them agree always (JAX's
+    randint of one key: ``randint(k, 0, 4) % 2 == randint(k, 0, 2)``)."""
+    seen = _shuffled()
+    first, third = seen[:, 1] - 1, seen[:, 3] - 1  # the drawn indices
+    assert 0.35 < np.mean(third % 2 == first) < 0.65  # 1/2, sd 0.025
+
+
+def test_the_paired_difference_reads_the_last_episodes():
+    """A method ahead by 5 in the first two of four episodes and level in the
+    last two: over the last 2 episodes it is not ahead at all (mean 0)."""
+    early = np.tile([5.0, 5.0, 1.0, 1.0], (8, 1))
+    level = np.tile([0.0, 0.0, 1.0, 1.0], (8, 1))
+    d = paired_difference([EvalResult("a", early)], [EvalResult("b", level)], 2)
+    assert d["mean"] == 0.0 and d["pairs"] == 8
+    # over all 4 episodes: (5 + 5 + 0 + 0) / 4 = 2.5
+    assert paired_difference([EvalResult("a", early)], [EvalResult("b", level)], 4)[
+        "mean"
+    ] == pytest.approx(2.5)
+
+
+def test_expert_cut_keeps_the_last_labels_and_successors():
+    """The expert dataset's DPT labels (``optimal_action``) and explicit
+    successors (``next_obs``) are those of the kept last steps, as obs are."""
+    from agentrl.evaluate.controls import _last_steps
+    from agentrl.history import History
+
+    steps = jnp.arange(6)[None]  # one task, 6 steps, 3 episodes of 2
+    h = History(
+        obs=steps,
+        action=steps,
+        reward=steps.astype(jnp.float32),
+        terminated=jnp.zeros((1, 6), bool),
+        truncated=jnp.zeros((1, 6), bool),
+        episode=jnp.array([[0, 0, 1, 1, 2, 2]]),
+        optimal_action=steps + 100,
+        task_id=jnp.zeros((1,), jnp.int32),
+        params=None,
+        next_obs=steps + 200,
+    )
+    cut = _last_steps(h, 2)  # the last episode: steps 4, 5
+    assert cut.obs.tolist() == [[4, 5]]
+    assert cut.optimal_action.tolist() == [[104, 105]]
+    assert cut.next_obs.tolist() == [[204, 205]]
+    assert cut.episode.tolist() == [[0, 0]]
+
+
+# ------------------------------------------------------------------ splits
+
+
+def test_validation_is_the_first_part_of_the_held_out_ids():
+    """seed 0: ``default_rng(0).permutation(10)`` = [4 6 2 7 3 5 9 0 8 1];
+    the first 6 train, held out in order [9, 0, 8, 1]: validation the first
+    round(0.5 * 4) = 2 of them, test the rest. Datasets and records store
+    these ids, so the cut must not move."""
+    s = split_task_ids(10, 0.6, seed=0, validation_share=0.5)
+    assert s.train.tolist() == [2, 3, 4, 5, 6, 7]
+    assert s.validation.tolist() == [0, 9]
+    assert s.test.tolist() == [1, 8]
+
+
+def test_a_small_validation_share_still_gets_one_task():
+    """Held out 5 (seed 0: [5 9 0 8 1]); share 0.05 rounds to 0 tasks, and
+    the docstring promises at least one: validation [5], test the other 4."""
+    s = split_task_ids(10, 0.5, seed=0, validation_share=0.05)
+    assert s.validation.tolist() == [5]
+    assert s.test.tolist() == [0, 1, 8, 9]

@@ -8,6 +8,7 @@ histories are really made on those N tasks, and a sweep with
 
 from __future__ import annotations
 
+import jax
 import numpy as np
 import pytest
 
@@ -325,3 +326,53 @@ def test_the_benchmark_judges_the_gap_by_its_ci():
     )
     assert tight[1]["met"]  # a gap of 0 on tight scores: agreement shown
     assert not tight[0]["met"] and tight[0]["gap"]["mean"] == pytest.approx(0.15)
+
+
+# Mutants the tests above let through (session 56's mutation pass).
+
+
+def test_finite_histories_cycle_over_a_seeded_shuffle_of_the_training_ids():
+    """Dark Room: the records go over the split's training ids in a seeded
+    shuffle (not in id order, which would put the N tasks of a GPICL cell
+    in the grid's first rows), and the N distinct tasks of a restricted
+    plan are the first N of that same order."""
+    env = make_env("darkroom")
+    full = plan_tasks(env, 65, 0.8, seed=3)  # 65 = the split's training ids
+    ids = full.task_ids["train"]
+    assert sorted(ids.tolist()) == sorted(full.split.train.tolist())
+    assert ids.tolist() != sorted(ids.tolist())  # shuffled
+    five = plan_tasks(env, 40, 0.8, seed=3, num_train_tasks=5).task_ids["train"]
+    assert five[:5].tolist() == ids[:5].tolist()  # nested in one order
+    # the split is the env's own for these arguments (what eval re-derives)
+    assert full.split.to_json() == env.task_split(0.8, 3, 0.5).to_json()
+
+
+def test_continuous_train_and_test_records_partition_the_indices():
+    """Bandits, 10 records, seed 0: ``default_rng(0).permutation(10)`` =
+    [4 6 2 7 3 5 9 0 8 1]; 8 train, sorted [0 2 3 4 5 6 7 9]; test [1 8].
+    Restricted to 2 tasks: the first 2 training indices [0 2], cycled."""
+    env = make_env("gaussian_bandit", num_arms=3, horizon=4)
+    plan = plan_tasks(env, 10, 0.8, seed=0)
+    train, test = plan.task_ids["train"].tolist(), plan.task_ids["test"].tolist()
+    assert not set(train) & set(test)
+    assert sorted(train + test) == list(range(10))
+    assert test == [1, 8]
+    two = plan_tasks(env, 10, 0.8, seed=0, num_train_tasks=2).task_ids["train"]
+    assert two.tolist() == [0, 2] * 4
+
+
+def test_training_tasks_come_in_the_order_the_records_first_use_them():
+    """Records [7 3 7 5 3]: first uses 7 (record 0), 3 (1), 5 (3): ids
+    [7 3 5], not the id order [3 5 7]; params are those of the ids."""
+    env = make_env("darkroom")
+    meta = {
+        "task_ids": {"train": [7, 3, 7, 5, 3]},
+        "task_space": "finite",
+        "split": env.task_split(0.8, 0, 0.5).to_json(),
+        "seed": 0,
+    }
+    params, ids = training_tasks(env, meta)
+    assert ids.tolist() == [7, 3, 5]
+    want = jax.vmap(env.params_for_task)(np.asarray([7, 3, 5], np.int32))
+    for got, exp in zip(jax.tree.leaves(params), jax.tree.leaves(want), strict=True):
+        np.testing.assert_array_equal(got, exp)

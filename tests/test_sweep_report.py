@@ -142,3 +142,23 @@ def test_a_paired_difference_says_what_is_missing_or_different():
         paired_row_difference(b, {k: v for k, v in a.items() if k != "task_set"})
     with pytest.raises(ValueError, match="no 'train_task_scores'"):
         paired_row_difference(b, a, field="train_task_scores")
+
+
+# Mutants the tests above let through (session 56's mutation pass).
+
+
+def test_a_task_undefined_in_the_second_row_is_left_out_and_counted_once():
+    """2 seeds x 4 tasks; ``a`` is ``b`` + 1 wherever both are defined.
+    ``b`` (the row subtracted) is undefined at seed 1 of task 2 and at both
+    seeds of task 3: tasks 2 and 3 go, ``dropped`` counts tasks (2), not
+    undefined cells (3); kept: tasks 0 and 1, ``pairs`` 2 seeds x 2 = 4,
+    every kept difference 1."""
+    a = {"task_scores": [[1, 2, 3, 4], [1, 2, 3, 4]], "task_set": "same"}
+    b = {"task_scores": [[0, 1, 2, None], [0, 1, None, None]], "task_set": "same"}
+    d = paired_row_difference(a, b)
+    assert (d["tasks"], d["dropped"], d["pairs"]) == (2, 2, 4)
+    assert d["mean"] == pytest.approx(1.0)
+    # the same from the other side: a task is undefined for either row
+    d = paired_row_difference(b, a)
+    assert (d["tasks"], d["dropped"], d["pairs"]) == (2, 2, 4)
+    assert d["mean"] == pytest.approx(-1.0)

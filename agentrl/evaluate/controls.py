@@ -352,7 +352,9 @@ def tasks_agree(a: Any, b: Any) -> bool | None:
     """
     ids = a.metadata.get("task_ids"), b.metadata.get("task_ids")
     if ids[0] is not None or ids[1] is not None:
-        return ids[0] == ids[1]
+        # lists or arrays alike: one bool, never an elementwise array
+        recorded = ids[0] is not None and ids[1] is not None
+        return recorded and bool(np.array_equal(ids[0], ids[1]))
     oracles = a.oracle_return, b.oracle_return
     if oracles[0] is None or oracles[1] is None:
         return None
