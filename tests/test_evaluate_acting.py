@@ -298,25 +298,13 @@ def test_ra_dt_presets_act_by_the_references_rule(name):
         assert load_experiment(name, preset).eval.acting == "sample_above_median"
 
 
-class _Summing:
-    """A scored agent whose state is the sum of the rewards it was shown."""
+class _Summing(_Fake):
+    """:class:`_Fake` whose state is the sum of the rewards it was shown."""
 
-    batched, space = True, Discrete(3)
-
-    def __init__(self, greedy):
-        self.greedy = greedy
+    space = Discrete(2)
 
     def init(self, key, params):
         return jnp.zeros((key.shape[0],), jnp.float32)
-
-    def scores(self, state, obs, env_state, params):
-        return jnp.zeros((*state.shape, 3))
-
-    def select(self, key, scores, greedy):
-        return jnp.zeros(scores.shape[:1], jnp.int32)
-
-    def act(self, key, state, obs, env_state, params):
-        return self.select(key, self.scores(state, obs, env_state, params), False)
 
     def update(self, state, step):
         return state + jnp.asarray(step.reward, jnp.float32).reshape(state.shape)
@@ -332,9 +320,7 @@ def test_a_control_goes_inside_every_acting_rule(rule):
     assert isinstance(agent, (SampleThenGreedy, SampleAboveMedian))
     assert isinstance(agent.agent, ControlledAgent)
     state = agent.init(jax.random.split(jax.random.key(0), 2), None)
-    r = jnp.ones((2,), jnp.float32)
-    z = jnp.zeros((2,))
-    state = agent.update(state, Step(z, z.astype(jnp.int32), r, z, z > 1, z > 1, z))
+    state = agent.update(state, _step(jnp.ones((2,))))
     inner = state.inner if rule == "sample_then_greedy" else state
     np.testing.assert_array_equal(np.asarray(inner.inner), [0.0, 0.0])  # zeroed
 
