@@ -47,9 +47,10 @@ def _step(reward):
 def test_sample_then_greedy_switches_per_task_on_first_positive_reward():
     agent = acting_agent(_Fake, "sample_then_greedy")
     assert isinstance(agent, SampleThenGreedy)
-    keys = jax.random.split(jax.random.key(0), 3)
-    state = agent.init(keys, None)
-    act = lambda s: np.asarray(agent.act(keys[0], s, None, None, None))  # noqa: E731
+    init_key, *act_keys = jax.random.split(jax.random.key(0), 5)
+    state = agent.init(jax.random.split(init_key, 3), None)
+    acts = iter(act_keys)  # a fresh key each act (jax_debug_key_reuse)
+    act = lambda s: np.asarray(agent.act(next(acts), s, None, None, None))  # noqa: E731
     assert act(state).tolist() == [0, 0, 0]
     state = agent.update(state, _step([0.0, 1.0, -1.0]))
     assert act(state).tolist() == [0, 1, 0]  # a negative reward is no success

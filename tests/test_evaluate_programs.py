@@ -73,8 +73,9 @@ def test_each_lane_acts_as_its_rule_and_control_did_alone(tiny_run):
         policy = run.policy(acting)
         if control is not None:
             policy = control_policy(policy, control)
-        alone = run_policy(run.env, policy, params, key, steps)[0]
-        laned = runner(params, key, lane(rule, control))
+        # the same key on both paths, cloned (jax_debug_key_reuse)
+        alone = run_policy(run.env, policy, params, jax.random.clone(key), steps)[0]
+        laned = runner(params, jax.random.clone(key), lane(rule, control))
         np.testing.assert_array_equal(laned.action, alone.action, (rule, control))
         np.testing.assert_array_equal(laned.reward, alone.reward, (rule, control))
 
