@@ -155,3 +155,44 @@ def test_any_start_windows_read_from_disk_equal_the_cached_ones(room, stride):
         a, b = cached.batch(step), disk.batch(step)
         for k in a:
             np.testing.assert_array_equal(a[k], b[k])
+
+
+# Mutants the tests above let through (session 56's mutation pass).
+
+
+def _ad_model_and_batch(dropout=0.0, b=3, t=6):
+    cfg = ModelConfig(
+        obs_kind="discrete", obs_size=25, action_size=5, num_layers=1,
+        num_heads=2, d_model=16, d_ff=32, max_steps=t, dropout=dropout,
+    )  # fmt: skip
+    rng = np.random.default_rng(0)
+    batch = {
+        "obs": jnp.asarray(rng.integers(0, 25, (b, t)), jnp.int32),
+        "action": jnp.asarray(rng.integers(0, 5, (b, t)), jnp.int32),
+        "reward": jnp.asarray(rng.integers(0, 2, (b, t)), jnp.float32),
+    }
+    return make_model(cfg, seed=4), batch
+
+
+def test_ad_loss_scores_only_the_unpadded_steps():
+    # padding after a short episode (mask False on the last two steps) is not
+    # scored: the loss is the mean of -log p(a_t) over the 4 x 3 counted steps
+    model, batch = _ad_model_and_batch()
+    batch["mask"] = jnp.broadcast_to(jnp.arange(6) < 4, (3, 6))
+    loss, _, out = ad_loss(model, batch, deterministic=True)
+    nll = -np.take_along_axis(
+        np.asarray(jax.nn.log_softmax(out.action)),
+        np.asarray(batch["action"])[..., None],
+        -1,
+    )[..., 0]
+    np.testing.assert_allclose(float(loss), nll[:, :4].mean(), rtol=1e-5)
+    assert abs(nll[:, :4].mean() - nll.mean()) > 1e-4  # the padding would count
+
+
+def test_ad_loss_trains_with_dropout_on():
+    # AD's training pass (deterministic=False, the default) applies dropout:
+    # with dropout 0.5 its output differs from the deterministic pass
+    model, batch = _ad_model_and_batch(dropout=0.5)
+    _, _, train = ad_loss(model, batch)
+    _, _, plain = ad_loss(model, batch, deterministic=True)
+    assert np.abs(np.asarray(train.action) - np.asarray(plain.action)).max() > 1e-3

@@ -25,13 +25,16 @@ import numpy as np
 import pytest
 from test_online_rl2 import FlipBandit
 
+from agentrl import envs
 from agentrl.algos import Amago
+from agentrl.envs import grid
 from agentrl.models import ModelConfig
 from agentrl.models.config import complete_model_config
 from agentrl.online.amago import (
     AmagoShape,
     AmagoTrainer,
     amago_hparams,
+    critic_values,
     ensemble_min,
     filtered_bc,
     next_values,
@@ -403,3 +406,91 @@ def test_amago_logs_episodes_where_they_end_on_key_to_door():
     for name in ("trial_return", "episode_return_first", "episode_return_last"):
         assert float(metrics[name]) == pytest.approx(float(expected[name]))
     assert sliced != pytest.approx(float(expected["episode_return_last"]))
+
+
+# Mutants the tests above let through (session 56's mutation pass).
+
+
+def test_critic_and_actor_losses_by_their_definitions():
+    # One critic (the REDQ min is that critic). Target heads apart from the
+    # online ones (x -3), reward scale 2, gammas (0.9, 0.99), trial of L = 4:
+    #   V_targ(s_t, g) = sum_a pi_targ(a | s_t, g) Q_targ(s_t, a, g)
+    #   y_t = (1 - g) 2 r_t + g V_targ(s_(t+1), g) for t < L - 1,
+    #   y_(L-1) = (1 - g) 2 r_(L-1) (the trial's end: no bootstrap)
+    #   critic loss = mean (Q(s_t, a_t, g) - y_t)^2
+    # and with online_coeff 1, offline_coeff 0 the actor loss is
+    #   mean -sum_a pi(a | s_t, g) Q(s_t, a, g)
+    trainer = make_trainer(num_critics=1, critics_in_target=1)
+    hp = amago_hparams(reward_scale=2.0, online_coeff=1.0, offline_coeff=0.0)
+    key = jax.random.key(0)
+    state = jax.jit(trainer.init)(key, hp)
+    tasks = jax.vmap(trainer.sample_task)(jax.random.split(key, 4))
+    batch = jax.jit(trainer.collect)(state.params["model"], tasks, jnp.ones(4), key)
+    assert np.asarray(batch["reward"]).any()
+    target = jax.tree.map(lambda x: -3.0 * x, state.target)
+    _, m = jax.jit(trainer.loss)(state.params, target, batch, jax.random.key(1), hp)
+
+    h = trainer.model(state.params["model"]).features(
+        batch["obs"], batch["action"], batch["reward"]
+    )
+    pi_t = jax.nn.softmax(trainer.actor_logits(target["head"], target["actor"], h))
+    q_t = critic_values(target["critics"], h, 2)[..., 0, :, :]  # [B, L, G, A]
+    v_t = np.asarray((pi_t * q_t).sum(-1))
+    g = np.array([0.9, 0.99])
+    y = (1 - g) * 2.0 * np.asarray(batch["reward"])[..., None]
+    y[:, :-1] += g * v_t[:, 1:]
+    q = np.asarray(critic_values(state.params["critics"], h, 2)[..., 0, :, :])
+    a = np.asarray(batch["action"])[..., None, None]
+    q_taken = np.take_along_axis(q, np.broadcast_to(a, q.shape[:-1] + (1,)), -1)[..., 0]
+    np.testing.assert_allclose(
+        float(m["critic_loss"]), np.mean((q_taken - y) ** 2), rtol=1e-4
+    )
+    pi = jax.nn.softmax(
+        trainer.actor_logits(state.params["model"]["head"], state.params["actor"], h)
+    )
+    want = -np.mean(np.asarray((pi * q).sum(-1)))
+    np.testing.assert_allclose(float(m["actor_loss"]), want, rtol=1e-4)
+
+
+@pytest.mark.long
+def test_target_heads_take_a_tau_step_towards_the_online_heads():
+    # one gradient step at tau 0.25 from targets equal to the heads p0:
+    # target = 0.75 p0 + 0.25 p1, p1 the heads after the step
+    trainer = make_trainer(num_updates=1, grad_steps=1)
+    hp = amago_hparams(tau=0.25, lr=1e-2)
+    state = jax.jit(trainer.init)(jax.random.key(0), hp)
+    new, _ = jax.jit(trainer.update)(state, hp)
+    p0, p1 = trainer.heads(state.params), trainer.heads(new.params)
+    moved = [
+        np.abs(np.asarray(b) - np.asarray(a)).max()
+        for a, b in zip(jax.tree.leaves(p0), jax.tree.leaves(p1), strict=True)
+    ]
+    assert max(moved) > 1e-3  # the step moved the heads
+    for t1, a, b in zip(
+        jax.tree.leaves(new.target),
+        jax.tree.leaves(p0),
+        jax.tree.leaves(p1),
+        strict=True,
+    ):
+        np.testing.assert_allclose(
+            t1, 0.75 * np.asarray(a) + 0.25 * np.asarray(b), rtol=1e-5, atol=1e-6
+        )
+
+
+def test_collected_trials_pair_each_action_with_the_state_it_was_taken_in():
+    # Dark Room (no termination, horizon 5): inside an episode the next
+    # stored observation is the cell the stored action moves to
+    env = envs.make("darkroom", size=5, horizon=5)
+    trainer = make_trainer(trial=10, env=env)
+    key = jax.random.key(0)
+    state = jax.jit(trainer.init)(key, amago_hparams())
+    tasks = jax.vmap(env.sample_params)(jax.random.split(key, 4))
+    trials = jax.jit(trainer.collect)(state.params["model"], tasks, jnp.ones(4), key)
+    obs, act = np.asarray(trials["obs"]), np.asarray(trials["action"])
+    end = np.asarray(trials["episode_end"])
+    assert end[:, 4].all() and not end[:, :4].any()
+    for b in range(4):
+        for t in range(9):
+            if not end[b, t]:
+                nxt = grid.move(grid.cell_pos(obs[b, t], 5), act[b, t], 5)
+                assert obs[b, t + 1] == int(grid.cell_id(nxt, 5)), (b, t)

@@ -40,3 +40,35 @@ def test_the_query_only_position_is_left_out_of_the_loss():
     nll = -jnp.take_along_axis(logp, batch["label"][:, None, None], -1)[..., 0]
     np.testing.assert_allclose(float(loss), float(nll[:, 1:].mean()), rtol=1e-5)
     assert abs(float(nll[:, 1:].mean()) - float(nll.mean())) > 1e-4  # they differ
+
+
+# Mutants the tests above let through (session 56's mutation pass).
+
+
+def test_each_prediction_reads_its_transitions_next_state():
+    # the context set's transitions are (s, a, r, s'): changing only the
+    # next state of transition 3 (0-based) changes the predictions of
+    # positions 4..N (which see it) and no earlier one (causal prefixes)
+    env = envs.make("darkroom", size=5, horizon=N)
+    cfg = ModelConfig(
+        num_layers=1, num_heads=1, d_model=16, d_ff=32, max_steps=N + 1,
+        token_layout="transition",
+    )  # fmt: skip
+    model = make_model(complete_model_config(cfg, env, DPT(context_size=N)), seed=3)
+    rng = np.random.default_rng(1)
+    b = 4
+    batch = {
+        "query_obs": jnp.asarray(rng.integers(0, 25, b), jnp.int32),
+        "context_obs": jnp.asarray(rng.integers(0, 25, (b, N)), jnp.int32),
+        "context_action": jnp.asarray(rng.integers(0, 5, (b, N)), jnp.int32),
+        "context_reward": jnp.zeros((b, N), jnp.float32),
+        "context_next_obs": jnp.asarray(rng.integers(0, 25, (b, N)), jnp.int32),
+        "label": jnp.asarray(rng.integers(0, 5, b), jnp.int32),
+    }
+    _, _, out = dpt_loss(model, batch, deterministic=True)
+    moved = dict(batch)
+    moved["context_next_obs"] = batch["context_next_obs"].at[:, 3].add(7) % 25
+    _, _, out2 = dpt_loss(model, moved, deterministic=True)
+    a, a2 = np.asarray(out.action), np.asarray(out2.action)
+    np.testing.assert_allclose(a2[:, :4], a[:, :4], atol=1e-6)
+    assert np.abs(a2[:, 4:] - a[:, 4:]).max(axis=(0, 2)).min() > 1e-4

@@ -7,12 +7,13 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from flax import nnx
+from model_factory import make_model
 from test_agents_window import fed_scores
 
 from agentrl import envs
-from agentrl.algos.dt import dt_observation
+from agentrl.algos.dt import dt_loss, dt_observation, returns_to_go
 from agentrl.evaluate import run_batched_agent
-from agentrl.models import DecisionModel
+from agentrl.models import DecisionModel, ModelConfig
 from agentrl.train.config import complete_config
 from agentrl.train.experiments import load_experiment
 
@@ -156,3 +157,51 @@ def test_dt_eval_context_picks_its_reading_and_refuses_others():
         assert isinstance(agent.inner, inner)
     with pytest.raises(ValueError, match="algo.eval_context must be one of"):
         DT(eval_context="sorted_episodes")
+
+
+# Mutants the tests above let through (session 56's mutation pass).
+
+
+RTG_REWARD = [[1.0, 2.0, 3.0, 4.0, 5.0], [0.0, 1.0, 0.0, 0.0, 2.0]]
+RTG_DONE = [[False, True, False, False, True], [False, False, True, False, True]]
+# R_t = r_t + ... + r_(end of t's episode), back to 0 after each episode end:
+# row 0: episodes [1, 2] and [3, 4, 5] -> [1+2, 2, 3+4+5, 4+5, 5]
+# row 1: episodes [0, 1, 0] and [0, 2] -> [1, 1, 0, 2, 2]
+RTG_HAND = [[3.0, 2.0, 12.0, 9.0, 5.0], [1.0, 1.0, 0.0, 2.0, 2.0]]
+
+
+def test_returns_to_go_by_hand():
+    rtg = returns_to_go(jnp.asarray(RTG_REWARD), jnp.asarray(RTG_DONE))
+    np.testing.assert_allclose(rtg, RTG_HAND)
+
+
+def test_dt_observation_appends_the_scaled_return_to_go():
+    obs = jnp.array([[2, 0]])
+    got = dt_observation(obs, jnp.array([[6.0, -2.0]]), 3, 4.0)
+    np.testing.assert_allclose(got, [[[0, 0, 1, 1.5], [1, 0, 0, -0.5]]])
+
+
+def test_dt_loss_conditions_each_step_on_its_return_to_go():
+    # dt_loss's model input is [one_hot(s_t), R_t / scale] with R_t by hand
+    # (RTG_HAND, the step's own reward included), scale 4
+    cfg = ModelConfig(
+        obs_kind="continuous", obs_size=6, action_size=3, num_layers=1,
+        num_heads=2, d_model=16, d_ff=32, max_steps=5, dropout=0.0,
+    )  # fmt: skip
+    model = make_model(cfg, seed=1)
+    rng = np.random.default_rng(0)
+    obs = rng.integers(0, 5, (2, 5))
+    batch = {
+        "obs": jnp.asarray(obs, jnp.int32),
+        "action": jnp.asarray(rng.integers(0, 3, (2, 5)), jnp.int32),
+        "reward": jnp.asarray(RTG_REWARD),
+        "done": jnp.asarray(RTG_DONE),
+    }
+    _, _, out = dt_loss(model, batch, num_obs=5, rtg_scale=4.0, deterministic=True)
+    tokens = np.concatenate(
+        [np.eye(5)[obs], np.asarray(RTG_HAND)[..., None] / 4.0], -1
+    ).astype(np.float32)
+    want = model(
+        jnp.asarray(tokens), batch["action"], batch["reward"], deterministic=True
+    )
+    np.testing.assert_allclose(out.action, want.action, atol=1e-6)

@@ -236,3 +236,20 @@ def test_batches_are_checked_against_their_declared_shapes(room, bandit, monkeyp
     monkeypatch.setattr(samplers, "_take", lambda x, idx: take(x, idx[:, :-1]))
     with pytest.raises(AssertionError, match="batch field 'context_obs'"):
         DPTSampler(bandit, 4, 5).batch(0)
+
+
+# Mutants the tests above let through (session 56's mutation pass).
+
+
+def test_dpt_labels_are_the_oracle_action_of_the_query_state(room):
+    # darkroom_hard's oracle steers from the query cell to the goal (task id
+    # = goal cell). On these roll-ins the oracle's action at the step after
+    # the query equals the query's in ~80% of draws, so one batch of 8 can
+    # miss a label read one step off; 20 batches (160 queries) do not.
+    s = DPTSampler(room, 8, context_size=10, seed=0)
+    for step in range(20):
+        b = s.batch(step)
+        for row in range(8):
+            goal = grid.cell_pos(b["task_id"][row], 5)
+            query = grid.cell_pos(b["query_obs"][row], 5)
+            assert int(grid.steer(query, goal)) == b["label"][row], (step, row)

@@ -183,3 +183,47 @@ def test_contrastive_loss_prefers_matching_tasks():
     swapped = q[jnp.array([0, 2, 1, 3])]  # each pair's rows now disagree
     bad = contrastive_loss(swapped, swapped, jnp.eye(2), ids)
     assert float(good) < 0.01 < float(bad)
+
+
+# Mutants the tests above let through (session 56's mutation pass).
+
+
+def test_balance_loss_by_hand():
+    # top-1 gates of 3 tokens over 2 experts: importance (summed gates per
+    # expert) [2, 1]; load given as [3, 1]. CV^2 with the unbiased variance:
+    # importance: mean 1.5, var (0.25 + 0.25) / 1 = 0.5 -> 0.5 / 2.25 = 2/9;
+    # load: mean 2, var (1 + 1) / 1 = 2 -> 2 / 4 = 1/2. Sum 13/18.
+    gates = jnp.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
+    got = float(balance_loss(gates, jnp.array([3.0, 1.0])))
+    assert got == pytest.approx(2 / 9 + 1 / 2, rel=1e-5)
+
+
+def test_deterministic_load_counts_the_tokens_each_expert_takes():
+    # without noise the load is the count of tokens routed to each expert
+    # (integers summing to N k = 10 x 2 = 20), not the summed gates (which
+    # would sum to N = 10)
+    router = Router(8, 6, noisy=False, rngs=nnx.Rngs(0))
+    x = jax.random.normal(jax.random.key(1), (10, 8))
+    gates, idx, _, load, _ = router.route(x, 2, deterministic=True)
+    np.testing.assert_array_equal(
+        load, np.bincount(np.asarray(idx).ravel(), minlength=6)
+    )
+    assert float(load.sum()) == 20.0
+
+
+def test_token_router_is_noisy_in_training_only():
+    # token_noise (default on): the training pass (deterministic=False, no
+    # dropout) routes on noisy logits, so some token's top-k gates differ
+    # from the deterministic pass's; two deterministic passes agree
+    cfg = ModelConfig(
+        obs_size=5, action_size=3, num_layers=2, num_heads=2, d_model=16, d_ff=32,
+        max_steps=8, moe_layers=(1,), token_experts=6, dropout=0.0,
+    )  # fmt: skip
+    assert cfg.token_noise
+    model = make_model(cfg, seed=2)
+    obs = jnp.asarray(np.random.default_rng(0).integers(0, 5, (4, 8)))
+    run = lambda det: model(obs, obs % 3, jnp.ones((4, 8)), deterministic=det)  # noqa: E731
+    noisy, plain, again = run(False), run(True), run(True)
+    g_noisy, g_plain = (np.asarray(o.aux["token_gates"][-1]) for o in (noisy, plain))
+    np.testing.assert_array_equal(g_plain, np.asarray(again.aux["token_gates"][-1]))
+    assert np.abs(g_noisy - g_plain).max() > 1e-3

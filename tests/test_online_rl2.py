@@ -24,6 +24,7 @@ from agentrl.algos import RL2
 from agentrl.envs.bandits import BernoulliBandit
 from agentrl.online.agent import RL2Agent
 from agentrl.online.ppo import PPOShape, TrialPPO, trial_hparams
+from agentrl.prng import key_scan
 from agentrl.rl.ppo import gae_across_episodes
 from agentrl.train import fit
 from agentrl.train.config import DataConfig, EvalConfig, ExperimentConfig
@@ -412,3 +413,63 @@ def test_rollout_keys_are_the_per_step_splits():
         }
         for name, want in expected.items():
             np.testing.assert_array_equal(data[name][t], jax.random.key_data(want))
+
+
+# Mutants the tests above let through (session 56's mutation pass).
+
+
+def _rollout_of_update(trainer, state):
+    """The records ``update(state)`` acts on (its key splits, as TrialPPO.update)."""
+    _, k_roll, _ = jax.random.split(state.key, 3)
+    _, rec = key_scan(
+        lambda c, k: trainer._env_step(state.weights, c, k),
+        state.streams(),
+        trainer.rollout_keys(k_roll),
+    )
+    return jax.tree.map(np.asarray, rec)
+
+
+def _numpy_gae(value, reward, trial_end, bootstrap, gamma, lam):
+    """``[T, N]`` GAE one step at a time; ``bootstrap [N]`` V after the rollout."""
+    adv, acc = np.zeros_like(value, dtype=np.float64), np.zeros(value.shape[1])
+    for t in reversed(range(len(value))):
+        following = bootstrap if t + 1 == len(value) else value[t + 1]
+        keep = 1.0 - trial_end[t]
+        acc = reward[t] + gamma * keep * following - value[t] + gamma * lam * keep * acc
+        adv[t] = acc
+    return adv
+
+
+def test_lr0_update_replays_its_rollout_and_regresses_on_gae_targets():
+    # FlipBandit episodes of 3 steps, trials of 2 episodes (6 steps),
+    # rollouts of 9 steps: update 1 holds a trial end (step 5) and ends at
+    # an episode end inside a trial; update 2 starts mid-trial (its replay
+    # starts from the carried hidden state), crosses a trial end at its
+    # step 2 and ends at one (step 8).
+    env = FlipBandit(num_arms=2, horizon=3)
+    shape = small_shape(
+        num_envs=8, trial_episodes=2, rollout_steps=9,
+        num_epochs=1, num_minibatches=1, num_updates=2,
+    )  # fmt: skip
+    trainer = TrialPPO(env, shape, env.sample_params)
+    h = hp(lr=0.0, reward_scale=0.5, gamma=0.9, gae_lambda=0.8)
+    update = jax.jit(trainer.update)
+    s0 = trainer.init(jax.random.key(0), h)
+    s1, m1 = update(s0, h)
+    _, m2 = update(s1, h)
+    r1, r2 = _rollout_of_update(trainer, s0), _rollout_of_update(trainer, s1)
+    assert r1["trial_end"][5].all() and not r1["trial_end"][8].any()
+    assert r2["trial_end"][2].all() and r2["trial_end"][8].all()
+    for m in (m1, m2):  # the replay reproduces the acting pass
+        assert abs(float(m["approx_kl"])) < 1e-6
+    bootstraps = (
+        r2["value"][0],
+        np.zeros(8),
+    )  # V of the next step; unused at a trial end
+    for m, rec, boot in zip((m1, m2), (r1, r2), bootstraps, strict=True):
+        adv = _numpy_gae(
+            rec["value"], 0.5 * rec["reward"], rec["trial_end"], boot, 0.9, 0.8
+        )
+        np.testing.assert_allclose(
+            float(m["vf_loss"]), 0.5 * np.mean(adv**2), rtol=1e-4, atol=1e-7
+        )

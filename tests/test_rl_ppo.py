@@ -181,3 +181,24 @@ def test_action_heads():
     box = ActionHead(Box(-2.0, 2.0, (2,), jnp.float32))
     assert box.out == 2 and not box.discrete
     np.testing.assert_allclose(box.to_env(jnp.array([0.5, 3.0])), [1.0, 2.0])
+
+
+# Mutants the tests above let through (session 56's mutation pass).
+
+
+def test_advantages_are_normalised_over_the_whole_minibatch():
+    # adv [T=2, N=2] = [[0, 2], [0, 2]]: over the whole minibatch mean 1,
+    # std 1, normalised [[-1, 1], [-1, 1]] (per env over time each column
+    # would be constant and normalise to 0). At ratio 1 (logp = old_logp)
+    # both sides of the min are r * A (clip(1) = 1), so
+    # d pg / d logp_i = -A_norm_i / 4.
+    adv = jnp.array([[0.0, 2.0], [0.0, 2.0]])
+    zeros = jnp.zeros((2, 2))
+
+    def pg(logp):
+        return ppo_loss(logp, zeros, zeros, zeros, adv, zeros, 0.2, 0.5, 0.0)[1][
+            "pg_loss"
+        ]
+
+    grad = jax.grad(pg)(zeros)
+    np.testing.assert_allclose(grad, [[0.25, -0.25], [0.25, -0.25]], rtol=1e-5)
