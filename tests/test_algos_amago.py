@@ -422,10 +422,12 @@ def test_critic_and_actor_losses_by_their_definitions():
     #   mean -sum_a pi(a | s_t, g) Q(s_t, a, g)
     trainer = make_trainer(num_critics=1, critics_in_target=1)
     hp = amago_hparams(reward_scale=2.0, online_coeff=1.0, offline_coeff=0.0)
-    key = jax.random.key(0)
-    state = jax.jit(trainer.init)(key, hp)
-    tasks = jax.vmap(trainer.sample_task)(jax.random.split(key, 4))
-    batch = jax.jit(trainer.collect)(state.params["model"], tasks, jnp.ones(4), key)
+    k_init, k_tasks, k_collect = jax.random.split(jax.random.key(0), 3)
+    state = jax.jit(trainer.init)(k_init, hp)
+    tasks = jax.vmap(trainer.sample_task)(jax.random.split(k_tasks, 4))
+    batch = jax.jit(trainer.collect)(
+        state.params["model"], tasks, jnp.ones(4), k_collect
+    )
     assert np.asarray(batch["reward"]).any()
     target = jax.tree.map(lambda x: -3.0 * x, state.target)
     _, m = jax.jit(trainer.loss)(state.params, target, batch, jax.random.key(1), hp)
@@ -482,10 +484,12 @@ def test_collected_trials_pair_each_action_with_the_state_it_was_taken_in():
     # stored observation is the cell the stored action moves to
     env = envs.make("darkroom", size=5, horizon=5)
     trainer = make_trainer(trial=10, env=env)
-    key = jax.random.key(0)
-    state = jax.jit(trainer.init)(key, amago_hparams())
-    tasks = jax.vmap(env.sample_params)(jax.random.split(key, 4))
-    trials = jax.jit(trainer.collect)(state.params["model"], tasks, jnp.ones(4), key)
+    k_init, k_tasks, k_collect = jax.random.split(jax.random.key(0), 3)
+    state = jax.jit(trainer.init)(k_init, amago_hparams())
+    tasks = jax.vmap(env.sample_params)(jax.random.split(k_tasks, 4))
+    trials = jax.jit(trainer.collect)(
+        state.params["model"], tasks, jnp.ones(4), k_collect
+    )
     obs, act = np.asarray(trials["obs"]), np.asarray(trials["action"])
     end = np.asarray(trials["episode_end"])
     assert end[:, 4].all() and not end[:, :4].any()

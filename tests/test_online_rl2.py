@@ -420,7 +420,8 @@ def test_rollout_keys_are_the_per_step_splits():
 
 def _rollout_of_update(trainer, state):
     """The records ``update(state)`` acts on (its key splits, as TrialPPO.update)."""
-    _, k_roll, _ = jax.random.split(state.key, 3)
+    # the update's own key again, cloned: an equality check (jax_debug_key_reuse)
+    _, k_roll, _ = jax.random.split(jax.random.clone(state.key), 3)
     _, rec = key_scan(
         lambda c, k: trainer._env_step(state.weights, c, k),
         state.streams(),
