@@ -18,13 +18,18 @@ from agentrl.models.config import complete_model_config
 N = 6
 
 
-def test_the_query_only_position_is_left_out_of_the_loss():
-    env = envs.make("gaussian_bandit", num_arms=4, horizon=N)
+def _transition_model(env):
+    """A one-layer DPT model reading ``N`` (s, a, r, s') transition tokens."""
     cfg = ModelConfig(
         num_layers=1, num_heads=1, d_model=16, d_ff=32, max_steps=N + 1,
         token_layout="transition",
     )  # fmt: skip
-    model = make_model(complete_model_config(cfg, env, DPT(context_size=N)), seed=3)
+    return make_model(complete_model_config(cfg, env, DPT(context_size=N)), seed=3)
+
+
+def test_the_query_only_position_is_left_out_of_the_loss():
+    env = envs.make("gaussian_bandit", num_arms=4, horizon=N)
+    model = _transition_model(env)
     rng = np.random.default_rng(0)
     b = 5
     batch = {
@@ -50,11 +55,7 @@ def test_each_prediction_reads_its_transitions_next_state():
     # next state of transition 3 (0-based) changes the predictions of
     # positions 4..N (which see it) and no earlier one (causal prefixes)
     env = envs.make("darkroom", size=5, horizon=N)
-    cfg = ModelConfig(
-        num_layers=1, num_heads=1, d_model=16, d_ff=32, max_steps=N + 1,
-        token_layout="transition",
-    )  # fmt: skip
-    model = make_model(complete_model_config(cfg, env, DPT(context_size=N)), seed=3)
+    model = _transition_model(env)
     rng = np.random.default_rng(1)
     b = 4
     batch = {
