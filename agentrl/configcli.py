@@ -373,6 +373,24 @@ def _tyro_error(event: Any, hints: dict[str, Any], given: dict[str, list[str]]):
     raise ConfigError(f"bad command line: {type(event).__name__}")
 
 
+def _swapped(config: Any, scanned: list[tuple[str, list[str]]]):
+    """``({path: node}, view)`` of the ``--algo NAME`` tokens, outermost first:
+    the fields named after one are the named algorithm's, and a node only
+    the swapped one has is swapped too (``--algo t2mir_ad --algo.base dt``
+    on an AD preset). The view is unvalidated until every change is in
+    (``--algo dt --model.obs_encoding table``)."""
+    values = dict(scanned)
+    swapped, view = {}, config
+    for key in sorted(values, key=lambda k: k.count(".")):
+        if key not in configtools.node_paths(view):
+            continue
+        if len(values[key]) != 1:
+            raise ConfigError(f"--{key} takes one algorithm name, got {values[key]}")
+        changes, view = configtools.swapped_view(view, {key: values[key][0]})
+        swapped.update(changes)
+    return swapped, view
+
+
 def parse(config: Any, tokens: list[str], prog: str = "agentrl") -> Any:
     """``config`` with the ``--field value`` ``tokens`` applied.
 
@@ -382,19 +400,8 @@ def parse(config: Any, tokens: list[str], prog: str = "agentrl") -> Any:
     :func:`agentrl.configtools.override`).
     """
     scanned = _scan(list(tokens))
-    # --algo NAME first (outermost first): the fields named after it are the
-    # named algorithm's
-    nodes = configtools.node_paths(config)
-    swaps = sorted((k for k, _ in scanned if k in nodes), key=lambda k: k.count("."))
-    names = {key: dict(scanned)[key] for key in swaps}
-    for key, values in names.items():
-        if len(values) != 1:
-            raise ConfigError(f"--{key} takes one algorithm name, got {values}")
-    # unvalidated until every change is in (--algo dt --model.obs_encoding table)
-    swapped, view = configtools.swapped_view(
-        config, {key: values[0] for key, values in names.items()}
-    )
-    given = _resolved(view, [s for s in scanned if s[0] not in swaps])
+    swapped, view = _swapped(config, scanned)
+    given = _resolved(view, [s for s in scanned if s[0] not in swapped])
     if not given:
         return configtools.override(config, swapped)
     hints = configtools.field_types(view)

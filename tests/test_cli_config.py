@@ -219,6 +219,23 @@ def test_algo_swap_is_validated_with_the_fields_it_needs():
         configcli.parse(config, ["--algo", "dt"])
 
 
+def test_a_node_only_the_swapped_algorithm_has_is_swapped_by_name_too():
+    """``--algo t2mir_ad --algo.base dt`` on an AD preset: ``algo.base`` is
+    a node of T2MIR, not of AD, and was read as a stray value (refused)."""
+    config = load_experiment("ad_darkroom", "smoke")
+    algo, base = ["--algo", "t2mir_ad"], ["--algo.base", "dt"]
+    field = ["--algo.base.context_episodes", "3"]
+    model = ["--model.obs_encoding", "table", "--model.moe_layers", "0"]
+    for order in (algo + base + field + model, model + field + base + algo):
+        new = configcli.parse(config, order)
+        assert type(new.algo) is type(algos.get("t2mir_ad"))
+        assert new.algo.base.name == "dt"
+        assert new.algo.base.context_episodes == 3
+    unknown = "unknown config field 'algo.base'"
+    with pytest.raises(configtools.ConfigError, match=unknown):
+        configcli.parse(config, ["--algo.base", "dt"])
+
+
 @pytest.mark.parametrize(
     "argv, fragment",
     [

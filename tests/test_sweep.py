@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from agentrl import configtools, envs
+from agentrl.sweep import grid as grid_module
 from agentrl.sweep import (
     make_grid,
     parse_grid_args,
@@ -92,6 +93,28 @@ def test_grid_splits_traced_and_static():
     assert spec.traced == {"train.lr": (1e-4, 1e-3)}
     assert spec.static == {"model.num_layers": (1, 2, 3)}
     assert len(spec.traced_settings()) == 2 and len(spec.static_settings()) == 3
+
+
+def test_data_plans_build_each_family_once_and_refuse_a_cell_too_big(monkeypatch):
+    """Every static cell's histories are planned before any trains, with one
+    env per family (a MuJoCo build takes seconds)."""
+    built = []
+    make = grid_module.make_env
+    monkeypatch.setattr(
+        grid_module,
+        "make_env",
+        lambda name, **kw: built.append(name) or make(name, **kw),
+    )
+    config = load_experiment("ad_darkroom", "smoke")
+    spec = make_grid(
+        config, {"model.num_layers": [1, 2], "data.num_train_tasks": [4, 8]}
+    )
+    grid_module.check_data_plans(config, spec)
+    assert built == ["darkroom"]
+    bandits = load_experiment("gpicl_bandit", "smoke")  # 51 training histories
+    too_many = make_grid(bandits, {"data.num_train_tasks": [4, 60]})
+    with pytest.raises(ValueError, match="num_train_tasks"):
+        grid_module.check_data_plans(bandits, too_many)
 
 
 @pytest.mark.parametrize(

@@ -196,13 +196,16 @@ def check_data_plans(config: Any, spec: SweepGrid) -> None:
     histories and are skipped."""
     if config.algo.by_training(from_data=False, online=True):
         return
+    envs: dict[Any, Any] = {}  # one build per family (MuJoCo's take seconds)
     for static in spec.static_settings():
         data = apply_static(config, static).data
         if data.path:
             continue
-        env = make_env(data.env, **dict(data.env_args))
+        family = (data.env, repr(data.env_args))
+        if family not in envs:
+            envs[family] = make_env(data.env, **dict(data.env_args))
         plan_tasks(
-            env,
+            envs[family],
             data.num_tasks,
             data.split_fraction,
             data.seed,

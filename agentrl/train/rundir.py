@@ -386,8 +386,7 @@ def held_out_params(
         if beyond and (ids or can_draw_tasks(env)):  # no ids, no draws: below
             return _drawn_tasks(env, ids, num_tasks, seed), None
         if num_tasks is not None and len(ids) > num_tasks:
-            rng = np.random.default_rng([seed, _SPLIT_SALT[which]])
-            ids = sorted(int(i) for i in rng.choice(ids, num_tasks, replace=False))
+            ids = sorted(ids[i] for i in _seeded_pick(len(ids), num_tasks, seed, which))
         if not ids:
             raise ValueError(
                 f"the recorded task split has no {which} tasks (a train/test "
@@ -401,6 +400,14 @@ def held_out_params(
         num_tasks or 200,
     )
     return jax.vmap(env.sample_params)(keys), None
+
+
+def _seeded_pick(total: int, count: int, seed: int, which: str) -> np.ndarray:
+    """``[count]`` sorted indices of ``total`` items drawn without
+    replacement, seeded by ``seed`` and the split ``which`` (one draw for a
+    finite family's ids and a continuous family's trained tasks)."""
+    rng = np.random.default_rng([seed, _SPLIT_SALT[which]])
+    return np.sort(rng.choice(total, count, replace=False))
 
 
 def eval_task_count(
@@ -539,8 +546,7 @@ class Run:
         dataset = _run_dataset(self.run_dir, self.config)
         params, ids = training_tasks(env, dataset.metadata)
         if len(ids) > count:
-            rng = np.random.default_rng([seed, _SPLIT_SALT["train"]])
-            pick = np.sort(rng.choice(len(ids), count, replace=False))
+            pick = _seeded_pick(len(ids), count, seed, "train")
             params = jax.tree.map(lambda x: x[pick], params)
         return params
 
