@@ -452,6 +452,19 @@ def test_critic_and_actor_losses_by_their_definitions():
     )
     want = -np.mean(np.asarray((pi * q).sum(-1)))
     np.testing.assert_allclose(float(m["actor_loss"]), want, rtol=1e-4)
+    # with offline_coeff 1 alone, filtered BC: the advantage is
+    #   A(s_t, a_t, g) = Q(s_t, a_t, g) - sum_a pi(a | s_t, g) Q(s_t, a, g)
+    # and the loss mean -[A > 0] log pi(a_t | s_t, g)
+    hp = amago_hparams(reward_scale=2.0, online_coeff=0.0, offline_coeff=1.0)
+    _, m = jax.jit(trainer.loss)(state.params, target, batch, jax.random.key(1), hp)
+    advantage = q_taken - np.asarray((pi * q).sum(-1))
+    assert 0 < (advantage > 0).mean() < 1  # both kinds of step are in the batch
+    pi_taken = np.take_along_axis(
+        np.asarray(pi), np.broadcast_to(a, q_taken.shape + (1,)), -1
+    )
+    want = -np.mean((advantage > 0) * np.log(pi_taken[..., 0]))
+    np.testing.assert_allclose(float(m["actor_loss"]), want, rtol=1e-4)
+    np.testing.assert_allclose(float(m["filter_frac"]), (advantage > 0).mean())
 
 
 @pytest.mark.long

@@ -40,11 +40,17 @@ def test_the_query_only_position_is_left_out_of_the_loss():
         "context_next_obs": jnp.zeros((b, N), jnp.int32),
         "label": jnp.asarray(rng.integers(0, 4, b), jnp.int32),
     }
-    loss, _, out = dpt_loss(model, batch, deterministic=True)
+    loss, metrics, out = dpt_loss(model, batch, deterministic=True)
     logp = jax.nn.log_softmax(out.action, axis=-1)  # [B, N + 1, A]
     nll = -jnp.take_along_axis(logp, batch["label"][:, None, None], -1)[..., 0]
     np.testing.assert_allclose(float(loss), float(nll[:, 1:].mean()), rtol=1e-5)
     assert abs(float(nll[:, 1:].mean()) - float(nll.mean())) > 1e-4  # they differ
+    # the accuracy DPT is judged by reads the whole context (the last position)
+    hits = np.argmax(out.action, -1) == np.asarray(batch["label"])[:, None]
+    assert hits[:, -1].mean() != hits[:, 0].mean()
+    np.testing.assert_allclose(
+        float(metrics["accuracy_full_context"]), hits[:, -1].mean()
+    )
 
 
 # Mutants the tests above let through (session 56's mutation pass).

@@ -134,6 +134,19 @@ def test_prefill_equals_decoding_and_the_full_pass(case):
             np.testing.assert_allclose(step, full[:, upto], **tol)
 
 
+def test_prefill_of_a_dense_model_equals_the_full_pass():
+    """The fast check in ``make test`` (the cases above are ``long``): a
+    prefill over one, two and three pieces reads every earlier block."""
+    model = make()
+    obs, act, rew = inputs()
+    full = nnx.jit(lambda m: m(obs, act, rew).action)(model)
+    run, state = prefill_fn(model)
+    for upto in (0, 13, T):
+        out, _ = run(state, obs, act, rew, upto)
+        np.testing.assert_allclose(out[:, :upto], full[:, :upto], rtol=1e-5, atol=2e-6)
+        assert not np.any(out[:, upto:])
+
+
 def hlo_of_prefill(t: int) -> tuple[str, set]:
     model = make(t, attention_sink=True, moe_layers=(1,), task_routing="sequence")
     run, state = prefill_fn(model)
