@@ -11,7 +11,9 @@ from agentrl.train.experiments import steps_fields
 
 def amago(**settings: Any) -> Amago:
     """AMAGO with 4 critics (min over 2 drawn for the target), critics of 128
-    units, batches of 24 trials, 16 envs and the reward multiplier 10;
+    units, batches of 24 trials, 16 envs and the reward multiplier 10, the
+    policy's probabilities unclipped (every cpu record was made so, before
+    ``algo.prob_clip`` existed; ``FULL`` takes AMAGO's clip);
     ``settings`` add or replace fields (``trial_episodes``, ``capacity``,
     ``grad_steps``, ``explore_steps`` ...)."""
     shared = dict(
@@ -21,6 +23,7 @@ def amago(**settings: Any) -> Amago:
         critics_in_target=2,
         critic_hidden=128,
         reward_scale=10.0,
+        prob_clip=None,
     )
     return Amago(**{**shared, **settings})
 
@@ -55,7 +58,8 @@ SMOKE = {
 }
 
 #: the full / gpu presets' common changes: 64 envs, AMAGO's 1e-4 learning
-#: rate and 1M-step exploration anneal, 2,000 updates (AMAGO's own runs take
+#: rate, 1M-step exploration anneal and probability clip (its ``Discrete``'s
+#: [0.001, 0.99]), 2,000 updates (AMAGO's own runs take
 #: 1,000 epochs of 1,000 gradient steps; its transformer also drops 5% of
 #: the feed-forward and embedding activations, which the online trainers
 #: here do not)
@@ -63,6 +67,7 @@ FULL = {
     "algo.num_envs": 64,
     "algo.capacity": 5000,
     "algo.explore_steps": 1_000_000,
+    "algo.prob_clip": (0.001, 0.99),
     "train.lr": 1e-4,
     **steps_fields(2000),
 }

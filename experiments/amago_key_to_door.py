@@ -18,7 +18,8 @@ Settings and deviations as ``amago_darkroom`` (its docstring): AMAGO's
 discounts, critics, ``tau``, coefficients, batch and optimiser; no PopArt
 (critics predict ``(1 - gamma)`` x return; for the acting 0.999 over 200
 steps that is 0.18 of a reward), linear actor read-outs, critics of 128
-units, learning rate 3e-4 without warm-up, unclipped policy probabilities;
+units, learning rate 3e-4 without warm-up, unclipped policy probabilities
+(cpu; the gpu / full presets clip them as AMAGO);
 8 gradient steps an update of 16 envs x 200 steps (one per 400 env steps,
 AMAGO's defaults one per 12). Against AMAGO's own Dark Key-to-Door example
 (``examples/05_dark_key_door.py``): reward multiplier 10 instead of its

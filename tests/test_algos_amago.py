@@ -34,11 +34,13 @@ from agentrl.online.amago import (
     AmagoShape,
     AmagoTrainer,
     amago_hparams,
+    amago_program,
     critic_values,
     ensemble_min,
     filtered_bc,
     next_values,
     policy_improvement,
+    policy_log_probs,
     policy_values,
     replay_add,
     replay_init,
@@ -46,6 +48,7 @@ from agentrl.online.amago import (
     td_targets,
 )
 from agentrl.train.config import DataConfig, EvalConfig, ExperimentConfig, TrainConfig
+from agentrl.train.experiments import load_experiment
 
 
 # ----------------------------------------------------------------- targets
@@ -356,6 +359,18 @@ def test_config_round_trips_with_its_gammas():
     assert back == algo
 
 
+def test_the_probability_clip_is_amagos_in_full_and_reaches_the_trainer():
+    for name in ("amago_bandit", "amago_darkroom", "amago_key_to_door", "amago_tmaze"):
+        # the cpu records were made unclipped; the full presets are AMAGO's
+        assert load_experiment(name, "cpu").algo.prob_clip is None
+        assert load_experiment(name, "full").algo.prob_clip == (0.001, 0.99)
+    config = load_experiment("amago_bandit", "smoke", {"algo.prob_clip": "0.2,0.6"})
+    env = envs.make(config.data.env, **dict(config.data.env_args))
+    assert amago_program(config, env).trainer.shape.prob_clip == (0.2, 0.6)
+    with pytest.raises(ValueError, match="algo.prob_clip must be None or"):
+        Amago(prob_clip=(0.5, 0.1))
+
+
 def test_trial_metrics_read_episodes_where_they_end():
     from agentrl.online.ppo import trial_metrics
 
@@ -411,7 +426,52 @@ def test_amago_logs_episodes_where_they_end_on_key_to_door():
 # Mutants the tests above let through (session 56's mutation pass).
 
 
-def test_critic_and_actor_losses_by_their_definitions():
+def _policy(logits, clip) -> np.ndarray:
+    """pi by hand: the softmax, or clipped to ``clip`` and renormalised."""
+    pi = np.asarray(jax.nn.softmax(logits), np.float64)
+    if clip is None:
+        return pi
+    pi = np.clip(pi, *clip)
+    return pi / pi.sum(-1, keepdims=True)
+
+
+def test_policy_log_probs_clip_renormalise_and_hold_the_sum_fixed():
+    logits = jnp.log(jnp.array([0.995, 0.004, 0.001]))
+    clipped = np.array([0.99, 0.004, 0.001]) / 0.995  # AMAGO's Discrete
+    log_pi = policy_log_probs(logits, (0.001, 0.99))
+    np.testing.assert_allclose(np.exp(log_pi), clipped, rtol=1e-5)
+    np.testing.assert_allclose(
+        policy_log_probs(logits, None), jax.nn.log_softmax(logits), rtol=1e-6
+    )
+    # the sum held fixed: an unclipped entry's gradient is the softmax's,
+    # one clipped at a bound has none
+    p = np.asarray(jax.nn.softmax(logits))
+    grad = jax.grad(lambda z: policy_log_probs(z, (0.001, 0.99))[1])(logits)
+    np.testing.assert_allclose(grad, np.eye(3)[1] - p, atol=1e-6)
+    grad = jax.grad(lambda z: policy_log_probs(z, (0.001, 0.99))[0])(logits)
+    np.testing.assert_array_equal(grad, 0.0)
+
+
+def test_collection_samples_from_the_clipped_policy():
+    # a head that puts all but 1e-7 on action 0: the softmax never plays
+    # action 1; clipped to [0.4, 0.5] the policy is (0.56, 0.44)
+    played = {}
+    for clip in (None, (0.4, 0.5)):
+        trainer = make_trainer(trial=8, prob_clip=clip)
+        k_init, k_tasks, k_collect = jax.random.split(jax.random.key(3), 3)
+        params = jax.jit(trainer.init)(k_init, amago_hparams()).params["model"]
+        head = params["head"]["proj"]
+        head["kernel"][...] = jnp.zeros_like(head["kernel"][...])
+        head["bias"][...] = jnp.array([8.0, -8.0])
+        tasks = jax.vmap(trainer.sample_task)(jax.random.split(k_tasks, 4))
+        batch = jax.jit(trainer.collect)(params, tasks, jnp.zeros(4), k_collect)
+        played[clip] = np.asarray(batch["action"])
+    assert (played[None] == 0).all()
+    assert 0.25 < (played[(0.4, 0.5)] == 1).mean() < 0.65
+
+
+@pytest.mark.parametrize("clip", [None, (0.1, 0.5)])  # 2 actions: it binds
+def test_critic_and_actor_losses_by_their_definitions(clip):
     # One critic (the REDQ min is that critic). Target heads apart from the
     # online ones (x -3), reward scale 2, gammas (0.9, 0.99), trial of L = 4:
     #   V_targ(s_t, g) = sum_a pi_targ(a | s_t, g) Q_targ(s_t, a, g)
@@ -420,7 +480,8 @@ def test_critic_and_actor_losses_by_their_definitions():
     #   critic loss = mean (Q(s_t, a_t, g) - y_t)^2
     # and with online_coeff 1, offline_coeff 0 the actor loss is
     #   mean -sum_a pi(a | s_t, g) Q(s_t, a, g)
-    trainer = make_trainer(num_critics=1, critics_in_target=1)
+    # (pi: the softmax, or with AMAGO's clip the clipped, renormalised one)
+    trainer = make_trainer(num_critics=1, critics_in_target=1, prob_clip=clip)
     hp = amago_hparams(reward_scale=2.0, online_coeff=1.0, offline_coeff=0.0)
     k_init, k_tasks, k_collect = jax.random.split(jax.random.key(0), 3)
     state = jax.jit(trainer.init)(k_init, hp)
@@ -435,7 +496,7 @@ def test_critic_and_actor_losses_by_their_definitions():
     h = trainer.model(state.params["model"]).features(
         batch["obs"], batch["action"], batch["reward"]
     )
-    pi_t = jax.nn.softmax(trainer.actor_logits(target["head"], target["actor"], h))
+    pi_t = _policy(trainer.actor_logits(target["head"], target["actor"], h), clip)
     q_t = critic_values(target["critics"], h, 2)[..., 0, :, :]  # [B, L, G, A]
     v_t = np.asarray((pi_t * q_t).sum(-1))
     g = np.array([0.9, 0.99])
@@ -447,8 +508,9 @@ def test_critic_and_actor_losses_by_their_definitions():
     np.testing.assert_allclose(
         float(m["critic_loss"]), np.mean((q_taken - y) ** 2), rtol=1e-4
     )
-    pi = jax.nn.softmax(
-        trainer.actor_logits(state.params["model"]["head"], state.params["actor"], h)
+    pi = _policy(
+        trainer.actor_logits(state.params["model"]["head"], state.params["actor"], h),
+        clip,
     )
     want = -np.mean(np.asarray((pi * q).sum(-1)))
     np.testing.assert_allclose(float(m["actor_loss"]), want, rtol=1e-4)
@@ -459,9 +521,7 @@ def test_critic_and_actor_losses_by_their_definitions():
     _, m = jax.jit(trainer.loss)(state.params, target, batch, jax.random.key(1), hp)
     advantage = q_taken - np.asarray((pi * q).sum(-1))
     assert 0 < (advantage > 0).mean() < 1  # both kinds of step are in the batch
-    pi_taken = np.take_along_axis(
-        np.asarray(pi), np.broadcast_to(a, q_taken.shape + (1,)), -1
-    )
+    pi_taken = np.take_along_axis(pi, np.broadcast_to(a, q_taken.shape + (1,)), -1)
     want = -np.mean((advantage > 0) * np.log(pi_taken[..., 0]))
     np.testing.assert_allclose(float(m["actor_loss"]), want, rtol=1e-4)
     np.testing.assert_allclose(float(m["filter_frac"]), (advantage > 0).mean())

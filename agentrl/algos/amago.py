@@ -89,6 +89,12 @@ class Amago(Algorithm):
         ``0.5 / horizon`` (not randomised) instead of the schedule, which
         then acts on the episode's first and last steps only. ``None``
         (default): the schedule on every step.
+      prob_clip: ``(low, high)``: the policy's probabilities clipped to
+        ``[low, high]`` and renormalised in training (collection, the actor
+        terms, the targets), as AMAGO's ``Discrete`` (its
+        ``nets/policy_dists.py``, default ``(0.001, 0.99)``: no action above
+        ~99.7% of 4); ``None``: the softmax as it is. Evaluation's acting
+        rules read the logits unclipped (greedy is the same either way).
     """
 
     name = "amago"
@@ -115,6 +121,7 @@ class Amago(Algorithm):
     eps_start: float = traced(1.0)
     eps_end: float = traced(0.05)
     explore_window: tuple[int, int] | None = None
+    prob_clip: tuple[float, float] | None = (0.001, 0.99)
 
     def __post_init__(self):
         check_positive(
@@ -149,6 +156,18 @@ class Amago(Algorithm):
             ),
             "algo.explore_window must be None or two integers (start, end) >= 0, "
             f"got {window!r}",
+        )
+        clip = self.prob_clip
+        check(
+            clip is None
+            or (
+                isinstance(clip, tuple)
+                and len(clip) == 2
+                and all(_finite(v) for v in clip)
+                and 0.0 <= clip[0] < clip[1] <= 1.0
+            ),
+            "algo.prob_clip must be None or (low, high) with 0 <= low < high <= 1, "
+            f"got {clip!r}",
         )
         for i, g in enumerate(self.gammas):
             _check_discount(f"gammas[{i}]", g)

@@ -36,6 +36,10 @@ off-policy from a replay of whole multi-episode trials:
   actions, ``A = Q(s, a) - V(s)`` (critic means). Both for every discount.
   Total: actor loss + ``critic_coeff`` x critic loss; the trunk learns from
   both.
+- **policy**: with ``prob_clip = (low, high)`` (AMAGO's ``Discrete``:
+  0.001, 0.99) each probability is clipped and renormalised wherever the
+  trainer reads the policy (collection, both actor terms, the targets);
+  evaluation's acting rules read the model's logits, unclipped.
 - **value scale**: instead of AMAGO's PopArt, every critic predicts
   ``(1 - gamma) x`` its return (targets ``(1 - gamma) r + gamma V'``), a
   named deviation. Since returns stop at the trial's last step, that bounds
@@ -168,6 +172,19 @@ def td_targets(reward, done, next_value, gammas, reward_scale):
     return (1.0 - g) * r + g * keep * next_value
 
 
+def policy_log_probs(logits: jax.Array, clip: tuple[float, float] | None) -> jax.Array:
+    """``log pi [..., A]`` of the categorical policy with ``logits``: the
+    softmax's, or with ``clip = (low, high)`` AMAGO's ``Discrete`` (its
+    ``nets/policy_dists.py``): each probability clipped to ``[low, high]``
+    and divided by the clipped sum, the sum held fixed in the gradient."""
+    log_probs = jax.nn.log_softmax(logits)
+    if clip is None:
+        return log_probs
+    clipped = jnp.clip(jnp.exp(log_probs), *clip)
+    total = jax.lax.stop_gradient(clipped.sum(-1, keepdims=True))
+    return jnp.log(clipped) - jnp.log(total)
+
+
 def policy_values(q: jax.Array, probs: jax.Array) -> jax.Array:
     """``V_c(s, gamma) = sum_a pi(a | s, gamma) Q_c(s, a, gamma)``:
     ``q [..., C, G, A]``, ``probs [..., G, A]`` -> ``[..., C, G]``."""
@@ -238,7 +255,8 @@ class AmagoShape:
     ``gammas``: every discount, the acting one last; ``explore_steps``: steps
     per env over which epsilon anneals; ``lr_shape(update)``: the schedule;
     ``explore_window``: ``(start, end)`` of AMAGO's T-Maze exploration, or
-    ``None``.
+    ``None``; ``prob_clip``: the policy's probability clip
+    (:func:`policy_log_probs`), or ``None``.
     """
 
     num_envs: int
@@ -256,6 +274,7 @@ class AmagoShape:
     lr_shape: Callable[[Any], Any] | None = None
     explore_window: tuple[int, int] | None = None
     adam_b2: float = 0.999  # Adam's second-moment decay (train.adam_b2)
+    prob_clip: tuple[float, float] | None = None  # policy_log_probs's clip
 
 
 class AmagoState(NamedTuple):
@@ -361,8 +380,9 @@ class AmagoTrainer:
         """``(loss, metrics)`` of a batch of whole trials ``[B, L]``."""
         model = self.model(params["model"])
         h = model.features(batch["obs"], batch["action"], batch["reward"])
-        log_probs = jax.nn.log_softmax(
-            self.actor_logits(params["model"]["head"], params["actor"], h)
+        log_probs = policy_log_probs(
+            self.actor_logits(params["model"]["head"], params["actor"], h),
+            self.shape.prob_clip,
         )
         q = critic_values(params["critics"], h, self.num_gammas)  # [B, L, C, G, A]
         action = batch["action"][..., None, None, None]
@@ -396,7 +416,8 @@ class AmagoTrainer:
     def _targets(self, target, h, reward, key, hp):
         """TD targets ``[B, L, G]`` from the target heads on features ``h``."""
         h = jax.lax.stop_gradient(h)
-        probs = jax.nn.softmax(self.actor_logits(target["head"], target["actor"], h))
+        logits = self.actor_logits(target["head"], target["actor"], h)
+        probs = jnp.exp(policy_log_probs(logits, self.shape.prob_clip))
         q = critic_values(target["critics"], h, self.num_gammas)
         v = ensemble_min(policy_values(q, probs), key, self.shape.critics_in_target)
         done = jnp.zeros(reward.shape, jnp.float32).at[:, -1].set(1.0)
@@ -450,7 +471,8 @@ class AmagoTrainer:
         out, cache = model.decode(
             carry.cache, carry.obs, carry.prev_action, carry.prev_reward
         )
-        sampled = jax.random.categorical(k_pi, out.action.astype(jnp.float32))
+        log_pi = policy_log_probs(out.action.astype(jnp.float32), self.shape.prob_clip)
+        sampled = jax.random.categorical(k_pi, log_pi)
         uniform = jax.random.randint(k_rand, (n,), 0, self.num_actions)
         eps = self.step_epsilon(eps, carry.env_state.time)
         explore = jax.random.uniform(k_use, (n,)) < eps
@@ -541,6 +563,7 @@ def amago_program(config: Any, env: Any) -> AmagoProgram:
         lr_shape=schedule_shape(train),
         explore_window=algo.explore_window,
         adam_b2=train.adam_b2,
+        prob_clip=algo.prob_clip,
     )
     model = complete_model_config(config.model, env, algo)
     return AmagoProgram(
