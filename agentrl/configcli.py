@@ -384,6 +384,8 @@ def _swapped(config: Any, scanned: list[tuple[str, list[str]]]):
     for key in sorted(values, key=lambda k: k.count(".")):
         if key not in configtools.node_paths(view):
             continue
+        if [k for k, _ in scanned].count(key) > 1:
+            raise ConfigError(f"field {key} is given twice")
         if len(values[key]) != 1:
             raise ConfigError(f"--{key} takes one algorithm name, got {values[key]}")
         changes, view = configtools.swapped_view(view, {key: values[key][0]})

@@ -231,6 +231,8 @@ def test_a_node_only_the_swapped_algorithm_has_is_swapped_by_name_too():
         assert type(new.algo) is type(algos.get("t2mir_ad"))
         assert new.algo.base.name == "dt"
         assert new.algo.base.context_episodes == 3
+    with pytest.raises(configtools.ConfigError, match="field algo is given twice"):
+        configcli.parse(config, ["--algo", "dt", "--algo", "ad_eps"])
     unknown = "unknown config field 'algo.base'"
     with pytest.raises(configtools.ConfigError, match=unknown):
         configcli.parse(config, ["--algo.base", "dt"])
