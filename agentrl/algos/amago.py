@@ -48,6 +48,15 @@ def _finite(value: Any) -> bool:
     )
 
 
+def _is_pair(value: Any, element: Any) -> bool:
+    """``value`` is a tuple of two items, each passing ``element``."""
+    return isinstance(value, tuple) and len(value) == 2 and all(map(element, value))
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def _check_discount(name: str, value: Any) -> None:
     check(
         _finite(value) and 0.0 <= value < 1.0,
@@ -147,25 +156,14 @@ class Amago(Algorithm):
         )
         window = self.explore_window
         check(
-            window is None
-            or (
-                isinstance(window, tuple)
-                and len(window) == 2
-                and all(isinstance(v, int) and not isinstance(v, bool) for v in window)
-                and min(window) >= 0
-            ),
+            window is None or (_is_pair(window, _is_int) and min(window) >= 0),
             "algo.explore_window must be None or two integers (start, end) >= 0, "
             f"got {window!r}",
         )
         clip = self.prob_clip
         check(
             clip is None
-            or (
-                isinstance(clip, tuple)
-                and len(clip) == 2
-                and all(_finite(v) for v in clip)
-                and 0.0 <= clip[0] < clip[1] <= 1.0
-            ),
+            or (_is_pair(clip, _finite) and 0.0 <= clip[0] < clip[1] <= 1.0),
             "algo.prob_clip must be None or (low, high) with 0 <= low < high <= 1, "
             f"got {clip!r}",
         )
