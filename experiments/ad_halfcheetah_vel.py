@@ -35,7 +35,14 @@ Presets (2-core CPU of the development machine):
   to the last 10), and **beats rewards zeroed +23.6 [9.5, 38.1], shuffled
   +12.8 [3.0, 26.2] and an empty context +26.7 [17.0, 39.7]**; expert
   distillation is better (-33.8 [-55.7, -15.4]), so the protocol's
-  four-control verdict is no. T2MIR-AD minus AD +7.5 [-7.3, 30.2]. The
+  four-control verdict is no. T2MIR-AD minus AD +7.5 [-7.3, 30.2].
+  Protocol: the 8 x 600 data and T2MIR's loader became the preset after
+  seed 0's run with them, read on its test velocities, was the first to
+  beat the three context controls (session 41), so seed 0 is not a clean
+  test of them; seeds 1-3 alone, run once the preset was fixed (same
+  record and bootstrap, session 57): rise +19.4 [10.3, 28.9], rewards
+  zeroed +21.5 [4.4, 42.0], shuffled +14.2 [1.1, 31.8], empty context
+  +28.2 [16.2, 45.1]: the verdict holds without it. The
   16 x 120 records keep their numbers under ``--set data.num_tasks=16
   --set data.num_episodes=120`` (+ AD's own loader for the first).
 - ``gpu``: 200-step episodes, 45 histories of 100 SAC episodes, T2MIR's
