@@ -184,6 +184,9 @@ def _thompson(env, num_episodes, posterior, noise_variance, prior_mean, prior_va
     if posterior == "bernoulli":
         return bandits.BernoulliThompson(env.num_arms)
     if noise_variance is None:
+        # the env's reward noise variance; where it has none or 0 (noiseless
+        # rewards), 1.0: a zero-variance likelihood would divide by zero
+        # (pass noise_variance to choose another)
         noise_variance = float(getattr(env, "noise_variance", 0.0)) or 1.0
     return bandits.GaussianThompson(
         env.num_arms, float(noise_variance), float(prior_mean), float(prior_var)
