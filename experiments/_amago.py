@@ -12,10 +12,10 @@ from agentrl.train.experiments import steps_fields
 def amago(**settings: Any) -> Amago:
     """AMAGO with 4 critics (min over 2 drawn for the target), critics of 128
     units, batches of 24 trials, 16 envs and the reward multiplier 10, the
-    policy's probabilities unclipped (every cpu record was made so, before
-    ``algo.prob_clip`` existed; ``FULL`` takes AMAGO's clip);
-    ``settings`` add or replace fields (``trial_episodes``, ``capacity``,
-    ``grad_steps``, ``explore_steps`` ...)."""
+    policy's probabilities unclipped (``algo.prob_clip``'s default: every
+    cpu record was made so; ``FULL`` takes AMAGO's clip); ``settings`` add
+    or replace fields (``trial_episodes``, ``capacity``, ``grad_steps``,
+    ``explore_steps`` ...)."""
     shared = dict(
         num_envs=16,
         batch_size=24,
@@ -23,7 +23,6 @@ def amago(**settings: Any) -> Amago:
         critics_in_target=2,
         critic_hidden=128,
         reward_scale=10.0,
-        prob_clip=None,
     )
     return Amago(**{**shared, **settings})
 

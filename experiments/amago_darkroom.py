@@ -36,8 +36,8 @@ take one per 12 (the CPU budget); in the smoke and cpu presets the
 discrete policy's probabilities are used as the softmax gives them (the
 records were made so), where AMAGO clips them to [0.001, 0.99] and
 renormalises (``nets/policy_dists.py``, its ``Discrete``: a policy there
-never puts more than ~99.7% on one of 4 actions), as ``algo.prob_clip``
-does by default and the gpu / full presets do; Adam's epsilon
+never puts more than ~99.7% on one of 4 actions), as the gpu / full
+presets do (``algo.prob_clip``); Adam's epsilon
 1e-5 (the online trainers' own) against torch's 1e-8; the sequence model
 is agentrl's pre-LN transformer (GELU, rotary positions, one summed token
 per step) where AMAGO has a feed-forward timestep encoder and a

@@ -369,6 +369,9 @@ def test_the_probability_clip_is_amagos_in_full_and_reaches_the_trainer():
     assert amago_program(config, env).trainer.shape.prob_clip == (0.2, 0.6)
     with pytest.raises(ValueError, match="algo.prob_clip must be None or"):
         Amago(prob_clip=(0.5, 0.1))
+    # a run saved before the field existed reads back with the policy it had
+    saved = {k: v for k, v in Amago().to_config_dict().items() if k != "prob_clip"}
+    assert Amago.from_config_dict(saved).prob_clip is None
 
 
 def test_trial_metrics_read_episodes_where_they_end():

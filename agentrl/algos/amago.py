@@ -102,8 +102,11 @@ class Amago(Algorithm):
         ``[low, high]`` and renormalised in training (collection, the actor
         terms, the targets), as AMAGO's ``Discrete`` (its
         ``nets/policy_dists.py``, default ``(0.001, 0.99)``: no action above
-        ~99.7% of 4); ``None``: the softmax as it is. Evaluation's acting
-        rules read the logits unclipped (greedy is the same either way).
+        ~99.7% of 4; the gpu / full presets set it); ``None`` (default, the
+        policy of every run made before the field existed, so their saved
+        configs read back unchanged): the softmax as it is. Evaluation's
+        acting rules read the logits unclipped (greedy is the same either
+        way).
     """
 
     name = "amago"
@@ -130,7 +133,7 @@ class Amago(Algorithm):
     eps_start: float = traced(1.0)
     eps_end: float = traced(0.05)
     explore_window: tuple[int, int] | None = None
-    prob_clip: tuple[float, float] | None = (0.001, 0.99)
+    prob_clip: tuple[float, float] | None = None
 
     def __post_init__(self):
         check_positive(
