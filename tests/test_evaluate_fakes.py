@@ -64,6 +64,23 @@ class EmpiricalMeanDPT:
         return Out(self.strength * (sums + 0.5) / (counts + 1.0))
 
 
+def arm_two_paid_once(env, params, key, tasks: int):
+    """``(params, context)``: arm 2 of a 3-armed bandit never pays, and a
+    DPT context of three pulls ``[0, 2, 1]`` in which it was paid once, so a
+    model reading that context alone keeps pulling arm 2 (paid 0), while one
+    reading its own pulls would soon leave it."""
+    from agentrl.agents.context_set import empty_context
+
+    params = params.replace(means=params.means.at[:, 2].set(0.0))
+    keys = jax.random.split(key, tasks)
+    context = empty_context(env, keys, params, 3)._replace(
+        action=jnp.tile(jnp.array([0, 2, 1], jnp.int32), (tasks, 1)),
+        reward=jnp.tile(jnp.array([0.0, 1.0, 0.0]), (tasks, 1)),
+        count=jnp.full((tasks,), 3, jnp.int32),
+    )
+    return params, context
+
+
 def test_dpt_fake_position_uses_only_first_transitions():
     model = EmpiricalMeanDPT(3)
     action = jnp.array([[2, 2, 0]])

@@ -343,7 +343,9 @@ def collect_context(
 
     ``agent`` is per-task or batched. The context's quality is the agent's
     (e.g. a random or noisy-oracle agent for offline evaluation); ``next_obs``
-    is the true successor.
+    is :func:`~agentrl.agents.context_set.successor`'s: the true successor,
+    except at a terminated step, where it is the next episode's first
+    observation, as in training.
     """
     recorder = _Recorder(agent, env, num_steps)
     return run_batched_agent(env, recorder, params, key, num_steps)[1][1]

@@ -195,7 +195,8 @@ def evaluate_online(
       num_episodes: consecutive episodes per task.
       name: method name (defaults to the class name).
       references: ``(random [task], oracle [task] | None)`` from
-        :func:`reference_returns`; computed (with ``key``) if omitted.
+        :func:`reference_returns`; computed (with :func:`reference_key` of
+        ``key``) if omitted.
       **model_kwargs: forwarded to ``run_model_online`` for models
         (``protocol``, ``greedy``, ``cache_steps``, ``context_update``, ...).
 
