@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 from typing import Any
 
 from agentrl.agents.rolling import rolling_cache_agent
@@ -48,7 +49,7 @@ def _finite(value: Any) -> bool:
     )
 
 
-def _is_pair(value: Any, element: Any) -> bool:
+def _is_pair(value: Any, element: Callable[[Any], bool]) -> bool:
     """``value`` is a tuple of two items, each passing ``element``."""
     return isinstance(value, tuple) and len(value) == 2 and all(map(element, value))
 
