@@ -36,6 +36,7 @@ from typing import Annotated, Any, TypeVar
 import tyro
 from tyro.constructors import PrimitiveConstructorSpec
 
+from agentrl.checks import is_int
 from agentrl.configtools import ConfigError
 
 T = TypeVar("T")
@@ -106,14 +107,10 @@ def _checked(convert, metavar: str, is_instance) -> PrimitiveConstructorSpec:
     )
 
 
-def _is_int(x: Any) -> bool:
-    return isinstance(x, int) and not isinstance(x, bool)
-
-
 #: an integer >= 1
-PositiveInt = Annotated[int, _checked(positive_int, "INT>=1", _is_int)]
+PositiveInt = Annotated[int, _checked(positive_int, "INT>=1", is_int)]
 #: an integer >= 0
-NonNegativeInt = Annotated[int, _checked(nonnegative_int, "INT>=0", _is_int)]
+NonNegativeInt = Annotated[int, _checked(nonnegative_int, "INT>=0", is_int)]
 #: a number in (0, 1)
 UnitFraction = Annotated[
     float, _checked(unit_fraction, "(0,1)", lambda x: isinstance(x, float))

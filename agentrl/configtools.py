@@ -39,6 +39,8 @@ import typing
 from collections.abc import Callable
 from typing import Any
 
+from agentrl.checks import is_int
+
 TRACED = "agentrl_traced"
 
 
@@ -178,7 +180,7 @@ def conforms(value: Any, hint: Any) -> bool:
     if hint is bool:
         return isinstance(value, bool)
     if hint is int:
-        return isinstance(value, int) and not isinstance(value, bool)
+        return is_int(value)
     if hint is float:
         return isinstance(value, int | float) and not isinstance(value, bool)
     if origin is tuple:
@@ -201,12 +203,7 @@ def check_value(path: str, value: Any, hint: Any, text: Any = None) -> Any:
     non-finite floats (nan, inf) are refused everywhere.
     """
     shown = value if text is None else text
-    if (
-        isinstance(value, int)
-        and not isinstance(value, bool)
-        and not _accepts_int(hint)
-        and conforms(value, hint)
-    ):
+    if is_int(value) and not _accepts_int(hint) and conforms(value, hint):
         value = float(value)  # 3 for a float field
     if not conforms(value, hint):
         raise ConfigError(f"{path} must be of type {_type_name(hint)}, got {shown!r}")

@@ -24,6 +24,7 @@ FLOORS: list[tuple[int, tuple[str, ...]]] = [
         (
             "agentrl",
             "agentrl.version",
+            "agentrl.checks",
             "agentrl.safeio",
             "agentrl.tables",
             "agentrl.configtools",

@@ -28,6 +28,7 @@ from agentrl.agents.sorted_episodes import sorted_episodes_agent
 from agentrl.agents.window import window_agent
 from agentrl.algos.base import Algorithm, check, register_algorithm
 from agentrl.algos.losses import action_loss
+from agentrl.checks import is_int
 from agentrl.data.samplers import EPISODE_WINDOWS, ADSampler
 from agentrl.envs.base import env_horizon
 
@@ -62,8 +63,7 @@ def ad_loss(model: Any, batch: dict[str, jax.Array], *, deterministic: bool = Fa
 def check_positive(owner: str, **values: Any) -> None:
     """Each value must be an int >= 1 (the message names ``owner.field``)."""
     for name, v in values.items():
-        ok = isinstance(v, int) and not isinstance(v, bool) and v >= 1
-        check(ok, f"{owner}.{name} must be >= 1, got {v!r}")
+        check(is_int(v, 1), f"{owner}.{name} must be >= 1, got {v!r}")
 
 
 def check_episodes_fit(config: Any, prefix: str, episodes: int, stride: int) -> None:

@@ -29,24 +29,16 @@ Settings and deviations from the reference: ``docs/references.md``
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Callable
 from typing import Any
 
 from agentrl.agents.rolling import rolling_cache_agent
 from agentrl.algos.ad import check_positive
 from agentrl.algos.base import Algorithm, check, register_algorithm
+from agentrl.checks import is_int, is_number
 from agentrl.configtools import traced
 from agentrl.envs.base import env_horizon
 from agentrl.online.amago import amago_program
-
-
-def _finite(value: Any) -> bool:
-    return (
-        isinstance(value, int | float)
-        and not isinstance(value, bool)
-        and math.isfinite(value)
-    )
 
 
 def _is_pair(value: Any, element: Callable[[Any], bool]) -> bool:
@@ -54,13 +46,9 @@ def _is_pair(value: Any, element: Callable[[Any], bool]) -> bool:
     return isinstance(value, tuple) and len(value) == 2 and all(map(element, value))
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 def _check_discount(name: str, value: Any) -> None:
     check(
-        _finite(value) and 0.0 <= value < 1.0,
+        is_number(value) and 0.0 <= value < 1.0,
         f"algo.{name} must be in [0, 1) (the critics predict (1 - gamma) x the "
         f"return), got {value!r}",
     )
@@ -160,14 +148,14 @@ class Amago(Algorithm):
         )
         window = self.explore_window
         check(
-            window is None or (_is_pair(window, _is_int) and min(window) >= 0),
+            window is None or (_is_pair(window, is_int) and min(window) >= 0),
             "algo.explore_window must be None or two integers (start, end) >= 0, "
             f"got {window!r}",
         )
         clip = self.prob_clip
         check(
             clip is None
-            or (_is_pair(clip, _finite) and 0.0 <= clip[0] < clip[1] <= 1.0),
+            or (_is_pair(clip, is_number) and 0.0 <= clip[0] < clip[1] <= 1.0),
             "algo.prob_clip must be None or (low, high) with 0 <= low < high <= 1, "
             f"got {clip!r}",
         )
@@ -177,17 +165,17 @@ class Amago(Algorithm):
         for name in ("tau", "eps_start", "eps_end"):
             value = getattr(self, name)
             check(
-                _finite(value) and 0.0 <= value <= 1.0,
+                is_number(value) and 0.0 <= value <= 1.0,
                 f"algo.{name} must be in [0, 1], got {value!r}",
             )
         for name in ("online_coeff", "offline_coeff", "critic_coeff"):
             value = getattr(self, name)
             check(
-                _finite(value) and value >= 0,
+                is_number(value) and value >= 0,
                 f"algo.{name} must be >= 0 and finite, got {value!r}",
             )
         check(
-            _finite(self.reward_scale) and self.reward_scale > 0,
+            is_number(self.reward_scale) and self.reward_scale > 0,
             f"algo.reward_scale must be > 0 and finite, got {self.reward_scale!r}",
         )
 

@@ -83,6 +83,7 @@ from agentrl.agents.model_agents import (
 )
 from agentrl.algos.ad import ad_loss, check_positive
 from agentrl.algos.base import Algorithm, check, register_algorithm
+from agentrl.checks import is_int
 from agentrl.data.device_sampler import (
     batch_key,
     draw_index,
@@ -177,7 +178,7 @@ class RADT(Algorithm):
         )
         seed = self.encoder_seed
         check(
-            isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0,
+            is_int(seed, 0),
             f"algo.encoder_seed must be an integer >= 0, got {seed!r}",
         )
         for field in ("task_weight", "return_weight"):

@@ -30,30 +30,22 @@ fresh ``sample_params`` draws otherwise). ``data.source`` and
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Any
 
 from agentrl.agents.acting import acting_agent
 from agentrl.agents.model_agents import split_model
 from agentrl.algos.ad import check_positive
 from agentrl.algos.base import Algorithm, check, register_algorithm
+from agentrl.checks import is_number
 from agentrl.configtools import traced
 from agentrl.envs.base import env_horizon
 from agentrl.online.agent import RL2Agent
 from agentrl.online.program import gru_core, gru_program
 
 
-def _finite(value: Any) -> bool:
-    return (
-        isinstance(value, int | float)
-        and not isinstance(value, bool)
-        and math.isfinite(value)
-    )
-
-
 def check_finite(name: str, value: Any) -> None:
     """``value`` a finite number, else a ``ValueError`` naming ``name``."""
-    check(_finite(value), f"{name} must be a finite number, got {value!r}")
+    check(is_number(value), f"{name} must be a finite number, got {value!r}")
 
 
 def check_ppo_coefficients(algo: Any) -> None:
@@ -61,17 +53,17 @@ def check_ppo_coefficients(algo: Any) -> None:
     for name in ("gamma", "gae_lambda"):
         value = getattr(algo, name)
         check(
-            _finite(value) and 0.0 <= value <= 1.0,
+            is_number(value) and 0.0 <= value <= 1.0,
             f"algo.{name} must be in [0, 1], got {value!r}",
         )
     for name in ("clip_eps", "vf_coef", "reward_scale"):
         value = getattr(algo, name)
         check(
-            _finite(value) and value > 0,
+            is_number(value) and value > 0,
             f"algo.{name} must be > 0 and finite, got {value!r}",
         )
     check(
-        _finite(algo.ent_coef) and algo.ent_coef >= 0,
+        is_number(algo.ent_coef) and algo.ent_coef >= 0,
         f"algo.ent_coef must be >= 0 and finite, got {algo.ent_coef!r}",
     )
 

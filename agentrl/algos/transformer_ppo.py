@@ -48,6 +48,7 @@ import agentrl.envs.spaces as spaces
 from agentrl.agents.rolling import rolling_cache_agent
 from agentrl.algos.base import Algorithm, check, register_algorithm
 from agentrl.algos.rl2 import check_finite, check_ppo_trials
+from agentrl.checks import is_int
 from agentrl.configtools import traced
 from agentrl.envs.base import env_horizon
 from agentrl.online.program import transformer_program
@@ -110,9 +111,7 @@ class TransformerPPO(Algorithm):
             f"{self.advantage_scope!r}",
         )
         check(
-            isinstance(self.update_every, int)
-            and not isinstance(self.update_every, bool)
-            and self.update_every >= 0,
+            is_int(self.update_every, 0),
             f"algo.update_every must be an int >= 0 (0: once per trial), got "
             f"{self.update_every!r}",
         )

@@ -27,6 +27,7 @@ from typing import Annotated, Literal
 import tyro
 
 import agentrl.train.learned  # noqa: F401 (registers the learned_learner source)
+from agentrl.checks import is_int
 from agentrl.cliargs import (
     KeyValue,
     NonNegativeInt,
@@ -204,7 +205,7 @@ def _info(args) -> int:
             print(_learning_lines(value))
         elif isinstance(value, dict):
             print(f"{key}: {json.dumps(value)}")
-        elif isinstance(value, int) and not isinstance(value, bool):
+        elif is_int(value):
             print(f"{key}: {value:,}")
         else:
             print(f"{key}: {value}")

@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from agentrl.checks import is_int
+
 
 def record_episode_returns(
     record: dict[str, Any], whole_only: bool = True
@@ -94,7 +96,7 @@ def learning_summary(dataset: Any, split: str = "train", bins: int = 10) -> dict
     ``bins`` < 2, an empty split or a history of fewer than 2 whole
     episodes.
     """
-    if isinstance(bins, bool) or not isinstance(bins, int) or bins < 2:
+    if not is_int(bins, 2):
         raise ValueError(f"bins must be an int >= 2, got {bins!r}")
     parts, correlations, fewest = _parts(dataset, split, bins)
     if fewest < bins:  # a short history: every history in that many parts

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 import agentrl.envs as envs
+from agentrl.checks import is_int
 from agentrl.data.features import load_tfds, records_to_history
 from agentrl.data.files import FORMAT_VERSION, METADATA_FILE, sha256
 
@@ -65,10 +66,6 @@ def check_file_name(meta_file: Path, name: Any) -> None:
         )
 
 
-def _is_int(x: Any, minimum: int = 0) -> bool:
-    return isinstance(x, int) and not isinstance(x, bool) and x >= minimum
-
-
 def _need(meta_file: Path, cond: bool, what: str) -> None:
     if not cond:
         raise DatasetIntegrityError(f"{meta_file}: {what} (modified or damaged)")
@@ -103,12 +100,11 @@ def _check_header(meta_file: Path, m: Any) -> None:
         )
     for key in ("num_tasks", "num_episodes", "horizon", "num_steps"):
         need(
-            _is_int(m.get(key), 1),
+            is_int(m.get(key), 1),
             f"{key!r} must be an integer >= 1, got {m.get(key)!r}",
         )
-    need(
-        _is_int(m.get("seed")), f"'seed' must be an integer >= 0, got {m.get('seed')!r}"
-    )
+    seed = m.get("seed")
+    need(is_int(seed, 0), f"'seed' must be an integer >= 0, got {seed!r}")
     need(
         m["num_steps"] == m["num_episodes"] * m["horizon"],
         f"'num_steps' {m['num_steps']} must be num_episodes x horizon = "
@@ -134,10 +130,10 @@ def _check_task_ids(meta_file: Path, m: dict[str, Any]) -> None:
     need(
         isinstance(split, dict)
         and all(
-            isinstance(split.get(k), list) and all(_is_int(i) for i in split[k])
+            isinstance(split.get(k), list) and all(is_int(i, 0) for i in split[k])
             for k in ("train", "validation", "test")
         )
-        and _is_int(split.get("seed"))
+        and is_int(split.get("seed"), 0)
         and isinstance(split.get("train_fraction"), int | float),
         "'split' must be {'train': [id, ...], 'validation': [id, ...], "
         "'test': [id, ...], 'seed', 'train_fraction', ...}",
@@ -147,7 +143,7 @@ def _check_task_ids(meta_file: Path, m: dict[str, Any]) -> None:
         isinstance(task_ids, dict)
         and task_ids
         and all(
-            isinstance(v, list) and all(_is_int(i) for i in v)
+            isinstance(v, list) and all(is_int(i, 0) for i in v)
             for v in task_ids.values()
         ),
         "'task_ids' must map each split to a list of task ids >= 0",
@@ -167,7 +163,7 @@ def _check_file_entries(meta_file: Path, m: dict[str, Any]) -> None:
         check_file_name(meta_file, name)
         need(
             isinstance(entry, dict)
-            and _is_int(entry.get("bytes"))
+            and is_int(entry.get("bytes"), 0)
             and isinstance(entry.get("sha256"), str)
             and _SHA256.fullmatch(entry["sha256"]) is not None,
             f"file entry {name!r} must be {{'bytes': int, 'sha256': hex digest}}, "

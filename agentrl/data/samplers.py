@@ -67,6 +67,7 @@ import chex
 import jax
 import numpy as np
 
+from agentrl.checks import is_int
 from agentrl.data.columns import split_columns
 from agentrl.data.device_sampler import (
     check_episode_counts,
@@ -92,11 +93,9 @@ class _Sampler:
     def __init__(self, dataset, batch_size, split, seed, sharding, cache_bytes):
         if not isinstance(dataset, HistoryDataset):
             raise ValueError("`dataset` must be a HistoryDataset (open_dataset(path))")
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int):
+        if not is_int(batch_size, 1):
             raise ValueError(f"`batch_size` must be an integer >= 1, got {batch_size}")
-        if batch_size < 1:
-            raise ValueError(f"`batch_size` must be an integer >= 1, got {batch_size}")
-        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        if not is_int(seed, 0):
             raise ValueError(f"`seed` must be an integer >= 0, got {seed!r}")
         devices = _data_devices(sharding)
         if batch_size % devices:
@@ -323,11 +322,7 @@ def _window_length(
     ``dataset``'s histories."""
     if (num_episodes is None) == (num_transitions is None):
         raise ValueError("give exactly one of `num_episodes`, `num_transitions`")
-    if (
-        isinstance(episode_stride, bool)
-        or not isinstance(episode_stride, int)
-        or episode_stride < 1
-    ):
+    if not is_int(episode_stride, 1):
         raise ValueError(
             f"`episode_stride` must be an integer >= 1, got {episode_stride!r}"
         )

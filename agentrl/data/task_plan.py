@@ -23,6 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from agentrl.checks import is_int
 from agentrl.envs.tasks import DEFAULT_VALIDATION_SHARE, TaskSplit, split_task_ids
 
 
@@ -74,11 +75,7 @@ def _distinct(num_train_tasks: int | None, available: int, what: str) -> int:
     """How many distinct training tasks: ``num_train_tasks`` or all ``available``."""
     if num_train_tasks is None:
         return available
-    if (
-        isinstance(num_train_tasks, bool)
-        or not isinstance(num_train_tasks, int)
-        or not 1 <= num_train_tasks <= available
-    ):
+    if not is_int(num_train_tasks, 1) or num_train_tasks > available:
         raise ValueError(
             f"num_train_tasks (data.num_train_tasks) must be an integer in [1, "
             f"{available}] (the split has {available} {what}) or None, got "

@@ -45,6 +45,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import agentrl.envs.registry as registry
+from agentrl.checks import is_int
 from agentrl.data.files import (
     FORMAT_VERSION,
     METADATA_FILE,
@@ -231,11 +232,9 @@ def _dataset_metadata(
 def _check_dataset_sizes(num_tasks: Any, num_episodes: Any, chunk_size: Any) -> None:
     """``num_tasks``, ``num_episodes`` and ``chunk_size`` integers >= 1."""
     for field, value in [("tasks", num_tasks), ("episodes", num_episodes)]:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        if not is_int(value, 1):
             raise ValueError(f"`{field}` must be an integer >= 1, got {value!r}")
-    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int):
-        raise ValueError(f"`chunk_size` must be an integer >= 1, got {chunk_size!r}")
-    if chunk_size < 1:
+    if not is_int(chunk_size, 1):
         raise ValueError(f"`chunk_size` must be an integer >= 1, got {chunk_size!r}")
 
 

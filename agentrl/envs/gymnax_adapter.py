@@ -35,6 +35,7 @@ from typing import Any
 import jax
 
 import agentrl.envs.spaces as spaces
+from agentrl.checks import is_int
 from agentrl.envs.base import Environment
 
 
@@ -92,7 +93,7 @@ class GymnaxTaskFamily(Environment):
         self._name = name or f"gymnax:{getattr(env, 'name', type(env).__name__)}"
         if horizon is None:
             horizon = getattr(env.default_params, "max_steps_in_episode", None)
-        if not isinstance(horizon, int) or isinstance(horizon, bool) or horizon < 1:
+        if not is_int(horizon, 1):
             raise ValueError(
                 f"from_gymnax: horizon must be an integer >= 1 (the most steps "
                 f"an episode takes), got {horizon!r}; pass horizon=..."

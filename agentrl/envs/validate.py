@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from agentrl.checks import is_int
+
 
 def check_int(env: str, field: str, value: Any, minimum: int) -> int:
     """Return ``value`` as an int, or raise naming ``env.field`` and the bound."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+    if not is_int(value, minimum):
         raise ValueError(
             f"{env}: `{field}` must be an integer >= {minimum}, got {value!r}"
         )

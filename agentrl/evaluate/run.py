@@ -32,6 +32,7 @@ import jax
 import agentrl.evaluate.programs as programs
 import agentrl.train.learned  # noqa: F401 (registers the learned_learner source)
 from agentrl.agents.agent import is_batched
+from agentrl.checks import is_int
 from agentrl.cliargs import check_output_path
 from agentrl.envs.base import env_horizon
 from agentrl.envs.registry import make as make_env
@@ -183,9 +184,7 @@ def check_arguments(
         ("num_tasks", num_tasks, 1),
         ("seed", seed, 0),
     ):
-        ok = value is None or (
-            isinstance(value, int) and not isinstance(value, bool) and value >= low
-        )
+        ok = value is None or is_int(value, low)
         if not ok:
             raise ValueError(f"`{name}` must be an integer >= {low}, got {value!r}")
     if baselines is not None and (

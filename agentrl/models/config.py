@@ -23,6 +23,8 @@ import dataclasses
 import math
 from typing import Any, ClassVar
 
+from agentrl.checks import is_int, is_number
+
 OBS_KINDS = ("discrete", "continuous")
 OBS_ENCODINGS = ("table", "grid")
 ACTION_KINDS = ("discrete", "continuous")
@@ -42,7 +44,7 @@ def _choice(name: str, value, allowed: tuple) -> None:
 
 
 def _positive(name: str, value, minimum: int = 1) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+    if not is_int(value, minimum):
         raise ValueError(
             f"ModelConfig.{name} must be an int >= {minimum}, got {value!r}"
         )
@@ -218,12 +220,7 @@ class ModelConfig:
                 "ModelConfig.token_noise must be true or false, got "
                 f"{self.token_noise!r}"
             )
-        if (
-            not isinstance(self.rope_base, int | float)
-            or isinstance(self.rope_base, bool)
-            or not math.isfinite(self.rope_base)
-            or self.rope_base <= 1.0
-        ):
+        if not is_number(self.rope_base) or self.rope_base <= 1.0:
             raise ValueError(
                 f"ModelConfig.rope_base must be > 1 and finite, got {self.rope_base!r}"
             )

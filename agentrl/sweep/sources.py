@@ -30,6 +30,7 @@ import numpy as np
 
 import agentrl.train.learned  # noqa: F401 (registers the learned_learner source)
 from agentrl.agents.agent import run_agent_on_tasks
+from agentrl.checks import is_int
 from agentrl.evaluate.evaluate import reference_key, reference_returns
 from agentrl.evaluate.metrics import aggregate, normalized_score
 from agentrl.sources.registry import check_settings, make_agent
@@ -113,7 +114,7 @@ def source_sweep(
     """
     import time
 
-    if isinstance(num_seeds, bool) or not isinstance(num_seeds, int) or num_seeds < 1:
+    if not is_int(num_seeds, 1):
         raise ValueError(f"num_seeds must be an integer >= 1, got {num_seeds!r}")
     agent, settings = source_settings(source, env, num_episodes, grid, static)
     num_steps = num_episodes * env.horizon

@@ -45,6 +45,7 @@ import agentrl.configtools as configtools
 import agentrl.train.parallel as parallel
 from agentrl.agents.driver import run_batched_agent
 from agentrl.agents.model_agents import ModelHandle
+from agentrl.checks import is_int
 from agentrl.data.device_sampler import device_sampler_of
 from agentrl.data.task_plan import training_tasks
 from agentrl.envs.base import env_horizon
@@ -189,9 +190,7 @@ def check_seeds(seeds: Any) -> list[int]:
     """A list of distinct integer seeds in ``[0, 2**32)`` (``ValueError``
     otherwise; the seeds are one program's uint32 argument)."""
     seeds = list(seeds)
-    ok = all(
-        isinstance(s, int) and not isinstance(s, bool) and 0 <= s < 2**32 for s in seeds
-    )
+    ok = all(is_int(s, 0) and s < 2**32 for s in seeds)
     if not seeds or not ok or len(set(seeds)) != len(seeds):
         raise ValueError(
             f"seeds must be distinct integers in [0, 2**32), got {seeds!r}"

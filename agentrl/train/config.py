@@ -17,13 +17,13 @@ its schedule, ``train.schedule_steps``).
 from __future__ import annotations
 
 import dataclasses
-import math
 import re
 from typing import Any
 
 import agentrl.algos as algos
 from agentrl.agents.acting import ACTING_RULES
 from agentrl.algos.base import Algorithm
+from agentrl.checks import is_int, is_number
 from agentrl.configtools import traced
 from agentrl.models.config import ModelConfig, complete_model_config
 
@@ -33,19 +33,6 @@ SCHEDULES = ("cosine", "constant")
 def _check(cond: bool, message: str) -> None:
     if not cond:
         raise ValueError(message)
-
-
-def _is_int(value: Any, minimum: int) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= minimum
-
-
-def _is_number(value: Any) -> bool:
-    """A finite int or float (not a bool)."""
-    return (
-        isinstance(value, int | float)
-        and not isinstance(value, bool)
-        and math.isfinite(value)
-    )
 
 
 def _check_pairs(name: str, pairs: Any) -> None:
@@ -127,11 +114,11 @@ class DataConfig:
         _check_pairs("data.env_args", self.env_args)
         _check_pairs("data.source_args", self.source_args)
         _check(
-            _is_int(self.num_tasks, 1),
+            is_int(self.num_tasks, 1),
             f"data.num_tasks must be an integer >= 1, got {self.num_tasks!r}",
         )
         _check(
-            self.num_train_tasks is None or _is_int(self.num_train_tasks, 1),
+            self.num_train_tasks is None or is_int(self.num_train_tasks, 1),
             "data.num_train_tasks must be an integer >= 1 or None (all the "
             f"split's training tasks), got {self.num_train_tasks!r}",
         )
@@ -142,15 +129,15 @@ class DataConfig:
             "needs a history",
         )
         _check(
-            _is_int(self.num_episodes, 1),
+            is_int(self.num_episodes, 1),
             f"data.num_episodes must be an integer >= 1, got {self.num_episodes!r}",
         )
         _check(
-            _is_number(self.split_fraction) and 0.0 < self.split_fraction < 1.0,
+            is_number(self.split_fraction) and 0.0 < self.split_fraction < 1.0,
             f"data.split_fraction must be in (0, 1), got {self.split_fraction!r}",
         )
         _check(
-            _is_int(self.seed, 0),
+            is_int(self.seed, 0),
             f"data.seed must be an integer >= 0, got {self.seed!r}",
         )
         _check(
@@ -237,24 +224,24 @@ class TrainConfig:
         ):
             v = getattr(self, name)
             _check(
-                isinstance(v, int) and not isinstance(v, bool) and v >= 1,
+                is_int(v, 1),
                 f"train.{name} must be >= 1, got {v}",
             )
         _check(
-            _is_number(self.lr) and self.lr > 0,
+            is_number(self.lr) and self.lr > 0,
             f"train.lr must be > 0 and finite, got {self.lr!r}",
         )
         _check(
-            _is_number(self.weight_decay) and self.weight_decay >= 0,
+            is_number(self.weight_decay) and self.weight_decay >= 0,
             f"train.weight_decay must be >= 0 and finite, got {self.weight_decay!r}",
         )
         _check(
-            _is_number(self.adam_b2) and 0.0 < self.adam_b2 < 1.0,
+            is_number(self.adam_b2) and 0.0 < self.adam_b2 < 1.0,
             "train.adam_b2 must be in (0, 1) (Adam's second-moment decay: "
             f"0.999 by default, 0.99 in the AD-ε reference), got {self.adam_b2!r}",
         )
         _check(
-            self.warmup_steps is None or _is_int(self.warmup_steps, 0),
+            self.warmup_steps is None or is_int(self.warmup_steps, 0),
             f"train.warmup_steps must be >= 0 or None, got {self.warmup_steps!r}",
         )
         _check(
@@ -263,34 +250,34 @@ class TrainConfig:
             f"learning rate would never leave its warm-up), got {self.warmup_steps}",
         )
         _check(
-            _is_number(self.warmup_fraction) and 0.0 <= self.warmup_fraction <= 1.0,
+            is_number(self.warmup_fraction) and 0.0 <= self.warmup_fraction <= 1.0,
             f"train.warmup_fraction must be in [0, 1], got {self.warmup_fraction!r}",
         )
         _check(
-            _is_int(self.max_warmup_steps, 0),
+            is_int(self.max_warmup_steps, 0),
             f"train.max_warmup_steps must be >= 0, got {self.max_warmup_steps!r}",
         )
         _check(
             self.grad_clip is None
-            or (_is_number(self.grad_clip) and self.grad_clip > 0),
+            or (is_number(self.grad_clip) and self.grad_clip > 0),
             "train.grad_clip must be > 0 and finite, or None (no clipping), got "
             f"{self.grad_clip!r}",
         )
         _check(
-            _is_number(self.cosine_end) and 0.0 <= self.cosine_end <= 1.0,
+            is_number(self.cosine_end) and 0.0 <= self.cosine_end <= 1.0,
             f"train.cosine_end must be in [0, 1], got {self.cosine_end!r}",
         )
         _check(
-            _is_int(self.seed, 0),
+            is_int(self.seed, 0),
             f"train.seed must be an integer >= 0, got {self.seed!r}",
         )
         _check(
-            self.steps_per_call is None or _is_int(self.steps_per_call, 1),
+            self.steps_per_call is None or is_int(self.steps_per_call, 1),
             "train.steps_per_call must be an integer >= 1 or None (per device), "
             f"got {self.steps_per_call!r}",
         )
         _check(
-            self.schedule_steps is None or _is_int(self.schedule_steps, 1),
+            self.schedule_steps is None or is_int(self.schedule_steps, 1),
             "train.schedule_steps must be an integer >= 1 or None (train.steps), "
             f"got {self.schedule_steps!r}",
         )
@@ -378,16 +365,16 @@ class EvalConfig:
         for name in ("num_tasks", "num_episodes"):
             v = getattr(self, name)
             _check(
-                isinstance(v, int) and not isinstance(v, bool) and v >= 1,
+                is_int(v, 1),
                 f"eval.{name} must be >= 1, got {v}",
             )
         _check(
-            self.validation_tasks is None or _is_int(self.validation_tasks, 1),
+            self.validation_tasks is None or is_int(self.validation_tasks, 1),
             "eval.validation_tasks must be an integer >= 1 or None, got "
             f"{self.validation_tasks!r}",
         )
         _check(
-            _is_number(self.temperature) and self.temperature > 0,
+            is_number(self.temperature) and self.temperature > 0,
             f"eval.temperature must be > 0 and finite, got {self.temperature!r}",
         )
         _check(
@@ -395,7 +382,7 @@ class EvalConfig:
             f"eval.acting must be one of {ACTING_RULES}, got {self.acting!r}",
         )
         _check(
-            _is_int(self.seed, 0),
+            is_int(self.seed, 0),
             f"eval.seed must be an integer >= 0, got {self.seed!r}",
         )
 

@@ -43,6 +43,7 @@ import numpy as np
 import agentrl.envs.registry as registry
 from agentrl.agents.driver import run_batched_agent
 from agentrl.agents.model_agents import split_model
+from agentrl.checks import is_int
 from agentrl.envs.registry import make as make_env
 from agentrl.history import History
 from agentrl.sources.registry import register_source
@@ -233,7 +234,7 @@ def _learned_agent(env, num_episodes, **settings):
 
 def _check_learned(env, settings) -> str | None:
     step = settings["step"]
-    if step is not None and (isinstance(step, bool) or not isinstance(step, int)):
+    if step is not None and not is_int(step):
         return f"`step` must be a checkpoint step (an integer) or None, got {step!r}"
     return check_learned(env, settings)
 

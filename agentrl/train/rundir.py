@@ -28,6 +28,7 @@ import numpy as np
 
 import agentrl.configtools as configtools
 from agentrl.agents.driver import ModelPolicy
+from agentrl.checks import is_int
 from agentrl.data.files import METADATA_FILE
 from agentrl.data.reader import open_dataset
 from agentrl.data.task_plan import training_tasks
@@ -130,10 +131,7 @@ def read_split(run_dir: str | Path, env: Any) -> dict | None:
 
     def valid(ids: Any) -> bool:
         return isinstance(ids, list) and all(
-            isinstance(i, int)
-            and not isinstance(i, bool)
-            and 0 <= i < (num if num is not None else 2**31)
-            for i in ids
+            is_int(i, 0) and i < (num if num is not None else 2**31) for i in ids
         )
 
     ok = isinstance(split, dict) and valid(split.get("test"))
