@@ -453,11 +453,12 @@ def test_advantages_stop_where_the_scope_says(scope, update_every):
     """At lr 0 with one epoch of one minibatch, the logged value loss is
     0.5 x mean(advantage²) over the chunks: it equals a numpy GAE that stops
     at every episode's end (ReLIC's scope) or only at the trial's (RL²'s).
-    Episodes of 6 steps, chunks of 4: a chunk straddles an episode's end."""
+    Episodes of 6 steps, chunks of 4: a chunk straddles an episode's end; a
+    3x3 room, so the random walks are paid and ``reward_scale`` counts."""
     from agentrl.envs import make as make_env
     from agentrl.online.ppo import trial_hparams
 
-    env = make_env("darkroom", size=5, horizon=6)
+    env = make_env("darkroom", size=3, horizon=6)
     algo = TransformerPPO(trial_episodes=2, advantage_scope=scope)
     cfg = ModelConfig(
         num_layers=1, num_heads=2, d_model=16, d_ff=32, dropout=0.0, max_steps=12
@@ -481,6 +482,7 @@ def test_advantages_stop_where_the_scope_says(scope, update_every):
         if scope == "episode"
         else (np.zeros(12, bool), episode_ends)
     )
+    assert np.asarray(buf["reward"]).sum() > 0  # else the scale pins nothing
     reward = np.asarray(buf["reward"]) * 0.5
     adv = reference_advantages(value, reward, ends, 0.9, 0.8, update_every)
     other = reference_advantages(value, reward, other_ends, 0.9, 0.8, update_every)
