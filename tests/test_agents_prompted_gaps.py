@@ -79,3 +79,23 @@ def test_z_reads_the_transitions_just_before_its_step():
     assert not np.allclose(a[2].z[:, 2], b[2].z[:, 2])
     assert not np.allclose(a[1].z[:, 1], b[1].z[:, 1])
     np.testing.assert_array_equal(a[3].z[:, 3], b[3].z[:, 3])  # steps 1, 2 only
+
+
+def test_scores_read_the_current_step_and_nothing_after_it():
+    """Step t's scores read step t's observation and return-to-go (the slot
+    the agent just wrote), never a later slot (stale: an earlier episode's)."""
+    env, agent, _ = _agent()
+    state = _feed(EPISODE_1[:3])[3]  # at step 3 of episode 1
+    np.testing.assert_array_equal(state.t, 3)
+    scores = jax.jit(agent.scores)
+
+    def with_obs(slot, cell):
+        other = agent._obs_f(jnp.full((2,), cell, jnp.int32))
+        return state._replace(obs=state.obs.at[:, slot].set(other))
+
+    base = np.asarray(scores(state, None, None, None))
+    for slot, cell, counts in [(3, 0, True), (3, 24, True), (4, 0, False)]:
+        moved = np.asarray(scores(with_obs(slot, cell), None, None, None))
+        assert (np.abs(moved - base).max() > 1e-6) == counts, (slot, cell)
+    target = state._replace(rtg=state.rtg.at[:, 3].add(5.0))
+    assert np.abs(np.asarray(scores(target, None, None, None)) - base).max() > 1e-6
