@@ -22,7 +22,7 @@ from agentrl.online.amago import (
     amago_hparams,
     amago_program,
     critic_values,
-    ensemble_min,
+    ensemble_target,
     replay_add,
     replay_init,
     replay_sample,
@@ -60,7 +60,7 @@ def test_the_critics_are_drawn_apart_for_every_discount():
     # drawn (k = 1) for both discounts would always sum to 3
     c = jnp.arange(4.0)
     values = jnp.broadcast_to(jnp.stack([c, 3.0 - c], -1), (50, 4, 2))  # [n, C, G]
-    got = np.asarray(ensemble_min(values, jax.random.key(2), 1))  # [n, G]
+    got = np.asarray(ensemble_target(values, jax.random.key(2), 1, 1.0))  # [n, G]
     assert set(got[:, 0].tolist()) == {0.0, 1.0, 2.0, 3.0}
     assert (got.sum(-1) != 3.0).any()
 
@@ -186,15 +186,18 @@ def test_filtered_bc_filters_on_the_critics_mean_advantage_and_the_loss_sums_up(
     want = -np.mean((advantage > 0) * np.log(pi_taken[..., 0]))
     np.testing.assert_allclose(float(m["actor_loss"]), want, rtol=1e-4)
     np.testing.assert_allclose(float(m["filter_frac"]), (advantage > 0).mean())
-    # the critic loss: against (1 - g) 10 r + g V_targ(s'), V_targ the min
-    # over two target critics drawn with the loss's key (REDQ; the same
-    # critic may be drawn twice), no bootstrap after the trial's last step
+    # the critic loss: against (1 - g) 10 r + g V_targ(s'), V_targ over two
+    # target critics drawn with the loss's key (REDQ; the same critic may be
+    # drawn twice), their mean since online_coeff is 0 (AMAGO's
+    # _critic_ensemble_to_td_target), no bootstrap after the trial's last step
     target = state.target
     pi_t = _policy(trainer.actor_logits(target["head"], target["actor"], h), None)
     q_t = np.asarray(critic_values(target["critics"], h, 2))
-    v_all = (pi_t[..., None, :, :] * q_t).sum(-1)  # [B, L, C, G]
-    v_t = np.asarray(ensemble_min(jnp.asarray(v_all), jax.random.key(1), 2))
-    assert not np.allclose(v_t, v_all.min(2))  # a pair drawn, not all critics
+    v_all = jnp.asarray((pi_t[..., None, :, :] * q_t).sum(-1))  # [B, L, C, G]
+    v_t = np.asarray(ensemble_target(v_all, jax.random.key(1), 2, 0.0))
+    drawn_min = np.asarray(ensemble_target(v_all, jax.random.key(1), 2, 1.0))
+    assert not np.allclose(v_t, drawn_min)  # the mean, not the min
+    assert not np.allclose(v_t, np.asarray(v_all).mean(2))  # drawn, not all
     g = np.array([0.9, 0.99])
     y = (1 - g) * 10.0 * np.asarray(batch["reward"])[..., None]  # [B, L, G]
     y[:, :-1] += g * v_t[:, 1:]

@@ -26,7 +26,8 @@ off-policy from a replay of whole multi-episode trials:
   target heads (EMA, ``tau`` per gradient step) of the actor and critics on
   the same trunk features (AMAGO keeps no target trunk), the bootstrap
   ``V(s') = sum_a pi_targ(a | s') Q_targ(s', a)`` reduced by the min over a
-  random subset of ``critics_in_target`` critics (REDQ's clipped double Q).
+  random subset of ``critics_in_target`` critics (REDQ's clipped double Q;
+  their mean when ``online_coeff`` is 0, as AMAGO).
   The trial is the episode: bootstrapping runs across its episodes and stops
   at its last step.
 - **actor loss** (AMAGO's ``online_coeff`` x policy improvement +
@@ -191,12 +192,19 @@ def policy_values(q: jax.Array, probs: jax.Array) -> jax.Array:
     return jnp.sum(q * probs[..., None, :, :], -1)
 
 
-def ensemble_min(values: jax.Array, key: jax.Array, k: int) -> jax.Array:
-    """``values [..., C, G]`` -> ``[..., G]``: the min over ``k`` critics drawn
-    at random (with replacement, as AMAGO) for every entry (REDQ)."""
+def ensemble_target(
+    values: jax.Array, key: jax.Array, k: int, online_coeff: jax.Array
+) -> jax.Array:
+    """``values [..., C, G]`` -> ``[..., G]``: ``k`` critics drawn at random
+    (with replacement, as AMAGO) for every entry, reduced by their min
+    (REDQ's clipped double Q) when the actor has a policy-improvement term
+    (``online_coeff > 0``), by their mean when it has none: AMAGO's
+    ``_critic_ensemble_to_td_target`` (``amago/agent.py``), whose comment
+    says the min underestimates strongly without that term."""
     c, g = values.shape[-2:]
     idx = jax.random.randint(key, (*values.shape[:-2], k, g), 0, c)
-    return jnp.take_along_axis(values, idx, -2).min(-2)
+    drawn = jnp.take_along_axis(values, idx, -2)
+    return jnp.where(online_coeff > 0, drawn.min(-2), drawn.mean(-2))
 
 
 def next_values(values: jax.Array) -> jax.Array:
@@ -419,7 +427,12 @@ class AmagoTrainer:
         logits = self.actor_logits(target["head"], target["actor"], h)
         probs = jnp.exp(policy_log_probs(logits, self.shape.prob_clip))
         q = critic_values(target["critics"], h, self.num_gammas)
-        v = ensemble_min(policy_values(q, probs), key, self.shape.critics_in_target)
+        v = ensemble_target(
+            policy_values(q, probs),
+            key,
+            self.shape.critics_in_target,
+            hparam(hp, "online_coeff"),
+        )
         done = jnp.zeros(reward.shape, jnp.float32).at[:, -1].set(1.0)
         return td_targets(
             reward, done, next_values(v), self.shape.gammas, hparam(hp, "reward_scale")
