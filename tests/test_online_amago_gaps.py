@@ -18,6 +18,7 @@ from test_algos_amago import _policy, make_trainer, tiny_config
 
 from agentrl.envs.registry import make as make_env
 from agentrl.envs.tmaze import TMaze
+from agentrl.models.transformer import DecisionModel
 from agentrl.online.amago import (
     amago_hparams,
     amago_program,
@@ -274,3 +275,31 @@ def test_collection_explores_by_each_steps_place_in_its_episode():
     loud = other[[0, 6, 7, 8, 9]]
     assert (loud > 0.5).all(), other  # uniform draws: 3 in 4 are not 0
     assert (other[1:6] < 0.15).all(), other
+
+
+def test_collection_feeds_each_step_the_previous_action_and_reward(monkeypatch):
+    """Step t reads step t - 1's recorded action and reward (the tokens
+    training replays); a trial's first step passes zeros, as ``decode``
+    asks (it ignores them there, so that part pins the contract only)."""
+    seen = []
+    decode = DecisionModel.decode
+
+    def recording(self, cache, obs, prev_action, prev_reward, *rest, **kw):
+        seen.append((np.asarray(prev_action), np.asarray(prev_reward)))
+        return decode(self, cache, obs, prev_action, prev_reward, *rest, **kw)
+
+    monkeypatch.setattr(DecisionModel, "decode", recording)
+    trainer = make_trainer(num_envs=8, trial=6)
+    k_init, k_tasks, k_collect = jax.random.split(jax.random.key(7), 3)
+    state = trainer.init(k_init, amago_hparams())
+    tasks = jax.vmap(trainer.sample_task)(jax.random.split(k_tasks, 8))
+    with jax.disable_jit():  # concrete values reach the recording decode
+        batch = trainer.collect(state.params["model"], tasks, jnp.ones(8), k_collect)
+    action, reward = np.asarray(batch["action"]), np.asarray(batch["reward"])
+    assert reward.any() and (reward != 1).any()  # both kinds of step occur
+    assert len(seen) == 6
+    np.testing.assert_array_equal(seen[0][0], 0)
+    np.testing.assert_array_equal(seen[0][1], 0.0)
+    for t in range(1, 6):
+        np.testing.assert_array_equal(seen[t][0], action[:, t - 1])
+        np.testing.assert_array_equal(seen[t][1], reward[:, t - 1])
