@@ -13,7 +13,10 @@ rise over its episodes: the data Algorithm Distillation is trained on.
   actor-critic of width ``core_hidden`` whose hidden state runs through the
   task's whole stream, fed the previous action too, its update replaying
   the core over chunks of the rollout (XLand-100B's collector's shape:
-  :mod:`agentrl.sources.ppo_gru`).
+  :mod:`agentrl.sources.ppo_gru`); with ``obs_encoder="cells"`` it reads
+  ``[h, w, 2]`` (tile, colour) id observations through the collector's
+  per-cell embeddings and convolutions (XLand's; ``"flat"``, the default,
+  as the MLP reads them).
 - Policies: categorical over ``Discrete`` actions, diagonal Gaussian over
   ``Box`` actions. The Gaussian lives in units of half the box width; the
   env receives (and the history records) the sample clipped to the box and
@@ -51,7 +54,7 @@ from agentrl.history import History, episode_index, task_ids
 from agentrl.prng import key_scan
 from agentrl.rl.nets import Policy
 from agentrl.rl.ppo import Learner, gae, optimizer, ppo_loss, sgd_epochs
-from agentrl.sources.ppo_gru import GRUTaskRun
+from agentrl.sources.ppo_gru import ENCODERS, GRUTaskRun, cells_problem
 from agentrl.sources.settings import check_ints, config_from, resolve_labels
 
 #: the ``core`` choices (module docstring)
@@ -68,6 +71,8 @@ class PPOConfig:
     ``hidden`` is the ``"mlp"`` core's width, ``core_hidden`` the ``"gru"``
     core's (its GRU, input layer and heads; 256 is XLand-100B's collector's
     for XLand-Trivial, 1,024 for medium); each core ignores the other's.
+    ``obs_encoder`` (``"gru"`` only): ``"flat"`` or ``"cells"`` (module
+    docstring).
     """
 
     steps_per_update: int | None = None
@@ -85,6 +90,7 @@ class PPOConfig:
     labels: str = "auto"
     core: str = "mlp"
     core_hidden: int = 256
+    obs_encoder: str = "flat"
 
 
 def make_config(env: Any, num_episodes: int, **settings: Any) -> PPOConfig:
@@ -110,6 +116,7 @@ def make_config(env: Any, num_episodes: int, **settings: Any) -> PPOConfig:
     )
     if config.core not in CORES:
         raise ValueError(f"ppo: core must be one of {CORES}, got {config.core!r}")
+    _check_encoder(env, config)
     if steps % config.num_minibatches:
         raise ValueError(
             f"ppo: num_minibatches must divide steps_per_update = {steps}, got "
@@ -134,6 +141,22 @@ def make_config(env: Any, num_episodes: int, **settings: Any) -> PPOConfig:
         ent_coef=float(ent),
         labels=resolve_labels("ppo", env, config.labels),
     )
+
+
+def _check_encoder(env: Any, config: PPOConfig) -> None:
+    """``obs_encoder`` is one of :data:`ENCODERS`; ``"cells"`` needs the GRU
+    core and ``[h, w, 2]`` id observations."""
+    encoder = config.obs_encoder
+    if encoder not in ENCODERS:
+        raise ValueError(f"ppo: obs_encoder must be one of {ENCODERS}, got {encoder!r}")
+    if encoder == "cells" and config.core != "gru":
+        raise ValueError(
+            f"ppo: obs_encoder='cells' needs core='gru', got core={config.core!r}"
+        )
+    if encoder == "cells":
+        problem = cells_problem(env.observation_space(env.default_params))
+        if problem:
+            raise ValueError(f"ppo: obs_encoder='cells' cannot be used: {problem}")
 
 
 def generate_ppo(
