@@ -86,10 +86,19 @@ embedding dropout 0.1):
   flattened ids (two 64-unit tanh layers; committed records depend on them).
   The env's ``observation="onehot"`` (``rl2_xland``'s) cannot be used here:
   the schema's ``states`` hold ids only, without the one-hot vector's agent
-  direction (``generate_hdf5`` refuses other observations). How much the
-  teachers' returns rise within a history, on the ``cpu`` preset's horizon:
-  ``benchmarks/ppo_teacher_memory.py`` (its record in
-  ``benchmarks/results/``).
+  direction (``generate_hdf5`` refuses other observations). Whether the
+  memoryless teacher's histories improve less within their steps, measured
+  (``agentrl bench ppo_teacher_memory``,
+  ``benchmarks/results/ppo_teacher_memory.md``, 2-core CPU, 2026-12-01): on
+  16 rulesets of the ``cpu`` preset's table, 9,720 steps a history (about 71
+  episodes), the source's default PPO settings, the mean return of the last
+  5 episodes minus the first 5 rose by 0.222 [95% CI 0.129, 0.320] for the
+  MLP, 0.156 [-0.008, 0.332] for the GRU (flat ids) and 0.131 [0.001, 0.272]
+  for the GRU with the cell encoder; GRU minus MLP, paired by ruleset,
+  -0.066 [-0.219, 0.096] and -0.092 [-0.192, 0.013]. Not less, then, at this
+  size: no difference resolved, the MLP's point estimate the highest. The
+  GRU teachers were not tuned (the collector's own PPO settings differ,
+  (c)).
 - Acting: evaluation samples from the model's action distribution
   (``eval.acting="sample"``, every preset); the baseline acts greedily
   (``action = dist.mode``, ``baselines/ad/evaluate_in_context.py`` and the
@@ -121,7 +130,9 @@ Presets:
   generating the PPO data is the larger part).
 - ``gpu``: 4,096 rulesets, 3,276 histories of 200 episodes (48,600 steps)
   by the GRU teacher (above), 8 layers, width 512, 8 heads, 16 episodes a
-  window, batch 64, 50,000 steps; for one accelerator.
+  window, batch 64, 50,000 steps; for one accelerator. The GRU teacher with
+  the cell encoder generated 17x slower than the MLP on 2 CPU cores (410 s
+  against 24 s for 16 histories, the record above); not timed on a GPU.
 - ``full``: the ``gpu`` settings (its own file, ``data/xland_ad-full.hdf5``):
   the baseline's model on the largest data generated here; for the published
   XLand-100B data set ``data.path`` to the downloaded file.
