@@ -70,7 +70,7 @@ from agentrl.rl.ppo import (
 #: ``obs_encoder`` choices (module docstring)
 ENCODERS = ("flat", "cells")
 #: the cell encoder's embedding width per id and its convolutions' channels
-#: (nn.py:16-17 ``emb_dim`` 16 via train.py:49 ``obs_emb_dim``; 141-156)
+#: (``ObservationEncoder.emb_dim``, nn.py:124 and train.py:49; nn.py:133-156)
 CELL_EMBED, CELL_CHANNELS = 16, (16, 32, 64)
 
 
