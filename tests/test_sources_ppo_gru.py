@@ -223,9 +223,10 @@ def test_final_policy_labels_replay_the_stream_from_a_zero_state():
 def test_gru_histories_have_the_sources_shapes_and_differ_from_the_mlps():
     params = jax.vmap(ROOM.params_for_task)(jnp.arange(2))
     key = jax.random.key(3)
-    settings = dict(steps_per_update=T, num_minibatches=CHUNKS)
+    # the same settings but the core: a run that ignored ``core`` would match
+    settings = dict(steps_per_update=T, num_minibatches=CHUNKS, hidden=8)
     gru = generate_ppo(ROOM, params, key, 3, core="gru", core_hidden=H, **settings)
-    mlp = generate_ppo(ROOM, params, jax.random.clone(key), 3, hidden=8, **settings)
+    mlp = generate_ppo(ROOM, params, jax.random.clone(key), 3, **settings)
     assert gru.action.shape == mlp.action.shape == (2, T)
     assert gru.action.dtype == mlp.action.dtype
     assert not np.array_equal(gru.action, mlp.action)
