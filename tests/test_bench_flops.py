@@ -10,6 +10,7 @@ all ``T`` keys (the full ``[T, T]`` scores: 1.40x the useful forward at
 from __future__ import annotations
 
 import argparse
+import sys
 
 import jax
 import jax.numpy as jnp
@@ -115,10 +116,18 @@ def test_the_full_square_count_overstates_model_throughputs_forward(
     assert attention == train_throughput.attention_flops(cfg, ctx * (ctx + 1) // 2)
 
 
+def _current_train_throughput():
+    """The ``train_throughput`` module the benchmarks import now (lazily, from
+    ``sys.modules``): an earlier ``agentrl bench train_throughput`` in the same
+    process (the bad-input tests) loads the file afresh under that name."""
+    return sys.modules.get("train_throughput", train_throughput)
+
+
 def _sentinel(monkeypatch) -> float:
     """``train_throughput.train_flops`` replaced by a recognisable count."""
     value = 123456789.0
-    monkeypatch.setattr(train_throughput, "train_flops", lambda m, b, s: value)
+    for module in {train_throughput, _current_train_throughput()}:
+        monkeypatch.setattr(module, "train_flops", lambda m, b, s: value)
     return value
 
 
@@ -155,5 +164,5 @@ def test_preset_shapes_uses_the_one_count_and_no_xla_count_off_the_cpu(
 def test_model_throughput_has_no_count_of_its_own():
     import model_throughput
 
-    assert model_throughput.train_flops is train_throughput.train_flops
+    assert model_throughput.train_flops is _current_train_throughput().train_flops
     assert not hasattr(peer_training, "step_flops")
