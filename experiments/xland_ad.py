@@ -44,17 +44,61 @@ embedding dropout 0.1):
   environments of one PPO learner over 500M steps; and no expert relabel
   (agentrl's PPO has no relabelling pass, so the file has no
   ``expert_actions`` and trains AD, not DPT).
-- The PPO learner that writes the histories sees the ``[5, 5, 2]`` tile and
-  colour ids flattened and cast to floats (ordinal ids up to 12) through
-  two 64-unit tanh layers, with no memory. The datasets' collector
-  (``collection/training/nn.py``) embeds each cell's tile and colour (16
-  units each) under three 2x2 convolutions, adds the previous action's
-  embedding (and, in ``trivial``'s config, the ruleset's goal and rules),
-  and runs a GRU (256 units for ``trivial``, 1,024 for ``medium``). The
-  env's ``observation="onehot"`` (``rl2_xland``'s) cannot be used here:
+- The PPO learner that writes the histories (the teacher). The datasets'
+  collector (dunnolab/xland-minigrid-datasets ``collection/training/``) is a
+  recurrent actor-critic: ``nn.py`` lines 170-232, each cell's tile and
+  colour embedded (16 units each, lines 100-120) under three 2x2
+  convolutions of 16, 32 and 64 channels (lines 123-160), the previous
+  action's embedding (line 190; 0 on the first step, ``train.py`` line 448),
+  a GRU of 256 units for ``trivial`` (``configs/trivial_base.yaml`` line 14;
+  1,024 for ``medium``, ``medium_base.yaml`` line 13) and 256-unit tanh
+  heads (``head_hidden_dim``, line 13 and line 12), its hidden state zero at
+  the start and never reset after (nn.py line 18; the rollout, train.py
+  lines 227-267, carries it over episode ends), its update replaying the GRU
+  over whole env streams from the rollout's first state (train.py lines 269,
+  333-353). What matches: ``gpu`` and ``full`` use agentrl's PPO source with
+  ``core="gru"``, ``core_hidden=256``, ``obs_encoder="cells"``
+  (:mod:`agentrl.sources.ppo_gru`): the same cell embeddings and
+  convolutions, GRU width and head width, the previous action as input
+  (one-hot through the core's input layer, a learned linear map like
+  ``nn.Embed``), the same never-reset memory. What still differs: (a)
+  agentrl's core has one ReLU layer of 256 units between the encoder (with
+  the previous action) and the GRU (the collector feeds the concatenation to
+  the GRU directly), and its GRU has a hidden bias on every gate (the
+  collector's on the candidate only), and the initial scales differ (the
+  GRU's input weights LeCun- not Glorot-normal, nn.py line 29; the heads'
+  first layers gain sqrt(2) not 2, lines 198, 205); (b) the task context: in
+  ``trivial`` the collector also embeds the ruleset's goal and rules (nn.py
+  lines 75-97, 214-223; ``context_dropout`` 0.0 there, 1.0, i.e. dropped, in
+  ``medium``), so its teacher is told the task, and its heads see that
+  context again (nn.py line 223); agentrl's is not; (c) one learner per
+  ruleset with one env stream, whose minibatches are contiguous chunks of
+  the rollout replayed from the state the actor had there (the collector:
+  8,192 streams of one ruleset, 8 minibatches of whole 512-step streams, one
+  epoch, lr 5e-4, gamma and lambda 0.999, entropy 0.001,
+  ``trivial_base.yaml`` lines 6-16; agentrl's PPO settings, lr 3e-3, gamma
+  0.99, lambda 0.95, 4 epochs over rollouts of 4 episodes cut into 4 chunks,
+  are its own, and the collector decays its lr linearly, train.py lines
+  100-102, and weighs the squared value error without agentrl's 1/2,
+  utils.py line 82); (d) a truncated episode bootstraps from its final
+  observation (the collector's GAE stops at every episode end, ``utils.py``
+  line 36). ``smoke`` and ``cpu`` keep the memoryless MLP teacher over the
+  flattened ids (two 64-unit tanh layers; committed records depend on them).
+  The env's ``observation="onehot"`` (``rl2_xland``'s) cannot be used here:
   the schema's ``states`` hold ids only, without the one-hot vector's agent
-  direction (``generate_hdf5`` refuses other observations). The teacher's
-  histories probably improve less within their steps (not measured).
+  direction (``generate_hdf5`` refuses other observations). Whether the
+  memoryless teacher's histories improve less within their steps, measured
+  (``agentrl bench ppo_teacher_memory``,
+  ``benchmarks/results/ppo_teacher_memory.md``, 2-core CPU, 2026-12-01): on
+  16 rulesets of the ``cpu`` preset's table, 9,720 steps a history (about 71
+  episodes), the source's default PPO settings, the mean return of the last
+  5 episodes minus the first 5 rose by 0.222 [95% CI 0.129, 0.320] for the
+  MLP, 0.156 [-0.008, 0.332] for the GRU (flat ids) and 0.131 [0.001, 0.272]
+  for the GRU with the cell encoder; GRU minus MLP, paired by ruleset,
+  -0.066 [-0.219, 0.096] and -0.092 [-0.192, 0.013]. Not less, then, at this
+  size: no difference resolved, the MLP's point estimate the highest. The
+  GRU teachers were not tuned (the collector's own PPO settings differ,
+  (c)).
 - Acting: evaluation samples from the model's action distribution
   (``eval.acting="sample"``, every preset); the baseline acts greedily
   (``action = dist.mode``, ``baselines/ad/evaluate_in_context.py`` and the
@@ -84,9 +128,11 @@ Presets:
 - ``cpu``: 256 rulesets, 204 histories of 40 episodes (9,720 steps each), a
   4-layer width-128 model, 4 episodes a window, 3,000 steps (not timed yet;
   generating the PPO data is the larger part).
-- ``gpu``: 4,096 rulesets, 3,276 histories of 200 episodes (48,600 steps),
-  8 layers, width 512, 8 heads, 16 episodes a window, batch 64, 50,000
-  steps; for one accelerator.
+- ``gpu``: 4,096 rulesets, 3,276 histories of 200 episodes (48,600 steps)
+  by the GRU teacher (above), 8 layers, width 512, 8 heads, 16 episodes a
+  window, batch 64, 50,000 steps; for one accelerator. The GRU teacher with
+  the cell encoder generated 17x slower than the MLP on 2 CPU cores (410 s
+  against 24 s for 16 histories, the record above); not timed on a GPU.
 - ``full``: the ``gpu`` settings (its own file, ``data/xland_ad-full.hdf5``):
   the baseline's model on the largest data generated here; for the published
   XLand-100B data set ``data.path`` to the downloaded file.
@@ -154,6 +200,14 @@ CHANGES = dict(
         "data.num_tasks": 3276,
         "data.num_episodes": 200,
         "data.path": "data/xland_ad-gpu.hdf5",
+        # the collector's recurrent teacher at its trivial width
+        # (collection/configs/trivial_base.yaml line 14, nn.py line 18)
+        # and its observation encoder (nn.py lines 100-160)
+        "data.source_args": (
+            ("core", "gru"),
+            ("core_hidden", 256),
+            ("obs_encoder", "cells"),
+        ),
         "model.num_layers": 8,
         "model.num_heads": 8,
         "model.d_model": 512,

@@ -163,3 +163,16 @@ def _assert_reference_adam_and_dropout():
     assert _fields("radt_key_to_door", "full", *ADAM_AND_DROPOUT) == (
         0.999, 0.0, None, None,
     )  # fmt: skip
+
+
+def test_xland_ad_teacher_is_the_collectors_gru_at_gpu_and_full_only():
+    """xland-minigrid-datasets collection/configs/trivial_base.yaml line 14:
+    a GRU of 256 units; training/nn.py lines 100-160: cell embeddings under
+    convolutions. The smoke and cpu presets keep the MLP teacher (committed
+    records were made with it)."""
+    for preset in ("gpu", "full"):
+        (args,) = _fields("xland_ad", preset, "data.source_args")
+        want = {"core": "gru", "core_hidden": 256, "obs_encoder": "cells"}
+        assert dict(args) == want, preset
+    for preset in ("smoke", "cpu"):
+        assert _fields("xland_ad", preset, "data.source_args") == ((),), preset

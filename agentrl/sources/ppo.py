@@ -8,13 +8,22 @@ bonus; ``num_epochs`` passes over ``num_minibatches`` shuffled minibatches).
 The recorded history is therefore an RL *learning* history whose returns
 rise over its episodes: the data Algorithm Distillation is trained on.
 
+- Core (``core``): ``"mlp"`` (default), separate two-layer tanh MLPs for
+  actor and critic of width ``hidden``, with no memory; ``"gru"``, a GRU
+  actor-critic of width ``core_hidden`` whose hidden state runs through the
+  task's whole stream, fed the previous action too, its update replaying
+  the core over chunks of the rollout (XLand-100B's collector's shape:
+  :mod:`agentrl.sources.ppo_gru`); with ``obs_encoder="cells"`` it reads
+  ``[h, w, 2]`` (tile, colour) id observations through the collector's
+  per-cell embeddings and convolutions (XLand's; ``"flat"``, the default,
+  as the MLP reads them).
 - Policies: categorical over ``Discrete`` actions, diagonal Gaussian over
   ``Box`` actions. The Gaussian lives in units of half the box width; the
   env receives (and the history records) the sample clipped to the box and
   rescaled, the log-probability is that of the unclipped sample.
 - Inputs: ``Discrete`` observations are one-hot encoded, ``Box`` ones
   flattened, ``Dict`` ones (e.g. :class:`~agentrl.envs.MultiEpisodeTrial`)
-  concatenated, so a trial-wrapped env also works (the MLP then also sees
+  concatenated, so a trial-wrapped env also works (the core then also sees
   ``prev_action``, ``prev_reward`` and ``episode``).
 - Truncated episodes bootstrap from the value of ``final_observation``;
   terminated ones do not.
@@ -45,7 +54,11 @@ from agentrl.history import History, episode_index, task_ids
 from agentrl.prng import key_scan
 from agentrl.rl.nets import Policy
 from agentrl.rl.ppo import Learner, gae, optimizer, ppo_loss, sgd_epochs
+from agentrl.sources.ppo_gru import ENCODERS, GRUTaskRun, cells_problem
 from agentrl.sources.settings import check_ints, config_from, resolve_labels
+
+#: the ``core`` choices (module docstring)
+CORES = ("mlp", "gru")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,6 +68,11 @@ class PPOConfig:
     ``steps_per_update`` defaults to ``4 * env.horizon`` (or the largest
     divisor of ``num_episodes`` not above 4, times the horizon);
     ``ent_coef`` defaults to 0.01 for discrete and 0.0 for continuous actions.
+    ``hidden`` is the ``"mlp"`` core's width, ``core_hidden`` the ``"gru"``
+    core's (its GRU, input layer and heads; 256 is XLand-100B's collector's
+    for XLand-Trivial, 1,024 for medium); each core ignores the other's.
+    ``obs_encoder`` (``"gru"`` only): ``"flat"`` or ``"cells"`` (module
+    docstring).
     """
 
     steps_per_update: int | None = None
@@ -70,6 +88,9 @@ class PPOConfig:
     hidden: int = 64
     init_log_std: float = -0.5
     labels: str = "auto"
+    core: str = "mlp"
+    core_hidden: int = 256
+    obs_encoder: str = "flat"
 
 
 def make_config(env: Any, num_episodes: int, **settings: Any) -> PPOConfig:
@@ -91,7 +112,11 @@ def make_config(env: Any, num_episodes: int, **settings: Any) -> PPOConfig:
         num_epochs=config.num_epochs,
         num_minibatches=config.num_minibatches,
         hidden=config.hidden,
+        core_hidden=config.core_hidden,
     )
+    if config.core not in CORES:
+        raise ValueError(f"ppo: core must be one of {CORES}, got {config.core!r}")
+    _check_encoder(env, config)
     if steps % config.num_minibatches:
         raise ValueError(
             f"ppo: num_minibatches must divide steps_per_update = {steps}, got "
@@ -116,6 +141,22 @@ def make_config(env: Any, num_episodes: int, **settings: Any) -> PPOConfig:
         ent_coef=float(ent),
         labels=resolve_labels("ppo", env, config.labels),
     )
+
+
+def _check_encoder(env: Any, config: PPOConfig) -> None:
+    """``obs_encoder`` is one of :data:`ENCODERS`; ``"cells"`` needs the GRU
+    core and ``[h, w, 2]`` id observations."""
+    encoder = config.obs_encoder
+    if encoder not in ENCODERS:
+        raise ValueError(f"ppo: obs_encoder must be one of {ENCODERS}, got {encoder!r}")
+    if encoder == "cells" and config.core != "gru":
+        raise ValueError(
+            f"ppo: obs_encoder='cells' needs core='gru', got core={config.core!r}"
+        )
+    if encoder == "cells":
+        problem = cells_problem(env.observation_space(env.default_params))
+        if problem:
+            raise ValueError(f"ppo: obs_encoder='cells' cannot be used: {problem}")
 
 
 def generate_ppo(
@@ -171,18 +212,16 @@ class RunCarry(NamedTuple):
 
 def _run_one(env, config: PPOConfig, num_steps: int, params, key, task_id):
     """One task's PPO run: history leaves ``[num_steps, ...]``."""
-    run = TaskRun(env, config, params)
+    run = (GRUTaskRun if config.core == "gru" else TaskRun)(env, config, params)
     k_net, k_env, k_loop = jax.random.split(key, 3)
-    weights = run.policy.init(k_net, config.hidden, config.init_log_std)
+    weights = run.init_weights(k_net)
     obs, env_state = env.reset(k_env, params)
-    carry = RunCarry(Learner(weights, run.tx.init(weights)), obs, env_state)
+    carry = run.start(Learner(weights, run.tx.init(weights)), obs, env_state)
     num_updates = num_steps // config.steps_per_update
     carry, record = key_scan(run.update, carry, jax.random.split(k_loop, num_updates))
     record = jax.tree.map(lambda a: a.reshape(num_steps, *a.shape[2:]), record)
     if config.labels == "final_policy":
-        final = carry.learner.params
-        x = jax.vmap(run.policy.features)(record["obs"])
-        record["optimal_action"] = run.policy.greedy_action(final, x)
+        record["optimal_action"] = run.greedy_actions(carry.learner.params, record)
     done = jnp.logical_or(record["terminated"], record["truncated"])
     return History(
         obs=record["obs"],
@@ -198,13 +237,29 @@ def _run_one(env, config: PPOConfig, num_steps: int, params, key, task_id):
 
 
 class TaskRun:
-    """The pieces of one task's run (``params``: that task's env params)."""
+    """The pieces of one task's run (``params``: that task's env params), the
+    ``"mlp"`` core's (:class:`~agentrl.sources.ppo_gru.GRUTaskRun` the
+    ``"gru"`` one's)."""
 
     def __init__(self, env, config: PPOConfig, params):
         self.env, self.config, self.params = env, config, params
         self.policy = Policy(env.observation_space(params), env.action_space(params))
         self.record_optimal = config.labels == "oracle"
         self.tx = optimizer(config.lr, config.max_grad_norm)
+
+    def init_weights(self, key: jax.Array) -> dict:
+        c = self.config
+        return self.policy.init(key, c.hidden, c.init_log_std)
+
+    def start(self, learner: Learner, obs, env_state) -> RunCarry:
+        """The carry at the stream's start."""
+        return RunCarry(learner, obs, env_state)
+
+    def greedy_actions(self, weights, record: dict) -> jax.Array:
+        """``[steps, ...]`` the deterministic policy of ``weights`` at every
+        recorded observation (``"final_policy"`` labels)."""
+        x = jax.vmap(self.policy.features)(record["obs"])
+        return self.policy.greedy_action(weights, x)
 
     def env_step(self, carry: Acting, k):
         """One step: ``(carry, (record, learn))``, what the history records
