@@ -44,6 +44,7 @@ import jax.numpy as jnp
 import agentrl.sources.bandits as bandits
 import agentrl.sources.tabular as tabular
 from agentrl.agents.agent import RandomAgent, run_agent_on_tasks
+from agentrl.checks import is_int
 from agentrl.envs.base import is_bandit
 from agentrl.history import History, task_ids
 from agentrl.registry import Registry, caller_module, expect
@@ -388,7 +389,7 @@ def _need_box_actions(env: Any) -> str | None:
 
 register_source(
     "ppo",
-    description="PPO over the multi-episode trial",
+    description="PPO from scratch on each task, over its episodes (MLP or GRU)",
     defaults=None,
     histories=_ppo_histories,
     learns=True,
@@ -504,9 +505,7 @@ def generate(
       :class:`History` with leaves ``[task, num_episodes * env.horizon, ...]``.
     """
     settings = check_settings(source_name, env, settings)
-    if isinstance(num_episodes, bool) or not isinstance(num_episodes, int):
-        raise ValueError(f"`num_episodes` must be an integer >= 1, got {num_episodes}")
-    if num_episodes < 1:
+    if not is_int(num_episodes, 1):
         raise ValueError(f"`num_episodes` must be an integer >= 1, got {num_episodes}")
     horizon = getattr(env, "horizon", None)
     if not isinstance(horizon, int):

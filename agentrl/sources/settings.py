@@ -12,6 +12,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from agentrl.checks import is_int
+
 LABELS = ("auto", "oracle", "final_policy", "none")  # a source's DPT labels
 
 
@@ -35,7 +37,7 @@ def config_from(
 def check_ints(source: str, minimum: int = 1, **values: Any) -> None:
     """Each of ``values`` must be an int (not a bool) >= ``minimum``."""
     for name, value in values.items():
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        if not is_int(value, minimum):
             raise ValueError(
                 f"{source}: {name} must be an int >= {minimum}, got {value!r}"
             )
