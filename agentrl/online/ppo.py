@@ -52,11 +52,11 @@ from agentrl.prng import key_scan
 from agentrl.rl.nets import ActionHead, example
 from agentrl.rl.ppo import (
     Learner,
+    batch_loss,
     epoch_permutations,
     gae_across_episodes,
     mean_metrics,
     optimizer,
-    ppo_loss,
     sgd_epochs,
 )
 
@@ -341,13 +341,11 @@ class TrialPPO:
         logp, entropy = self.head.logp_entropy(
             out, weights.get("log_std"), batch["raw"]
         )
-        return ppo_loss(
+        return batch_loss(
             logp,
-            batch["logp"],
             entropy,
             value,
-            batch["adv"],
-            batch["target"],
+            batch,
             hparam(hp, "clip_eps"),
             hparam(hp, "vf_coef"),
             hparam(hp, "ent_coef"),

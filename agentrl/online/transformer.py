@@ -84,10 +84,10 @@ from agentrl.prng import key_scan
 from agentrl.rl.nets import ActionHead
 from agentrl.rl.ppo import (
     Learner,
+    batch_loss,
     epoch_permutations,
     gae_across_episodes,
     mean_metrics,
-    ppo_loss,
     sgd_epochs,
 )
 
@@ -428,13 +428,11 @@ class TransformerPPO:
     def _loss(self, params, batch, hp, start):
         logits, value = self._outputs(params, batch, start)
         logp, entropy = self.logp_entropy(params[0], logits, batch["chunk_raw"])
-        return ppo_loss(
+        return batch_loss(
             logp,
-            batch["logp"],
             entropy,
             value,
-            batch["adv"],
-            batch["target"],
+            batch,
             hparam(hp, "clip_eps"),
             hparam(hp, "vf_coef"),
             hparam(hp, "ent_coef"),

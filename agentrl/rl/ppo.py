@@ -81,6 +81,30 @@ def ppo_loss(
     return loss, {"pg_loss": pg, "vf_loss": vf, "entropy": ent, "approx_kl": kl}
 
 
+def batch_loss(
+    logp: jax.Array,
+    entropy: jax.Array,
+    value: jax.Array,
+    batch: dict,
+    clip_eps: Any,
+    vf_coef: Any,
+    ent_coef: Any,
+) -> tuple[jax.Array, dict[str, jax.Array]]:
+    """:func:`ppo_loss` against a rollout's minibatch: its ``"logp"`` (the
+    acting weights'), ``"adv"`` and ``"target"``, each ``[...]`` as ``logp``."""
+    return ppo_loss(
+        logp,
+        batch["logp"],
+        entropy,
+        value,
+        batch["adv"],
+        batch["target"],
+        clip_eps,
+        vf_coef,
+        ent_coef,
+    )
+
+
 def mean_metrics(metrics: dict, vf_coef: Any, ent_coef: Any) -> dict:
     """Per-step ``metrics`` (leaves ``[steps]``) averaged, with ``loss``
     recomputed from the averaged terms."""
@@ -132,6 +156,20 @@ def gae(
     init = jnp.zeros(delta.shape[1:], delta.dtype)
     _, adv = jax.lax.scan(back, init, (delta, not_done), reverse=True)
     return adv
+
+
+def episode_advantages(
+    value: jax.Array, next_value: jax.Array, record: dict, gamma: Any, lam: Any
+) -> tuple[jax.Array, jax.Array]:
+    """Per-episode :func:`gae` of a recorded stream and its value targets:
+    ``(adv, adv + value)``, each ``[T, ...]``. ``record`` holds ``reward``,
+    ``terminated`` and ``truncated`` ``[T, ...]``; a truncated episode
+    bootstraps from ``next_value`` (its final observation's)."""
+    done = jnp.logical_or(record["terminated"], record["truncated"])
+    adv = gae(
+        value, next_value, record["reward"], record["terminated"], done, gamma, lam
+    )
+    return adv, adv + value
 
 
 def successor_values(value: jax.Array, last_value: jax.Array) -> jax.Array:

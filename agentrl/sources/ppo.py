@@ -53,7 +53,13 @@ import agentrl.envs.spaces as spaces
 from agentrl.history import History, episode_index, task_ids
 from agentrl.prng import key_scan
 from agentrl.rl.nets import Policy
-from agentrl.rl.ppo import Learner, gae, optimizer, ppo_loss, sgd_epochs
+from agentrl.rl.ppo import (
+    Learner,
+    batch_loss,
+    episode_advantages,
+    optimizer,
+    sgd_epochs,
+)
 from agentrl.sources.ppo_gru import ENCODERS, GRUTaskRun, cells_problem
 from agentrl.sources.settings import check_ints, config_from, resolve_labels
 
@@ -295,16 +301,8 @@ class TaskRun:
     def loss(self, weights, batch):
         logp, entropy, value = self.policy.evaluate(weights, batch["x"], batch["raw"])
         c = self.config
-        return ppo_loss(
-            logp,
-            batch["logp"],
-            entropy,
-            value,
-            batch["adv"],
-            batch["target"],
-            c.clip_eps,
-            c.vf_coef,
-            c.ent_coef,
+        return batch_loss(
+            logp, entropy, value, batch, c.clip_eps, c.vf_coef, c.ent_coef
         )
 
     def minibatch_indices(self, key):
@@ -319,21 +317,16 @@ class TaskRun:
     def batch(self, weights, record, learn) -> dict:
         """The rollout's training batch, with GAE advantages and targets."""
         next_value = self.policy.value(weights, learn["next_x"])
-        adv = gae(
-            learn["value"],
-            next_value,
-            record["reward"],
-            record["terminated"],
-            jnp.logical_or(record["terminated"], record["truncated"]),
-            self.config.gamma,
-            self.config.gae_lambda,
+        c = self.config
+        adv, target = episode_advantages(
+            learn["value"], next_value, record, c.gamma, c.gae_lambda
         )
         return {
             "x": learn["x"],
             "raw": learn["raw"],
             "logp": learn["logp"],
             "adv": adv,
-            "target": adv + learn["value"],
+            "target": target,
         }
 
     def update(self, carry: RunCarry, k):

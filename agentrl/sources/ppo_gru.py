@@ -60,10 +60,10 @@ from agentrl.prng import key_scan
 from agentrl.rl.nets import ActionHead, example, obs_features
 from agentrl.rl.ppo import (
     Learner,
+    batch_loss,
+    episode_advantages,
     epoch_permutations,
-    gae,
     optimizer,
-    ppo_loss,
     sgd_epochs,
 )
 
@@ -243,14 +243,9 @@ class GRUTaskRun:
         # V of each step's true successor, read with the state after the step
         # (a batched cell step: the states are known, nothing recurs).
         _, _, next_value = self.core.step(weights, learn["h"], learn["next_x"])
-        adv = gae(
-            learn["value"],
-            next_value,
-            record["reward"],
-            record["terminated"],
-            jnp.logical_or(record["terminated"], record["truncated"]),
-            self.config.gamma,
-            self.config.gae_lambda,
+        c = self.config
+        adv, target = episode_advantages(
+            learn["value"], next_value, record, c.gamma, c.gae_lambda
         )
         return {
             "obs": record["obs"],
@@ -258,7 +253,7 @@ class GRUTaskRun:
             "raw": learn["raw"],
             "logp": learn["logp"],
             "adv": adv,
-            "target": adv + learn["value"],
+            "target": target,
             "h_in": jnp.concatenate([h0[None], learn["h"][:-1]], 0),
         }
 
@@ -273,16 +268,8 @@ class GRUTaskRun:
             out[:, 0], weights.get("log_std"), batch["raw"]
         )
         c = self.config
-        return ppo_loss(
-            logp,
-            batch["logp"],
-            entropy,
-            value[:, 0],
-            batch["adv"],
-            batch["target"],
-            c.clip_eps,
-            c.vf_coef,
-            c.ent_coef,
+        return batch_loss(
+            logp, entropy, value[:, 0], batch, c.clip_eps, c.vf_coef, c.ent_coef
         )
 
     def chunk_order(self, key):
