@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from agentrl.envs.spaces import Discrete
-from agentrl.online.cores import _gru_forward, grid_features, gru_scan, step_features
+from agentrl.rl.cores import _gru_forward, grid_features, gru_scan, step_features
 from agentrl.rl.nets import ActionHead
 
 

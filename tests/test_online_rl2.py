@@ -168,7 +168,7 @@ def test_hidden_state_resets_at_trial_start():
 @pytest.mark.long
 def test_gru_scan_gradients_equal_autodiff_of_the_plain_recurrence():
     """The hand-written backward pass of the replay is the exact gradient."""
-    from agentrl.online.cores import GRUCore
+    from agentrl.rl.cores import GRUCore
 
     core = GRUCore(6, 3, 8, 5, True)
     weights = core.init(jax.random.key(0))

@@ -13,7 +13,7 @@ Fields (``algo.*``): the trial (``trial_episodes``), the PPO loop
 (``num_envs`` parallel trials, ``rollout_steps`` per update, ``num_epochs``
 x ``num_minibatches``), the core (``hidden`` GRU units, ``embed`` input
 units, ``obs_encoding``: ``"onehot"`` or ``"grid"``, a discrete grid
-cell as row and column, see :func:`agentrl.online.cores.grid_features`)
+cell as row and column, see :func:`agentrl.rl.cores.grid_features`)
 and the traced PPO coefficients (``gamma``, ``gae_lambda``,
 ``clip_eps``, ``ent_coef``, ``vf_coef``, ``reward_scale``: the learner's
 rewards are multiplied by it, to keep the value loss of long trials from
@@ -175,7 +175,7 @@ class RL2(Algorithm):
         return gru_program(config, env)
 
     def build_core(self, env: Any):
-        """The :class:`~agentrl.online.cores.GRUCore` of this config on ``env``."""
+        """The :class:`~agentrl.rl.cores.GRUCore` of this config on ``env``."""
         return gru_core(self, env)
 
     # ----- acting in context ---------------------------------------------------

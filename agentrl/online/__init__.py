@@ -4,8 +4,9 @@ The other half of in-context RL (the first is distillation from datasets):
 a learner whose weights are trained by PPO over trials of several episodes
 of one task, on many tasks, so that its *activations* learn within a trial.
 
-- :mod:`agentrl.online.cores`: input features (obs, previous action and
-  reward, new-episode flag), the GRU core, the action heads;
+- :mod:`agentrl.rl.cores` (below this package, shared with the PPO
+  source's GRU teacher): input features (obs, previous action and reward,
+  new-episode flag), the GRU core, the action heads;
 - :mod:`agentrl.online.ppo`: :class:`~agentrl.online.ppo.TrialPPO`, PPO over
   trials with GAE across episode boundaries, rollout and update in one
   jitted program;

@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 
 from agentrl.agents.agent import Step
-from agentrl.online.cores import ActionHead, GRUCore, step_features
+from agentrl.rl.cores import ActionHead, GRUCore, step_features
 
 
 class RL2State(NamedTuple):

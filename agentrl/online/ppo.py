@@ -6,7 +6,7 @@ one task. When a trial ends the slot draws a new task (a training task:
 the split's train ids for finite task spaces, ``sample_params`` otherwise),
 starts a new trial and zeroes the core's hidden state; inside a trial the
 hidden state is kept across episode boundaries. The core's input at each
-step is :func:`~agentrl.online.cores.step_features` (observation, previous
+step is :func:`~agentrl.rl.cores.step_features` (observation, previous
 action, previous reward, new-episode flag).
 
 Every ``rollout_steps`` steps the learner does a PPO update (clipped
@@ -47,8 +47,8 @@ import jax
 import jax.numpy as jnp
 
 from agentrl.envs.trial import MultiEpisodeTrial
-from agentrl.online.cores import GRUCore, step_features
 from agentrl.prng import key_scan
+from agentrl.rl.cores import GRUCore, step_features
 from agentrl.rl.nets import ActionHead, example
 from agentrl.rl.ppo import (
     Learner,

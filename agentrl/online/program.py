@@ -139,7 +139,7 @@ def transformer_program(config: Any, env: Any) -> OnlineProgram:
 
 
 def gru_core(algo: Any, env: Any) -> Any:
-    """The :class:`~agentrl.online.cores.GRUCore` of RL² ``algo`` on ``env``.
+    """The :class:`~agentrl.rl.cores.GRUCore` of RL² ``algo`` on ``env``.
 
     The core depends only on the algorithm's network fields and the env's
     spaces; the trainer's loop lengths are placeholders here.

@@ -61,6 +61,7 @@ from agentrl.rl.ppo import (
     sgd_epochs,
 )
 from agentrl.sources.ppo_gru import ENCODERS, GRUTaskRun, cells_problem
+from agentrl.sources.recording import recorded_step
 from agentrl.sources.settings import check_ints, config_from, resolve_labels
 
 #: the ``core`` choices (module docstring)
@@ -275,20 +276,15 @@ class TaskRun:
         x = policy.features(carry.obs)
         raw, logp, value = policy.sample(carry.weights, x, k_act)
         action = policy.to_env(raw)
-        optimal = None
-        if self.record_optimal:
-            optimal = self.env.optimal_action(carry.env_state, params)
-        next_obs, env_state, reward, term, trunc, info = self.env.step(
-            k_step, carry.env_state, action, params
+        next_obs, env_state, record, info = recorded_step(
+            self.env,
+            params,
+            carry.env_state,
+            carry.obs,
+            action,
+            k_step,
+            self.record_optimal,
         )
-        record = {
-            "obs": carry.obs,
-            "action": action,
-            "reward": jnp.asarray(reward, jnp.float32),
-            "terminated": term,
-            "truncated": trunc,
-            "optimal_action": optimal,
-        }
         learn = {
             "x": x,
             "raw": raw,

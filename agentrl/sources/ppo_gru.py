@@ -20,7 +20,7 @@ per task:
   last action taken, across episode boundaries too (train.py:266 carries
   it without looking at ``done``). No reward, no new-episode flag (the
   collector has neither).
-- Core: :class:`~agentrl.online.cores.GRUCore` (input layer, GRU of
+- Core: :class:`~agentrl.rl.cores.GRUCore` (input layer, GRU of
   ``core_hidden`` units, actor and critic MLPs of that width), zero hidden
   state at the stream's start (nn.py:235) and **never reset after**: the
   collector's GRU takes no ``done`` (nn.py:18: "tried to reset hidden
@@ -55,8 +55,8 @@ import jax.numpy as jnp
 import numpy as np
 
 import agentrl.envs.spaces as spaces
-from agentrl.online.cores import GRUCore
 from agentrl.prng import key_scan
+from agentrl.rl.cores import GRUCore
 from agentrl.rl.nets import ActionHead, example, obs_features
 from agentrl.rl.ppo import (
     Learner,
@@ -66,6 +66,7 @@ from agentrl.rl.ppo import (
     optimizer,
     sgd_epochs,
 )
+from agentrl.sources.recording import recorded_step
 
 #: ``obs_encoder`` choices (module docstring)
 ENCODERS = ("flat", "cells")
@@ -210,20 +211,15 @@ class GRUTaskRun:
         raw = self.head.sample(k_act, out, log_std)
         logp, _ = self.head.logp_entropy(out, log_std, raw)
         action = self.head.to_env(raw)
-        optimal = None
-        if self.record_optimal:
-            optimal = self.env.optimal_action(carry.env_state, self.params)
-        next_obs, env_state, reward, term, trunc, info = self.env.step(
-            k_step, carry.env_state, action, self.params
+        next_obs, env_state, record, info = recorded_step(
+            self.env,
+            self.params,
+            carry.env_state,
+            carry.obs,
+            action,
+            k_step,
+            self.record_optimal,
         )
-        record = {
-            "obs": carry.obs,
-            "action": action,
-            "reward": jnp.asarray(reward, jnp.float32),
-            "terminated": term,
-            "truncated": trunc,
-            "optimal_action": optimal,
-        }
         learn = {
             "prev_action": carry.prev_action,
             "raw": raw,

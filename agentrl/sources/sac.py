@@ -50,6 +50,7 @@ import agentrl.envs.spaces as spaces
 from agentrl.history import History, episode_index, task_ids
 from agentrl.prng import key_scan
 from agentrl.rl.nets import ActionHead, dense, example, obs_features
+from agentrl.sources.recording import recorded_step
 from agentrl.sources.settings import check_ints, config_from, resolve_labels
 
 LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0  # the references' clamp
@@ -269,24 +270,20 @@ class TaskRun:
         random_a = jax.random.uniform(k_rand, a.shape, minval=-1.0, maxval=1.0)
         a = jnp.where(t < self.config.start_steps, random_a, a)
         action = self.nets.to_env(a)
-        optimal = None
-        if self.config.labels == "oracle":
-            optimal = self.env.optimal_action(state.env_state, self.params)
-        obs, env_state, reward, term, trunc, info = self.env.step(
-            k_env, state.env_state, action, self.params
+        obs, env_state, record, info = recorded_step(
+            self.env,
+            self.params,
+            state.env_state,
+            state.obs,
+            action,
+            k_env,
+            self.config.labels == "oracle",
         )
-        reward = jnp.asarray(reward, jnp.float32)
-        buffer = self._write(state.buffer, t, x, a, reward, info, term)
+        buffer = self._write(
+            state.buffer, t, x, a, record["reward"], info, record["terminated"]
+        )
         size = jnp.minimum(state.size + 1, self.config.buffer_size)
         learner = self._update(state.learner, buffer, size, k_update)
-        record = {
-            "obs": state.obs,
-            "action": action,
-            "reward": reward,
-            "terminated": term,
-            "truncated": trunc,
-            "optimal_action": optimal,
-        }
         return RunState(learner, buffer, size, obs, env_state), record
 
     def _write(self, buffer, t, x, a, reward, info, term) -> dict:

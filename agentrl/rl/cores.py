@@ -1,4 +1,5 @@
-"""Recurrent policy core of the online learners: features, GRU, action heads.
+"""Recurrent policy core: features, GRU, action heads (RL²'s learner and the
+PPO source's GRU teacher).
 
 Everything is a pure function of a weights pytree (nested dicts of arrays),
 so one trainer state can be vmapped over seeds and checkpointed leaf by leaf.
