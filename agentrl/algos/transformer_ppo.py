@@ -6,7 +6,8 @@ of one task: it acts with its KV cache step by step, the context running
 over the trial's episodes, and learns from the whole trial's tokens in one
 forward pass; ``update_every = K`` turns on ReLIC's partial updates (a PPO
 update every K steps of the trial, the context carried on with the new
-weights; ``0``: once per trial). The trainer is
+weights; ``0``: once per trial), and ``full_update`` its full update (the
+trial's last update over all its steps). The trainer is
 :class:`agentrl.online.transformer.TransformerPPO`; evaluation acts exactly
 like AD (rolling KV cache over its own history, across episodes), since the
 model's input and token layout are AD's.
@@ -67,6 +68,11 @@ class TransformerPPO(Algorithm):
       num_envs: parallel trials per PPO update.
       update_every: ReLIC's partial updates: update the policy every this
         many steps inside a trial, carrying the context (0: once per trial).
+      full_update: ReLIC's full update (``full_updates_per_rollout = 1``):
+        with partial updates, the trial's last update trains on all its
+        steps in one full forward pass instead of on its last chunk (one
+        full and ``L / update_every - 1`` partial updates a trial). No
+        effect when ``update_every`` is 0 (the one update is the full one).
       num_epochs: PPO epochs per update.
       num_minibatches: minibatches per epoch.
       gamma: discount factor.
@@ -91,6 +97,7 @@ class TransformerPPO(Algorithm):
     trial_episodes: int = 4
     num_envs: int = 64
     update_every: int = 0
+    full_update: bool = False
     num_epochs: int = 4
     num_minibatches: int = 4
     gamma: float = traced(0.99)
@@ -109,6 +116,10 @@ class TransformerPPO(Algorithm):
             self.advantage_scope in ADVANTAGE_SCOPES,
             f"algo.advantage_scope must be one of {ADVANTAGE_SCOPES}, got "
             f"{self.advantage_scope!r}",
+        )
+        check(
+            isinstance(self.full_update, bool),
+            f"algo.full_update must be true or false, got {self.full_update!r}",
         )
         check(
             is_int(self.update_every, 0),

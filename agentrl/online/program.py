@@ -128,6 +128,7 @@ def transformer_program(config: Any, env: Any) -> OnlineProgram:
     shape = TransformerShape(
         trial_steps=trial_steps,
         update_every=algo.update_every or trial_steps,
+        full_update=algo.full_update,
         episode_steps=env.horizon if algo.advantage_scope == "episode" else 0,
         init_log_std=algo.init_log_std,
         **_common(config, env),

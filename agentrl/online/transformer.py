@@ -19,6 +19,17 @@ environments, each on a fresh training task:
   them, as ReLIC's ``update_stale_kv``, in causal pieces of up to 128
   tokens: only the steps so far, each piece against the pieces before it).
   ``K = L`` updates once per trial, at its end, on the full forward pass.
+- **full update** (ReLIC's ``full_updates_per_rollout = 1``,
+  ``full_update``): with ``K < L``, the trial's last update trains on all
+  ``L`` steps in one full forward pass (the ``K = L`` update) instead of on
+  its last chunk: ``L / K - 1`` partial updates and one full one a trial,
+  the last chunk getting no partial update of its own
+  (``relic/trainer/transformers_trainer.py``: no partial update at the
+  rollout's last step; the update after the rollout starts its loss at
+  step 0). Its old log-probabilities are the acting ones and its values
+  the critic's after the partial updates (ReLIC's refreshed
+  ``update_stale_values``); its backward pass holds the trial's
+  ``[B, H, L, L]`` scores.
 - **cost**: acting reads the cache once a step and writes its slot in
   place (no whole-cache copy in any loop of the compiled update; tested);
   a partial update re-encodes the critic's cache of the steps before its
@@ -111,6 +122,8 @@ class TransformerShape:
     #: per-episode returns); 0: only at the trial's end (RL²'s)
     episode_steps: int = 0
     adam_b2: float = 0.999  # Adam's second-moment decay (train.adam_b2)
+    #: ReLIC's full update: the trial's last update over all its steps
+    full_update: bool = False
 
 
 def episode_ends(start, length: int, episode_steps: int) -> jax.Array:
@@ -235,6 +248,9 @@ class TransformerPPO:
             )
         self.env, self.shape, self.sample_task = env, shape, sample_task
         self.chunks = shape.trial_steps // shape.update_every  # updates a trial
+        # chunks updated on their own steps (the last one not, with full_update)
+        full = shape.full_update and self.chunks > 1  # K = L: already full
+        self.partial = self.chunks - 1 if full else self.chunks
         # tokens per re-encoding piece: bounds its scores to [n, H, prefill,
         # prefill]; a divisor of K, so that every re-encoded prefix ends a piece
         self.prefill = max(
@@ -407,26 +423,27 @@ class TransformerPPO:
         pos = start + jnp.arange(size, dtype=jnp.int32)
         return self._chunk(model, prefix, x, pos)[0][..., 0]
 
-    def _outputs(self, params, batch, start):
-        """Actor logits and critic values ``[B, K, ...]`` of the chunk's steps.
+    def _outputs(self, params, batch, start, size: int):
+        """Actor logits and critic values ``[B, size, ...]`` of the update's
+        steps ``start .. start + size``.
 
-        One chunk (``K = L``): the full forward pass. Partial updates: the
-        chunk's K steps attending to the caches of the steps before it
+        The whole trial (``size = L``): the full forward pass. Partial
+        updates (``size = K``): the chunk's K steps attending to the caches
+        of the steps before it
         (computed by the weights that acted / the critic before the update,
         held fixed), so the backward pass stores ``[B, K]`` activations and
         ``[B, H, K, L]`` scores, never the whole trial's.
         """
         actor, critic = params
-        k_len = self.shape.update_every
-        if k_len == self.shape.trial_steps:
+        if size == self.shape.trial_steps:
             args = (batch["obs"], batch["action"], batch["reward"])
             return self.forward(actor, *args), self.forward(critic, *args)[..., 0]
-        logits = self.chunk_forward(actor, batch["actor_prefix"], batch, start, k_len)
-        value = self.chunk_forward(critic, batch["critic_prefix"], batch, start, k_len)
+        logits = self.chunk_forward(actor, batch["actor_prefix"], batch, start, size)
+        value = self.chunk_forward(critic, batch["critic_prefix"], batch, start, size)
         return logits, value[..., 0]
 
-    def _loss(self, params, batch, hp, start):
-        logits, value = self._outputs(params, batch, start)
+    def _loss(self, params, batch, hp, start, size: int):
+        logits, value = self._outputs(params, batch, start, size)
         logp, entropy = self.logp_entropy(params[0], logits, batch["chunk_raw"])
         return batch_loss(
             logp,
@@ -439,7 +456,8 @@ class TransformerPPO:
         )
 
     def update(self, state: TransformerState, hp: dict):
-        """One trial in every env, with ``L / update_every`` PPO updates."""
+        """One trial in every env, with ``L / update_every`` PPO updates
+        (with ``full_update``, the last over the whole trial)."""
         new, metrics, _, _ = self.run_trial(state, hp)
         return new, metrics
 
@@ -467,11 +485,21 @@ class TransformerPPO:
             buf=self._empty_buffers(obs),
         )
         tx = trial_optimizer(s, hp, state.update)
+        keys = jax.random.split(k_chunks, chunks)
         carry, (m, acting) = key_scan(
             lambda c, xs: self._trial_chunk(tx, tasks, hp, c, xs),
             carry,
-            (jnp.arange(chunks), jax.random.split(k_chunks, chunks)),
+            (jnp.arange(self.partial), keys[: self.partial]),
         )
+        if self.partial < chunks:  # ReLIC's full update ends the trial
+            carry, last_m, last_acting = self._full_update(
+                tx, tasks, hp, carry, keys[-1]
+            )
+            m, acting = jax.tree.map(
+                lambda a, b: jnp.concatenate([a, b[None]]),
+                (m, acting),
+                (last_m, last_acting),
+            )
         metrics = mean_metrics(m, hparam(hp, "vf_coef"), hparam(hp, "ent_coef"))
         metrics.update(self._trial_metrics(carry.buf["reward"]))
         new = TransformerState(
@@ -532,13 +560,14 @@ class TransformerPPO:
         buf = dict(buf, obs=jnp.where(end < length, obs, buf["obs"]))
         return carry._replace(**acting._replace(buf=buf)._asdict())
 
-    def _critic_values(self, carry: ChunkCarry, start):
-        """``(critic values [B, K], bootstrap value [B], scratch)`` of the chunk
-        (partial updates: against the critic's re-encoded prefix cache)."""
-        k_len, length = self.shape.update_every, self.shape.trial_steps
+    def _critic_values(self, carry: ChunkCarry, start, size: int):
+        """``(critic values [B, size], bootstrap value [B], scratch)`` of the
+        update's steps (partial updates: against the critic's re-encoded
+        prefix cache; the whole trial: its full forward pass)."""
+        length = self.shape.trial_steps
         critic, buf = carry.critic, carry.buf
-        end = start + k_len
-        if self.chunks > 1:
+        end = start + size
+        if size < length:
             # the critic's, in the buffers of the last chunk's (in place)
             scratch = self._encode(critic, buf, start, into=carry.scratch)
             values = self._chunk_values(critic, scratch, buf, start)
@@ -546,30 +575,30 @@ class TransformerPPO:
         else:
             scratch = carry.scratch
             values = self.forward(critic, buf["obs"], buf["action"], buf["reward"])
-            values = values[..., 0]
-            v_chunk, next_value = values, values[:, jnp.minimum(end, length - 1)]
+            v_chunk, next_value = values[..., 0], jnp.zeros(values.shape[0])
         return v_chunk, jnp.where(end < length, next_value, 0.0), scratch
 
-    def _chunk_batch(self, carry: ChunkCarry, start, hp):
-        """The chunk's training batch (GAE over its K steps) and ``scratch``."""
-        k_len, n = self.shape.update_every, self.shape.num_envs
+    def _chunk_batch(self, carry: ChunkCarry, start, hp, size: int):
+        """The update's training batch (GAE over its ``size`` steps from
+        ``start``: a chunk's K, or the whole trial's L) and ``scratch``."""
+        n, partial = self.shape.num_envs, size < self.shape.trial_steps
         buf = carry.buf
 
         def part(x):
-            return jax.lax.dynamic_slice_in_dim(x, start, k_len, 1)
+            return jax.lax.dynamic_slice_in_dim(x, start, size, 1)
 
-        if self.chunks > 1:
+        if partial:
             # the steps before the chunk, as the acting weights saw them:
             # the acting cache with the chunk's slots marked empty (no copy)
             prefix = self._mark(carry.cache, start)
-        v_chunk, next_value, scratch = self._critic_values(carry, start)
+        v_chunk, next_value, scratch = self._critic_values(carry, start, size)
         adv = gae_across_episodes(
             v_chunk.T,
             next_value,
             part(buf["reward"]).T * hparam(hp, "reward_scale"),
             jnp.broadcast_to(
-                episode_ends(start, k_len, self.shape.episode_steps)[:, None],
-                (k_len, n),
+                episode_ends(start, size, self.shape.episode_steps)[:, None],
+                (size, n),
             ),
             hparam(hp, "gamma"),
             hparam(hp, "gae_lambda"),
@@ -583,10 +612,23 @@ class TransformerPPO:
             "adv": adv,
             "target": adv + v_chunk,
         }
-        if self.chunks > 1:  # per-env caches (shared slots)
+        if partial:  # per-env caches (shared slots)
             batch["actor_prefix"] = prefix
             batch["critic_prefix"] = scratch
         return batch, scratch
+
+    def _update(self, tx, hp, carry: ChunkCarry, start, size: int, key):
+        """PPO's epochs on the update's batch; ``(learner, metrics, scratch)``."""
+        s = self.shape
+        batch, scratch = self._chunk_batch(carry, start, hp, size)
+        learner, m = sgd_epochs(
+            tx,
+            lambda params, b, h, at: self._loss(params, b, h, at, size),
+            Learner((carry.actor, carry.critic), carry.opt_state),
+            epoch_permutations(key, s.num_envs, s.num_epochs, s.num_minibatches),
+            lambda idx: (_take_envs(batch, idx), hp, start),
+        )
+        return learner, {name: v.mean() for name, v in m.items()}, scratch
 
     def _trial_chunk(self, tx, tasks, hp, carry: ChunkCarry, xs):
         """Act one chunk of K steps, then update on it (the chunks' scan body)."""
@@ -596,14 +638,7 @@ class TransformerPPO:
         k_act, k_perm = jax.random.split(k)
         start = c * s.update_every
         carry = self._act_chunk(tasks, carry, start, k_act)
-        batch, scratch = self._chunk_batch(carry, start, hp)
-        learner, m = sgd_epochs(
-            tx,
-            self._loss,
-            Learner((carry.actor, carry.critic), carry.opt_state),
-            epoch_permutations(k_perm, s.num_envs, s.num_epochs, s.num_minibatches),
-            lambda idx: (_take_envs(batch, idx), hp, start),
-        )
+        learner, m, scratch = self._update(tx, hp, carry, start, s.update_every, k_perm)
         (actor, critic), cache = learner.params, carry.cache
         if self.chunks > 1:
             # go on over the same context with the new weights (not after the
@@ -618,7 +653,20 @@ class TransformerPPO:
             cache=cache,
             scratch=scratch,
         )
-        return carry, ({name: v.mean() for name, v in m.items()}, acting)
+        return carry, (m, acting)
+
+    def _full_update(self, tx, tasks, hp, carry: ChunkCarry, key):
+        """Act the trial's last chunk, then update on all its ``L`` steps
+        (ReLIC's full update); ``(carry, metrics, acting actor)``."""
+        s = self.shape
+        acting = carry.actor
+        k_act, k_perm = jax.random.split(key)
+        start = s.trial_steps - s.update_every
+        carry = self._act_chunk(tasks, carry, start, k_act)
+        learner, m, _ = self._update(tx, hp, carry, 0, s.trial_steps, k_perm)
+        actor, critic = learner.params
+        carry = carry._replace(actor=actor, critic=critic, opt_state=learner.opt_state)
+        return carry, m, acting
 
     def __call__(self, key: jax.Array, hp: dict):
         state = self.init(key, hp)
