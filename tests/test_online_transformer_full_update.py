@@ -1,4 +1,5 @@
-"""ReLIC's full update in transformer PPO (``algo.full_update``).
+"""ReLIC's full update in transformer PPO (``algo.full_update``), and its
+unnormalised advantages (``algo.normalize_advantages = false``).
 
 ReLIC (aielawady/relic ``relic/trainer/transformers_trainer.py``, ``train``)
 makes no partial update at a rollout's last step; the update after the
@@ -13,7 +14,9 @@ all ``L`` steps. What is checked here, against values computed apart:
   (the cache re-encoded with them), and the trial ends on other weights
   than the plain partial-update trial's;
 - with one chunk (``update_every = 0``) the flag changes nothing;
-- the algorithm's field reaches the trainer, and a non-bool is refused.
+- without normalisation, the policy loss at ratio 1 is minus the mean raw
+  advantage (NumPy GAE); with it, 0;
+- the algorithm's fields reach the trainer, and a non-bool is refused.
 """
 
 from __future__ import annotations
@@ -29,9 +32,10 @@ from test_online_transformer import forward_logp, make_trainer
 from agentrl.algos import TransformerPPO
 
 
-def full_update_trainer(update_every: int):
+def full_update_trainer(update_every: int, **changes):
     trainer = make_trainer(update_every)
-    shape = dataclasses.replace(trainer.shape, full_update=True)
+    changes = {"full_update": True, **changes}
+    shape = dataclasses.replace(trainer.shape, **changes)
     return type(trainer)(trainer.env, shape, trainer.config, trainer.sample_task)
 
 
@@ -124,7 +128,34 @@ def test_one_chunk_is_already_the_full_update():
         np.testing.assert_array_equal(x, y)
 
 
-def test_the_field_reaches_the_trainer_and_must_be_a_bool():
+def test_unnormalised_advantages_enter_the_policy_loss_as_they_are():
+    """At learning rate 0 the ratio is 1, so the policy loss is minus the
+    mean advantage: the raw GAE's without normalisation, 0 with it."""
+    params = hp(lr=0.0)
+    gamma, lam = float(params["gamma"]), float(params["gae_lambda"])
+    trainer = full_update_trainer(8, full_update=False, normalize_advantages=False)
+    state = trainer.init(jax.random.key(0), params)
+    _, metrics, buf, _ = jax.jit(trainer.run_trial)(state, params)
+    critic = trainer.forward(state.critic, buf["obs"], buf["action"], buf["reward"])
+    values, rewards = np.asarray(critic[..., 0]), np.asarray(buf["reward"])
+    adv = numpy_gae(values, rewards, 0.0, gamma, lam)
+    assert abs(adv.mean()) > 0.05
+    np.testing.assert_allclose(float(metrics["pg_loss"]), -adv.mean(), rtol=1e-4)
+
+
+def test_normalised_advantages_have_no_mean_in_the_policy_loss():
+    from agentrl.rl.ppo import ppo_loss
+
+    adv = np.array([1.0, 2.0, 6.0, -1.0], np.float32)
+    zeros = np.zeros(4, np.float32)
+    args = (zeros, zeros, zeros, zeros, adv, zeros, 0.2, 0.5, 0.0)
+    _, raw = ppo_loss(*args, normalize_advantages=False)
+    _, normed = ppo_loss(*args)
+    np.testing.assert_allclose(float(raw["pg_loss"]), -2.0, rtol=1e-6)
+    np.testing.assert_allclose(float(normed["pg_loss"]), 0.0, atol=1e-6)
+
+
+def test_the_fields_reach_the_trainer_and_must_be_bools():
     from agentrl.configtools import override
     from agentrl.envs import make as make_env
     from agentrl.online.program import transformer_program
@@ -133,9 +164,12 @@ def test_the_field_reaches_the_trainer_and_must_be_a_bool():
 
     config = load_experiment("transformer_ppo_darkroom", "smoke")
     assert config.algo.full_update is False
-    config = override(config, {"algo.full_update": True})
+    assert config.algo.normalize_advantages is True
+    changes = {"algo.full_update": True, "algo.normalize_advantages": False}
+    config = override(config, changes)
     env = make_env(config.data.env, **dict(config.data.env_args))
     shape = transformer_program(complete_config(config, env), env).trainer.shape
-    assert shape.full_update is True
-    with pytest.raises(ValueError, match="algo.full_update must be true or false"):
-        TransformerPPO(full_update=1)
+    assert (shape.full_update, shape.normalize_advantages) == (True, False)
+    for field in ("full_update", "normalize_advantages"):
+        with pytest.raises(ValueError, match=f"algo.{field} must be true or false"):
+            TransformerPPO(**{field: 1})

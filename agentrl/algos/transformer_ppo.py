@@ -73,6 +73,9 @@ class TransformerPPO(Algorithm):
         steps in one full forward pass instead of on its last chunk (one
         full and ``L / update_every - 1`` partial updates a trial). No
         effect when ``update_every`` is 0 (the one update is the full one).
+      normalize_advantages: advantages shifted and scaled to mean 0, std 1
+        per minibatch (PureJaxRL's, the default); ReLIC's are not
+        (``use_normalized_advantage: False``).
       num_epochs: PPO epochs per update.
       num_minibatches: minibatches per epoch.
       gamma: discount factor.
@@ -98,6 +101,7 @@ class TransformerPPO(Algorithm):
     num_envs: int = 64
     update_every: int = 0
     full_update: bool = False
+    normalize_advantages: bool = True
     num_epochs: int = 4
     num_minibatches: int = 4
     gamma: float = traced(0.99)
@@ -117,10 +121,12 @@ class TransformerPPO(Algorithm):
             f"algo.advantage_scope must be one of {ADVANTAGE_SCOPES}, got "
             f"{self.advantage_scope!r}",
         )
-        check(
-            isinstance(self.full_update, bool),
-            f"algo.full_update must be true or false, got {self.full_update!r}",
-        )
+        for field in ("full_update", "normalize_advantages"):
+            value = getattr(self, field)
+            check(
+                isinstance(value, bool),
+                f"algo.{field} must be true or false, got {value!r}",
+            )
         check(
             is_int(self.update_every, 0),
             f"algo.update_every must be an int >= 0 (0: once per trial), got "

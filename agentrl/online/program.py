@@ -129,6 +129,7 @@ def transformer_program(config: Any, env: Any) -> OnlineProgram:
         trial_steps=trial_steps,
         update_every=algo.update_every or trial_steps,
         full_update=algo.full_update,
+        normalize_advantages=algo.normalize_advantages,
         episode_steps=env.horizon if algo.advantage_scope == "episode" else 0,
         init_log_std=algo.init_log_std,
         **_common(config, env),

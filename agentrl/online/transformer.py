@@ -124,6 +124,8 @@ class TransformerShape:
     adam_b2: float = 0.999  # Adam's second-moment decay (train.adam_b2)
     #: ReLIC's full update: the trial's last update over all its steps
     full_update: bool = False
+    #: advantages normalised per minibatch (PureJaxRL's; ReLIC's are not)
+    normalize_advantages: bool = True
 
 
 def episode_ends(start, length: int, episode_steps: int) -> jax.Array:
@@ -453,6 +455,7 @@ class TransformerPPO:
             hparam(hp, "clip_eps"),
             hparam(hp, "vf_coef"),
             hparam(hp, "ent_coef"),
+            self.shape.normalize_advantages,
         )
 
     def update(self, state: TransformerState, hp: dict):

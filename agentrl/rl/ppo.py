@@ -53,6 +53,7 @@ def ppo_loss(
     clip_eps: Any,
     vf_coef: Any,
     ent_coef: Any,
+    normalize_advantages: bool = True,
 ) -> tuple[jax.Array, dict[str, jax.Array]]:
     """PPO's loss on a minibatch: ``(loss, metrics)``.
 
@@ -60,8 +61,10 @@ def ppo_loss(
       logp: log-probabilities of the taken actions under the current
         weights; ``old_logp`` under the weights that acted; ``entropy`` of
         the current policy; ``value`` the current critic's; ``adv`` the
-        advantages (normalised here over the whole minibatch); ``target``
-        the value targets. All the same shape ``[...]``.
+        advantages (normalised here over the whole minibatch, unless
+        ``normalize_advantages`` is false, as ReLIC's
+        ``use_normalized_advantage: False``); ``target`` the value
+        targets. All the same shape ``[...]``.
       clip_eps: the ratio is clipped to ``[1 - clip_eps, 1 + clip_eps]``.
       vf_coef, ent_coef: weights of the value loss ``0.5 * E[(V - target)^2]``
         and of the entropy bonus.
@@ -71,7 +74,8 @@ def ppo_loss(
     """
     log_ratio = logp - old_logp
     ratio = jnp.exp(log_ratio)
-    adv = normalize(adv)
+    if normalize_advantages:
+        adv = normalize(adv)
     clipped = jnp.clip(ratio, 1.0 - clip_eps, 1.0 + clip_eps)
     pg = -jnp.minimum(ratio * adv, clipped * adv).mean()
     vf = 0.5 * jnp.square(value - target).mean()
@@ -89,6 +93,7 @@ def batch_loss(
     clip_eps: Any,
     vf_coef: Any,
     ent_coef: Any,
+    normalize_advantages: bool = True,
 ) -> tuple[jax.Array, dict[str, jax.Array]]:
     """:func:`ppo_loss` against a rollout's minibatch: its ``"logp"`` (the
     acting weights'), ``"adv"`` and ``"target"``, each ``[...]`` as ``logp``."""
@@ -102,6 +107,7 @@ def batch_loss(
         clip_eps,
         vf_coef,
         ent_coef,
+        normalize_advantages,
     )
 
 
