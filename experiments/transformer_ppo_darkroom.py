@@ -16,8 +16,10 @@ Named, not matched (the online learners share one PPO): advantages run
 across the trial's episodes (RL²'s objective, ``algo.advantage_scope=
 "trial"``) where ReLIC's stop at every episode's end (``"episode"``,
 measured below); no full update over the whole trial after its partial
-ones (ReLIC: one in every 16 updates); advantages normalised per
-minibatch (PureJaxRL's) where ReLIC does not normalise them; 2 epochs,
+ones (ReLIC: one in every 16 updates; ``algo.full_update``, measured
+below); advantages normalised per minibatch (PureJaxRL's) where ReLIC
+does not normalise them (``algo.normalize_advantages=false``, not
+measured); 2 epochs,
 gradient norm 0.5, Adam without decay at a constant 3e-4 (ReLIC: 4, 0.2,
 AdamW 0.1 at 2e-4 with warm-up and cosine decay); positions run across
 the trial and a new episode's token carries the last step's action and
@@ -40,7 +42,15 @@ not shuffled.
   0.27 [0.15, 0.42]; paired +1.10 [-1.66, 3.75] return. ReLIC's
   per-episode advantages (``--set algo.advantage_scope=episode``, same
   seeds): 0.33 [0.14, 0.51], minus the default -0.05 [-3.04, 2.63]
-  return (paired): no difference at this budget. With 4x the
+  return (paired): no difference at this budget. ReLIC's full update
+  (``--set algo.full_update=true``, session 59, same seeds: 3 partial
+  updates and one over the whole 160-step trial, instead of 4 partial):
+  0.20 [0.07, 0.35], minus the default -2.31 [-5.45, 0.89] return
+  (paired; ``paired_transformer_ppo_darkroom_full_update_vs_partial_only``):
+  not resolved, lower at this budget; the default stays. The default
+  re-run beside it with session 59's code (record ``..._cpu_session59``)
+  gave the session-53 record's numbers seed for seed (0.34 [0.21, 0.47],
+  the same acting-rule choices). With 4x the
   trials (``--set train.steps=600 --set train.checkpoint_every=150
   --scan-checkpoints``, seeds 0-2): test 0.27 [0.14, 0.42] (0.20 for the
   same seeds at 150); validation 0.30 / 0.40 / 0.56 at 300 / 450 / 600
