@@ -122,3 +122,14 @@ def test_training_tasks_are_cycled_to_the_evaluation_count(monkeypatch):
         config = types.SimpleNamespace(eval=types.SimpleNamespace(num_tasks=num_tasks))
         picked = sweep_train.train_tasks(None, dataset, config)
         np.testing.assert_array_equal(picked["goal"], goals)
+
+
+@pytest.mark.parametrize("bad", [True, 0, 2.0, "3"])
+def test_steps_per_call_is_a_plain_int_of_at_least_one(bad):
+    """``True`` is refused like every other input check's bool
+    (``agentrl.checks.is_int``); it used to run as 1."""
+    from agentrl.sweep.train import check_steps_per_call
+
+    with pytest.raises(ValueError, match="steps_per_call must be an integer >= 1"):
+        check_steps_per_call(bad)
+    assert check_steps_per_call(3) == 3

@@ -98,9 +98,9 @@ class TrainSweep(SweepResult):
 
 def check_steps_per_call(steps_per_call: Any) -> int:
     """``steps_per_call`` if an integer >= 1 (``ValueError`` otherwise)."""
-    if not isinstance(steps_per_call, int) or steps_per_call < 1:
+    if not is_int(steps_per_call, 1):
         raise ValueError(
-            f"steps_per_call must be an integer >= 1, got {steps_per_call}"
+            f"steps_per_call must be an integer >= 1, got {steps_per_call!r}"
         )
     return steps_per_call
 
