@@ -160,11 +160,12 @@ def test_contextual_sampling_modes(name, mode):
 
 
 def _obs_after_steps(env, params, num_steps=3):
-    key = jax.random.key(0)
-    obs, state = env.reset(key, params)
-    action = env.action_space(params).sample(key)
-    for _ in range(num_steps):
-        obs, state, *_ = env.step(key, state, action, params)
+    """The same keys for every ``params``: only the dynamics differ."""
+    k_reset, k_act, *k_steps = jax.random.split(jax.random.key(0), 2 + num_steps)
+    obs, state = env.reset(k_reset, params)
+    action = env.action_space(params).sample(k_act)
+    for k in k_steps:
+        obs, state, *_ = env.step(k, state, action, params)
     return obs
 
 

@@ -70,12 +70,12 @@ def _check_obs(env, obs, params):
 def test_reset_step_shapes_and_dtypes(name):
     env = _make(name)
     params = env.default_params
-    key = jax.random.key(0)
-    obs, state = env.reset(key, params)
+    k_reset, k_step = jax.random.split(jax.random.key(0))
+    obs, state = env.reset(k_reset, params)
     _check_obs(env, obs, params)
     action = env.action_space(params).sample(jax.random.key(1))
     assert bool(env.action_space(params).contains(action))
-    obs2, state2, reward, term, trunc, info = env.step(key, state, action, params)
+    obs2, state2, reward, term, trunc, info = env.step(k_step, state, action, params)
     _check_obs(env, obs2, params)
     assert jnp.shape(reward) == () and jnp.issubdtype(
         jnp.asarray(reward).dtype, jnp.floating
@@ -112,24 +112,26 @@ def test_truncation_auto_reset(name):
 def test_final_observation_and_reset_obs(name):
     env = _make(name)
     params = env.default_params
-    key = jax.random.key(0)
-    obs, state = env.reset(key, params)
+    k_reset, key = jax.random.split(jax.random.key(0))
+    obs, state = env.reset(k_reset, params)
     step = jax.jit(env.step)
     saw_done = False
     for _ in range(env.horizon):
         key, k_act, k_step = jax.random.split(key, 3)
         action = env.action_space(params).sample(k_act)
         pre_state = state
+        replay = jax.random.clone(k_step)  # re-derives what the step drew
         obs, state, _, term, trunc, info = step(k_step, state, action, params)
         if bool(term | trunc):
             saw_done = True
             # The env was reset: state is a fresh episode's.
             assert int(state.time) == 0
-            _, fresh = env.reset(jax.random.split(k_step)[1], params)
+            k_replay_step, k_replay_reset = jax.random.split(replay)
+            _, fresh = env.reset(k_replay_reset, params)
             assert _leaves_equal(state, fresh)
             # final_observation is the observation the step really produced.
             stochastic = getattr(env, "stochastic_reset", True)
-            key_step = jax.random.split(k_step)[0] if stochastic else k_step
+            key_step = k_replay_step if stochastic else jax.random.clone(k_step)
             final_direct = jax.jit(env.step_env)(key_step, pre_state, action, params)[0]
             _assert_close(info["final_observation"], final_direct)
             break
@@ -140,12 +142,13 @@ def test_final_observation_and_reset_obs(name):
 @pytest.mark.parametrize("name", NATIVE)
 def test_jit_vmap_over_keys_and_params_deterministic(name):
     env = _make(name)
+    params = jax.vmap(env.sample_params)(jax.random.split(jax.random.key(6), 8))
     keys = jax.random.split(jax.random.key(7), 8)
-    params = jax.vmap(env.sample_params)(keys)
+    again = jax.random.clone(keys)  # the same keys, run twice
     policy = envs.random_policy(env)
     run = jax.jit(jax.vmap(lambda p, k: envs.rollout(env, policy, p, k, 12)))
     a = run(params, keys)
-    b = run(params, keys)
+    b = run(params, again)
     assert _leaves_equal(a, b)
     assert a.reward.shape == (8, 12)
     # Different tasks or keys give different data somewhere.

@@ -118,7 +118,7 @@ def test_gaussian_bandit_dpt_setting():
     assert p.means.shape == (5,)
     assert float(p.noise_std) ** 2 == pytest.approx(0.3, rel=1e-6)
     keys = jax.random.split(jax.random.key(1), 4000)
-    _, state = env.reset(keys[0], p)
+    _, state = env.reset(jax.random.key(2), p)
     rewards = jax.vmap(lambda k: env.step(k, state, 2, p)[2])(keys)
     assert float(jnp.var(rewards)) == pytest.approx(0.3, rel=0.1)
     assert float(jnp.mean(rewards)) == pytest.approx(float(p.means[2]), abs=0.05)

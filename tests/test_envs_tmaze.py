@@ -10,6 +10,7 @@ import pytest
 
 from agentrl import envs
 from agentrl.envs.tmaze import DOWN, LEFT, RIGHT, UP, TMaze
+from agentrl.prng import key_scan
 
 UP_GOAL, DOWN_GOAL = 1, -1
 
@@ -49,7 +50,7 @@ def _obs_policy_episodes(env, policy, params, key, episodes):
 
         carry = (obs, state, jnp.float32(0), jnp.bool_(True))
         steps = episodes * env.horizon
-        _, reward = jax.lax.scan(body, carry, jax.random.split(k_steps, steps))
+        _, reward = key_scan(body, carry, jax.random.split(k_steps, steps))
         return reward.reshape(episodes, env.horizon).sum(-1)
 
     tasks = jax.tree.leaves(params)[0].shape[0]

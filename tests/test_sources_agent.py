@@ -28,8 +28,9 @@ def _equal(a, b):
 def test_one_task_is_a_row_of_many():
     agent = make_agent("q_learning", ROOM, 4)
     key = jax.random.key(0)
+    replay = jax.random.clone(key)  # re-derives the per-task keys
     many, states = run_agent_on_tasks(ROOM, agent, PARAMS, key, 24, IDS)
-    keys = jax.random.split(key, len(IDS))
+    keys = jax.random.split(replay, len(IDS))
     for i in (0, 5):
         task = jax.tree.map(lambda x, i=i: x[i], PARAMS)
         one, state = run_agent(ROOM, agent, task, keys[i], 24, IDS[i])
@@ -42,9 +43,10 @@ def test_one_task_is_a_row_of_many():
 def test_blocks_and_batching_do_not_change_histories():
     agent = make_agent("noisy_oracle", ROOM, 4)
     key = jax.random.key(1)
+    same = [jax.random.clone(key) for _ in range(2)]  # three runs of one key
     whole = run_agent_on_tasks(ROOM, agent, PARAMS, key, 24, IDS)
-    blocked = run_agent_on_tasks(ROOM, agent, PARAMS, key, 24, IDS, block_size=3)
-    batched = run_batched_agent(ROOM, as_batched(agent), PARAMS, key, 24, IDS)
+    blocked = run_agent_on_tasks(ROOM, agent, PARAMS, same[0], 24, IDS, block_size=3)
+    batched = run_batched_agent(ROOM, as_batched(agent), PARAMS, same[1], 24, IDS)
     _equal(whole, blocked)  # histories and final agent states
     _equal(whole, batched)
     assert as_batched(as_batched(agent)) == as_batched(agent)
@@ -57,12 +59,13 @@ def test_one_random_agent():
 
 def test_collect_context_takes_per_task_and_batched_agents():
     key = jax.random.key(2)
+    same = [jax.random.clone(key) for _ in range(2)]  # three runs of one key
     ctx = evaluate.collect_context(ROOM, RandomAgent(ROOM), PARAMS, key, 12)
     again = evaluate.collect_context(
-        ROOM, as_batched(RandomAgent(ROOM)), PARAMS, key, 12
+        ROOM, as_batched(RandomAgent(ROOM)), PARAMS, same[0], 12
     )
     _equal(ctx, again)
-    history, _ = run_agent_on_tasks(ROOM, RandomAgent(ROOM), PARAMS, key, 12)
+    history, _ = run_agent_on_tasks(ROOM, RandomAgent(ROOM), PARAMS, same[1], 12)
     np.testing.assert_array_equal(ctx.obs, history.obs)
     np.testing.assert_array_equal(ctx.action, history.action)
     np.testing.assert_array_equal(ctx.count, 12)
@@ -91,10 +94,12 @@ class _SharedCounter:
 def test_blocks_take_batched_agents_with_shared_state_leaves():
     agent = _SharedCounter(ROOM)
     key = jax.random.key(3)
+    same = [jax.random.clone(key) for _ in range(3)]  # one run per block size
     whole, (total, count) = run_agent_on_tasks(ROOM, agent, PARAMS, key, 10, IDS)
-    for size in (3, 7, 2):  # with a remainder block (7 = 3 + 3 + 1), none, one
+    for size, again in zip((3, 7, 2), same, strict=True):
+        # with a remainder block (7 = 3 + 3 + 1), none, one
         history, (b_total, b_count) = run_agent_on_tasks(
-            ROOM, agent, PARAMS, key, 10, IDS, block_size=size
+            ROOM, agent, PARAMS, again, 10, IDS, block_size=size
         )
         _equal(history, whole)
         np.testing.assert_array_equal(b_total, total)  # per task: [task]
