@@ -495,13 +495,12 @@ class TransformerPPO:
             (jnp.arange(self.partial), keys[: self.partial]),
         )
         if self.partial < chunks:  # ReLIC's full update ends the trial
-            carry, last_m, last_acting = self._full_update(
-                tx, tasks, hp, carry, keys[-1]
+            start = length - s.update_every
+            carry, last = self._act_and_update(
+                tx, tasks, hp, carry, start, keys[-1], full=True
             )
             m, acting = jax.tree.map(
-                lambda a, b: jnp.concatenate([a, b[None]]),
-                (m, acting),
-                (last_m, last_acting),
+                lambda a, b: jnp.concatenate([a, b[None]]), (m, acting), last
             )
         metrics = mean_metrics(m, hparam(hp, "vf_coef"), hparam(hp, "ent_coef"))
         metrics.update(self._trial_metrics(carry.buf["reward"]))
@@ -635,15 +634,23 @@ class TransformerPPO:
 
     def _trial_chunk(self, tx, tasks, hp, carry: ChunkCarry, xs):
         """Act one chunk of K steps, then update on it (the chunks' scan body)."""
-        s = self.shape
         c, k = xs
+        return self._act_and_update(
+            tx, tasks, hp, carry, c * self.shape.update_every, k
+        )
+
+    def _act_and_update(self, tx, tasks, hp, carry: ChunkCarry, start, key, full=False):
+        """Act the chunk of K steps from ``start``, then update on it, or with
+        ``full`` on all the trial's ``L`` steps (ReLIC's full update, which
+        ends the trial); ``(carry, (metrics, the acting actor))``."""
+        s = self.shape
         acting = carry.actor
-        k_act, k_perm = jax.random.split(k)
-        start = c * s.update_every
+        k_act, k_perm = jax.random.split(key)
         carry = self._act_chunk(tasks, carry, start, k_act)
-        learner, m, scratch = self._update(tx, hp, carry, start, s.update_every, k_perm)
+        span = (0, s.trial_steps) if full else (start, s.update_every)
+        learner, m, scratch = self._update(tx, hp, carry, *span, k_perm)
         (actor, critic), cache = learner.params, carry.cache
-        if self.chunks > 1:
+        if self.chunks > 1 and not full:
             # go on over the same context with the new weights (not after the
             # trial's last chunk: upto 0 skips every piece)
             end = start + s.update_every
@@ -657,19 +664,6 @@ class TransformerPPO:
             scratch=scratch,
         )
         return carry, (m, acting)
-
-    def _full_update(self, tx, tasks, hp, carry: ChunkCarry, key):
-        """Act the trial's last chunk, then update on all its ``L`` steps
-        (ReLIC's full update); ``(carry, metrics, acting actor)``."""
-        s = self.shape
-        acting = carry.actor
-        k_act, k_perm = jax.random.split(key)
-        start = s.trial_steps - s.update_every
-        carry = self._act_chunk(tasks, carry, start, k_act)
-        learner, m, _ = self._update(tx, hp, carry, 0, s.trial_steps, k_perm)
-        actor, critic = learner.params
-        carry = carry._replace(actor=actor, critic=critic, opt_state=learner.opt_state)
-        return carry, m, acting
 
     def __call__(self, key: jax.Array, hp: dict):
         state = self.init(key, hp)
