@@ -26,21 +26,20 @@ setup: $(VENV)/.installed
 demo: setup
 	$(PY) -m agentrl.cli demo
 
-# `make test`: ruff and every test not marked `long` or `heavy` (about 7
-# minutes on 2 cores); `make test-long`: the `long` ones (CI runs both);
+# `make test`: ruff and every test not marked `long` or `heavy` (about 9
+# minutes on 2 cores, cold); `make test-long`: the `long` ones (CI runs both);
 # `make test-heavy`: the `heavy` ones, the same paths again for every other
 # experiment preset and MuJoCo family (not in CI: its 90 minutes).
 # --max-worker-restart=0: a crashed worker fails the run at once (with
 # --dist loadfile, xdist would hang on the files left to the dead worker).
-# make test runs under JAX's key-reuse checker (a key used twice fails the
-# test; inherited by the commands tests start). test-long does not yet:
-# sixteen long tests fail under it (CHANGELOG, session 59).
+# Both run under JAX's key-reuse checker (a key used twice fails the test;
+# inherited by the commands tests start).
 test: setup
 	$(PY) -m ruff check .
 	JAX_DEBUG_KEY_REUSE=1 $(PY) -m pytest -n 2 --dist loadfile --max-worker-restart=0 -m "not long and not heavy" tests
 
 test-long: setup
-	$(PY) -m pytest -n 2 --dist loadfile --max-worker-restart=0 -m long tests
+	JAX_DEBUG_KEY_REUSE=1 $(PY) -m pytest -n 2 --dist loadfile --max-worker-restart=0 -m long tests
 
 test-heavy: setup
 	$(PY) -m pytest -n 2 --dist loadfile --max-worker-restart=0 -m heavy tests

@@ -237,6 +237,7 @@ def test_dpt_gathers_mean_and_log_std_of_the_same_position(env):
 
 
 @pytest.mark.parametrize("head", ["gaussian", "mse"])
+@pytest.mark.long
 def test_decision_model_agent_acts_on_its_gaussian(head):
     """A real (tiny) decision model on Point-Robot: greedy is its mean;
     sampling draws from its std (a Gaussian head) or is the mean (MSE).

@@ -5,6 +5,7 @@ import functools
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from flax import nnx
 from test_algos_meta_dt import TARGET, _config
 
@@ -52,6 +53,7 @@ def _feed(rewards, first_action=None):
     return states
 
 
+@pytest.mark.long
 def test_meta_dt_keeps_its_return_to_go_return_and_best_episode():
     states = _feed(EPISODE_1 + EPISODE_2)
     for k in range(H - 1):  # after step k of episode 1: at step k + 1

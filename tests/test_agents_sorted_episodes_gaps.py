@@ -5,6 +5,7 @@ from types import SimpleNamespace
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from model_factory import make_model
 from test_models_transformer import small
 
@@ -17,6 +18,7 @@ H, KEEP, TASKS = 2, 3, 2
 REWARDS = [(1, 0), (0, 0), (1, 1), (0, 1), (1, 1), (0, 0), (1, 0)]
 
 
+@pytest.mark.long
 def test_the_buffer_drops_the_lowest_and_keeps_the_rest_sorted():
     env = envs.make("darkroom", size=3, horizon=H)
     model = make_model(small(obs_size=9, action_size=5, max_steps=(KEEP + 1) * H), 5)

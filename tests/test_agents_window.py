@@ -65,6 +65,7 @@ def fed_scores(agent, env, obs, action, reward, done=None, read=None):
 
 
 @pytest.mark.parametrize("layout", ["step", "sar"])
+@pytest.mark.long
 def test_each_step_reads_exactly_its_last_window_from_scratch(layout):
     env = envs.make("darkroom", size=3, horizon=4)
     cfg = small(obs_size=9, action_size=5, max_steps=W, token_layout=layout)
@@ -76,6 +77,7 @@ def test_each_step_reads_exactly_its_last_window_from_scratch(layout):
     np.testing.assert_allclose(got, want, atol=1e-5)
 
 
+@pytest.mark.long
 def test_the_rolling_cache_reads_the_same_until_the_window_slides():
     env = envs.make("darkroom", size=3, horizon=4)
     model = make_model(small(obs_size=9, action_size=5, max_steps=W), 4)
@@ -138,6 +140,7 @@ def test_a_gaussian_head_keeps_its_mean_and_std_at_the_last_step():
         np.testing.assert_allclose(got[s, :, 1], ref.log_std[:, -1], atol=1e-5)
 
 
+@pytest.mark.long
 def test_ad_acts_by_the_window_it_is_told_through_the_lane_program(tiny_ad_config):
     """``AD(eval_context="window")`` through the shared lane program (a rule
     and a control as traced lanes) equals its agent run alone."""

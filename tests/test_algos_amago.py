@@ -413,6 +413,7 @@ def test_trial_metrics_read_episodes_where_they_end():
     assert float(m["trial_return"]) == pytest.approx(float(rewards.sum(1).mean()))
 
 
+@pytest.mark.long
 def test_amago_logs_episodes_where_they_end_on_key_to_door():
     """Dark Key-to-Door's episodes end at the door, so a trial of 4 x 12
     steps can hold 5: the logged first and last episodes are read from the
@@ -472,6 +473,7 @@ def test_policy_log_probs_clip_renormalise_and_hold_the_sum_fixed():
     np.testing.assert_array_equal(grad, 0.0)
 
 
+@pytest.mark.long
 def test_collection_samples_from_the_clipped_policy():
     # a head that puts all but 1e-7 on action 0: the softmax never plays
     # action 1; clipped to [0.4, 0.5] the policy is (0.56, 0.44)
@@ -491,6 +493,7 @@ def test_collection_samples_from_the_clipped_policy():
 
 
 @pytest.mark.parametrize("clip", [None, (0.1, 0.5)])  # 2 actions: it binds
+@pytest.mark.long
 def test_critic_and_actor_losses_by_their_definitions(clip):
     # One critic (the REDQ min is that critic). Target heads apart from the
     # online ones (x -3), reward scale 2, gammas (0.9, 0.99), trial of L = 4:
@@ -572,6 +575,7 @@ def test_target_heads_take_a_tau_step_towards_the_online_heads():
         )
 
 
+@pytest.mark.long
 def test_collected_trials_pair_each_action_with_the_state_it_was_taken_in():
     # Dark Room (no termination, horizon 5): inside an episode the next
     # stored observation is the cell the stored action moves to

@@ -8,6 +8,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from model_factory import make_model
 
 from agentrl import envs
@@ -27,6 +28,7 @@ def _transition_model(env):
     return make_model(complete_model_config(cfg, env, DPT(context_size=N)), seed=3)
 
 
+@pytest.mark.long
 def test_the_query_only_position_is_left_out_of_the_loss():
     env = envs.make("gaussian_bandit", num_arms=4, horizon=N)
     model = _transition_model(env)

@@ -102,6 +102,7 @@ def test_return_conditioning_defaults_and_explicit_values():
     assert (meta.rtg_scale, meta.target_return) == (50.0, None)
 
 
+@pytest.mark.long
 def test_dt_window_reading_scores_a_fresh_pass_over_its_last_steps():
     """``eval_context="window"``: each step's scores come from one pass over
     exactly the last ``max_steps`` return-conditioned tokens; the rolling

@@ -135,6 +135,7 @@ def _sampler(config, **changes):
     return RetrievalSampler(algo, dataset, 8, seed=0).device_sampler(), algo
 
 
+@pytest.mark.long
 def test_training_batches_retrieve_other_steps_of_the_same_task(radt_config):
     # a large task weight and every piece a candidate: the kept piece is of
     # the window's task and never overlaps the window in its own history

@@ -111,6 +111,7 @@ def _query(enc, arrays, steps):
     return np.asarray(enc.pool(feats))
 
 
+@pytest.mark.long
 def test_training_retrieves_by_the_windows_last_steps_from_other_histories_too():
     lo = 8
     algo, enc, arrays, mem, data, index = _training_setup(lo)

@@ -96,6 +96,7 @@ def _t2mir_dpt_model_and_batch():
     return model, batch
 
 
+@pytest.mark.long
 def test_t2mir_loss_weights_its_terms_and_skips_the_dpt_query():
     # loss = base + balance_weight * balance + contrastive_weight * contrast,
     # the contrast over the context tokens only (DPT's query left out)

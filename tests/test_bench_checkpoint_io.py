@@ -6,6 +6,7 @@ import hashlib
 from pathlib import Path
 
 import checkpoint_io
+import pytest
 
 from agentrl.project import RESULTS_ENV
 
@@ -16,6 +17,7 @@ def _digest() -> str:
     return hashlib.sha256(RECORD.read_bytes()).hexdigest()
 
 
+@pytest.mark.long
 def test_a_quick_run_leaves_the_full_record_alone(tmp_path, monkeypatch, capsys):
     monkeypatch.delenv(RESULTS_ENV, raising=False)
     before = _digest()

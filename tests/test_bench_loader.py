@@ -21,6 +21,7 @@ def tiny(monkeypatch, tmp_path):
     return tmp_path
 
 
+@pytest.mark.long
 def test_a_failing_train_step_stops_the_run(tiny, monkeypatch):
     def broken(*args, **kwargs):
         raise RuntimeError("no model today")
@@ -64,6 +65,7 @@ def test_targets_are_judged_on_the_ci_of_per_round_ratios():
     assert grain["value"] == 10.0 and grain["met"] is True and "ci" in grain
 
 
+@pytest.mark.long
 def test_the_record_holds_per_round_ratios_and_their_ci(tiny):
     loader.main(["--quick", "--rounds", "3", "--seconds", "0.01"])
     payload = json.loads((tiny / "loader.json").read_text())

@@ -50,6 +50,7 @@ def paired(monkeypatch):
     return calls
 
 
+@pytest.mark.long
 def test_moe_and_dense_are_timed_in_the_same_rounds(tiny, paired, monkeypatch):
     # the first executed step sleeps: a compile_s that ran a step shows it
     slept = []
@@ -88,6 +89,7 @@ def test_moe_and_dense_are_timed_in_the_same_rounds(tiny, paired, monkeypatch):
         assert r["flops_per_step"] == train_throughput.train_flops(model, 2, 16)
 
 
+@pytest.mark.long
 def test_decoding_compares_both_at_one_batch_in_the_same_rounds(tiny, paired):
     rows, targets = mt._decode_rows({16: 3, 1024: 2}, rounds=2)
 

@@ -294,6 +294,7 @@ def test_pairs_are_two_histories_of_one_task_at_the_host_frequencies(room, kind)
     assert _same_p(pairs, host_pairs) > P_MIN
 
 
+@pytest.mark.long
 def test_dpt_contexts_and_queries(room, bandit):
     for data, size in ((room, 4), (bandit, 5)):
         host = DPTSampler(data, 8, size, seed=2)

@@ -37,7 +37,7 @@ def test_contextual_default_equals_gymnax_step_by_step(name):
     key = jax.random.key(7)
     k0, key = jax.random.split(key)
     obs, state = env.reset(k0, params)
-    robs, rstate = ref.reset(k0, ref_params)
+    robs, rstate = ref.reset(jax.random.clone(k0), ref_params)  # the same key
     assert isinstance(state, ContextualState)
     np.testing.assert_array_equal(obs, robs)
     num_steps = 120
@@ -49,7 +49,7 @@ def test_contextual_default_equals_gymnax_step_by_step(name):
     dones = []
     for k, a in zip(jax.random.split(key, num_steps), actions, strict=True):
         out = env.step(k, state, a, params)
-        rout = ref.step(k, rstate, a, ref_params)
+        rout = ref.step(jax.random.clone(k), rstate, a, ref_params)
         state, rstate = out[1], rout[1]
         for i in (0, 2, 3):  # obs, reward, terminated: bitwise equal
             np.testing.assert_array_equal(out[i], rout[i])

@@ -81,6 +81,7 @@ def test_xland_goal_reached_pays_and_terminates(env):
     assert successes >= 1
 
 
+@pytest.mark.long
 def test_xland_rollout_passes_the_key_reuse_checker():
     """xminigrid's state carries a (typed) key; a scan of auto-resetting
     steps over it used to raise under ``jax_debug_key_reuse`` (the reset's

@@ -119,7 +119,7 @@ def test_step_and_reset_match_brax(name):
 
     b0, b1 = brax_side(key)
     obs0, state0, (obs1, state1, reward, terminated, _) = our_side(
-        key, b0.pipeline_state
+        jax.random.clone(key), b0.pipeline_state
     )
     # reset: Brax's start state and observation for the same key
     for field in ("q", "qd"):

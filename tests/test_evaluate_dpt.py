@@ -46,7 +46,9 @@ def test_dpt_online_on_bandit_beats_random():
     env = envs.make("bernoulli_bandit", num_arms=5, horizon=100)
     key = jax.random.key(1)
     params = jax.vmap(env.sample_params)(jax.random.split(key, 32))
-    res = evaluate_online(env, EmpiricalMeanDPT(5), params, key, 1, name="dpt")
+    res = evaluate_online(
+        env, EmpiricalMeanDPT(5), params, jax.random.clone(key), 1, name="dpt"
+    )
     assert res.metadata["kind"] == "query"  # the DPT-style protocol
     random_regret = 100 * (params.means.max(-1) - params.means.mean(-1))
     assert res.regret[:, -1].mean() < 0.5 * float(random_regret.mean())
@@ -89,12 +91,17 @@ def test_offline_dpt_from_random_context():
     env = envs.make("bernoulli_bandit", num_arms=5, horizon=20)
     key = jax.random.key(2)
     params = jax.vmap(env.sample_params)(jax.random.split(key, 32))
-    context = collect_context(env, RandomAgent(env), params, key, 100)
+    context = collect_context(env, RandomAgent(env), params, jax.random.clone(key), 100)
     assert context.reward.shape == (32, 100) and context.action.shape == (32, 100)
     np.testing.assert_array_equal(context.count, 100)
-    refs = reference_returns(env, params, key)
+    refs = reference_returns(env, params, jax.random.clone(key))
     res = evaluate_offline_dpt(
-        env, EmpiricalMeanDPT(5), params, context, key, references=refs
+        env,
+        EmpiricalMeanDPT(5),
+        params,
+        context,
+        jax.random.clone(key),
+        references=refs,
     )
     assert res.returns.shape == (32, 1)
     # Greedy on 20 pulls per arm: the chosen arm is near-best on most tasks.

@@ -43,7 +43,9 @@ def test_cached_dpt_bandit_equals_recomputing_the_context(greedy):
     key = jax.random.key(4)
     params = jax.vmap(env.sample_params)(jax.random.split(key, 8))
     runs = [
-        run_model_online(env, model, params, key, 1, greedy=greedy, dpt_cache=c)
+        run_model_online(
+            env, model, params, jax.random.clone(key), 1, greedy=greedy, dpt_cache=c
+        )
         for c in (False, True)
     ]
     (plain, plain_state), (cached, cached_state) = runs
@@ -118,12 +120,14 @@ def test_task_blocks_give_the_same_history():
     env, model = _bandit_and_model()
     key = jax.random.key(5)
     params = jax.vmap(env.sample_params)(jax.random.split(key, 8))
-    whole, _ = run_model_online(env, model, params, key, 1)
+    whole, _ = run_model_online(env, model, params, jax.random.clone(key), 1)
     for block in (2, 4):
-        blocked, state = run_model_online(env, model, params, key, 1, block_size=block)
+        blocked, state = run_model_online(
+            env, model, params, jax.random.clone(key), 1, block_size=block
+        )
         assert state.scores.shape[:2] == (8 // block, block)  # per-block states
         for a, b in zip(jax.tree.leaves(whole), jax.tree.leaves(blocked), strict=True):
             np.testing.assert_array_equal(a, b)
     policy = ModelPolicy(model, lambda h, n: make_model_agent(h, env, n, "query"))
     with pytest.raises(ValueError, match="block_size must be a positive divisor"):
-        run_policy(env, policy, params, key, HORIZON, block_size=3)
+        run_policy(env, policy, params, jax.random.clone(key), HORIZON, block_size=3)

@@ -80,8 +80,8 @@ def test_batched_driver_equals_per_task_driver_on_darkroom():
     batched = jax.jit(lambda p, k: run_batched_agent(env, agent, p, k, steps))
     wrapped = per_task(agent)
     single = jax.jit(lambda p, k: run_agent_on_tasks(env, wrapped, p, k, steps))
-    h1, s1 = batched(params, key)
-    h2, s2 = single(params, key)
+    h1, s1 = batched(params, jax.random.clone(key))
+    h2, s2 = single(params, jax.random.clone(key))
     for field in ("obs", "action", "reward", "terminated", "truncated", "episode"):
         np.testing.assert_array_equal(getattr(h1, field), getattr(h2, field))
     np.testing.assert_array_equal(h1.optimal_action, h2.optimal_action)

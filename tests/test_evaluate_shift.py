@@ -18,7 +18,8 @@ def test_bandit_means_from_a_beta_and_uniform_by_default():
     key = jax.random.key(3)
     plain = envs.make("gaussian_bandit", noise_std=0.3)
     np.testing.assert_array_equal(
-        plain.sample_params(key).means, jax.random.uniform(key, (5,))
+        plain.sample_params(jax.random.clone(key)).means,
+        jax.random.uniform(jax.random.clone(key), (5,)),
     )  # the default draw is today's, bit for bit
     keys = jax.random.split(key, 4000)
     beta = envs.make("bernoulli_bandit", means_beta=(0.5, 0.5))

@@ -66,6 +66,7 @@ def test_whole_run_learners_are_history_sources(whole_run_source):
 
 
 @pytest.mark.parametrize("env_class", [PointRobot, NoOraclePointRobot])
+@pytest.mark.long
 def test_source_run_and_its_converged_return(whole_run_source, env_class, tmp_path):
     env = env_class(horizon=5, goals="uniform")
     params = jax.vmap(env.sample_params)(jax.random.split(jax.random.key(0), 3))

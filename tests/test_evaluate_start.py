@@ -366,6 +366,7 @@ def test_rl2_agent_equals_the_first_step_cond_on_continuous_actions():
     np.testing.assert_allclose(h.reward, h_ref.reward, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.long
 def test_rl2_loop_has_no_conditional():
     """RL²'s compiled evaluation loop (under its acting rule) has no branch."""
     weights, core = _rl2(ENV)

@@ -225,6 +225,7 @@ def test_attention_dropout_changes_training_not_evaluation_or_decoding():
         (False, 40, 8, 1 << 18, 0),  # one chunk of every group
     ],
 )
+@pytest.mark.long
 def test_blockwise_drops_the_reference_weights(
     monkeypatch, sink, window, block, tile, one_pass
 ):
@@ -282,6 +283,7 @@ def test_the_keep_mask_keeps_one_minus_the_rate_inside_the_window():
     assert (np.asarray(keep[0]) != np.asarray(keep[1])).any()
 
 
+@pytest.mark.long
 def test_model_paths_drop_the_same_weights_outputs_and_gradients():
     """A blockwise and a reference model with the same parameters and RNG
     state: the same training outputs and parameter gradients."""
@@ -311,6 +313,7 @@ def test_model_paths_drop_the_same_weights_outputs_and_gradients():
         np.testing.assert_allclose(a, b, atol=5e-5, rtol=1e-4)
 
 
+@pytest.mark.long
 def test_remat_draws_the_same_attention_masks():
     cfg = small(attention_dropout=0.5, attention_block=4)
     model = _model(cfg)

@@ -2,6 +2,7 @@
 
 import jax
 import numpy as np
+import pytest
 from flax import nnx
 from model_factory import make_model
 from test_models_transformer import T, _decode, forward, inputs, run_decode, small
@@ -46,6 +47,7 @@ def test_task_gates_route_the_task_router_input():
     np.testing.assert_allclose(aux["task_router_logits"], logits.mean(1), atol=1e-5)
 
 
+@pytest.mark.long
 def test_sequence_routing_decode_and_prefill_equal_the_full_pass():
     """Task routing on the running window mean: rolling decoding (a 4-step
     window over 9 steps, the router inputs' ring wrapped) equals the full

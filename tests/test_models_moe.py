@@ -211,6 +211,7 @@ def test_deterministic_load_counts_the_tokens_each_expert_takes():
     assert float(load.sum()) == 20.0
 
 
+@pytest.mark.long
 def test_token_router_is_noisy_in_training_only():
     # token_noise (default on): the training pass (deterministic=False, no
     # dropout) routes on noisy logits, so some token's top-k gates differ

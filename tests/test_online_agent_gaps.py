@@ -46,6 +46,7 @@ def _replay(trainer, weights, history):
 
 
 @pytest.mark.parametrize("family", ["bandit", "darkroom"])
+@pytest.mark.long
 def test_the_agent_acts_on_trainings_inputs_and_keeps_its_state_across_episodes(
     family,
 ):

@@ -213,6 +213,7 @@ def test_filtered_bc_filters_on_the_critics_mean_advantage_and_the_loss_sums_up(
     np.testing.assert_allclose(float(m["entropy"]), entropy, rtol=1e-4)
 
 
+@pytest.mark.long
 def test_each_update_steps_at_its_own_scheduled_rate():
     # lr_shape 0 at update 0 and 1 after: the first update leaves the
     # weights where they are (no decay either), the second moves them
@@ -230,6 +231,7 @@ def test_each_update_steps_at_its_own_scheduled_rate():
     assert max(np.abs(b - a).max() for a, b in zip(*leaves[1:], strict=True)) > 1e-3
 
 
+@pytest.mark.long
 def test_each_gradient_step_bootstraps_from_the_targets_the_last_one_left():
     # lr 0 (the heads p stay), targets t0 = -3 p apart from them, tau 0.5:
     # step 1 learns against t0, step 2 against t1 = 0.5 t0 + 0.5 p; the
@@ -254,6 +256,7 @@ def test_each_gradient_step_bootstraps_from_the_targets_the_last_one_left():
     assert float(want[0]["critic_loss"]) != pytest.approx(float(want[1]["critic_loss"]))
 
 
+@pytest.mark.long
 def test_collection_explores_by_each_steps_place_in_its_episode():
     # T-Maze (horizon 10), explore_window (0, 4): the schedule's epsilon (1
     # here) at step 0 and steps 6-9 of each episode, 0.5 / 10 at steps 1-5.
@@ -277,6 +280,7 @@ def test_collection_explores_by_each_steps_place_in_its_episode():
     assert (other[1:6] < 0.15).all(), other
 
 
+@pytest.mark.long
 def test_collection_feeds_each_step_the_previous_action_and_reward(monkeypatch):
     """Step t reads step t - 1's recorded action and reward (the tokens
     training replays); a trial's first step passes zeros, as ``decode``

@@ -56,6 +56,7 @@ def eval_config(rule, temperature=1.0, steps=8):
 
 
 @pytest.mark.parametrize("log_std", [[-1.5, 1.0], [-7.0, 3.0]])
+@pytest.mark.long
 def test_the_policy_outputs_the_training_gaussian(log_std):
     trainer = make_trainer(update_every=8)
     state = with_log_std(trainer.init(jax.random.key(0), {}), log_std)
@@ -129,6 +130,7 @@ def ks_statistic(a, b):
     return np.abs(fa - fb).max()
 
 
+@pytest.mark.long
 def test_sample_draws_from_the_training_rollouts_distribution():
     # Point-Robot starts every task at the origin: the first step's Gaussian
     # is the same in every env / task, so N of them are N draws of it

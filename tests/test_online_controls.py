@@ -234,6 +234,7 @@ def test_a_dataset_read_from_disk_decides_by_the_source_it_records(
     )
 
 
+@pytest.mark.long
 def test_a_control_goes_inside_the_acting_rule():
     """Under ``sample_then_greedy`` the rule must still see the paid rewards
     (and turn greedy after the first), while the model reads the controlled

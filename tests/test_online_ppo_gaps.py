@@ -184,6 +184,7 @@ def test_the_loss_clips_at_hp_clip_eps_and_weights_its_terms_by_hp(two_rollouts)
     np.testing.assert_allclose(loss, pg + 0.7 * vf - 0.05 * ent.mean(), rtol=1e-4)
 
 
+@pytest.mark.long
 def test_each_minibatch_replays_from_its_own_envs_carried_state():
     # update 2 starts mid-trial (a carried, non-zero hidden state) and cuts
     # the 8 envs into 4 minibatches: at lr 0 the replay is the acting pass
@@ -196,6 +197,7 @@ def test_each_minibatch_replays_from_its_own_envs_carried_state():
     assert abs(float(m2["approx_kl"])) < 1e-6
 
 
+@pytest.mark.long
 def test_each_update_steps_at_its_own_scheduled_rate():
     # lr_shape 1 at update 0 and 0 after: the first update moves the
     # weights, the second leaves them where they are

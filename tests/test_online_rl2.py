@@ -441,6 +441,7 @@ def _numpy_gae(value, reward, trial_end, bootstrap, gamma, lam):
     return adv
 
 
+@pytest.mark.long
 def test_lr0_update_replays_its_rollout_and_regresses_on_gae_targets():
     # FlipBandit episodes of 3 steps, trials of 2 episodes (6 steps),
     # rollouts of 9 steps: update 1 holds a trial end (step 5) and ends at

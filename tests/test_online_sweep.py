@@ -193,6 +193,7 @@ def test_bad_online_grid_exits_2(grid, match, tmp_path, capsys):
     assert not (tmp_path / "s").exists()
 
 
+@pytest.mark.long
 def test_online_members_are_scored_on_validation_tasks_unless_asked(
     monkeypatch, tmp_path
 ):

@@ -449,6 +449,7 @@ def reference_advantages(value, reward, ends, gamma, lam, chunk):
     ("scope", "update_every"),
     [("episode", 4), ("trial", 4), pytest.param("episode", 12, marks=LONG)],
 )
+@pytest.mark.long
 def test_advantages_stop_where_the_scope_says(scope, update_every):
     """At lr 0 with one epoch of one minibatch, the logged value loss is
     0.5 x mean(advantage²) over the chunks: it equals a numpy GAE that stops

@@ -55,6 +55,7 @@ def value_loss(adv):
     return 0.5 * float(np.mean(adv**2))
 
 
+@pytest.mark.long
 def test_the_last_update_trains_on_the_whole_trial():
     """At learning rate 0 nothing moves, so each update's value loss is
     0.5 x mean(GAE²) over its own steps, from the initial critic: the full
@@ -128,6 +129,7 @@ def test_one_chunk_is_already_the_full_update():
         np.testing.assert_array_equal(x, y)
 
 
+@pytest.mark.long
 def test_unnormalised_advantages_enter_the_policy_loss_as_they_are():
     """At learning rate 0 the ratio is 1, so the policy loss is minus the
     mean advantage: the raw GAE's without normalisation, 0 with it."""

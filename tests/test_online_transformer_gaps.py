@@ -31,6 +31,7 @@ def darkroom_trainer(update_every: int) -> Trainer:
 
 
 @pytest.mark.parametrize("update_every", [12, 4])
+@pytest.mark.long
 def test_each_chunk_logs_its_acting_weights_forward_log_probs(update_every):
     """Each logged log-probability (of the step's own observation) is the
     whole-trial forward pass's under the weights that acted its chunk,
@@ -64,6 +65,7 @@ def test_each_chunk_logs_its_acting_weights_forward_log_probs(update_every):
     )
 
 
+@pytest.mark.long
 def test_rewards_enter_the_advantages_scaled():
     """The flip bandit pays in about half its steps (Dark Room's random
     walks seldom do): at lr 0 (equal minibatches, unchanged weights) over
@@ -83,6 +85,7 @@ def test_rewards_enter_the_advantages_scaled():
     np.testing.assert_allclose(float(metrics["vf_loss"]), expected, rtol=2e-5)
 
 
+@pytest.mark.long
 def test_a_box_trial_feeds_the_model_the_envs_action():
     """Point-Robot (box half width ``MAX_ACTION``), lr 0: the env and the
     model's next token get the clipped, rescaled sample; every logged

@@ -75,6 +75,7 @@ def test_a_leaf_name_set_is_judged_as_its_field():
     assert not _evaluation_only({"validation_tasks": "32", "lr": "1e-3"}, t2mir)
 
 
+@pytest.mark.long
 def test_an_evaluation_ablation_reuses_the_presets_training(tmp_path):
     """The ablation's run is the preset's: its weights, not a second training;
     the checkpoints copied (so the ablation's resume cannot touch the

@@ -44,7 +44,9 @@ def test_onehot_observation_encodes_the_view_and_direction():
         assert direction.argmax() == int(state_h.inner.agent.direction)
         key = jax.random.key(t + 1)
         obs_i, state_i, *_ = step_i(key, state_i, jnp.int32(action), params)
-        obs_h, state_h, *_ = step_h(key, state_h, jnp.int32(action), params)
+        obs_h, state_h, *_ = step_h(
+            jax.random.clone(key), state_h, jnp.int32(action), params
+        )
     with pytest.raises(ValueError, match="observation"):
         make("xland", observation="rgb")
 

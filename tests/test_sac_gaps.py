@@ -73,6 +73,7 @@ def _q(critic, x, a):
 
 
 @pytest.mark.parametrize("done", [0.0, 1.0])
+@pytest.mark.long
 def test_one_update_is_the_soft_actor_critic_step(done):
     """One update on a buffer of one transition (so any batch is it), with
     plain SGD in place of Adam so the step is ``-lr * grad``: the critics
@@ -187,6 +188,7 @@ def _steps(run, learner, n, seed):
     return key_scan(run.step, state, (jnp.arange(n), keys))
 
 
+@pytest.mark.long
 def test_buffer_holds_each_step_in_box_units_with_its_true_successor():
     """A ring of 4 after 7 steps (episodes of 3): slots 0-3 hold steps 4, 5,
     6, 3; ``a`` in [-1, 1] (the env's action over its half-width 0.1);

@@ -50,6 +50,7 @@ def _reference_scores(model, obs, action, reward):
     return np.stack(out), reordered
 
 
+@pytest.mark.long
 def test_the_agent_acts_on_its_best_past_episodes_sorted_by_return():
     env = envs.make("darkroom", size=3, horizon=H)
     cfg = small(obs_size=9, action_size=5, max_steps=(KEEP + 1) * H)

@@ -136,6 +136,7 @@ def test_update_carries_the_state_over_the_rollout_boundary():
     assert int(new.prev_action) == int(record["action"][-1])
 
 
+@pytest.mark.long
 def test_chunk_loss_and_gradient_equal_a_plain_scan_and_numpy_gae():
     """PPO's loss on the second 4-step chunk of a 12-step rollout, at
     weights other than the acting ones: replayed from the acting state at
@@ -220,6 +221,7 @@ def test_final_policy_labels_replay_the_stream_from_a_zero_state():
     np.testing.assert_array_equal(labels, np.argmax(np.asarray(logits), -1))
 
 
+@pytest.mark.long
 def test_gru_histories_have_the_sources_shapes_and_differ_from_the_mlps():
     params = jax.vmap(ROOM.params_for_task)(jnp.arange(2))
     key = jax.random.key(3)

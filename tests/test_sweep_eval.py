@@ -46,5 +46,7 @@ def test_vmapped_evaluation_matches_run_policy(tiny_ad_config, darkroom_dataset)
         model = nnx.merge(sweep.graphdef, member["params"], member["rest"])
         cfg = sweep.config  # the preset's acting rule (eval.acting)
         policy = ModelPolicy(model, lambda h, n: cfg.algo.make_agent(h, env, n, cfg))
-        history, _ = run_policy(env, policy, params, key, 3 * env.horizon)
+        history, _ = run_policy(
+            env, policy, params, jax.random.clone(key), 3 * env.horizon
+        )
         np.testing.assert_allclose(returns[m, 0], history.episode_returns(3))

@@ -26,6 +26,7 @@ from agentrl.train.experiments import load_experiment
 from agentrl.train.rundir import eval_tasks
 
 
+@pytest.mark.long
 def test_members_pair_seeds_and_settings_seed_major():
     # members (seed 0, lr 0), (seed 0, lr 1e-2), (seed 1, lr 0), (seed 1, lr 1e-2)
     config = tiny_config(steps=2)
@@ -59,6 +60,7 @@ def test_members_pair_seeds_and_settings_seed_major():
     assert not np.array_equal(returns[0, 0], returns[1, 1])
 
 
+@pytest.mark.long
 def test_train_members_pair_seeds_and_settings_seed_major():
     # the same members in one jit: lr-0 members keep their seed's initial
     # weights, and a seed's members log the same first rollout

@@ -134,6 +134,7 @@ def test_a_shared_dataset_is_kept_before_training(tmp_path):
     )
 
 
+@pytest.mark.long
 def test_reproduce_trains_a_second_experiment_on_the_first_ones_data(
     tmp_path, monkeypatch
 ):

@@ -41,6 +41,7 @@ def test_fit_streams_through_grain_when_the_split_does_not_fit(
         np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.long
 def test_full_checksums_on_first_use_sizes_on_resume(
     tiny_ad_config, tmp_path, monkeypatch
 ):

@@ -114,6 +114,7 @@ def test_non_finite_loss_stops_and_keeps_last_good_checkpoint(
         assert all(np.isfinite(np.asarray(x)).all() for x in leaves)
 
 
+@pytest.mark.long
 def test_a_run_that_failed_before_its_first_checkpoint_starts_again(
     darkroom_dataset, tmp_path
 ):
@@ -136,6 +137,7 @@ def test_a_run_that_failed_before_its_first_checkpoint_starts_again(
             shutil.rmtree(run_dir / "checkpoints")
 
 
+@pytest.mark.long
 def test_an_update_whose_gradients_overflow_is_not_checkpointed(
     darkroom_dataset, tmp_path
 ):
@@ -203,6 +205,7 @@ def test_resume_allows_the_model_computing_the_same_function_differently(
         resumable_config(run_dir, dataclasses.replace(config, model=sink))
 
 
+@pytest.mark.long
 def test_a_run_resumed_for_more_steps_keeps_its_learning_rate_schedule(
     darkroom_dataset, tmp_path
 ):
@@ -260,6 +263,7 @@ def test_training_afresh_into_a_run_directory_that_holds_a_run_is_refused(
     assert (fresh / "checkpoints").is_dir()
 
 
+@pytest.mark.long
 def test_a_run_resumes_on_its_dataset_moved_but_not_on_other_histories(
     darkroom_dataset, tmp_path
 ):

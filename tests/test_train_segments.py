@@ -30,6 +30,7 @@ def _small(tiny_ad_config, steps):
     return configtools.override(tiny_ad_config(steps), overrides)
 
 
+@pytest.mark.long
 def test_each_call_that_trains_records_its_steps_and_code(tiny_ad_config, tmp_path):
     run = tmp_path / "run"
     fit(_small(tiny_ad_config, 4), run, progress=False, stop_at_step=2)
@@ -51,6 +52,7 @@ def test_a_run_resumed_by_other_code_names_both(tiny_ad_config, tmp_path):
     assert trained_by_other_code(provenance(run))
 
 
+@pytest.mark.long
 def test_a_run_without_segments_counts_as_unrecorded_code(tiny_ad_config, tmp_path):
     run = tmp_path / "run"
     fit(_small(tiny_ad_config, 2), run, progress=False)

@@ -3,6 +3,7 @@
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 import agentrl.train.parallel as parallel
 from agentrl import configtools, envs
@@ -57,6 +58,7 @@ def test_each_update_of_a_call_draws_its_own_steps_batch(darkroom_dataset):
     assert not np.allclose(want, 2 * fingerprint(batches.sampler.batch(3)))
 
 
+@pytest.mark.long
 def test_the_traced_weight_decay_reaches_the_update(tiny_ad_config):
     # no warm-up: the first update is at the full rate
     config = configtools.override(tiny_ad_config(), {"train.warmup_steps": 0})
