@@ -24,7 +24,7 @@ def test_bandit_means_from_a_beta_and_uniform_by_default():
     keys = jax.random.split(key, 4000)
     beta = envs.make("bernoulli_bandit", means_beta=(0.5, 0.5))
     means = np.asarray(jax.vmap(beta.sample_params)(keys).means)
-    uniform = np.asarray(jax.vmap(plain.sample_params)(keys).means)
+    uniform = np.asarray(jax.vmap(plain.sample_params)(jax.random.clone(keys)).means)
     # Beta(0.5, 0.5) puts 59% of its mass in [0.1, 0.9], the uniform 80%
     inner = lambda m: np.mean((m > 0.1) & (m < 0.9))  # noqa: E731
     assert abs(inner(means) - 0.59) < 0.02 and abs(inner(uniform) - 0.8) < 0.02
