@@ -31,8 +31,9 @@ Presets (times measured on the 2-core CPU of the development machine):
   40 episodes, a 2-layer width-32 model, 60 steps; seconds. Checks plumbing.
 - ``demo``: what ``make demo`` runs — 260 histories (4 per training goal) of
   60 Q-learning episodes, 3 layers width 64, 1,200 steps, 20 evaluation
-  episodes; about 3 minutes. Expected: the held-out return rises over the
-  first few episodes.
+  episodes; 1 to 2.5 minutes (57-59 s and 136 s of pipeline measured on
+  two days' machines, README). Expected: the held-out return rises over
+  the first few episodes.
 - ``cpu``: ``agentrl reproduce ad_darkroom --preset cpu`` — as
   ``demo`` with 2,000 steps and 50 evaluation episodes; about 6 minutes a
   seed. Target (issue): mean normalized score of the last 10 of 50 episodes
