@@ -26,8 +26,8 @@ setup: $(VENV)/.installed
 demo: setup
 	$(PY) -m agentrl.cli demo
 
-# `make test`: ruff and every test not marked `long` or `heavy` (about 9
-# minutes on 2 cores, cold); `make test-long`: the `long` ones (CI runs both);
+# `make test`: ruff and every test not marked `long` or `heavy` (8-15
+# minutes on 2 cores from an empty JAX cache; README); `make test-long`: the `long` ones (CI runs both);
 # `make test-heavy`: the `heavy` ones, the same paths again for every other
 # experiment preset and MuJoCo family (not in CI: its 90 minutes).
 # --max-worker-restart=0: a crashed worker fails the run at once (with

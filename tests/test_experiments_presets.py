@@ -176,3 +176,38 @@ def test_xland_ad_teacher_is_the_collectors_gru_at_gpu_and_full_only():
         assert dict(args) == want, preset
     for preset in ("smoke", "cpu"):
         assert _fields("xland_ad", preset, "data.source_args") == ((),), preset
+
+
+def test_the_relic_preset_takes_relics_ppo_on_the_cpu_presets_budget():
+    """aielawady/relic 1c3b7a1 (docs/references.md): transformer_tiny's 2
+    layers of 8 heads, width 64, MLP 256, trainable Sink-KV; 4 epochs of 2
+    steps (8 minibatches, gradients summed over 4), GAE stopped at episode
+    ends, one full update ending the trial, advantages not normalised,
+    habitat-baselines' clipped value loss, rewards unscaled; Adam without decay at 2e-4, cosine to 1e-5, gradient
+    norm 0.2. The trials, envs, data, budget and evaluation are the cpu
+    preset's."""
+    model = ("model.num_layers", "model.num_heads", "model.d_model",
+             "model.d_ff", "model.attention_sink")  # fmt: skip
+    assert _fields("transformer_ppo_darkroom", "relic", *model) == (
+        2, 8, 64, 256, True,
+    )  # fmt: skip
+    algo = ("algo.num_epochs", "algo.num_minibatches", "algo.advantage_scope",
+            "algo.full_update", "algo.normalize_advantages",
+            "algo.clip_values", "algo.reward_scale")  # fmt: skip
+    assert _fields("transformer_ppo_darkroom", "relic", *algo) == (
+        4, 2, "episode", True, False, True, 1.0,
+    )  # fmt: skip
+    train = ("train.lr", "train.weight_decay", "train.schedule",
+             "train.cosine_end", "train.grad_clip", "train.warmup")  # fmt: skip
+    assert _fields("transformer_ppo_darkroom", "relic", *train) == (
+        2e-4, 0.0, "cosine", 0.05, 0.2, 0,
+    )  # fmt: skip
+    relic = load_experiment("transformer_ppo_darkroom", "relic")
+    cpu = load_experiment("transformer_ppo_darkroom", "cpu")
+    assert (relic.data, relic.eval) == (cpu.data, cpu.eval)
+    same = ("trial_episodes", "num_envs", "update_every", "gamma", "gae_lambda",
+            "clip_eps", "ent_coef", "vf_coef")  # fmt: skip
+    for field in same:
+        assert getattr(relic.algo, field) == getattr(cpu.algo, field), field
+    for field in ("steps", "log_every", "checkpoint_every", "adam_b2"):
+        assert getattr(relic.train, field) == getattr(cpu.train, field), field

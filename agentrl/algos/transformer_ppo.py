@@ -76,6 +76,12 @@ class TransformerPPO(Algorithm):
       normalize_advantages: advantages shifted and scaled to mean 0, std 1
         per minibatch (PureJaxRL's, the default); ReLIC's are not
         (``use_normalized_advantage: False``).
+      clip_values: habitat-baselines' clipped value loss, which ReLIC's PPO
+        runs (``use_clipped_value_loss``, its default): a step whose value
+        has moved by ``clip_eps`` or more from the one its target was
+        computed with adds a constant to the value loss, no gradient
+        (:func:`agentrl.rl.ppo.clipped_value`). Off by default: the value
+        loss is unclipped.
       num_epochs: PPO epochs per update.
       num_minibatches: minibatches per epoch.
       gamma: discount factor.
@@ -102,6 +108,7 @@ class TransformerPPO(Algorithm):
     update_every: int = 0
     full_update: bool = False
     normalize_advantages: bool = True
+    clip_values: bool = False
     num_epochs: int = 4
     num_minibatches: int = 4
     gamma: float = traced(0.99)
@@ -121,7 +128,7 @@ class TransformerPPO(Algorithm):
             f"algo.advantage_scope must be one of {ADVANTAGE_SCOPES}, got "
             f"{self.advantage_scope!r}",
         )
-        for field in ("full_update", "normalize_advantages"):
+        for field in ("full_update", "normalize_advantages", "clip_values"):
             value = getattr(self, field)
             check(
                 isinstance(value, bool),

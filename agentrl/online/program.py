@@ -130,6 +130,7 @@ def transformer_program(config: Any, env: Any) -> OnlineProgram:
         update_every=algo.update_every or trial_steps,
         full_update=algo.full_update,
         normalize_advantages=algo.normalize_advantages,
+        clip_values=algo.clip_values,
         episode_steps=env.horizon if algo.advantage_scope == "episode" else 0,
         init_log_std=algo.init_log_std,
         **_common(config, env),

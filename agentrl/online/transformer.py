@@ -126,6 +126,8 @@ class TransformerShape:
     full_update: bool = False
     #: advantages normalised per minibatch (PureJaxRL's; ReLIC's are not)
     normalize_advantages: bool = True
+    #: habitat-baselines' clipped value loss, ReLIC's (rl.ppo.clipped_value)
+    clip_values: bool = False
 
 
 def episode_ends(start, length: int, episode_steps: int) -> jax.Array:
@@ -456,6 +458,7 @@ class TransformerPPO:
             hparam(hp, "vf_coef"),
             hparam(hp, "ent_coef"),
             self.shape.normalize_advantages,
+            self.shape.clip_values,
         )
 
     def update(self, state: TransformerState, hp: dict):
@@ -613,6 +616,7 @@ class TransformerPPO:
             "logp": part(buf["logp"]),
             "adv": adv,
             "target": adv + v_chunk,
+            "value": v_chunk,
         }
         if partial:  # per-env caches (shared slots)
             batch["actor_prefix"] = prefix

@@ -85,6 +85,19 @@ def ppo_loss(
     return loss, {"pg_loss": pg, "vf_loss": vf, "entropy": ent, "approx_kl": kl}
 
 
+def clipped_value(value: jax.Array, old_value: jax.Array, clip_eps: Any) -> jax.Array:
+    """habitat-baselines' clipped value (its PPO's ``use_clipped_value_loss``,
+    on by default, so ReLIC's): ``value`` where it moved by less than
+    ``clip_eps`` from ``old_value``, the value its targets were computed
+    with; elsewhere ``old_value`` moved by ``clip_eps`` towards it, with no
+    gradient (the move is measured on the value held fixed), so such a step
+    leaves the critic alone. Not PureJaxRL's form, which takes the larger of
+    the clipped and unclipped squared errors. All ``[...]``."""
+    moved = jax.lax.stop_gradient(value) - old_value
+    held = old_value + jnp.clip(moved, -clip_eps, clip_eps)
+    return jnp.where(jnp.abs(moved) < clip_eps, value, held)
+
+
 def batch_loss(
     logp: jax.Array,
     entropy: jax.Array,
@@ -94,9 +107,14 @@ def batch_loss(
     vf_coef: Any,
     ent_coef: Any,
     normalize_advantages: bool = True,
+    clip_values: bool = False,
 ) -> tuple[jax.Array, dict[str, jax.Array]]:
     """:func:`ppo_loss` against a rollout's minibatch: its ``"logp"`` (the
-    acting weights'), ``"adv"`` and ``"target"``, each ``[...]`` as ``logp``."""
+    acting weights'), ``"adv"`` and ``"target"``, each ``[...]`` as ``logp``;
+    with ``clip_values``, ``value`` is :func:`clipped_value` against the
+    batch's ``"value"`` (the critic's values the targets were computed with)."""
+    if clip_values:
+        value = clipped_value(value, batch["value"], clip_eps)
     return ppo_loss(
         logp,
         batch["logp"],
