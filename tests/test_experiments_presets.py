@@ -183,9 +183,9 @@ def test_the_relic_preset_takes_relics_ppo_on_the_cpu_presets_budget():
     layers of 8 heads, width 64, MLP 256, trainable Sink-KV; 4 epochs of 2
     steps (8 minibatches, gradients summed over 4), GAE stopped at episode
     ends, one full update ending the trial, advantages not normalised,
-    habitat-baselines' clipped value loss, rewards unscaled; Adam without decay at 2e-4, cosine to 1e-5, gradient
-    norm 0.2. The trials, envs, data, budget and evaluation are the cpu
-    preset's."""
+    habitat-baselines' clipped value loss, rewards unscaled; Adam without
+    decay at 2e-4, cosine to 1e-5, gradient norm 0.2. The trials, envs,
+    data, budget and evaluation are the cpu preset's."""
     model = ("model.num_layers", "model.num_heads", "model.d_model",
              "model.d_ff", "model.attention_sink")  # fmt: skip
     assert _fields("transformer_ppo_darkroom", "relic", *model) == (
