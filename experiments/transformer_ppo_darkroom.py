@@ -64,6 +64,18 @@ same direction; under Adam a step's scale matters little).
   same seeds at 150); validation 0.30 / 0.40 / 0.56 at 300 / 450 / 600
   trials, still rising.
   ``benchmarks/results/repro_transformer_ppo_darkroom_cpu*.md``.
+- ``relic``: ReLIC's settings (the list above) on the cpu preset's 150
+  trials of 64 envs. Measured (session 64, ``agentrl reproduce
+  transformer_ppo_darkroom --preset relic --seeds 5 --controls``, same
+  seeds, goals and keys as the cpu record; ~10-13 min a seed with its
+  evaluation, 58 min for the five on 2 shared cores): score over the
+  8-episode trial 0.42 [0.30, 0.54] (per seed 0.37, 0.36, 0.34, 0.49,
+  0.52), gain +0.36 [0.22, 0.48] from episode 1; it beats rewards zeroed /
+  shuffled and an empty context by +6.8 / +6.7 / +6.8 return (CIs above
+  0). Minus the cpu preset, paired per seed and goal: +1.27 [-1.30, 3.74]
+  last-episodes return (``paired_transformer_ppo_darkroom_relic_vs_cpu``):
+  a higher score in 4 of 5 seeds, not resolved; target 0.8 not met.
+  ``repro_transformer_ppo_darkroom_relic.md``.
 - ``cpu_long``: the long trial: 50 episodes (1,000 steps, the whole trial
   in context), partial updates every 100 steps, Sink-KV, 16 envs x 60
   trials (960k env steps; ~12 s a trial beside another run, ~13 min a

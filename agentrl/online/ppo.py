@@ -64,7 +64,8 @@ from agentrl.rl.ppo import (
 #: XLand-MiniGrid's RL² baseline (no weight decay, rewards unscaled). A named
 #: difference: PureJaxRL's PPO, which that baseline follows, also clips the
 #: value loss around the old value (``clip_eps``); these trainers' value
-#: loss is unclipped (not compared).
+#: loss is unclipped (not compared; transformer PPO's ``algo.clip_values``
+#: is habitat-baselines' other form, ReLIC's).
 DEFAULT_HPARAMS = {
     "lr": 1e-3,
     "weight_decay": 0.0,
