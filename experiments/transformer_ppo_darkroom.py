@@ -19,10 +19,10 @@ partial ones (ReLIC: one in every 16 updates; ``algo.full_update``);
 advantages normalised per minibatch (PureJaxRL's) where ReLIC does not
 normalise them (``algo.normalize_advantages=false``); the value loss
 unclipped where ReLIC's habitat-baselines PPO clips it
-(``algo.clip_values``); rewards scaled by
-0.1 (ReLIC: unscaled); 2 epochs of 4 minibatches, gradient norm 0.5,
-Adam at a constant 3e-4 (ReLIC: 4 epochs of 2 steps, 0.2, Adam at 2e-4
-with a cosine to 1e-5); 3 layers of 4 heads (ReLIC's tiny policy: 2 of
+(``algo.clip_values``); rewards scaled by 0.1 (ReLIC: unscaled); 2
+epochs of 4 minibatches, gradient norm 0.5, Adam at a constant 3e-4
+(ReLIC: 4 epochs of 2 steps, 0.2, Adam at 2e-4 with a cosine to 1e-5);
+3 layers of 4 heads (ReLIC's tiny policy: 2 of
 8) with Sink-KV only in ``cpu_long`` (``model.attention_sink``). The
 ``relic`` preset takes all of those from ReLIC (measured below). Named,
 not matched in any preset: positions run across the trial (RoPE over
