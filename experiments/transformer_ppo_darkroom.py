@@ -174,6 +174,9 @@ RELIC = {
     "model.num_layers": 2,
     "model.num_heads": 8,
     "model.attention_sink": True,  # trainable sink keys and values
+    # reset_position_index, a learnable position in the episode, RoPE over
+    # the episode's index (add_sequence_idx_embed, sequence_embed_type: rope)
+    "model.positions": "episode",
     "algo.num_epochs": 4,
     "algo.num_minibatches": 2,  # 8 minibatches, gradients summed over 4
     "algo.advantage_scope": "episode",

@@ -180,16 +180,17 @@ def test_xland_ad_teacher_is_the_collectors_gru_at_gpu_and_full_only():
 
 def test_the_relic_preset_takes_relics_ppo_on_the_cpu_presets_budget():
     """aielawady/relic 1c3b7a1 (docs/references.md): transformer_tiny's 2
-    layers of 8 heads, width 64, MLP 256, trainable Sink-KV; 4 epochs of 2
+    layers of 8 heads, width 64, MLP 256, trainable Sink-KV, positions
+    restarting each episode with RoPE over the episode; 4 epochs of 2
     steps (8 minibatches, gradients summed over 4), GAE stopped at episode
     ends, one full update ending the trial, advantages not normalised,
     habitat-baselines' clipped value loss, rewards unscaled; Adam without
     decay at 2e-4, cosine to 1e-5, gradient norm 0.2. The trials, envs,
     data, budget and evaluation are the cpu preset's."""
     model = ("model.num_layers", "model.num_heads", "model.d_model",
-             "model.d_ff", "model.attention_sink")  # fmt: skip
+             "model.d_ff", "model.attention_sink", "model.positions")  # fmt: skip
     assert _fields("transformer_ppo_darkroom", "relic", *model) == (
-        2, 8, 64, 256, True,
+        2, 8, 64, 256, True, "episode",
     )  # fmt: skip
     algo = ("algo.num_epochs", "algo.num_minibatches", "algo.advantage_scope",
             "algo.full_update", "algo.normalize_advantages",

@@ -86,6 +86,9 @@ class Algorithm:
     #: False: trained by the shared supervised program from a dataset; True:
     #: brings its own online RL program (:meth:`make_online_train`)
     trains_online: ClassVar[bool] = False
+    #: whether its sequences are whole episodes of the env's horizon from an
+    #: episode's first step, as ``model.positions="episode"`` needs
+    episode_positions: ClassVar[bool] = False
 
     @property
     def label(self) -> str:
@@ -104,6 +107,12 @@ class Algorithm:
             self.needs_moe == bool(config.model.moe_layers),
             f"model.moe_layers must be {'non-empty' if self.needs_moe else 'empty'} "
             f"for algo {self.label!r}, got {config.model.moe_layers!r}",
+        )
+        check(
+            config.model.positions == "token" or self.episode_positions,
+            "model.positions='episode' (ReLIC's) needs sequences of whole "
+            "episodes from an episode's first step: algo 'transformer_ppo'; "
+            f"use 'token' for algo {self.label!r}",
         )
 
     def check_layout(self, model_config: Any) -> None:

@@ -34,10 +34,13 @@ the evaluated policy carries the learned std
 did (at temperature 1) and ``"greedy"`` takes the mean, both clipped to the
 box. ReLIC's Sink-KV
 attention is ``model.attention_sink = True`` (learned sink key/value per
-layer and head, in the actor and the critic). A partial update trains its
-K steps against the fixed cache of the steps before them, so training
-memory grows with the cache, not the trial squared (see
-:mod:`agentrl.online.transformer`).
+layer and head, in the actor and the critic), and its positions
+``model.positions = "episode"`` (RoPE over the episode's index, a learned
+embedding of the step in the episode, the start vector at every episode's
+first step; ``model.episode_steps`` is filled with the env's horizon).
+A partial update trains its K steps against the fixed cache of the steps
+before them, so training memory grows with the cache, not the trial
+squared (see :mod:`agentrl.online.transformer`).
 """
 
 from __future__ import annotations
@@ -102,6 +105,7 @@ class TransformerPPO(Algorithm):
     description = "ReLIC-style transformer PPO across trials (partial updates)"
     trains_online = True
     token_layouts = ("step",)
+    episode_positions = True
 
     trial_episodes: int = 4
     num_envs: int = 64
@@ -141,7 +145,17 @@ class TransformerPPO(Algorithm):
         )
 
     def complete_model(self, model_config: Any, env: Any) -> Any:
-        """Continuous actions: the model's ``"mse"`` head is the Gaussian's mean."""
+        """Continuous actions: the model's ``"mse"`` head is the Gaussian's
+        mean; ``model.positions="episode"``: episodes of the env's horizon."""
+        if model_config.positions == "episode":
+            horizon = env_horizon(env)
+            steps = model_config.episode_steps
+            check(
+                steps in (None, horizon),
+                f"model.episode_steps must be {env.name}'s horizon, {horizon} "
+                f"(or unset), got {steps!r}",
+            )
+            model_config = dataclasses.replace(model_config, episode_steps=horizon)
         if spaces.is_discrete(env.action_space(env.default_params)):
             return model_config
         return dataclasses.replace(model_config, head="mse")

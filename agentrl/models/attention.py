@@ -500,7 +500,10 @@ class CausalSelfAttention(nnx.Module):
     the rate of dropout on the attention weights in a training full pass
     (:class:`WeightDropout`); only a rate above 0 forks an RNG stream
     (``rngs``' ``dropout`` stream), so a model without it has the same state
-    as before the setting existed.
+    as before the setting existed. ``rope_period``: tokens per rotary
+    position (queries and keys are rotated by ``pos // rope_period``: ReLIC's
+    RoPE over the episode index, ``ModelConfig.positions="episode"``); the
+    window and the causal mask still count tokens.
     """
 
     def __init__(
@@ -515,8 +518,10 @@ class CausalSelfAttention(nnx.Module):
         sink: bool = False,
         dtype=jnp.float32,
         dropout: float = 0.0,
+        rope_period: int = 1,
     ):
         self.num_heads = num_heads
+        self.rope_period = rope_period
         self.dtype = dtype
         self.head_dim = d_model // num_heads
         self.rope_base = rope_base
@@ -544,6 +549,8 @@ class CausalSelfAttention(nnx.Module):
         q, k, v = jnp.split(self.qkv(x), 3, axis=-1)
         shape = (b, t, self.num_heads, self.head_dim)
         q, k, v = (a.reshape(shape) for a in (q, k, v))
+        if self.rope_period > 1:  # positions in the mask stay token positions
+            pos = pos // self.rope_period
         q = rope(q, pos, self.rope_base) / math.sqrt(self.head_dim)
         k = rope(k, pos, self.rope_base)
         return (a.astype(self.dtype) for a in (q, k, v))

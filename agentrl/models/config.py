@@ -1,7 +1,8 @@
 """Static configuration of a decision model (frozen dataclass, validated early).
 
-Positional scheme (fixed, not a field): rotary embeddings (RoPE) on queries
-and keys, indexed by token position, plus a *sliding attention window* of
+Positional scheme (``positions="token"``, the default): rotary embeddings
+(RoPE) on queries and keys, indexed by token position, plus a *sliding
+attention window* of
 ``max_steps`` steps (``max_steps * tokens_per_step`` tokens). Attention then
 depends only on relative distances inside the window, so
 
@@ -15,6 +16,9 @@ depends only on relative distances inside the window, so
 Cached keys are stored already rotated at their absolute token position;
 angles are ``position * inv_freq`` in float32 (angle error ~1e-3 rad after
 1e5 tokens: harmless, and identical in the cached and uncached paths).
+
+``positions="episode"`` is ReLIC's scheme for sequences of whole episodes of
+``episode_steps`` steps (see the field); the window still counts tokens.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ TASK_ROUTINGS = ("token", "sequence")
 MOE_DISPATCHES = ("blocked", "sorted", "dense")
 ATTENTIONS = ("blockwise", "reference")
 COMPUTE_DTYPES = ("float32", "bfloat16")
+POSITIONS = ("token", "episode")
 
 TOKENS_PER_STEP = {"step": 1, "sar": 3, "transition": 1}
 
@@ -129,6 +134,19 @@ class ModelConfig:
         parameters and the optimizer state (cast at each use). The KV cache
         defaults to this dtype. For GPUs/TPUs: on CPU bfloat16 matmuls are
         usually slower than float32.
+      positions: ``"token"`` (RoPE over the token position) or
+        ``"episode"``, ReLIC's (``reset_position_index``,
+        ``add_sequence_idx_embed`` with ``sequence_embed_type: rope`` and a
+        learnable ``position_embed_type``): RoPE over the episode index
+        (``step // episode_steps``), a learned embedding of the step within
+        the episode (``step % episode_steps``) added to each token, and the
+        learned start vector in place of the previous action and reward at
+        every episode's first step (ReLIC's start action and reward input 0
+        after a reset). For the "step" layout over sequences that start at
+        an episode's first step, all episodes ``episode_steps`` long
+        (transformer PPO's trials).
+      episode_steps: steps per episode for ``positions="episode"`` (filled
+        from the environment's horizon by the algorithm; a model needs it).
     """
 
     obs_kind: str = "discrete"
@@ -168,6 +186,8 @@ class ModelConfig:
     attention_sink: bool = False
     remat: bool = False
     compute_dtype: str = "float32"
+    positions: str = "token"
+    episode_steps: int | None = None
 
     def __post_init__(self):
         self._check_choices()
@@ -189,6 +209,12 @@ class ModelConfig:
         _choice("moe_dispatch", self.moe_dispatch, MOE_DISPATCHES)
         _choice("attention", self.attention, ATTENTIONS)
         _choice("compute_dtype", self.compute_dtype, COMPUTE_DTYPES)
+        _choice("positions", self.positions, POSITIONS)
+        if self.positions == "episode" and self.token_layout != "step":
+            raise ValueError(
+                "ModelConfig.positions='episode' needs token_layout='step', got "
+                f"{self.token_layout!r}"
+            )
         _positive("attention_block", self.attention_block)
         if not isinstance(self.remat, bool):
             raise ValueError(
@@ -213,6 +239,8 @@ class ModelConfig:
             _positive("grid_size", self.grid_size, 2)
         if self.expert_ff is not None:
             _positive("expert_ff", self.expert_ff)
+        if self.episode_steps is not None:
+            _positive("episode_steps", self.episode_steps)
         for name in ("token_experts", "token_top_k", "task_experts", "task_top_k"):
             _positive(name, getattr(self, name))
         if not isinstance(self.token_noise, bool):
@@ -326,6 +354,14 @@ class ModelConfig:
     def grid_layers(self) -> int:
         """Number of ``grid_size**2`` cell blocks in the observation ids."""
         return self.obs_size // (self.grid_size * self.grid_size)
+
+    @property
+    def rope_period(self) -> int:
+        """Tokens per RoPE position: ``episode_steps`` with episode
+        positions (the rotation is the episode's index), else 1."""
+        if self.positions == "episode":
+            return self.episode_steps * self.tokens_per_step
+        return 1
 
     @property
     def tokens_per_step(self) -> int:

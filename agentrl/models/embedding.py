@@ -5,7 +5,10 @@ discrete observations, ``[B, T, obs_size]`` float for vectors), ``action
 [B, T]`` int32 or ``[B, T, action_size]``, ``reward [B, T]`` float.
 
 - "step": token ``t`` = emb(obs_t) + emb(a_{t-1}) + emb(r_{t-1}); at the very
-  first step (``t = 0``) a learned start vector replaces the last two.
+  first step (``t = 0``) a learned start vector replaces the last two. With
+  ``positions="episode"`` (ReLIC) it replaces them at every episode's first
+  step (``t % episode_steps == 0``), and a learned embedding of the step
+  within the episode, ``E_pos[t % episode_steps]``, is added to every token.
 - "sar": tokens ``obs_t, a_t, r_t`` (plus a learned type vector each),
   interleaved to ``[B, 3T, d]``; the action at ``t`` is read at ``obs_t``.
 - "transition" (DPT): a query token emb(query_obs) and context tokens
@@ -82,6 +85,11 @@ class TokenEmbedding(nnx.Module):
         else:
             self.next_obs = _obs_encoder(c, d, rngs)
             self.kind = nnx.Param(small(rngs.params(), (2, d)))
+        # steps per episode with ReLIC's episode positions, else 0 (created
+        # last, so that a model without them draws the parameters it did)
+        self.episode_steps = c.episode_steps if c.positions == "episode" else 0
+        if self.episode_steps:
+            self.episode_step = nnx.Embed(self.episode_steps, d, rngs=rngs)
 
     def _obs(self, obs, batch_dims: int, encoder=None):
         encoder = encoder or self.obs
@@ -99,6 +107,14 @@ class TokenEmbedding(nnx.Module):
     def _rew(self, rew):
         return self.reward(rew.astype(jnp.float32)[..., None])
 
+    def _episode_inputs(self, prev, step) -> jax.Array:
+        """ReLIC's inputs besides the observation at steps ``step`` (``[T]``,
+        with ``prev [B, T, d]``, or a scalar with ``prev [B, d]``): the start
+        vector at an episode's first step, plus the step-in-episode embedding."""
+        within = step % self.episode_steps
+        first = (within == 0)[..., None]
+        return jnp.where(first, self.start[...], prev) + self.episode_step(within)
+
     # -- full sequences --------------------------------------------------------
     def steps(self, obs, action, reward) -> jax.Array:
         """Aligned ``[B, T, ...]`` inputs -> tokens ``[B, T * tokens_per_step, d]``."""
@@ -106,7 +122,10 @@ class TokenEmbedding(nnx.Module):
         if self.layout == "step":
             prev = self._act(action[:, :-1]) + self._rew(reward[:, :-1])
             start = jnp.broadcast_to(self.start[...], o[:, :1].shape)
-            return o + jnp.concatenate([start, prev], axis=1)
+            prev = jnp.concatenate([start, prev], axis=1)
+            if self.episode_steps:
+                prev = self._episode_inputs(prev, jnp.arange(o.shape[1]))
+            return o + prev
         kind = self.kind[...]
         toks = [o + kind[0], self._act(action) + kind[1], self._rew(reward) + kind[2]]
         b, t, d = o.shape
@@ -133,6 +152,8 @@ class TokenEmbedding(nnx.Module):
         a = self._act(prev_action)
         r = self._rew(prev_reward)
         if self.layout == "step":
+            if self.episode_steps:
+                return (o + self._episode_inputs(a + r, step))[:, None]
             prev = jnp.where(step == 0, self.start[...], a + r)
             return (o + prev)[:, None]
         kind = self.kind[...]

@@ -69,6 +69,7 @@ class Block(nnx.Module):
             sink=c.attention_sink,
             dtype=dtype_of(c.compute_dtype),
             dropout=c.attention_dropout,
+            rope_period=c.rope_period,
         )
         self.ln2 = nnx.LayerNorm(c.d_model, rngs=rngs)
         if moe:
@@ -135,6 +136,11 @@ class DecisionModel(nnx.Module):
             raise ValueError(
                 "ModelConfig.max_steps is None: set it, or complete the config "
                 "with agentrl.models.config.complete_model_config"
+            )
+        if config.positions == "episode" and config.episode_steps is None:
+            raise ValueError(
+                "ModelConfig.episode_steps is None with positions='episode': set "
+                "it to the episodes' length in steps"
             )
         self.config = config
         c = config
