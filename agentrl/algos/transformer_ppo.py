@@ -85,6 +85,12 @@ class TransformerPPO(Algorithm):
         computed with adds a constant to the value loss, no gradient
         (:func:`agentrl.rl.ppo.clipped_value`). Off by default: the value
         loss is unclipped.
+      shuffle_episodes: ReLIC's ``shuffle_old_episodes``: after each partial
+        update the trial's complete episodes change places (a random order
+        per env) and the trial goes on over them in that order (the cache
+        re-encoded, the later updates trained on it). Needs
+        ``model.positions="episode"`` (an episode's first token then reads
+        no step of another episode). No effect when ``update_every`` is 0.
       num_epochs: PPO epochs per update.
       num_minibatches: minibatches per epoch.
       gamma: discount factor.
@@ -113,6 +119,7 @@ class TransformerPPO(Algorithm):
     full_update: bool = False
     normalize_advantages: bool = True
     clip_values: bool = False
+    shuffle_episodes: bool = False
     num_epochs: int = 4
     num_minibatches: int = 4
     gamma: float = traced(0.99)
@@ -132,7 +139,8 @@ class TransformerPPO(Algorithm):
             f"algo.advantage_scope must be one of {ADVANTAGE_SCOPES}, got "
             f"{self.advantage_scope!r}",
         )
-        for field in ("full_update", "normalize_advantages", "clip_values"):
+        flags = ("normalize_advantages", "clip_values", "shuffle_episodes")
+        for field in ("full_update", *flags):
             value = getattr(self, field)
             check(
                 isinstance(value, bool),
@@ -142,6 +150,15 @@ class TransformerPPO(Algorithm):
             is_int(self.update_every, 0),
             f"algo.update_every must be an int >= 0 (0: once per trial), got "
             f"{self.update_every!r}",
+        )
+
+    def check(self, config: Any) -> None:
+        super().check(config)
+        check(
+            not self.shuffle_episodes or config.model.positions == "episode",
+            "algo.shuffle_episodes needs model.positions='episode' (with token "
+            "positions an episode's first token reads the step before it, of "
+            f"another episode once shuffled), got {config.model.positions!r}",
         )
 
     def complete_model(self, model_config: Any, env: Any) -> Any:

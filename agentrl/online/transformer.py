@@ -128,6 +128,10 @@ class TransformerShape:
     normalize_advantages: bool = True
     #: habitat-baselines' clipped value loss, ReLIC's (rl.ppo.clipped_value)
     clip_values: bool = False
+    #: ReLIC's shuffle_old_episodes: after each partial update, the trial's
+    #: complete episodes change places (per env), every this many steps (the
+    #: horizon); 0: off
+    shuffle_episodes: int = 0
 
 
 def episode_ends(start, length: int, episode_steps: int) -> jax.Array:
@@ -137,6 +141,28 @@ def episode_ends(start, length: int, episode_steps: int) -> jax.Array:
     if episode_steps == 0:
         return jnp.zeros(length, bool)
     return (start + jnp.arange(length) + 1) % episode_steps == 0
+
+
+def shuffle_episodes(key, buf: dict, done, horizon: int) -> dict:
+    """``buf``'s leaves ``[n, L, ...]`` with the episodes of ``horizon`` steps
+    that end by step ``done`` (traced) in a random order, drawn per env from
+    ``key``; the later steps stay in place (ReLIC's ``shuffle_episodes``:
+    the episode in progress stays last)."""
+    n, length = buf["reward"].shape
+    episodes = length // horizon
+    index = jnp.arange(episodes)
+    # complete episodes draw a random sort key in [0, 1); the rest keep
+    # their places after them
+    keys = jax.random.uniform(key, (n, episodes))
+    order = jnp.argsort(jnp.where(index < done // horizon, keys, 1.0 + index), 1)
+    step = jnp.arange(length)
+    rows = order[:, step // horizon] * horizon + step % horizon  # [n, L]
+
+    def take(x):
+        idx = rows.reshape(rows.shape + (1,) * (x.ndim - 2))
+        return jnp.take_along_axis(x, idx, axis=1)
+
+    return jax.tree.map(take, buf)
 
 
 class PolicyParams(NamedTuple):
@@ -334,13 +360,17 @@ class TransformerPPO:
         sample (what the learner scores; the same ints for discrete actions)."""
         n, length = self.shape.num_envs, self.shape.trial_steps
         space, shape = self.head.space, self.head.shape
-        return {
+        buf = {
             "obs": jnp.zeros((n, length, *obs_example.shape[1:]), obs_example.dtype),
             "action": jnp.zeros((n, length, *shape), space.dtype),
             "raw": jnp.zeros((n, length, *shape), space.dtype),
             "reward": jnp.zeros((n, length), jnp.float32),
             "logp": jnp.zeros((n, length), jnp.float32),
         }
+        if self.shape.shuffle_episodes:  # each row's acting step (for the logs)
+            step = jnp.arange(length, dtype=jnp.int32)
+            buf["step"] = jnp.broadcast_to(step, (n, length))
+        return buf
 
     # ------------------------------------------------- cached chunk passes
     def _chunk(self, model, cache, x, pos):
@@ -506,11 +536,20 @@ class TransformerPPO:
                 lambda a, b: jnp.concatenate([a, b[None]]), (m, acting), last
             )
         metrics = mean_metrics(m, hparam(hp, "vf_coef"), hparam(hp, "ent_coef"))
-        metrics.update(self._trial_metrics(carry.buf["reward"]))
+        metrics.update(self._trial_metrics(self._acting_order(carry.buf)))
         new = TransformerState(
             carry.actor, carry.critic, carry.opt_state, key, state.update + 1
         )
         return new, metrics, carry.buf, acting
+
+    @staticmethod
+    def _acting_order(buf) -> jax.Array:
+        """The trial's rewards ``[n, L]`` in the order they were acted (the
+        buffer's after shuffled episodes)."""
+        if "step" not in buf:
+            return buf["reward"]
+        rows = jnp.arange(buf["step"].shape[0])[:, None]
+        return jnp.zeros_like(buf["reward"]).at[rows, buf["step"]].set(buf["reward"])
 
     def _trial_metrics(self, rewards):
         """:func:`~agentrl.online.ppo.trial_metrics` of trials whose episodes
@@ -538,14 +577,14 @@ class TransformerPPO:
             tasks,
         )
         reward = jnp.asarray(reward, jnp.float32)
-        buf = carry.buf
-        buf = {
-            "obs": buf["obs"].at[:, t].set(carry.obs),
-            "action": buf["action"].at[:, t].set(action),
-            "raw": buf["raw"].at[:, t].set(raw),
-            "reward": buf["reward"].at[:, t].set(reward),
-            "logp": buf["logp"].at[:, t].set(logp),
-        }
+        buf = dict(
+            carry.buf,
+            obs=carry.buf["obs"].at[:, t].set(carry.obs),
+            action=carry.buf["action"].at[:, t].set(action),
+            raw=carry.buf["raw"].at[:, t].set(raw),
+            reward=carry.buf["reward"].at[:, t].set(reward),
+            logp=carry.buf["logp"].at[:, t].set(logp),
+        )
         carry = Acting(carry.actor, cache, next_obs, env_state, action, reward, buf)
         return carry, None
 
@@ -649,23 +688,30 @@ class TransformerPPO:
         ends the trial); ``(carry, (metrics, the acting actor))``."""
         s = self.shape
         acting = carry.actor
-        k_act, k_perm = jax.random.split(key)
+        if s.shuffle_episodes:  # a third key only then: the others' draws stay
+            k_act, k_perm, k_shuffle = jax.random.split(key, 3)
+        else:
+            k_act, k_perm = jax.random.split(key)
         carry = self._act_chunk(tasks, carry, start, k_act)
         span = (0, s.trial_steps) if full else (start, s.update_every)
         learner, m, scratch = self._update(tx, hp, carry, *span, k_perm)
-        (actor, critic), cache = learner.params, carry.cache
+        (actor, critic), cache, buf = learner.params, carry.cache, carry.buf
         if self.chunks > 1 and not full:
+            end = start + s.update_every
+            if s.shuffle_episodes:  # the context goes on in the new order
+                done = jnp.where(end < s.trial_steps, end, 0)  # none at the end
+                buf = shuffle_episodes(k_shuffle, buf, done, s.shuffle_episodes)
             # go on over the same context with the new weights (not after the
             # trial's last chunk: upto 0 skips every piece)
-            end = start + s.update_every
             upto = jnp.where(end < s.trial_steps, end, 0)
-            cache = self._encode(actor, carry.buf, upto, into=cache)
+            cache = self._encode(actor, buf, upto, into=cache)
         carry = carry._replace(
             actor=actor,
             critic=critic,
             opt_state=learner.opt_state,
             cache=cache,
             scratch=scratch,
+            buf=buf,
         )
         return carry, (m, acting)
 
