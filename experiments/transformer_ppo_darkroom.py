@@ -183,6 +183,7 @@ RELIC = {
     "algo.full_update": True,
     "algo.normalize_advantages": False,
     "algo.clip_values": True,  # habitat-baselines' use_clipped_value_loss
+    "algo.shuffle_episodes": True,  # shuffle_old_episodes
     "algo.reward_scale": 1.0,
     "train.lr": 2e-4,
     "train.schedule": "cosine",

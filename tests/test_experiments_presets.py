@@ -181,7 +181,8 @@ def test_xland_ad_teacher_is_the_collectors_gru_at_gpu_and_full_only():
 def test_the_relic_preset_takes_relics_ppo_on_the_cpu_presets_budget():
     """aielawady/relic 1c3b7a1 (docs/references.md): transformer_tiny's 2
     layers of 8 heads, width 64, MLP 256, trainable Sink-KV, positions
-    restarting each episode with RoPE over the episode; 4 epochs of 2
+    restarting each episode with RoPE over the episode, old episodes
+    shuffled after each partial update; 4 epochs of 2
     steps (8 minibatches, gradients summed over 4), GAE stopped at episode
     ends, one full update ending the trial, advantages not normalised,
     habitat-baselines' clipped value loss, rewards unscaled; Adam without
@@ -194,9 +195,10 @@ def test_the_relic_preset_takes_relics_ppo_on_the_cpu_presets_budget():
     )  # fmt: skip
     algo = ("algo.num_epochs", "algo.num_minibatches", "algo.advantage_scope",
             "algo.full_update", "algo.normalize_advantages",
-            "algo.clip_values", "algo.reward_scale")  # fmt: skip
+            "algo.clip_values", "algo.reward_scale",
+            "algo.shuffle_episodes")  # fmt: skip
     assert _fields("transformer_ppo_darkroom", "relic", *algo) == (
-        4, 2, "episode", True, False, True, 1.0,
+        4, 2, "episode", True, False, True, 1.0, True,
     )  # fmt: skip
     train = ("train.lr", "train.weight_decay", "train.schedule",
              "train.cosine_end", "train.grad_clip", "train.warmup")  # fmt: skip
