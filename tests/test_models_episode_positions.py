@@ -23,34 +23,22 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from flax import nnx
+from test_models_prefill import make as make_model
 from test_online_rl2 import FlipBandit, hp
-from test_online_transformer import forward_logp, random_buffer
+from test_online_transformer import forward_logp, make_trainer, random_buffer
 
 from agentrl.algos import AD, TransformerPPO
 from agentrl.models import DecisionModel, ModelConfig
 from agentrl.models.attention import rope
 from agentrl.models.config import complete_model_config
-from agentrl.online.transformer import TransformerPPO as Trainer
-from agentrl.online.transformer import TransformerShape
 
 B, E = 3, 4  # batch, steps per episode
 
 
 def make(max_steps: int = 3 * E, **kw) -> DecisionModel:
-    base = dict(
-        obs_size=5,
-        action_size=3,
-        d_model=16,
-        d_ff=32,
-        num_layers=2,
-        num_heads=2,
-        max_steps=max_steps,
-        dropout=0.0,
-        attention_block=4,
-        positions="episode",
-        episode_steps=E,
-    )
-    return DecisionModel(ModelConfig(**{**base, **kw}), rngs=nnx.Rngs(0))
+    """test_models_prefill's tiny model with episode positions."""
+    fields = {"attention_block": 4, "positions": "episode", "episode_steps": E}
+    return make_model(max_steps, **{**fields, **kw})
 
 
 def inputs(t: int, seed: int = 1):
@@ -176,36 +164,11 @@ def test_only_transformer_ppo_takes_episode_positions_with_the_horizon():
     TransformerPPO().check(types.SimpleNamespace(model=config))
 
 
-def make_trainer(update_every: int, trial: int = 12) -> Trainer:
-    env = FlipBandit(num_arms=2, horizon=trial // 2)
-    cfg = ModelConfig(
-        num_layers=1,
-        num_heads=2,
-        d_model=16,
-        d_ff=32,
-        dropout=0.0,
-        max_steps=trial,
-        attention_sink=True,
-        positions="episode",
-    )
-    cfg = complete_model_config(cfg, env, TransformerPPO())
-    shape = TransformerShape(
-        num_envs=8,
-        trial_steps=trial,
-        update_every=update_every,
-        num_epochs=2,
-        num_minibatches=2,
-        num_updates=1,
-        grad_clip=0.5,
-    )
-    return Trainer(env, shape, cfg, env.sample_params)
-
-
 def test_transformer_ppo_chunks_and_acting_equal_the_whole_trial_forward():
     """Chunks of 4 over episodes of 6: a chunk attending to the prefix cache
     gives the full forward's outputs, and the trial's logged log-probabilities
     are the full forward's of the weights that acted."""
-    trainer = make_trainer(update_every=4)
+    trainer = make_trainer(4, trial=12, sink=True, model={"positions": "episode"})
     assert trainer.config.episode_steps == 6
     actor = trainer._init_params(jax.random.key(1))
     buf = random_buffer(jax.random.key(2), 8, 12)

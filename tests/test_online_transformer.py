@@ -29,7 +29,7 @@ import numpy as np
 import pytest
 from test_online_rl2 import FlipBandit, hp
 
-from agentrl.algos import RL2, TransformerPPO
+from agentrl.algos import TransformerPPO
 from agentrl.models import ModelConfig
 from agentrl.models.config import complete_model_config
 from agentrl.online.transformer import TransformerPPO as Trainer
@@ -41,9 +41,18 @@ from agentrl.train.rundir import load_run
 
 
 def make_trainer(
-    update_every: int, num_updates: int = 1, trial: int = 8, sink: bool = False
+    update_every: int,
+    num_updates: int = 1,
+    trial: int = 8,
+    sink: bool = False,
+    horizon: int | None = None,
+    model: dict | None = None,
+    **shape,
 ):
-    env = FlipBandit(num_arms=2, horizon=trial // 2)
+    """A tiny trainer on the flip bandit (episodes of ``horizon``, default
+    half the trial); ``model``: more ModelConfig fields, ``shape``:
+    TransformerShape fields to change."""
+    env = FlipBandit(num_arms=2, horizon=horizon or trial // 2)
     cfg = ModelConfig(
         num_layers=1,
         num_heads=2,
@@ -52,9 +61,10 @@ def make_trainer(
         dropout=0.0,
         max_steps=trial,
         attention_sink=sink,
+        **(model or {}),
     )
-    cfg = complete_model_config(cfg, env, RL2())
-    shape = TransformerShape(
+    cfg = complete_model_config(cfg, env, TransformerPPO())
+    fields = dict(
         num_envs=8,
         trial_steps=trial,
         update_every=update_every,
@@ -63,7 +73,7 @@ def make_trainer(
         num_updates=num_updates,
         grad_clip=0.5,
     )
-    return Trainer(env, shape, cfg, env.sample_params)
+    return Trainer(env, TransformerShape(**{**fields, **shape}), cfg, env.sample_params)
 
 
 def forward_logp(trainer, actor, buf):

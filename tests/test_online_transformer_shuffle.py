@@ -20,14 +20,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from test_online_rl2 import FlipBandit, hp
-from test_online_transformer import forward_logp
+from test_online_rl2 import hp
+from test_online_transformer import forward_logp, make_trainer
 
 from agentrl.algos import TransformerPPO
 from agentrl.models import ModelConfig
-from agentrl.models.config import complete_model_config
-from agentrl.online.transformer import TransformerPPO as Trainer
-from agentrl.online.transformer import TransformerShape, shuffle_episodes
+from agentrl.online.transformer import shuffle_episodes
 
 H = 4  # steps per episode
 
@@ -75,33 +73,16 @@ def test_nothing_moves_before_an_episode_is_complete():
         np.testing.assert_array_equal(out[name], buf[name])
 
 
-def make_trainer(shuffle: bool) -> Trainer:
-    env = FlipBandit(num_arms=2, horizon=H)
-    cfg = ModelConfig(
-        num_layers=1,
-        num_heads=2,
-        d_model=16,
-        d_ff=32,
-        dropout=0.0,
-        max_steps=3 * H,
-        positions="episode",
-    )
-    cfg = complete_model_config(cfg, env, TransformerPPO())
-    shape = TransformerShape(
-        num_envs=16,
-        trial_steps=3 * H,
-        update_every=H,
-        num_epochs=1,
-        num_minibatches=2,
-        num_updates=1,
-        grad_clip=0.5,
-        shuffle_episodes=H if shuffle else 0,
-    )
-    return Trainer(env, shape, cfg, env.sample_params)
-
-
 def test_the_trial_goes_on_over_the_shuffled_episodes():
-    trainer = make_trainer(shuffle=True)
+    trainer = make_trainer(
+        H,
+        trial=3 * H,
+        horizon=H,
+        model={"positions": "episode"},
+        num_envs=16,
+        num_epochs=1,
+        shuffle_episodes=H,
+    )
     state = trainer.init(jax.random.key(0), hp(lr=1e-2))
     _, metrics, buf, acting = jax.jit(trainer.run_trial)(state, hp(lr=1e-2))
     step = np.asarray(buf["step"])
