@@ -23,16 +23,18 @@ unclipped where ReLIC's habitat-baselines PPO clips it
 epochs of 4 minibatches, gradient norm 0.5, Adam at a constant 3e-4
 (ReLIC: 4 epochs of 2 steps, 0.2, Adam at 2e-4 with a cosine to 1e-5);
 3 layers of 4 heads (ReLIC's tiny policy: 2 of
-8) with Sink-KV only in ``cpu_long`` (``model.attention_sink``). The
-``relic`` preset takes all of those from ReLIC (measured below). Named,
-not matched in any preset: positions run across the trial (RoPE over
-the token's index) where ReLIC's policy restarts a learned position
-index each episode; a new episode's token carries the last step's
-action and reward (ReLIC feeds reward 0); old episodes are not
-shuffled; ReLIC's warm-up (10,000 env steps from 1e-3 of the rate,
-under one trial here) is left out; ReLIC clips the sum of 4
-minibatches' gradients at 0.2 where ours clips one minibatch's mean (the
-same direction; under Adam a step's scale matters little).
+8) with Sink-KV only in ``cpu_long`` (``model.attention_sink``);
+positions run across the trial (RoPE over the step's index) where
+ReLIC's policy restarts a learned position each episode and rotates by
+the episode's index, and a new episode's token carries the last step's
+action and reward where ReLIC feeds its start action and reward 0
+(``model.positions="episode"``); old episodes are not shuffled
+(``algo.shuffle_episodes``). The ``relic`` preset takes all of those
+from ReLIC (measured below). Named, not matched in any preset: ReLIC's
+warm-up (10,000 env steps from 1e-3 of the rate, under one trial here)
+is left out; ReLIC clips the sum of 4 minibatches' gradients at 0.2
+where ours clips one minibatch's mean (the same direction; under Adam a
+step's scale matters little).
 
 - ``smoke``: 5x5 room, trials of 2 episodes of 6 steps, 2 trials; plumbing.
 - ``cpu``: 64 envs, 150 trials (1.54M env steps; ~3.5 min of training a
@@ -65,17 +67,19 @@ same direction; under Adam a step's scale matters little).
   trials, still rising.
   ``benchmarks/results/repro_transformer_ppo_darkroom_cpu*.md``.
 - ``relic``: ReLIC's settings (the list above) on the cpu preset's 150
-  trials of 64 envs. Measured (session 64, ``agentrl reproduce
+  trials of 64 envs. Measured (session 65, ``agentrl reproduce
   transformer_ppo_darkroom --preset relic --seeds 5 --controls``, same
-  seeds, goals and keys as the cpu record; ~10-13 min a seed with its
-  evaluation, 58 min for the five on 2 shared cores): score over the
-  8-episode trial 0.42 [0.30, 0.54] (per seed 0.37, 0.36, 0.34, 0.49,
-  0.52), gain +0.36 [0.22, 0.48] from episode 1; it beats rewards zeroed /
-  shuffled and an empty context by +6.8 / +6.7 / +6.8 return (CIs above
-  0). Minus the cpu preset, paired per seed and goal: +1.27 [-1.30, 3.74]
+  seeds, goals and keys as the cpu record; ~10-12 min a seed with its
+  evaluation, 52 min for the five on 2 cores): score over the 8-episode
+  trial 0.40 [0.25, 0.55] (per seed 0.58, 0.32, 0.43, 0.42, 0.23), gain
+  +0.29 [0.18, 0.42] from episode 1; it beats rewards zeroed / shuffled
+  and an empty context by +6.5 / +6.5 / +6.7 return (CIs above 0). Minus
+  the cpu preset, paired per seed and goal: +0.92 [-2.43, 4.31]
   last-episodes return (``paired_transformer_ppo_darkroom_relic_vs_cpu``):
-  a higher score in 4 of 5 seeds, not resolved; target 0.8 not met.
-  ``repro_transformer_ppo_darkroom_relic.md``.
+  not resolved; target 0.8 not met. ``repro_transformer_ppo_darkroom_relic.md``.
+  Session 64's preset, without ReLIC's positions and shuffling: 0.42
+  [0.30, 0.54] (``repro_transformer_ppo_darkroom_relic_token_positions``);
+  today's minus it -0.34 [-3.84, 3.43] return (paired): not resolved.
 - ``cpu_long``: the long trial: 50 episodes (1,000 steps, the whole trial
   in context), partial updates every 100 steps, Sink-KV, 16 envs x 60
   trials (960k env steps; ~12 s a trial beside another run, ~13 min a

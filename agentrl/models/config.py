@@ -2,9 +2,9 @@
 
 Positional scheme (``positions="token"``, the default): rotary embeddings
 (RoPE) on queries and keys, indexed by token position, plus a *sliding
-attention window* of
-``max_steps`` steps (``max_steps * tokens_per_step`` tokens). Attention then
-depends only on relative distances inside the window, so
+attention window* of ``max_steps`` steps (``max_steps * tokens_per_step``
+tokens). Attention then depends only on relative distances inside the
+window, so
 
 - the full forward pass over a sequence longer than ``max_steps`` and the
   rolling KV cache (oldest steps drop out) compute exactly the same thing;

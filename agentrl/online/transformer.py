@@ -46,6 +46,12 @@ environments, each on a fresh training task:
   holds ``[B, K]`` activations and ``[B, H, K, L]`` scores: memory grows
   with the cache (linearly in L), not with the trial's ``[L, L]``. At the
   update's first epoch the outputs equal the whole-trial forward pass.
+- **shuffled old episodes** (ReLIC's ``shuffle_old_episodes``,
+  ``shuffle_episodes``): after each partial update the trial's complete
+  episodes change places per env (the one in progress stays last), and
+  the trial goes on over them in that order: the cache is re-encoded from
+  the shuffled buffer and the later updates train on it (needs the
+  model's per-episode positions, ``model.positions="episode"``).
 - **Sink-KV** (``model.attention_sink``): the models' learned per-head sink
   key and value; acting, re-encoding and training all use it (tested
   equal to the full forward pass with the sink on).
