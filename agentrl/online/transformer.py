@@ -703,13 +703,12 @@ class TransformerPPO:
         learner, m, scratch = self._update(tx, hp, carry, *span, k_perm)
         (actor, critic), cache, buf = learner.params, carry.cache, carry.buf
         if self.chunks > 1 and not full:
-            end = start + s.update_every
-            if s.shuffle_episodes:  # the context goes on in the new order
-                done = jnp.where(end < s.trial_steps, end, 0)  # none at the end
-                buf = shuffle_episodes(k_shuffle, buf, done, s.shuffle_episodes)
             # go on over the same context with the new weights (not after the
-            # trial's last chunk: upto 0 skips every piece)
+            # trial's last chunk: upto 0 skips every piece and shuffles none)
+            end = start + s.update_every
             upto = jnp.where(end < s.trial_steps, end, 0)
+            if s.shuffle_episodes:  # the context goes on in the new order
+                buf = shuffle_episodes(k_shuffle, buf, upto, s.shuffle_episodes)
             cache = self._encode(actor, buf, upto, into=cache)
         carry = carry._replace(
             actor=actor,
