@@ -29,12 +29,14 @@ ReLIC's policy restarts a learned position each episode and rotates by
 the episode's index, and a new episode's token carries the last step's
 action and reward where ReLIC feeds its start action and reward 0
 (``model.positions="episode"``); old episodes are not shuffled
-(``algo.shuffle_episodes``). The ``relic`` preset takes all of those
+(``algo.shuffle_episodes``); a step's gradient is its minibatch's mean
+where ReLIC sums 4 minibatches' means before its clip at 0.2
+(``algo.summed_minibatches``). The ``relic`` preset takes all of those
 from ReLIC (measured below). Named, not matched in any preset: ReLIC's
-warm-up (10,000 env steps from 1e-3 of the rate, under one trial here)
-is left out; ReLIC clips the sum of 4 minibatches' gradients at 0.2
-where ours clips one minibatch's mean (the same direction; under Adam a
-step's scale matters little).
+learning rate follows env steps after every partial update (a warm-up
+from 1e-3 of the rate over 10,000 env steps, then the cosine), ours the
+trials, one rate a trial, with no warm-up: here ReLIC's warm-up would end
+within the first of the 150 trials (10,240 env steps).
 
 - ``smoke``: 5x5 room, trials of 2 episodes of 6 steps, 2 trials; plumbing.
 - ``cpu``: 64 envs, 150 trials (1.54M env steps; ~3.5 min of training a
@@ -182,7 +184,10 @@ RELIC = {
     # the episode's index (add_sequence_idx_embed, sequence_embed_type: rope)
     "model.positions": "episode",
     "algo.num_epochs": 4,
-    "algo.num_minibatches": 2,  # 8 minibatches, gradients summed over 4
+    # num_mini_batch 8, grad_accum_mini_batches 4: 2 steps an epoch, each on
+    # the sum of 4 minibatches' mean-loss gradients, clipped at 0.2 as such
+    "algo.num_minibatches": 2,
+    "algo.summed_minibatches": 4,
     "algo.advantage_scope": "episode",
     "algo.full_update": True,
     "algo.normalize_advantages": False,

@@ -193,12 +193,13 @@ def test_the_relic_preset_takes_relics_ppo_on_the_cpu_presets_budget():
     assert _fields("transformer_ppo_darkroom", "relic", *model) == (
         2, 8, 64, 256, True, "episode",
     )  # fmt: skip
-    algo = ("algo.num_epochs", "algo.num_minibatches", "algo.advantage_scope",
+    algo = ("algo.num_epochs", "algo.num_minibatches",
+            "algo.summed_minibatches", "algo.advantage_scope",
             "algo.full_update", "algo.normalize_advantages",
             "algo.clip_values", "algo.reward_scale",
             "algo.shuffle_episodes")  # fmt: skip
     assert _fields("transformer_ppo_darkroom", "relic", *algo) == (
-        4, 2, "episode", True, False, True, 1.0, True,
+        4, 2, 4, "episode", True, False, True, 1.0, True,
     )  # fmt: skip
     train = ("train.lr", "train.weight_decay", "train.schedule",
              "train.cosine_end", "train.grad_clip", "train.warmup")  # fmt: skip

@@ -92,7 +92,14 @@ class TransformerPPO(Algorithm):
         ``model.positions="episode"`` (an episode's first token then reads
         no step of another episode). No effect when ``update_every`` is 0.
       num_epochs: PPO epochs per update.
-      num_minibatches: minibatches per epoch.
+      num_minibatches: minibatches per epoch (optimizer steps).
+      summed_minibatches: ReLIC's gradient accumulation
+        (``grad_accum_mini_batches``): each step's gradient is the sum of
+        the mean-loss gradients of this many equal parts of its minibatch,
+        i.e. this many times the minibatch mean's, clipped
+        (``train.grad_clip``) and fed to Adam as such. ReLIC's
+        ``num_mini_batch`` is ``num_minibatches`` times it. 1 (the
+        default): the mean's gradient.
       gamma: discount factor.
       gae_lambda: GAE's lambda.
       advantage_scope: where advantages stop: ``"trial"`` (only at the
@@ -122,6 +129,7 @@ class TransformerPPO(Algorithm):
     shuffle_episodes: bool = False
     num_epochs: int = 4
     num_minibatches: int = 4
+    summed_minibatches: int = 1
     gamma: float = traced(0.99)
     gae_lambda: float = traced(0.95)
     clip_eps: float = traced(0.2)
@@ -150,6 +158,11 @@ class TransformerPPO(Algorithm):
             is_int(self.update_every, 0),
             f"algo.update_every must be an int >= 0 (0: once per trial), got "
             f"{self.update_every!r}",
+        )
+        check(
+            is_int(self.summed_minibatches, 1),
+            f"algo.summed_minibatches must be an int >= 1 (1: a minibatch's "
+            f"mean gradient), got {self.summed_minibatches!r}",
         )
 
     def check(self, config: Any) -> None:

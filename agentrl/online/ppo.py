@@ -156,10 +156,11 @@ def hparam(hp: dict, name: str) -> jax.Array:
     return jnp.asarray(hp[name], jnp.float32)
 
 
-def trial_optimizer(shape: Any, hp: dict, update: jax.Array):
+def trial_optimizer(shape: Any, hp: dict, update: jax.Array, grad_scale: int = 1):
     """The online trainers' chain: :func:`agentrl.rl.ppo.optimizer` with
     Adam's ``eps=1e-5`` and ``b2=shape.adam_b2``, ``hp``'s weight decay and
-    learning rate, the rate scaled by ``shape.lr_shape(update)``."""
+    learning rate, the rate scaled by ``shape.lr_shape(update)``, the
+    gradient by ``grad_scale``."""
     lr = hparam(hp, "lr")
     if shape.lr_shape is not None:
         lr = lr * shape.lr_shape(update)
@@ -169,6 +170,7 @@ def trial_optimizer(shape: Any, hp: dict, update: jax.Array):
         eps=1e-5,
         weight_decay=hparam(hp, "weight_decay"),
         b2=shape.adam_b2,
+        grad_scale=grad_scale,
     )
 
 

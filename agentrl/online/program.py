@@ -131,6 +131,7 @@ def transformer_program(config: Any, env: Any) -> OnlineProgram:
         full_update=algo.full_update,
         normalize_advantages=algo.normalize_advantages,
         clip_values=algo.clip_values,
+        summed_minibatches=algo.summed_minibatches,
         shuffle_episodes=env.horizon if algo.shuffle_episodes else 0,
         episode_steps=env.horizon if algo.advantage_scope == "episode" else 0,
         init_log_std=algo.init_log_std,

@@ -93,6 +93,7 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import optax
 from flax import nnx
 
 from agentrl.models.transformer import DecisionModel
@@ -138,6 +139,10 @@ class TransformerShape:
     #: complete episodes change places (per env), every this many steps (the
     #: horizon); 0: off
     shuffle_episodes: int = 0
+    #: ReLIC's grad_accum_mini_batches: a step's gradient is the sum of this
+    #: many equal parts' mean-loss gradients (this many times the
+    #: minibatch's mean), clipped and fed to Adam as such
+    summed_minibatches: int = 1
 
 
 def episode_ends(start, length: int, episode_steps: int) -> jax.Array:
@@ -351,11 +356,16 @@ class TransformerPPO:
         """``[B, L, A]`` outputs of the model over whole token buffers."""
         return self.model(params)(obs, action, reward, deterministic=True).action
 
+    def _optimizer(self, hp: dict, update) -> optax.GradientTransformation:
+        """The actor's and critic's chain at trial ``update`` (summed
+        minibatches' gradients scaled as :func:`agentrl.rl.ppo.optimizer` says)."""
+        return trial_optimizer(self.shape, hp, update, self.shape.summed_minibatches)
+
     def init(self, key: jax.Array, hp: dict) -> TransformerState:
         del hp
         k_a, k_c, key = jax.random.split(key, 3)
         actor, critic = self._init_params(k_a, policy=True), self._init_params(k_c)
-        opt = trial_optimizer(self.shape, {"lr": 1.0, "weight_decay": 0.0}, 0)
+        opt = self._optimizer({"lr": 1.0, "weight_decay": 0.0}, 0)
         return TransformerState(
             actor, critic, opt.init((actor, critic)), key, jnp.zeros((), jnp.int32)
         )
@@ -526,7 +536,7 @@ class TransformerPPO:
             prev_reward=jnp.zeros((n,), jnp.float32),
             buf=self._empty_buffers(obs),
         )
-        tx = trial_optimizer(s, hp, state.update)
+        tx = self._optimizer(hp, state.update)
         keys = jax.random.split(k_chunks, chunks)
         carry, (m, acting) = key_scan(
             lambda c, xs: self._trial_chunk(tx, tasks, hp, c, xs),

@@ -225,18 +225,27 @@ def optimizer(
     eps: float = 1e-8,
     weight_decay: Any = None,
     b2: float = 0.999,
+    grad_scale: int = 1,
 ) -> optax.GradientTransformation:
-    """Global-norm clipping (``None``: none), Adam (second-moment decay
-    ``b2``), decoupled weight decay, the learning rate.
+    """The gradient times ``grad_scale``, global-norm clipping (``None``:
+    none), Adam (second-moment decay ``b2``), decoupled weight decay, the
+    learning rate.
 
     ``lr`` and ``weight_decay`` may be traced. ``weight_decay=None`` leaves
     the decay out of the chain (a decay of 0 would add ``0 * params``, and
-    change the optimizer state's structure).
+    change the optimizer state's structure); so does ``grad_scale=1`` its
+    scaling. ``grad_scale=k`` makes a step's gradient the sum of the
+    mean-loss gradients of ``k`` equal parts of its minibatch (PyTorch's
+    gradient accumulation over ``k`` minibatches, ReLIC's
+    ``grad_accum_mini_batches``): ``k`` times the whole minibatch's mean,
+    clipped as such.
     """
     clip = (
         optax.identity() if grad_clip is None else optax.clip_by_global_norm(grad_clip)
     )
     parts = [clip, optax.scale_by_adam(b2=b2, eps=eps)]
+    if grad_scale != 1:
+        parts.insert(0, optax.scale(float(grad_scale)))
     if weight_decay is not None:
         parts.append(optax.add_decayed_weights(weight_decay))
     return optax.chain(*parts, optax.scale(-lr))
