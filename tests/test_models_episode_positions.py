@@ -25,7 +25,12 @@ import pytest
 from flax import nnx
 from test_models_prefill import make as make_model
 from test_online_rl2 import FlipBandit, hp
-from test_online_transformer import forward_logp, make_trainer, random_buffer
+from test_online_transformer import (
+    forward_logp,
+    full_forward,
+    make_trainer,
+    random_buffer,
+)
 
 from agentrl.algos import AD, TransformerPPO
 from agentrl.models import DecisionModel, ModelConfig
@@ -39,6 +44,18 @@ def make(max_steps: int = 3 * E, **kw) -> DecisionModel:
     """test_models_prefill's tiny model with episode positions."""
     fields = {"attention_block": 4, "positions": "episode", "episode_steps": E}
     return make_model(max_steps, **{**fields, **kw})
+
+
+def compiled(model: DecisionModel, method: str, **static):
+    """``model.method(*args, **static)`` as one compiled program (run op by
+    op, a model's pass compiles each operation on its own)."""
+    graphdef, state = nnx.split(model)
+
+    @jax.jit
+    def call(state, *args):
+        return getattr(nnx.merge(graphdef, state), method)(*args, **static)
+
+    return lambda *args: call(state, *args)
 
 
 def inputs(t: int, seed: int = 1):
@@ -98,7 +115,7 @@ def test_rolling_decode_and_prefill_equal_the_full_pass(sink):
     t, window = 4 * E, 10
     model = make(max_steps=t, attention_sink=sink)
     obs, act, rew = inputs(t)
-    full = model(obs, act, rew, window=window).action
+    full = compiled(model, "__call__", window=window)(obs, act, rew).action
     graphdef, state = nnx.split(model)
 
     @jax.jit
@@ -113,9 +130,10 @@ def test_rolling_decode_and_prefill_equal_the_full_pass(sink):
         out, cache = step(cache, obs[:, i], prev_a, prev_r)
         outs.append(out.action)
     np.testing.assert_allclose(jnp.stack(outs, 1), full, rtol=1e-4, atol=1e-5)
-    whole = model(obs, act, rew).action
+    whole = compiled(model, "__call__")(obs, act, rew).action
+    prefill = compiled(model, "prefill", piece=E)
     for upto in (E + 1, 3 * E):
-        pre, _ = model.prefill(obs, act, rew, upto, piece=E)
+        pre, _ = prefill(obs, act, rew, upto)
         np.testing.assert_allclose(pre[:, :upto], whole[:, :upto], rtol=1e-4, atol=1e-5)
 
 
@@ -164,22 +182,31 @@ def test_only_transformer_ppo_takes_episode_positions_with_the_horizon():
     TransformerPPO().check(types.SimpleNamespace(model=config))
 
 
-def test_transformer_ppo_chunks_and_acting_equal_the_whole_trial_forward():
+def test_transformer_ppo_chunks_equal_the_whole_trial_forward():
     """Chunks of 4 over episodes of 6: a chunk attending to the prefix cache
-    gives the full forward's outputs, and the trial's logged log-probabilities
-    are the full forward's of the weights that acted."""
+    gives the full forward's outputs."""
     trainer = make_trainer(4, trial=12, sink=True, model={"positions": "episode"})
     assert trainer.config.episode_steps == 6
     actor = trainer._init_params(jax.random.key(1))
     buf = random_buffer(jax.random.key(2), 8, 12)
-    full = trainer.forward(actor, buf["obs"], buf["action"], buf["reward"])
+    full = full_forward(trainer, actor, buf)
     encode = jax.jit(trainer._encode)
+    chunk = jax.jit(trainer.chunk_forward, static_argnums=4)
     for start in (4, 8):
         prefix = encode(actor, buf, start)
-        part = trainer.chunk_forward(actor, prefix, buf, start, 4)
+        part = chunk(actor, prefix, buf, start, 4)
         np.testing.assert_allclose(
             part, full[:, start : start + 4], rtol=1e-4, atol=1e-5
         )
+
+
+@pytest.mark.long
+def test_transformer_ppo_acting_equals_the_whole_trial_forward():
+    """The trial's logged log-probabilities are the full forward's of the
+    weights that acted, in each of its 3 chunks (the fast guard of acting
+    with these positions: the shuffle test's last chunk,
+    ``test_online_transformer_shuffle.py``)."""
+    trainer = make_trainer(4, trial=12, sink=True, model={"positions": "episode"})
     state = trainer.init(jax.random.key(0), hp(lr=1e-2))
     _, metrics, buf, acting = jax.jit(trainer.run_trial)(state, hp(lr=1e-2))
     for c in range(3):

@@ -22,6 +22,7 @@ chunked forward/backward nested in scans: about a minute together on the
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -76,9 +77,17 @@ def make_trainer(
     return Trainer(env, TransformerShape(**{**fields, **shape}), cfg, env.sample_params)
 
 
+@functools.partial(jax.jit, static_argnums=0)
+def full_forward(trainer, params, buf):
+    """``[B, L, A]``: ``trainer``'s model of ``params`` over the whole token
+    buffer (one compiled program per trainer, not one per operation)."""
+    return trainer.forward(params, buf["obs"], buf["action"], buf["reward"])
+
+
+@functools.partial(jax.jit, static_argnums=0)
 def forward_logp(trainer, actor, buf):
-    logits = trainer.forward(actor, buf["obs"], buf["action"], buf["reward"])
-    logp = jax.nn.log_softmax(logits)
+    """``[B, L]`` log-probabilities of the buffer's actions under ``actor``."""
+    logp = jax.nn.log_softmax(full_forward(trainer, actor, buf))
     return jnp.take_along_axis(logp, buf["action"][..., None], -1)[..., 0]
 
 
@@ -150,7 +159,7 @@ def test_chunk_over_the_prefix_cache_equals_the_full_forward(sink):
     trainer = make_trainer(update_every=4, trial=12, sink=sink)
     actor = trainer._init_params(jax.random.key(1))
     buf = random_buffer(jax.random.key(2), 8, 12)
-    full = trainer.forward(actor, buf["obs"], buf["action"], buf["reward"])
+    full = full_forward(trainer, actor, buf)
     model = trainer.model(actor)
     stepwise = model.init_cache(8, 12)
     caches = [stepwise]
@@ -484,9 +493,7 @@ def test_advantages_stop_where_the_scope_says(scope, update_every):
     hp = trial_hparams(lr=0.0, reward_scale=0.5, gamma=0.9, gae_lambda=0.8)
     state = trainer.init(jax.random.key(1), hp)
     _, metrics, buf, _ = jax.jit(trainer.run_trial)(state, hp)
-    value = np.asarray(
-        trainer.forward(state.critic, buf["obs"], buf["action"], buf["reward"])[..., 0]
-    )
+    value = np.asarray(full_forward(trainer, state.critic, buf)[..., 0])
     episode_ends = (np.arange(12) + 1) % 6 == 0
     ends, other_ends = (
         (episode_ends, np.zeros(12, bool))

@@ -21,6 +21,7 @@ import math
 import jax
 import numpy as np
 import pytest
+from test_online_transformer import full_forward
 
 from agentrl.algos import TransformerPPO
 from agentrl.envs.point_robot import PointRobot
@@ -77,7 +78,7 @@ def test_logged_logp_is_the_gaussian_of_the_acting_weights(update_every):
     assert np.abs(raw).max() > 1.0  # some samples were clipped: the test bites
     for c in range(chunks):
         actor = jax.tree.map(lambda x, c=c: x[c], acting)
-        mean = trainer.forward(actor, buf["obs"], buf["action"], buf["reward"])
+        mean = full_forward(trainer, actor, buf)
         mean = np.asarray(mean) / MAX_ACTION
         if c == 0:  # the mean head starts near the box centre
             assert np.abs(mean).max() < 0.2

@@ -27,7 +27,7 @@ import jax
 import numpy as np
 import pytest
 from test_online_rl2 import hp
-from test_online_transformer import forward_logp, make_trainer
+from test_online_transformer import forward_logp, full_forward, make_trainer
 
 from agentrl.algos import TransformerPPO
 
@@ -68,7 +68,7 @@ def test_the_last_update_trains_on_the_whole_trial():
         trainer = full_update_trainer(4) if full else make_trainer(4)
         state = trainer.init(jax.random.key(0), params)
         _, metrics, buf, _ = jax.jit(trainer.run_trial)(state, params)
-        critic = trainer.forward(state.critic, buf["obs"], buf["action"], buf["reward"])
+        critic = full_forward(trainer, state.critic, buf)
         values, rewards = np.asarray(critic[..., 0]), np.asarray(buf["reward"])
         first = numpy_gae(values[:, :4], rewards[:, :4], values[:, 4], gamma, lam)
         if full:
@@ -138,7 +138,7 @@ def test_unnormalised_advantages_enter_the_policy_loss_as_they_are():
     trainer = full_update_trainer(8, full_update=False, normalize_advantages=False)
     state = trainer.init(jax.random.key(0), params)
     _, metrics, buf, _ = jax.jit(trainer.run_trial)(state, params)
-    critic = trainer.forward(state.critic, buf["obs"], buf["action"], buf["reward"])
+    critic = full_forward(trainer, state.critic, buf)
     values, rewards = np.asarray(critic[..., 0]), np.asarray(buf["reward"])
     adv = numpy_gae(values, rewards, 0.0, gamma, lam)
     assert abs(adv.mean()) > 0.05

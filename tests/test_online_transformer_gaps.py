@@ -3,7 +3,12 @@
 import jax
 import numpy as np
 import pytest
-from test_online_transformer import forward_logp, make_trainer, reference_advantages
+from test_online_transformer import (
+    forward_logp,
+    full_forward,
+    make_trainer,
+    reference_advantages,
+)
 from test_online_transformer_continuous import MAX_ACTION, gaussian_logp
 from test_online_transformer_continuous import make_trainer as point_robot_trainer
 
@@ -77,7 +82,7 @@ def test_rewards_enter_the_advantages_scaled():
     _, metrics, buf, _ = jax.jit(trainer.run_trial)(state, hp)
     reward = np.asarray(buf["reward"])
     assert 0 < reward.mean() < 1
-    value = trainer.forward(state.critic, buf["obs"], buf["action"], buf["reward"])
+    value = full_forward(trainer, state.critic, buf)
     adv = reference_advantages(
         np.asarray(value[..., 0]), reward * 0.5, np.zeros(8, bool), 0.9, 0.8, 4
     )

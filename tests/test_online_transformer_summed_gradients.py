@@ -9,8 +9,9 @@ a step's gradient is 4 times the mean over its 4 minibatches, and the clip
 at 0.2 acts on that. Checked here: the optimizer's ``grad_scale`` against
 the sum of the parts' gradients fed to a plain clip and Adam (steps whose
 norms sit on either side of the clip, so scaling after the clip would
-differ), the trainer's partial and full updates against a trainer whose
-loss is the sum of the parts' means, and the field reaching the trainer.
+differ), the trainer's chain, its partial and full updates against a
+trainer whose loss is the sum of the parts' means (``long``), and the
+field reaching the trainer.
 """
 
 from __future__ import annotations
@@ -94,6 +95,40 @@ class SummedLoss(Trainer):
         return self.parts * loss, metrics
 
 
+def test_the_trainers_chain_scales_the_gradient_before_the_clip():
+    """The chain the trainer builds (at init and for every trial) is
+    :func:`agentrl.rl.ppo.optimizer`'s with ``grad_scale`` its field: two
+    steps, the first clipped only when scaled (Adam's first step alone is
+    blind to a uniform scale)."""
+    base = make_trainer(4, grad_clip=0.5)
+    trainer = Trainer(
+        base.env,
+        dataclasses.replace(base.shape, summed_minibatches=4),
+        base.config,
+        base.sample_task,
+    )
+    w = jnp.array([0.5, -0.3, 0.2])
+    # norms 0.245 and 0.0245: 4 times the first is above the clip
+    steps = [
+        (jnp.array([0.2, 0.1, -0.1]), None),
+        (jnp.array([0.01, -0.02, 0.01]), None),
+    ]
+    params = hp(lr=0.1)
+
+    def given(w, g, _):
+        return g
+
+    def summed(w, g, _):
+        return 4 * g
+
+    ours = _steps(trainer._optimizer(params, 0), given, steps, w)
+    want = _steps(optimizer(0.1, 0.5, eps=1e-5), summed, steps, w)
+    plain = _steps(base._optimizer(params, 0), given, steps, w)
+    np.testing.assert_allclose(ours, want, rtol=1e-6)
+    assert float(jnp.max(jnp.abs(plain - want))) > 1e-3  # the check could fail
+
+
+@pytest.mark.long
 def test_the_trainers_updates_equal_the_summed_parts_loss():
     """Two trials of a partial update and a full one: the trainer with
     ``summed_minibatches=4`` ends where the one whose loss is 4 times the

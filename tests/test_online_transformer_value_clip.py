@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from test_online_rl2 import hp
-from test_online_transformer import make_trainer
+from test_online_transformer import full_forward, make_trainer
 
 from agentrl.algos import TransformerPPO
 from agentrl.online.transformer import TransformerPPO as Trainer
@@ -73,7 +73,7 @@ class ValueProbe(Trainer):
         return loss, {**metrics, "batch_value": batch["value"].mean()}
 
 
-@pytest.mark.parametrize("update_every", [8, 4])
+@pytest.mark.parametrize("update_every", [pytest.param(8, marks=pytest.mark.long), 4])
 def test_the_batch_holds_the_critic_values_the_targets_were_computed_with(
     update_every,
 ):
@@ -86,7 +86,7 @@ def test_the_batch_holds_the_critic_values_the_targets_were_computed_with(
     params = hp(lr=0.0)
     state = trainer.init(jax.random.key(0), params)
     _, metrics, buf, _ = jax.jit(trainer.run_trial)(state, params)
-    critic = trainer.forward(state.critic, buf["obs"], buf["action"], buf["reward"])
+    critic = full_forward(trainer, state.critic, buf)
     values = np.asarray(critic[..., 0])
     assert values.std() > 1e-3  # the check could fail
     np.testing.assert_allclose(
