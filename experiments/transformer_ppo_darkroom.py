@@ -69,19 +69,25 @@ within the first of the 150 trials (10,240 env steps).
   trials, still rising.
   ``benchmarks/results/repro_transformer_ppo_darkroom_cpu*.md``.
 - ``relic``: ReLIC's settings (the list above) on the cpu preset's 150
-  trials of 64 envs. Measured (session 65, ``agentrl reproduce
+  trials of 64 envs. Measured (session 66, ``agentrl reproduce
   transformer_ppo_darkroom --preset relic --seeds 5 --controls``, same
-  seeds, goals and keys as the cpu record; ~10-12 min a seed with its
-  evaluation, 52 min for the five on 2 cores): score over the 8-episode
-  trial 0.40 [0.25, 0.55] (per seed 0.58, 0.32, 0.43, 0.42, 0.23), gain
-  +0.29 [0.18, 0.42] from episode 1; it beats rewards zeroed / shuffled
-  and an empty context by +6.5 / +6.5 / +6.7 return (CIs above 0). Minus
-  the cpu preset, paired per seed and goal: +0.92 [-2.43, 4.31]
-  last-episodes return (``paired_transformer_ppo_darkroom_relic_vs_cpu``):
-  not resolved; target 0.8 not met. ``repro_transformer_ppo_darkroom_relic.md``.
-  Session 64's preset, without ReLIC's positions and shuffling: 0.42
-  [0.30, 0.54] (``repro_transformer_ppo_darkroom_relic_token_positions``);
-  today's minus it -0.34 [-3.84, 3.43] return (paired): not resolved.
+  seeds, goals and keys as the cpu record; 10-22 min a seed with its
+  evaluation on 2 cores shared with test runs, 76 min for the five):
+  score over the 8-episode trial 0.45 [0.31, 0.59] (per seed
+  0.37, 0.36, 0.58, 0.42, 0.51), gain +0.34 [0.22, 0.45] from episode 1;
+  it beats rewards zeroed / shuffled and an empty context by +7.2 / +7.2
+  / +7.4 return (CIs above 0); sample-then-greedy chosen on validation
+  goals in every seed. Minus the cpu preset, paired per seed and goal:
+  +1.65 [-0.80, 3.84] last-episodes return
+  (``paired_transformer_ppo_darkroom_relic_vs_cpu``): not resolved;
+  target 0.8 not met. ``repro_transformer_ppo_darkroom_relic.md``.
+  Earlier forms of the preset, on the same seeds: session 65's, each
+  step on its minibatch's mean gradient: 0.40 [0.25, 0.55]
+  (``repro_transformer_ppo_darkroom_relic_mean_gradients``; today's
+  minus it +0.73 [-3.01, 4.09] return, paired); session 64's, also
+  without ReLIC's positions and shuffling: 0.42 [0.30, 0.54]
+  (``repro_transformer_ppo_darkroom_relic_token_positions``; session
+  65's minus it -0.34 [-3.84, 3.43]). None of the differences resolved.
 - ``cpu_long``: the long trial: 50 episodes (1,000 steps, the whole trial
   in context), partial updates every 100 steps, Sink-KV, 16 envs x 60
   trials (960k env steps; ~12 s a trial beside another run, ~13 min a
