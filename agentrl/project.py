@@ -97,8 +97,10 @@ def locate(name: str, folder: str, what: str, known: list[str] | None = None) ->
 def load(path: Path | str) -> ModuleType:
     """Execute the Python file at ``path`` as a module, its folder on ``sys.path``.
 
-    Every call executes the file afresh (an edited experiment is re-read);
-    the modules it imports are cached as usual.
+    Every call compiles the file's text as it is now (an edited experiment
+    is re-read): never cached bytecode, whose check by the source's mtime
+    in whole seconds and its size missed an edit of the same length made
+    within a second. The modules it imports are cached as usual.
     """
     path = Path(path).absolute()
     folder = str(path.parent)
@@ -116,7 +118,8 @@ def load(path: Path | str) -> ModuleType:
     # the file look their module up in sys.modules
     sys.modules[name] = module
     try:
-        spec.loader.exec_module(module)
+        code = compile(path.read_bytes(), str(path), "exec", dont_inherit=True)
+        exec(code, module.__dict__)
     except BaseException:
         sys.modules.pop(name, None)
         raise

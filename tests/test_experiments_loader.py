@@ -98,3 +98,22 @@ def test_a_file_named_like_a_standard_module_does_not_replace_it(
     (tmp_path / "json.py").write_text("VALUE = 3\n")
     assert load(tmp_path / "json.py").VALUE == 3
     assert sys.modules["json"] is json
+
+
+def test_an_edit_is_read_even_where_bytecode_is_cached(
+    tmp_path, restore_imports, monkeypatch
+):
+    """Bytecode is checked by the source's mtime (whole seconds) and size: an
+    edit of the same length within a second once ran the old code."""
+    import os
+
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    monkeypatch.setattr(sys, "pycache_prefix", str(tmp_path / "pyc"))
+    path = tmp_path / "my_settings.py"
+    path.write_text("VALUE = 6\n")
+    stamp = os.stat(path).st_mtime_ns
+    assert load(path).VALUE == 6
+    path.write_text("VALUE = 9\n")
+    os.utime(path, ns=(stamp, stamp))  # the same mtime and size as before
+    assert load(path).VALUE == 9
+    assert not (tmp_path / "pyc").exists()  # nothing cached, nothing left
