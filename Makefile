@@ -20,7 +20,7 @@ UV_VERSION := 0.13.9
 # Python's bytecode is cached, in the venv's own folder: with
 # PYTHONDONTWRITEBYTECODE set (as on this project's machines) and uv's
 # install (which compiles nothing), every process the tests start compiled
-# jax, flax and the tests from source again (6 s to import agentrl.cli
+# jax, flax and the tests from source again (6 s to import jax, flax and optax
 # instead of 2; pytest's assertion rewriting of 300 test files in each
 # worker). The source tree stays free of __pycache__ folders.
 export PYTHONDONTWRITEBYTECODE :=
