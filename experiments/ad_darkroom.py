@@ -35,9 +35,11 @@ Presets (times measured on the 2-core CPU of the development machine):
   two days' machines, README). Expected: the held-out return rises over
   the first few episodes.
 - ``cpu``: ``agentrl reproduce ad_darkroom --preset cpu`` — as
-  ``demo`` with 2,000 steps and 50 evaluation episodes; about 6 minutes a
-  seed. Target (issue): mean normalized score of the last 10 of 50 episodes
-  >= 0.75, first episode clearly lower. With any-step windows and the
+  ``demo`` with 2,000 steps and 50 evaluation episodes; about 4 minutes a
+  seed (219 s for seed 0, data, validation choice and test included, no
+  controls: 2-core AMD EPYC, quiet, session 67). Target (issue): mean
+  normalized score of the last 10 of 50 episodes >= 0.75, first episode
+  clearly lower. With any-step windows and the
   validation protocol (each seed its own data and split), re-run in
   session 45 with batches drawn on the device (Intel Xeon), 8 seeds x 8
   test goals: score 0.61 [0.47, 0.74], return 1.4 -> 10.3 [7.9, 12.5];
