@@ -4,6 +4,7 @@ folder), by path from anywhere, and they import the modules beside them."""
 
 from __future__ import annotations
 
+import os
 import sys
 import textwrap
 
@@ -105,8 +106,6 @@ def test_an_edit_is_read_even_where_bytecode_is_cached(
 ):
     """Bytecode is checked by the source's mtime (whole seconds) and size: an
     edit of the same length within a second once ran the old code."""
-    import os
-
     monkeypatch.setattr(sys, "dont_write_bytecode", False)
     monkeypatch.setattr(sys, "pycache_prefix", str(tmp_path / "pyc"))
     path = tmp_path / "my_settings.py"
