@@ -241,3 +241,74 @@ def test_random_return_stops_at_each_tasks_own_episode_length():
     got = np.asarray(metrics.random_return(env, params))
     mean = float(np.mean(p.means))
     np.testing.assert_allclose(got, [5 * mean, 3 * mean], rtol=1e-5)
+
+
+def test_switching_expected_regret_measures_each_step_against_its_own_best_arm():
+    # The best arm's mean changes from step to step (0.9, then 0.4): each
+    # step's gap is against that step's best, not the first step's.
+    means = jnp.array([[[0.9, 0.1], [0.2, 0.4], [0.2, 0.4]]])  # [task, step, arm]
+    regret = metrics.expected_regret(jnp.array([[0, 1, 0]]), means)
+    np.testing.assert_allclose(regret, [[0.0, 0.0, 0.2]], atol=1e-6)
+
+
+def test_a_reference_below_random_still_scores_only_zero_width_is_undefined():
+    # |oracle - random| decides "nothing to learn": a reference return below
+    # random's (a source that never converged) gives a score, not NaN.
+    score = metrics.normalized_score(
+        np.array([[4.0, 2.0]]), np.array([4.0]), np.array([2.0])
+    )
+    np.testing.assert_allclose(score, [[0.0, 1.0]])
+
+
+def recording(statistic: str):
+    """``(statistic, calls)``: ``statistic`` that keeps every value it returns."""
+    calls = []
+
+    def stat(x):
+        calls.append(metrics.STATISTICS[statistic](x))
+        return calls[-1]
+
+    return stat, calls
+
+
+@pytest.mark.parametrize("confidence", [0.95, 0.8])
+def test_the_interval_is_the_bootstrap_statistics_central_percentiles(confidence):
+    rng = np.random.default_rng(0)
+    stat, calls = recording("mean")
+    low, high = metrics.bootstrap_ci(
+        rng.normal(size=(3, 20)), stat, num_samples=400, confidence=confidence
+    )
+    resampled = calls[-1][:, 0]  # [sample]: the last call, after the point's
+    assert resampled.shape == (400,)
+    tail = (1 - confidence) / 2
+    np.testing.assert_allclose(
+        [low, high], np.quantile(resampled, [tail, 1 - tail]), rtol=1e-12
+    )
+
+
+def test_both_draws_whole_runs_and_runs_draws_a_run_per_task():
+    # Run r scores r on every task. "both" resamples whole runs (then tasks
+    # within them), so a resample's mean is a mean of 3 run values: a
+    # multiple of 1/3; "runs" (rliable) draws a run per task, so its means
+    # fall between those too.
+    scores = np.repeat(np.arange(3.0)[:, None], 5, axis=1)  # [run, task]
+    thirds = {}
+    for resample in ("both", "runs"):
+        stat, calls = recording("mean")
+        metrics.bootstrap_ci(scores, stat, num_samples=300, resample=resample)
+        means = calls[-1][:, 0] * 3
+        thirds[resample] = np.allclose(means, np.round(means))
+    assert thirds == {"both": True, "runs": False}
+
+
+def test_fewer_than_six_tasks_never_resolve_however_clear():
+    five = metrics.paired_ci([1.0, 1.1, 0.9, 1.2, 1.05])
+    assert five["ci"][0] > 0 and not five["resolved"]
+    assert metrics.paired_ci([1.0, 1.1, 0.9, 1.2, 1.05, 1.0])["resolved"]
+
+
+def test_a_recorded_resolution_is_judged_again_by_todays_task_count():
+    # Records from before MIN_RESOLVING_TASKS called 2 tasks resolved.
+    assert not metrics.is_resolved({"resolved": True, "tasks": 2})
+    assert metrics.is_resolved({"resolved": True, "tasks": 6})
+    assert not metrics.is_resolved({"resolved": False, "tasks": 40})

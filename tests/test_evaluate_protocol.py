@@ -758,3 +758,18 @@ def test_a_small_validation_share_still_gets_one_task():
     s = split_task_ids(10, 0.5, seed=0, validation_share=0.05)
     assert s.validation.tolist() == [5]
     assert s.test.tolist() == [0, 1, 8, 9]
+
+
+def test_checkpoint_candidates_are_the_complete_steps_oldest_first(tmp_path):
+    # Oldest first, so that a tie in the scan goes to the earlier checkpoint;
+    # a step without orbax's metadata (a save cut short) is no candidate.
+    from agentrl.evaluate.selection import checkpoint_candidates
+
+    for step in (10, 2, 300, 7):
+        (tmp_path / "checkpoints" / str(step)).mkdir(parents=True)
+        if step != 7:
+            (tmp_path / "checkpoints" / str(step) / "_CHECKPOINT_METADATA").touch()
+    cands = checkpoint_candidates(tmp_path, {"acting": "greedy"})
+    assert [c.step for c in cands] == [2, 10, 300]
+    assert [c.name for c in cands] == ["step2", "step10", "step300"]
+    assert all(c.eval == {"acting": "greedy"} for c in cands)
