@@ -478,3 +478,54 @@ def test_padding_after_a_short_episode_is_zero_in_every_field():
     for name in ("obs", "action", "reward", "done"):
         assert (batch[name][~mask] == 0).all(), name
         assert (batch[name][mask] != 0).all(), name
+
+
+def test_any_start_without_a_spare_episode_starts_at_an_episode_start():
+    # Four episodes of 3 steps (ends 2, 5, 8, 11); windows of 2 episodes 2
+    # apart, "any" start: count - n * k = 0 leaves no episode to run on
+    # into, so the window is episodes (0, 2) or (1, 3) from their first step.
+    done = np.zeros((1, 12), bool)
+    done[0, [2, 5, 8, 11]] = True
+    spec = BatchSpec(
+        kind="windows", batch_size=16, length=6, num_steps=12, num_records=1,
+        num_episodes=2, episode_stride=2, window_start="any",
+    )  # fmt: skip
+    tables = jax.device_put(index_tables(spec, done, np.zeros(1, np.int32)))
+    index = _draws(spec, tables)
+    windows = {tuple(row) for row in index["idx"].reshape(-1, 6).tolist()}
+    assert windows == {(0, 1, 2, 6, 7, 8), (3, 4, 5, 9, 10, 11)}
+    assert index["mask"].all()
+
+
+def test_dpt_context_starts_reach_the_last_window_of_known_successors():
+    # Step 3 only truncated and step 7 (the record's last) have no stored
+    # successor: the context steps are 0, 1, 2, 4, 5, 6, and windows of 3
+    # start at any of the first 4, the last one included.
+    done = np.zeros((1, 8), bool)
+    done[0, [3, 7]] = True
+    spec = BatchSpec(
+        kind="context_set", batch_size=16, length=3, num_steps=8, num_records=1
+    )
+    assert not spec.contiguous
+    tables = index_tables(
+        spec, done, np.zeros(1, np.int32), terminated=np.zeros((1, 8), bool)
+    )
+    index = _draws(spec, jax.device_put(tables))
+    windows = {tuple(row) for row in index["idx"].reshape(-1, 3).tolist()}
+    assert windows == {(0, 1, 2), (1, 2, 4), (2, 4, 5), (4, 5, 6)}
+
+
+def test_batch_keys_are_apart_from_the_models_rng_streams():
+    # The model's nnx.Rngs(seed) folds a counter into key(seed) for every
+    # draw of its streams (parameters, dropout); batches of the same seed
+    # must not reuse those keys.
+    from flax import nnx
+
+    rngs = nnx.Rngs(3)
+    model_keys = [rngs.params() for _ in range(8)] + [rngs.dropout() for _ in range(8)]
+    model = {tuple(np.asarray(jax.random.key_data(k)).tolist()) for k in model_keys}
+    batches = {
+        tuple(np.asarray(jax.random.key_data(batch_key(3, s))).tolist())
+        for s in range(16)
+    }
+    assert len(batches) == 16 and not batches & model
