@@ -214,6 +214,17 @@ def test_verdict_needs_every_control_beaten_with_a_ci_above_zero():
     )
     d = few["controls"]["zero_rewards"]
     assert d["low"] > 3.5 and d["pairs"] == 3 and not d["beaten"]
+    # ahead on 1 of 11 tasks, level on the rest: the CI's low end is exactly
+    # 0 (a resample misses that task with probability 0.35), not above it
+    level = np.zeros((11, 12))
+    ahead = level.copy()
+    ahead[0] = 1.0
+    tie = icl_verdict([_er(ahead)], {"zero_rewards": [_er(level)]})
+    d = tie["controls"]["zero_rewards"]
+    assert d["low"] == 0.0 and d["pairs"] == 11 and not d["beaten"]
+    # a control that does not apply to the learner is refused, not counted
+    with pytest.raises(ValueError, match="do not apply"):
+        icl_verdict(good, all_worse, applicable=CONTROLS[:3])
 
 
 def test_a_paired_difference_needs_the_same_tasks_and_episodes():
@@ -240,6 +251,11 @@ def test_a_paired_difference_needs_the_same_tasks_and_episodes():
     assert paired_difference([drawn([1, 2, 3])], [drawn([1, 2, 3])], 2)["pairs"] == 3
     with pytest.raises(ValueError, match="not evaluated on the same tasks"):
         paired_difference([drawn([1, 2, 3])], [drawn([1, 2, 4])], 2)
+    # results evaluated apart must show their tasks agree: neither ids nor
+    # oracle returns pass within one run (a method and its controls), not so
+    assert paired_difference([run(4)], [run(4)], 2)["pairs"] == 3
+    with pytest.raises(ValueError, match="cannot be shown"):
+        paired_difference([run(4)], [run(4)], 2, shown=True)
 
 
 def test_choice_margin_is_paired_per_task_and_names_the_runner_up():
