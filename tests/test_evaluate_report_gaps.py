@@ -70,4 +70,8 @@ def test_episodes_to_threshold_is_the_median_curve_and_last_k_is_capped():
     s = summarize({"m": r}, last_k=10, num_samples=200, threshold=0.5)["m"]
     reach = s["episodes_to_threshold"]
     assert (reach["median"], reach["reached"]) == (1.0, 0.75)
+    # the mean curve (0.45) never reaches 0.5, where the median one (0.6)
+    # does at once: censored at episodes + 1
+    assert reach["mean_curve"] == EPISODES + 1
+    assert s["curve"]["episode"] == list(range(1, EPISODES + 1))  # 1-based
     assert s["last_k"] == EPISODES and "return last 3" in _row({"m": s})
