@@ -11,7 +11,8 @@ from model_factory import make_model
 from test_agents_window import fed_scores
 
 from agentrl import envs
-from agentrl.algos.dt import dt_loss, dt_observation, returns_to_go
+from agentrl.agents.agent import Step
+from agentrl.algos.dt import DTState, dt_loss, dt_observation, returns_to_go
 from agentrl.evaluate import run_batched_agent
 from agentrl.models import DecisionModel, ModelConfig
 from agentrl.train.config import complete_config
@@ -206,3 +207,36 @@ def test_dt_loss_conditions_each_step_on_its_return_to_go():
         jnp.asarray(tokens), batch["action"], batch["reward"], deterministic=True
     )
     np.testing.assert_allclose(out.action, want.action, atol=1e-6)
+
+
+class _Recorder:
+    """An inner agent that keeps the step it is handed (DT's tokens)."""
+
+    def update(self, state, step):
+        return step
+
+
+def test_acting_tokens_carry_the_return_to_go_before_and_after_each_step():
+    # Two tasks at returns-to-go 5 and 3 get rewards 1 and 2; the second's
+    # episode ends. The step's token holds the return-to-go it was acted at,
+    # the next token (reset_obs) the one after: 5 - 1 = 4, and the target 5
+    # again where an episode ended (the long test checks whole evaluations).
+    env, config, model = _dt_model_and_config()
+    agent = config.algo.make_agent(model, env, 12, config)
+    agent.inner = _Recorder()
+    scale, target = config.algo.rtg_scale, TARGET
+    state = DTState(None, jnp.array([5.0, 3.0]))
+    step = Step(
+        obs=jnp.array([0, 1]),
+        action=jnp.array([0, 0]),
+        reward=jnp.array([1.0, 2.0]),
+        next_obs=jnp.array([2, 3]),
+        terminated=jnp.array([False, False]),
+        truncated=jnp.array([False, True]),
+        reset_obs=jnp.array([2, 4]),
+    )
+    seen, next_rtg = agent.update(state, step)
+    np.testing.assert_allclose(next_rtg, [4.0, target])
+    np.testing.assert_allclose(seen.obs[:, -1], np.array([5.0, 3.0]) / scale)
+    np.testing.assert_allclose(seen.reset_obs[:, -1], np.array([4.0, target]) / scale)
+    np.testing.assert_array_equal(seen.reset_obs[:, :-1].argmax(-1), [2, 4])
