@@ -81,3 +81,33 @@ def test_each_prediction_reads_its_transitions_next_state():
     a, a2 = np.asarray(out.action), np.asarray(out2.action)
     np.testing.assert_allclose(a2[:, :4], a[:, :4], atol=1e-6)
     assert np.abs(a2[:, 4:] - a[:, 4:]).max(axis=(0, 2)).min() > 1e-4
+
+
+def test_the_loss_and_accuracy_read_the_positions_the_reference_trains():
+    # A stand-in model with fixed logits (no transformer: this runs in the
+    # fast suite beside the long test above): the loss is the label's NLL
+    # averaged over positions 1..N (position 0, the query alone, is left
+    # out), the accuracy DPT is judged by is the last position's argmax.
+    from types import SimpleNamespace
+
+    from agentrl.models.heads import ModelOutput
+
+    rng = np.random.default_rng(2)
+    b, arms = 3, 4
+    logits = jnp.asarray(rng.normal(size=(b, N + 1, arms)), jnp.float32)
+    label = jnp.array([0, 1, 2], jnp.int32)
+    logits = logits.at[:, -1].set(jax.nn.one_hot(jnp.array([0, 3, 2]), arms) * 5)
+    model = SimpleNamespace(
+        config=SimpleNamespace(head="categorical"),
+        predict_query=lambda *a, **k: ModelOutput(logits, None, {}),
+    )
+    fields = ("query_obs", "context_obs", "context_action", "context_reward")
+    batch = {**dict.fromkeys((*fields, "context_next_obs")), "label": label}
+    loss, metrics, _ = dpt_loss(model, batch, deterministic=True)
+    nll = -jnp.take_along_axis(
+        jax.nn.log_softmax(logits, -1), label[:, None, None], -1
+    )[..., 0]
+    np.testing.assert_allclose(float(loss), float(nll[:, 1:].mean()), rtol=1e-6)
+    assert abs(float(nll[:, 1:].mean()) - float(nll[:, 2:].mean())) > 1e-3
+    assert abs(float(nll[:, 1:].mean()) - float(nll.mean())) > 1e-3
+    np.testing.assert_allclose(float(metrics["accuracy_full_context"]), 2 / 3)
