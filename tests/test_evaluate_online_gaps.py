@@ -120,3 +120,17 @@ def test_offline_dpt_samples_when_not_greedy():
     # greedy breaks the tie to arm 0 (the paying one); uniform draws pay a third
     np.testing.assert_array_equal(greedy.returns, HORIZON)
     assert sampled.returns.mean() < 0.6 * HORIZON
+
+
+def test_the_reference_key_is_no_tasks_key():
+    # Task i of a method runs on split(key, n)[i], which is fold_in(key, i)
+    # (the premise of reference_key's salt); the random baseline's key must
+    # be none of them, or its episodes would replay a task's own draws.
+    from agentrl.evaluate.evaluate import reference_key
+
+    key = jax.random.key(7)
+    data = jax.random.key_data
+    tasks = np.asarray(data(jax.random.split(key, 4096)))
+    np.testing.assert_array_equal(tasks[3], data(jax.random.fold_in(key, 3)))
+    ref = np.asarray(data(reference_key(key)))
+    assert not (tasks == ref).all(-1).any()
