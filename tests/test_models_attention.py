@@ -339,3 +339,26 @@ def test_remat_gives_the_same_outputs_and_gradients():
         jax.tree.leaves(nnx.state(g0)), jax.tree.leaves(nnx.state(g1)), strict=True
     ):
         np.testing.assert_allclose(b, a, atol=1e-6, rtol=1e-5)
+
+
+def test_rope_rotates_half_split_pairs_at_the_standard_frequencies():
+    # Dh = 4, base 10,000: pairs (0, 2) and (1, 3) turn by pos * 10000**(-i/2)
+    x = jnp.eye(4)[None, :, None, :]  # [B=1, T=4 unit vectors, H=1, Dh=4]
+    pos = jnp.array([1, 1, 3, 3])
+    got = np.asarray(attention.rope(x, pos, 10_000.0))[0, :, 0]
+    c1, s1, c3, s3 = np.cos(1.0), np.sin(1.0), np.cos(0.03), np.sin(0.03)
+    want = [[c1, 0, s1, 0], [0, np.cos(0.01), 0, np.sin(0.01)],
+            [-np.sin(3.0), 0, np.cos(3.0), 0], [0, -s3, 0, c3]]  # fmt: skip
+    np.testing.assert_allclose(got, want, atol=1e-6)
+
+
+def test_rope_scores_depend_on_the_positions_difference_only():
+    q, k = jax.random.normal(jax.random.key(0), (2, 1, 1, 1, 8))
+    score = lambda i, j: float(  # noqa: E731
+        jnp.sum(
+            attention.rope(q, jnp.array([i]), 100.0)
+            * attention.rope(k, jnp.array([j]), 100.0)
+        )
+    )
+    assert score(7, 3) == pytest.approx(score(4, 0), abs=1e-5)
+    assert score(7, 3) != pytest.approx(score(7, 4), abs=1e-3)
