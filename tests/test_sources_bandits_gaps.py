@@ -90,6 +90,10 @@ def test_an_untried_arm_goes_first(agent):
     break the tie among untried arms at random; UCB1.0 takes the lowest."""
     state = _stats([3.0, 5.0, 0.0, 4.0], [2.7, 4.5, 0.0, 3.6])
     assert set(_acts(agent, state, 6)[:200]) == {2}
+    # after one paid pull (t = 1, so UCB1's bonus log t is 0) an untried
+    # arm still goes first, however well the tried one paid
+    one_paid = _stats([1.0, 0.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0])
+    assert 0 not in set(_acts(agent, one_paid, 8)[:200])
     fresh = _stats(np.zeros(4), np.zeros(4))
     shares = _shares(_acts(agent, fresh, 7), 4)
     if isinstance(agent, bandits.UCBDPT):
