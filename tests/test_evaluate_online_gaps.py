@@ -129,8 +129,8 @@ def test_the_reference_key_is_no_tasks_key():
     from agentrl.evaluate.evaluate import reference_key
 
     key = jax.random.key(7)
-    data = jax.random.key_data
-    tasks = np.asarray(data(jax.random.split(key, 4096)))
-    np.testing.assert_array_equal(tasks[3], data(jax.random.fold_in(key, 3)))
+    data, clone = jax.random.key_data, jax.random.clone  # one key, read 3 ways
+    tasks = np.asarray(data(jax.random.split(clone(key), 4096)))
+    np.testing.assert_array_equal(tasks[3], data(jax.random.fold_in(clone(key), 3)))
     ref = np.asarray(data(reference_key(key)))
     assert not (tasks == ref).all(-1).any()
