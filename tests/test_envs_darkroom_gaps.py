@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from agentrl import envs
+from agentrl.envs import grid
 from agentrl.envs.darkroom import DarkRoomState
 from agentrl.envs.grid import DOWN, LEFT, NOOP, RIGHT, UP
 
@@ -132,3 +133,17 @@ def test_hard_optimal_return_counts_a_goal_exactly_horizon_steps_away():
     # the oracle gets there on the last step: reward 1, terminated
     out = walk(env, env.params_for_task(jnp.int32(4)), _at([0, 0]), [RIGHT] * 4)
     assert out[-1] == (4, 1.0, True) and [r for _, r, _ in out[:-1]] == [0, 0, 0]
+
+
+def test_the_oracle_closes_the_first_coordinate_first():
+    # DPT's reference oracle (envs/darkroom_env.py opt_action) moves along
+    # state[0] until it matches the goal's, then along state[1]: both are
+    # shortest paths, but the labels DPT trains on are that one's.
+    def steer(pos, goal):
+        return int(grid.steer(jnp.array(pos), jnp.array(goal)))
+
+    assert steer([0, 0], [2, 3]) == RIGHT
+    assert steer([3, 3], [1, 0]) == LEFT
+    assert steer([2, 0], [2, 3]) == DOWN
+    assert steer([2, 3], [2, 0]) == UP
+    assert steer([2, 2], [2, 2]) == NOOP
