@@ -252,3 +252,18 @@ def test_grid_encoding_takes_grid_size_from_the_environment():
         complete_model_config(
             ModelConfig(obs_encoding="grid"), make("bernoulli_bandit"), AD()
         )
+
+
+def test_the_feed_forward_is_gpt2s_tanh_gelu_between_two_linears():
+    # GPT-2's MLP (the DPT reference's model; HF's "gelu_new" is GELU's tanh
+    # form): fc2(gelu(fc1(h))), not ReLU's, not the erf form's
+    from agentrl.models.transformer import MLP
+
+    mlp = MLP(4, 8, rngs=nnx.Rngs(0))
+    h = 2.0 * jax.random.normal(jax.random.key(1), (3, 4))
+    hidden = mlp.fc1(h)
+    tanh_form = jnp.tanh(np.sqrt(2 / np.pi) * (hidden + 0.044715 * hidden**3))
+    want = mlp.fc2(0.5 * hidden * (1 + tanh_form))
+    np.testing.assert_allclose(mlp(h), want, atol=1e-5)
+    for other in (jax.nn.relu(hidden), jax.nn.gelu(hidden, approximate=False)):
+        assert np.abs(np.asarray(mlp.fc2(other) - want)).max() > 1e-4
