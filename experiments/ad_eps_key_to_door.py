@@ -81,7 +81,7 @@ the reference's do).
   (derived from the code, not run): longer than its 300k updates, so its
   rate rises linearly the whole run and never decays, where ours warms up
   for 10,000 and decays by a cosine to 0; its embedding, three tokens per
-  step and fp16 as ``ad_eps_darkroom``'s. Its Adam betas (0.9, 0.99) and
+  step, fp16 and exact GELU as ``ad_eps_darkroom``'s. Its Adam betas (0.9, 0.99) and
   dropout rates (attention weights 0.5, residual 0.1, embedding 0.3;
   ``ad_dark_key2door.py`` lines 44-46 and 51) are matched
   (``ad_eps_darkroom.REFERENCE_ADAM_AND_DROPOUT``). Data: the reference's script
