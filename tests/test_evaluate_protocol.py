@@ -251,8 +251,8 @@ def test_a_paired_difference_needs_the_same_tasks_and_episodes():
     assert paired_difference([drawn([1, 2, 3])], [drawn([1, 2, 3])], 2)["pairs"] == 3
     with pytest.raises(ValueError, match="not evaluated on the same tasks"):
         paired_difference([drawn([1, 2, 3])], [drawn([1, 2, 4])], 2)
-    # results evaluated apart must show their tasks agree: neither ids nor
-    # oracle returns pass within one run (a method and its controls), not so
+    # results with neither ids nor oracle returns pair within one run (a
+    # method and its controls), but not when evaluated apart (shown=True)
     assert paired_difference([run(4)], [run(4)], 2)["pairs"] == 3
     with pytest.raises(ValueError, match="cannot be shown"):
         paired_difference([run(4)], [run(4)], 2, shown=True)
