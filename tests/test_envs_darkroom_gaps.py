@@ -10,9 +10,8 @@ import numpy as np
 import pytest
 
 from agentrl import envs
-from agentrl.envs import grid
 from agentrl.envs.darkroom import DarkRoomState
-from agentrl.envs.grid import DOWN, LEFT, NOOP, RIGHT, UP
+from agentrl.envs.grid import DOWN, LEFT, NOOP, RIGHT, UP, steer
 
 
 def _at(pos):
@@ -139,11 +138,11 @@ def test_the_oracle_closes_the_first_coordinate_first():
     # DPT's reference oracle (envs/darkroom_env.py opt_action) moves along
     # state[0] until it matches the goal's, then along state[1]: both are
     # shortest paths, but the labels DPT trains on are that one's.
-    def steer(pos, goal):
-        return int(grid.steer(jnp.array(pos), jnp.array(goal)))
+    def action(pos, goal):
+        return int(steer(jnp.array(pos), jnp.array(goal)))
 
-    assert steer([0, 0], [2, 3]) == RIGHT
-    assert steer([3, 3], [1, 0]) == LEFT
-    assert steer([2, 0], [2, 3]) == DOWN
-    assert steer([2, 3], [2, 0]) == UP
-    assert steer([2, 2], [2, 2]) == NOOP
+    assert action([0, 0], [2, 3]) == RIGHT
+    assert action([3, 3], [1, 0]) == LEFT
+    assert action([2, 0], [2, 3]) == DOWN
+    assert action([2, 3], [2, 0]) == UP
+    assert action([2, 2], [2, 2]) == NOOP

@@ -346,9 +346,13 @@ def test_rope_rotates_half_split_pairs_at_the_standard_frequencies():
     x = jnp.eye(4)[None, :, None, :]  # [B=1, T=4 unit vectors, H=1, Dh=4]
     pos = jnp.array([1, 1, 3, 3])
     got = np.asarray(attention.rope(x, pos, 10_000.0))[0, :, 0]
-    c1, s1, c3, s3 = np.cos(1.0), np.sin(1.0), np.cos(0.03), np.sin(0.03)
-    want = [[c1, 0, s1, 0], [0, np.cos(0.01), 0, np.sin(0.01)],
-            [-np.sin(3.0), 0, np.cos(3.0), 0], [0, -s3, 0, c3]]  # fmt: skip
+
+    def turn(angle, first):  # unit vector e_first (pair partner +2) turned
+        c, s = np.cos(angle), np.sin(angle)
+        return [[c, 0, s, 0], [0, c, 0, s], [-s, 0, c, 0], [0, -s, 0, c]][first]
+
+    # unit vector i at position p turns by p * freq of its pair (1, then 0.01)
+    want = [turn(1.0, 0), turn(0.01, 1), turn(3.0, 2), turn(0.03, 3)]
     np.testing.assert_allclose(got, want, atol=1e-6)
 
 
