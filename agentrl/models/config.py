@@ -28,6 +28,7 @@ import math
 from typing import Any, ClassVar
 
 from agentrl.checks import is_int, is_number
+from agentrl.models.activations import FFN_ACTIVATIONS
 
 OBS_KINDS = ("discrete", "continuous")
 OBS_ENCODINGS = ("table", "grid")
@@ -75,6 +76,10 @@ class ModelConfig:
       action_kind: ``"discrete"`` or ``"continuous"``.
       action_size: number of actions, or action dimension.
       num_layers, num_heads, d_model, d_ff: transformer shape (pre-norm).
+      ffn_activation: the nonlinearity of every feed-forward layer, the MoE
+        experts' included: ``"gelu_tanh"`` (GPT-2's, the default),
+        ``"gelu"`` (exact), ``"relu"`` or ``"leaky_relu"`` (slope 0.01); which
+        reference uses which: :mod:`agentrl.models.activations`.
       dropout: residual and embedding dropout rate (training only), for
         each of the two sites its own field leaves unset.
       embedding_dropout: dropout rate on the input tokens (after the
@@ -159,6 +164,7 @@ class ModelConfig:
     num_heads: int = 8
     d_model: int = 128
     d_ff: int = 512
+    ffn_activation: str = "gelu_tanh"
     dropout: float = 0.0
     embedding_dropout: float | None = None
     residual_dropout: float | None = None
@@ -210,6 +216,7 @@ class ModelConfig:
         _choice("attention", self.attention, ATTENTIONS)
         _choice("compute_dtype", self.compute_dtype, COMPUTE_DTYPES)
         _choice("positions", self.positions, POSITIONS)
+        _choice("ffn_activation", self.ffn_activation, tuple(FFN_ACTIVATIONS))
         if self.positions == "episode" and self.token_layout != "step":
             raise ValueError(
                 "ModelConfig.positions='episode' needs token_layout='step', got "

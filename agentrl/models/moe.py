@@ -12,7 +12,8 @@
   T2MIR's code). The estimator asks whether an expert is in the top-k of
   the *noisy* logits, as Shazeer et al.; T2MIR's code compares the noise
   term alone with the threshold (docs/fidelity.md, item 15).
-- Experts: ``E`` independent GELU FFNs ``d -> h -> d_out``. Dispatch is
+- Experts: ``E`` independent FFNs ``d -> h -> d_out`` (the model's
+  ``ffn_activation``, GPT-2's GELU by default). Dispatch is
   "blocked" (the default: token-expert pairs sorted by expert into blocks of
   one expert each, MegaBlocks-style, one batched matmul over the blocks:
   top-k FLOPs plus at most ``E (bs - 1)`` padding rows), "sorted" (sort,
@@ -30,6 +31,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from agentrl.models.activations import FFN_ACTIVATIONS
 from agentrl.models.precision import mixed_einsum
 
 NOISE_EPS = 1e-2
@@ -131,24 +133,37 @@ class Router(nnx.Module):
 
 
 class Experts(nnx.Module):
-    """``E`` GELU feed-forward experts ``d_in -> hidden -> d_out``."""
+    """``E`` feed-forward experts ``d_in -> hidden -> d_out``, ``activation``
+    between (a name in :data:`~agentrl.models.activations.FFN_ACTIVATIONS`)."""
 
     def __init__(
-        self, num_experts: int, d_in: int, hidden: int, d_out: int, *, rngs, dtype=F32
+        self,
+        num_experts: int,
+        d_in: int,
+        hidden: int,
+        d_out: int,
+        *,
+        rngs,
+        dtype=F32,
+        activation: str = "gelu_tanh",
     ):
         self.dtype = dtype  # matmul operands (float32 accumulation and output)
+        self.activation = activation
         init = nnx.initializers.lecun_normal(in_axis=-2, out_axis=-1, batch_axis=0)
         self.w1 = nnx.Param(init(rngs.params(), (num_experts, d_in, hidden)))
         self.b1 = nnx.Param(jnp.zeros((num_experts, hidden)))
         self.w2 = nnx.Param(init(rngs.params(), (num_experts, hidden, d_out)))
         self.b2 = nnx.Param(jnp.zeros((num_experts, d_out)))
 
+    def _act(self, h: jax.Array) -> jax.Array:
+        return FFN_ACTIVATIONS[self.activation](h)
+
     def dense(self, x: jax.Array, gates: jax.Array) -> jax.Array:
         """Every expert on every token: ``x [N, d]``, ``gates [N, E]`` -> ``[N, o]``."""
         c = self.dtype
         w1, w2 = self.w1[...].astype(c), self.w2[...].astype(c)
         h = mixed_einsum("nd,edh->neh", x.astype(c), w1)
-        h = jax.nn.gelu(h + self.b1[...]).astype(c)
+        h = self._act(h + self.b1[...]).astype(c)
         y = mixed_einsum("neh,eho->neo", h, w2)
         return jnp.einsum("ne,neo->no", gates, y + self.b2[...])
 
@@ -189,7 +204,7 @@ class Experts(nnx.Module):
         w1 = self.w1[...].astype(c)[block_expert]
         w2 = self.w2[...].astype(c)[block_expert]
         h = mixed_einsum("bnd,bdh->bnh", xs, w1)
-        h = jax.nn.gelu(h + self.b1[...][block_expert][:, None]).astype(c)
+        h = self._act(h + self.b1[...][block_expert][:, None]).astype(c)
         y = mixed_einsum("bnh,bho->bno", h, w2)
         y = (y + self.b2[...][block_expert][:, None]).reshape(rows, -1)
         y = y * row_w[:, None]
@@ -208,7 +223,7 @@ class Experts(nnx.Module):
         w1, w2 = self.w1[...].astype(c), self.w2[...].astype(c)
         xs = x.astype(c)[tok]
         h = jax.lax.ragged_dot(xs, w1, sizes, preferred_element_type=F32)
-        h = jax.nn.gelu(h + self.b1[...][expert]).astype(c)
+        h = self._act(h + self.b1[...][expert]).astype(c)
         y = jax.lax.ragged_dot(h, w2, sizes, preferred_element_type=F32)
         y = (y + self.b2[...][expert]) * w.reshape(-1)[order][:, None]
         return jnp.zeros((n, y.shape[-1]), y.dtype).at[tok].add(y)
@@ -229,11 +244,20 @@ class MoE(nnx.Module):
         *,
         rngs,
         dtype=F32,
+        activation: str = "gelu_tanh",
     ):
         self.top_k = top_k
         self.dispatch = dispatch
         self.router = Router(d_in, num_experts, noisy, rngs=rngs)
-        self.experts = Experts(num_experts, d_in, hidden, d_out, rngs=rngs, dtype=dtype)
+        self.experts = Experts(
+            num_experts,
+            d_in,
+            hidden,
+            d_out,
+            rngs=rngs,
+            dtype=dtype,
+            activation=activation,
+        )
 
     def __call__(self, x: jax.Array, route_in: jax.Array, deterministic: bool):
         """``x, route_in [N, d]`` -> ``(y [N, o], gates [N, E], load [E], logits)``."""
@@ -260,6 +284,7 @@ class T2MIRFeedForward(nnx.Module):
             d_out=half,
             hidden=c.expert_hidden,
             dtype=jnp.dtype(c.compute_dtype),
+            activation=c.ffn_activation,
         )
         self.token_moe = MoE(
             **common,

@@ -21,6 +21,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from agentrl.models.activations import FFN_ACTIVATIONS
 from agentrl.models.attention import (
     CausalSelfAttention,
     KVCache,
@@ -40,14 +41,25 @@ from agentrl.models.precision import dtype_of, mixed_linear
 
 
 class MLP(nnx.Module):
-    """Dense GELU feed-forward ``d -> d_ff -> d`` (``dtype`` matmuls, float32 out)."""
+    """Dense feed-forward ``d -> d_ff -> d``: ``fc2(act(fc1 h))``, ``act`` named
+    by ``activation`` (:data:`~agentrl.models.activations.FFN_ACTIVATIONS`;
+    ``dtype`` matmuls, float32 out)."""
 
-    def __init__(self, d_model: int, d_ff: int, *, rngs, dtype=jnp.float32):
+    def __init__(
+        self,
+        d_model: int,
+        d_ff: int,
+        *,
+        rngs,
+        dtype=jnp.float32,
+        activation: str = "gelu_tanh",
+    ):
         self.fc1 = mixed_linear(d_model, d_ff, dtype, rngs=rngs)
         self.fc2 = mixed_linear(d_ff, d_model, dtype, rngs=rngs)
+        self.activation = activation  # a name: static, and equal across models
 
     def __call__(self, h: jax.Array) -> jax.Array:
-        return self.fc2(jax.nn.gelu(self.fc1(h)))
+        return self.fc2(FFN_ACTIVATIONS[self.activation](self.fc1(h)))
 
 
 class Block(nnx.Module):
@@ -76,7 +88,11 @@ class Block(nnx.Module):
             self.ffn = T2MIRFeedForward(c, rngs=rngs)
         else:
             self.ffn = MLP(
-                c.d_model, c.d_ff, rngs=rngs, dtype=dtype_of(c.compute_dtype)
+                c.d_model,
+                c.d_ff,
+                rngs=rngs,
+                dtype=dtype_of(c.compute_dtype),
+                activation=c.ffn_activation,
             )
         # residual dropout: on the attention's and the FFN's outputs
         self.drop = nnx.Dropout(c.residual_dropout_rate, rngs=rngs)
