@@ -1,9 +1,10 @@
-"""The learning-rate shape every learner's optimizer follows (a pure optax schedule)."""
+"""The learning-rate shapes the learners' optimizers follow (pure optax schedules)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import jax.numpy as jnp
 import optax
 
 
@@ -29,3 +30,25 @@ def schedule_shape(train: Any) -> optax.Schedule:
         [optax.linear_schedule(0.0, 1.0, warmup), optax.constant_schedule(1.0)],
         [warmup],
     )
+
+
+def warmup_cosine_shape(
+    warmup: int, start: float, length: int, schedule: str, end: float
+) -> optax.Schedule:
+    """Learning-rate multiplier of a count ``s`` (ReLIC's, PyTorch's
+    ``LinearLR`` then ``CosineAnnealingLR`` stepped to ``s``): linear from
+    ``start`` at 0 to 1 at ``warmup`` (none when 0), then cosine from 1 at
+    ``warmup`` to ``end`` at ``warmup + length`` (``schedule="cosine"``;
+    its end value beyond) or flat (``"constant"``)."""
+    after = (
+        optax.cosine_decay_schedule(1.0, max(length, 1), alpha=end)
+        if schedule == "cosine"
+        else optax.constant_schedule(1.0)
+    )
+    if warmup == 0:
+        return after
+
+    def rise(count):  # start + (1 - start) x the fraction: no cancellation at 0
+        return start + (1.0 - start) * jnp.minimum(count, warmup) / warmup
+
+    return optax.join_schedules([rise, after], [warmup])

@@ -31,12 +31,12 @@ action and reward where ReLIC feeds its start action and reward 0
 (``model.positions="episode"``); old episodes are not shuffled
 (``algo.shuffle_episodes``); a step's gradient is its minibatch's mean
 where ReLIC sums 4 minibatches' means before its clip at 0.2
-(``algo.summed_minibatches``). The ``relic`` preset takes all of those
-from ReLIC (measured below). Named, not matched in any preset: ReLIC's
-learning rate follows env steps after every partial update (a warm-up
-from 1e-3 of the rate over 10,000 env steps, then the cosine), ours the
-trials, one rate a trial, with no warm-up: here ReLIC's warm-up would end
-within the first of the 150 trials (10,240 env steps).
+(``algo.summed_minibatches``); a learning-rate schedule counts trials
+(one rate a trial, no warm-up) where ReLIC recomputes the rate from
+the env steps before every update, with a warm-up from 1e-3 of the rate
+over 10,000 env steps (``algo.lr_clock="env_steps"``; here the warm-up
+ends at the second trial's second update, the sixth of the run's 600).
+The ``relic`` preset takes all of those from ReLIC (measured below).
 
 - ``smoke``: 5x5 room, trials of 2 episodes of 6 steps, 2 trials; plumbing.
 - ``cpu``: 64 envs, 150 trials (1.54M env steps; ~3.5 min of training a
@@ -201,8 +201,15 @@ RELIC = {
     "algo.shuffle_episodes": True,  # shuffle_old_episodes
     "algo.reward_scale": 1.0,
     "train.lr": 2e-4,
+    # the rate recomputed from the env steps counted before every update
+    # (_step_sched): warm-up from 1e-3 of it over 10,000 env steps
+    # (warmup_total_iters, warmup_start_factor), then the cosine to eta_min
+    # 1e-5 of 2e-4 over the run's env steps (lrsched_T_max: total_num_steps)
+    "algo.lr_clock": "env_steps",
+    "algo.lr_warmup_env_steps": 10_000,
+    "algo.lr_warmup_start": 1e-3,
     "train.schedule": "cosine",
-    "train.cosine_end": 0.05,  # eta_min 1e-5 of 2e-4
+    "train.cosine_end": 0.05,
     "train.grad_clip": 0.2,
 }
 CHANGES["relic"] = {**CHANGES["cpu"], **RELIC}

@@ -186,8 +186,10 @@ def test_the_relic_preset_takes_relics_ppo_on_the_cpu_presets_budget():
     steps (8 minibatches, gradients summed over 4), GAE stopped at episode
     ends, one full update ending the trial, advantages not normalised,
     habitat-baselines' clipped value loss, rewards unscaled; Adam without
-    decay at 2e-4, cosine to 1e-5, gradient norm 0.2. The trials, envs,
-    data, budget and evaluation are the cpu preset's."""
+    decay at 2e-4, gradient norm 0.2, the rate recomputed from the env
+    steps before every update: warm-up from 1e-3 of it over 10,000 env
+    steps, then cosine to 1e-5. The trials, envs, data, budget and
+    evaluation are the cpu preset's (whose rate keeps one value a trial)."""
     model = ("model.num_layers", "model.num_heads", "model.d_model",
              "model.d_ff", "model.attention_sink", "model.positions")  # fmt: skip
     assert _fields("transformer_ppo_darkroom", "relic", *model) == (
@@ -197,9 +199,11 @@ def test_the_relic_preset_takes_relics_ppo_on_the_cpu_presets_budget():
             "algo.summed_minibatches", "algo.advantage_scope",
             "algo.full_update", "algo.normalize_advantages",
             "algo.clip_values", "algo.reward_scale",
-            "algo.shuffle_episodes")  # fmt: skip
+            "algo.shuffle_episodes", "algo.lr_clock",
+            "algo.lr_warmup_env_steps", "algo.lr_warmup_start")  # fmt: skip
     assert _fields("transformer_ppo_darkroom", "relic", *algo) == (
-        4, 2, 4, "episode", True, False, True, 1.0, True,
+        4, 2, 4, "episode", True, False, True, 1.0, True, "env_steps",
+        10_000, 1e-3,
     )  # fmt: skip
     train = ("train.lr", "train.weight_decay", "train.schedule",
              "train.cosine_end", "train.grad_clip", "train.warmup")  # fmt: skip
@@ -215,3 +219,4 @@ def test_the_relic_preset_takes_relics_ppo_on_the_cpu_presets_budget():
         assert getattr(relic.algo, field) == getattr(cpu.algo, field), field
     for field in ("steps", "log_every", "checkpoint_every", "adam_b2"):
         assert getattr(relic.train, field) == getattr(cpu.train, field), field
+    assert cpu.algo.lr_clock == "trial"  # the cpu record's one rate a trial

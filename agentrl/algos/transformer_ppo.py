@@ -52,13 +52,15 @@ import agentrl.envs.spaces as spaces
 from agentrl.agents.rolling import rolling_cache_agent
 from agentrl.algos.base import Algorithm, check, register_algorithm
 from agentrl.algos.rl2 import check_finite, check_ppo_trials
-from agentrl.checks import is_int
+from agentrl.checks import is_int, is_number
 from agentrl.configtools import traced
 from agentrl.envs.base import env_horizon
 from agentrl.online.program import transformer_program
 
 #: where transformer PPO's advantages stop (``TransformerPPO.advantage_scope``)
 ADVANTAGE_SCOPES = ("trial", "episode")
+#: what transformer PPO's learning-rate schedule counts (``lr_clock``)
+LR_CLOCKS = ("trial", "env_steps")
 
 
 @register_algorithm
@@ -100,6 +102,23 @@ class TransformerPPO(Algorithm):
         (``train.grad_clip``) and fed to Adam as such. ReLIC's
         ``num_mini_batch`` is ``num_minibatches`` times it. 1 (the
         default): the mean's gradient.
+      lr_clock: what the learning rate's schedule counts. ``"trial"`` (the
+        default): trials, one rate a trial (``train.schedule`` over
+        ``train.steps``, ``train.warmup`` of them). ``"env_steps"``: ReLIC's
+        clock, the rate recomputed before every update (partial and full)
+        from the env steps of all envs counted so far (ReLIC's counter lags
+        an update behind:
+        :meth:`agentrl.online.transformer.TransformerPPO.lr_count`): a
+        linear warm-up from ``lr_warmup_start`` of the rate over
+        ``lr_warmup_env_steps`` env steps, then ``train.schedule`` (its
+        cosine to ``train.cosine_end`` of the rate) over the run's env
+        steps after it (ReLIC's ``LinearLR`` then ``CosineAnnealingLR``,
+        ``T_max`` its ``total_num_steps``); ``train.warmup`` must then be 0.
+      lr_warmup_env_steps: ``lr_clock="env_steps"``'s warm-up, in env steps
+        (ReLIC's Dark Room ``warmup_total_iters``: 10,000); 0: none. Must
+        be 0 with ``lr_clock="trial"``.
+      lr_warmup_start: the warm-up's first rate, a fraction of the rate in
+        ``(0, 1]`` (ReLIC's ``warmup_start_factor``: 1e-3).
       gamma: discount factor.
       gae_lambda: GAE's lambda.
       advantage_scope: where advantages stop: ``"trial"`` (only at the
@@ -130,6 +149,9 @@ class TransformerPPO(Algorithm):
     num_epochs: int = 4
     num_minibatches: int = 4
     summed_minibatches: int = 1
+    lr_clock: str = "trial"
+    lr_warmup_env_steps: int = 0
+    lr_warmup_start: float = 1e-3
     gamma: float = traced(0.99)
     gae_lambda: float = traced(0.95)
     clip_eps: float = traced(0.2)
@@ -164,9 +186,40 @@ class TransformerPPO(Algorithm):
             f"algo.summed_minibatches must be an int >= 1 (1: a minibatch's "
             f"mean gradient), got {self.summed_minibatches!r}",
         )
+        self._check_lr_clock()
+
+    def _check_lr_clock(self) -> None:
+        """The learning-rate clock's fields (see the class docstring)."""
+        check(
+            self.lr_clock in LR_CLOCKS,
+            f"algo.lr_clock must be one of {LR_CLOCKS}, got {self.lr_clock!r}",
+        )
+        check(
+            is_int(self.lr_warmup_env_steps, 0),
+            f"algo.lr_warmup_env_steps must be an int >= 0 (0: no warm-up), got "
+            f"{self.lr_warmup_env_steps!r}",
+        )
+        check(
+            self.lr_clock == "env_steps" or self.lr_warmup_env_steps == 0,
+            "algo.lr_warmup_env_steps counts env steps: it needs "
+            f"algo.lr_clock='env_steps', got lr_clock={self.lr_clock!r} (the "
+            "trial clock's warm-up is train.warmup_steps)",
+        )
+        start = self.lr_warmup_start
+        check(
+            is_number(start) and 0 < start <= 1,
+            f"algo.lr_warmup_start must be a number in (0, 1] (the warm-up's "
+            f"first rate, a fraction of train.lr), got {start!r}",
+        )
 
     def check(self, config: Any) -> None:
         super().check(config)
+        if self.lr_clock == "env_steps":
+            check(
+                config.train.warmup == 0,
+                "algo.lr_clock='env_steps' warms up over algo.lr_warmup_env_steps: "
+                f"train.warmup_steps must be 0, got {config.train.warmup}",
+            )
         check(
             not self.shuffle_episodes or config.model.positions == "episode",
             "algo.shuffle_episodes needs model.positions='episode' (with token "

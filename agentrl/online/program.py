@@ -21,7 +21,7 @@ from agentrl.envs.tasks import DEFAULT_VALIDATION_SHARE
 from agentrl.models.config import complete_model_config
 from agentrl.online.ppo import HPARAMS, PPOShape, TrialPPO
 from agentrl.online.transformer import TransformerPPO, TransformerShape
-from agentrl.schedule import schedule_shape
+from agentrl.schedule import schedule_shape, warmup_cosine_shape
 
 
 def training_tasks(env: Any, data: Any):
@@ -125,8 +125,12 @@ def transformer_program(config: Any, env: Any) -> OnlineProgram:
     """
     algo = config.algo
     trial_steps = algo.trial_episodes * env.horizon
+    common = _common(config, env)
+    if algo.lr_clock == "env_steps":
+        common["lr_shape"] = env_step_shape(config, trial_steps)
     shape = TransformerShape(
         trial_steps=trial_steps,
+        lr_clock=algo.lr_clock,
         update_every=algo.update_every or trial_steps,
         full_update=algo.full_update,
         normalize_advantages=algo.normalize_advantages,
@@ -135,11 +139,28 @@ def transformer_program(config: Any, env: Any) -> OnlineProgram:
         shuffle_episodes=env.horizon if algo.shuffle_episodes else 0,
         episode_steps=env.horizon if algo.advantage_scope == "episode" else 0,
         init_log_std=algo.init_log_std,
-        **_common(config, env),
+        **common,
     )
     model = complete_model_config(config.model, env, algo)
     return OnlineProgram(
         TransformerPPO(env, shape, model, training_tasks(env, config.data))
+    )
+
+
+def env_step_shape(config: Any, trial_steps: int):
+    """Transformer PPO's rate multiplier over env steps
+    (``algo.lr_clock="env_steps"``, ReLIC's): the warm-up from
+    ``algo.lr_warmup_start`` of the rate over ``algo.lr_warmup_env_steps``,
+    then ``train.schedule`` (to ``train.cosine_end``) over the run's env
+    steps (``train.schedule_length`` trials of ``algo.num_envs`` x
+    ``trial_steps``; ReLIC's ``lrsched_T_max``, its ``total_num_steps``)."""
+    algo, train = config.algo, config.train
+    return warmup_cosine_shape(
+        algo.lr_warmup_env_steps,
+        algo.lr_warmup_start,
+        train.schedule_length * algo.num_envs * trial_steps,
+        train.schedule,
+        train.cosine_end,
     )
 
 

@@ -52,6 +52,12 @@ environments, each on a fresh training task:
   the trial goes on over them in that order: the cache is re-encoded from
   the shuffled buffer and the later updates train on it (needs the
   model's per-episode positions, ``model.positions="episode"``).
+- **the learning rate's clock** (``lr_clock``): ``"trial"`` gives every
+  update of trial ``u`` the rate ``lr x lr_shape(u)``; ``"env_steps"``
+  recomputes it before every update from ReLIC's env-step counter
+  (:meth:`TransformerPPO.lr_count`, ReLIC's ``_step_sched`` after each
+  update), ``lr_shape`` then a shape over env steps (ReLIC's warm-up and
+  cosine, :func:`agentrl.schedule.warmup_cosine_shape`).
 - **Sink-KV** (``model.attention_sink``): the models' learned per-head sink
   key and value; acting, re-encoding and training all use it (tested
   equal to the full forward pass with the sink on).
@@ -143,6 +149,10 @@ class TransformerShape:
     #: many equal parts' mean-loss gradients (this many times the
     #: minibatch's mean), clipped and fed to Adam as such
     summed_minibatches: int = 1
+    #: what ``lr_shape`` reads: ``"trial"``, the trial's index (one rate a
+    #: trial); ``"env_steps"``, ReLIC's env-step counter before every update
+    #: (:meth:`TransformerPPO.lr_count`)
+    lr_clock: str = "trial"
 
 
 def episode_ends(start, length: int, episode_steps: int) -> jax.Array:
@@ -356,10 +366,32 @@ class TransformerPPO:
         """``[B, L, A]`` outputs of the model over whole token buffers."""
         return self.model(params)(obs, action, reward, deterministic=True).action
 
-    def _optimizer(self, hp: dict, update) -> optax.GradientTransformation:
-        """The actor's and critic's chain at trial ``update`` (summed
-        minibatches' gradients scaled as :func:`agentrl.rl.ppo.optimizer` says)."""
-        return trial_optimizer(self.shape, hp, update, self.shape.summed_minibatches)
+    def _optimizer(self, hp: dict, count) -> optax.GradientTransformation:
+        """The actor's and critic's chain with the rate of ``lr_shape(count)``
+        (summed minibatches' gradients scaled as
+        :func:`agentrl.rl.ppo.optimizer` says)."""
+        return trial_optimizer(self.shape, hp, count, self.shape.summed_minibatches)
+
+    def lr_count(self, update, start):
+        """What ``lr_shape`` reads at the update on the chunk acted from step
+        ``start`` of trial ``update`` (both may be traced).
+
+        ``lr_clock="trial"``: ``update`` (every update of a trial at one
+        rate). ``"env_steps"``: ReLIC's counter, the env steps (all envs')
+        of the run's chunks before the previous one: its trainer steps the
+        scheduler to the steps counted after each update, and counts an
+        update's chunk only after that (``relic/trainer/
+        transformers_trainer.py`` ``_update_agent``, then
+        ``_coalesce_post_step``), so the run's first two updates read 0 and
+        each later one the steps up to the start of the chunk before its own.
+        """
+        s = self.shape
+        if s.lr_clock == "trial":
+            return update
+        chunk = update * self.chunks + start // s.update_every  # the run's index
+        # float32: a full-scale run's env steps overflow int32
+        before = jnp.maximum(chunk - 1, 0).astype(jnp.float32)
+        return before * float(s.update_every * s.num_envs)
 
     def init(self, key: jax.Array, hp: dict) -> TransformerState:
         del hp
@@ -536,7 +568,10 @@ class TransformerPPO:
             prev_reward=jnp.zeros((n,), jnp.float32),
             buf=self._empty_buffers(obs),
         )
-        tx = self._optimizer(hp, state.update)
+
+        def tx(start):  # the chain of the update on the chunk from ``start``
+            return self._optimizer(hp, self.lr_count(state.update, start))
+
         keys = jax.random.split(k_chunks, chunks)
         carry, (m, acting) = key_scan(
             lambda c, xs: self._trial_chunk(tx, tasks, hp, c, xs),
@@ -679,7 +714,8 @@ class TransformerPPO:
         return batch, scratch
 
     def _update(self, tx, hp, carry: ChunkCarry, start, size: int, key):
-        """PPO's epochs on the update's batch; ``(learner, metrics, scratch)``."""
+        """PPO's epochs on the update's batch with the chain ``tx``;
+        ``(learner, metrics, scratch)``."""
         s = self.shape
         batch, scratch = self._chunk_batch(carry, start, hp, size)
         learner, m = sgd_epochs(
@@ -701,7 +737,8 @@ class TransformerPPO:
     def _act_and_update(self, tx, tasks, hp, carry: ChunkCarry, start, key, full=False):
         """Act the chunk of K steps from ``start``, then update on it, or with
         ``full`` on all the trial's ``L`` steps (ReLIC's full update, which
-        ends the trial); ``(carry, (metrics, the acting actor))``."""
+        ends the trial), with the chain ``tx(start)``; ``(carry, (metrics,
+        the acting actor))``."""
         s = self.shape
         acting = carry.actor
         if s.shuffle_episodes:  # a third key only then: the others' draws stay
@@ -710,7 +747,7 @@ class TransformerPPO:
             k_act, k_perm = jax.random.split(key)
         carry = self._act_chunk(tasks, carry, start, k_act)
         span = (0, s.trial_steps) if full else (start, s.update_every)
-        learner, m, scratch = self._update(tx, hp, carry, *span, k_perm)
+        learner, m, scratch = self._update(tx(start), hp, carry, *span, k_perm)
         (actor, critic), cache, buf = learner.params, carry.cache, carry.buf
         if self.chunks > 1 and not full:
             # go on over the same context with the new weights (not after the
