@@ -63,6 +63,8 @@ SMOKE = {
 #: the feed-forward and embedding activations, which the online trainers
 #: here do not)
 FULL = {
+    # AMAGO's TformerTrajEncoder: activation "leaky_relu" (torch's slope 0.01)
+    "model.ffn_activation": "leaky_relu",
     "algo.num_envs": 64,
     "algo.capacity": 5000,
     "algo.explore_steps": 1_000_000,

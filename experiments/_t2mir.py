@@ -7,6 +7,13 @@ from typing import Any
 from agentrl.algos import T2MIR
 from agentrl.train.config import ExperimentConfig
 
+#: T2MIR's feed-forward nonlinearity, in the presets that carry its setup at
+#: its scale: every T2MIR-AD config sets ``activation_function: leaky_relu``
+#: (torch's slope 0.01; its dense layers' and, inside its GLU experts, the
+#: MoE's), as do T2MIR-DPT's Dark Room and Point-Robot configs (its MuJoCo
+#: ones: ``gelu_new``, agentrl's default)
+T2MIR_ACTIVATION = {"model.ffn_activation": "leaky_relu"}
+
 
 def moe_last(change: dict[str, Any], base_layers: int) -> dict[str, Any]:
     """A preset's ``change`` with ``model.moe_layers`` set to its last layer."""

@@ -109,6 +109,8 @@ Presets (times measured on the 2-core CPU of the development machine):
   64, FFN 256, no dropout, batch 128, 300k updates, 10k warm-up, a cosine
   to 0, clip 1) on ``t2mir_setup_gpu``'s data (T2MIR trains on its
   downloaded "mixed" data, not published as code); for a GPU, not run.
+  Both GPU setups take T2MIR's leaky ReLU (``_t2mir.T2MIR_ACTIVATION``,
+  session 69); ``t2mir_setup`` keeps GPT-2's tanh GELU, as its records.
 - ``full``: the paper's scale (docs/references.md, AD-ε Dark Room settings):
   4 layers, width 512, batch 512, lr 3e-4, 300k updates; for a GPU. The AD
   paper published no code; against AD-ε's code this preset differs in
@@ -116,6 +118,8 @@ Presets (times measured on the 2-core CPU of the development machine):
   (10,000; 5,078), dropout (0.1; 0.5/0.1/0.3) and Adam's b2 (0.999;
   0.99): ``ad_eps_darkroom``'s full preset takes the code's.
 """
+
+from _t2mir import T2MIR_ACTIVATION
 
 from agentrl.algos import AD
 from agentrl.models import ModelConfig
@@ -227,6 +231,7 @@ CHANGES["t2mir_setup"] = {
     "eval.num_episodes": 30,
 }
 CHANGES["t2mir_setup_gpu"] = {
+    **T2MIR_ACTIVATION,
     "data.env_args": T2MIR_ENV,
     "data.num_tasks": 800,
     "data.num_episodes": 100,

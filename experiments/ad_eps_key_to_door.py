@@ -81,7 +81,9 @@ the reference's do).
   (derived from the code, not run): longer than its 300k updates, so its
   rate rises linearly the whole run and never decays, where ours warms up
   for 10,000 and decays by a cosine to 0; its embedding, three tokens per
-  step, fp16 and exact GELU as ``ad_eps_darkroom``'s. Its Adam betas (0.9, 0.99) and
+  step and fp16 as ``ad_eps_darkroom``'s. Its exact GELU is matched in
+  ``gpu`` and ``full`` (``ad_eps_darkroom.REFERENCE_ACTIVATION``, session
+  69; ``cpu`` keeps the tanh form of its records). Its Adam betas (0.9, 0.99) and
   dropout rates (attention weights 0.5, residual 0.1, embedding 0.3;
   ``ad_dark_key2door.py`` lines 44-46 and 51) are matched
   (``ad_eps_darkroom.REFERENCE_ADAM_AND_DROPOUT``). Data: the reference's script
@@ -124,6 +126,7 @@ CHANGES = dict(
     cpu={},
     gpu={
         **ad_darkroom.PAPER_MODEL,
+        **ad_eps_darkroom.REFERENCE_ACTIVATION,
         "model.compute_dtype": "bfloat16",
         "data.num_episodes": 400,
         **steps_fields(3000),
@@ -135,6 +138,7 @@ CHANGES = dict(
         # ad_dark_key2door.py lines 44-46 (dropout 0.5 / 0.1 / 0.3) and 51
         # (betas (0.9, 0.99)): dark_room's values
         **ad_eps_darkroom.REFERENCE_ADAM_AND_DROPOUT,
+        **ad_eps_darkroom.REFERENCE_ACTIVATION,
         "train.batch_size": 8,  # ad_dark_key2door.py's default; ad-k2d.yaml keeps it
         "data.num_episodes": 2000,
         **steps_fields(300_000),

@@ -66,7 +66,8 @@ Presets (2-core CPU of the development machine):
   controls (+9.8 / +11.9 / +9.7), not expert distillation (-0.67 [-1.70,
   0.91]). The record above chose on the split's 2.
 - ``gpu``: T2MIR's AD model for Point-Robot (3 layers, 8 heads, width
-  128, FFN 512, dropout 0.05, batch 32, lr 3e-4: ``T2MIR_MODEL``) on 450 PPO
+  128, FFN 512, leaky ReLU since session 69, dropout 0.05, batch 32, lr
+  3e-4: ``T2MIR_MODEL``) on 450 PPO
   histories (10 per training goal) of 200 episodes, 10,000 updates with a
   1,000-step warm-up, T2MIR's 30 evaluation episodes (until session 44: 4
   layers, batch 64, dropout 0.1, 100 episodes, said to be T2MIR's; they
@@ -77,6 +78,8 @@ Presets (2-core CPU of the development machine):
   episodes, ``T2MIR_MODEL``, AdamW wd 1e-4, clip 1, 10k warm-up then a
   cosine to 0, 100k updates, 30 evaluation episodes; for a GPU.
 """
+
+from _t2mir import T2MIR_ACTIVATION
 
 from agentrl.algos import AD
 from agentrl.models import ModelConfig
@@ -121,8 +124,10 @@ BASE = ExperimentConfig(
     eval=EvalConfig(num_tasks=5, num_episodes=50),
 )
 # T2MIR-AD's Point-Robot config (T2MIR-AD/configs/args_point_robot_v0.yaml):
-# 3 layers, 8 heads, width 128, FFN 512, dropout 0.05, batch 32, lr 3e-4
+# 3 layers, 8 heads, width 128, FFN 512, leaky ReLU, dropout 0.05, batch 32,
+# lr 3e-4
 T2MIR_MODEL = {
+    **T2MIR_ACTIVATION,
     "model.num_layers": 3,
     "model.num_heads": 8,
     "model.d_model": 128,

@@ -27,7 +27,10 @@ episodes.
   the likely cause. Conditioning
   every goal on the data's best return (a goal next to the start) tells
   it nothing about where this goal is.
-- ``gpu``, ``full``: ``ad_point_robot``'s with DT; for a GPU.
+- ``gpu``, ``full``: ``ad_point_robot``'s with DT; for a GPU. Their model
+  is T2MIR-AD's, leaky ReLU included (session 69), as AD's it is compared
+  with; DT's reference (kzl/decision-transformer ``gym/experiment.py``)
+  uses ReLU.
 
 The acting rule is chosen per seed on validation goals by ``agentrl
 reproduce``: since session 48 on 32 goals drawn from the goal

@@ -53,8 +53,9 @@ return (20, a goal on the start cell), as DT's.
   it learns in context, and the histories add nothing over expert data.
 - ``gpu``: ``ad_darkroom``'s gpu data (2,600 histories of 100 episodes) and
   the reference's Meta-DT transformer (3 layers, 1 head, width 128, FFN 512,
-  dropout 0.1 on residuals, embeddings and attention weights, GELU where
-  the reference has ReLU) at batch 128, lr 1e-4 with weight decay 1e-4,
+  dropout 0.1 on residuals, embeddings and attention weights, ReLU as
+  the reference, ``model.ffn_activation="relu"`` since session 69, GELU's
+  tanh form before) at batch 128, lr 1e-4 with weight decay 1e-4,
   5,000 updates, 100 evaluation episodes; sized, not measured (no GPU was lent to the
   session that wrote it), for a few minutes on one H100: ~0.6M parameters x
   128 x 25 tokens a step.
@@ -97,6 +98,7 @@ REFERENCE_MODEL = {
     "model.num_heads": 1,
     "model.d_model": 128,
     "model.d_ff": 512,
+    "model.ffn_activation": "relu",  # dt_activation_function (DT's default too)
     "model.dropout": 0.1,
     "model.attention_dropout": 0.1,  # train_meta_dt.py: attn_pdrop too
     "train.batch_size": 128,

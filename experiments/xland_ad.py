@@ -129,7 +129,8 @@ Presets:
   4-layer width-128 model, 4 episodes a window, 3,000 steps (not timed yet;
   generating the PPO data is the larger part).
 - ``gpu``: 4,096 rulesets, 3,276 histories of 200 episodes (48,600 steps)
-  by the GRU teacher (above), 8 layers, width 512, 8 heads, 16 episodes a
+  by the GRU teacher (above), 8 layers, width 512, 8 heads, the baseline's
+  exact GELU (``model.ffn_activation="gelu"``, session 69), 16 episodes a
   window, batch 64, 50,000 steps; for one accelerator. The GRU teacher with
   the cell encoder generated 17x slower than the MLP on 2 CPU cores (410 s
   against 24 s for 16 histories, the record above); not timed on a GPU.
@@ -212,6 +213,8 @@ CHANGES = dict(
         "model.num_heads": 8,
         "model.d_model": 512,
         "model.d_ff": 2048,
+        # baselines/ad/src/nn.py, TransformerBlock's MLP: torch's exact nn.GELU()
+        "model.ffn_activation": "gelu",
         "model.compute_dtype": "bfloat16",
         "model.remat": True,  # 8 layers of 3,888-token windows: memory-bound
         "train.steps": 50_000,

@@ -77,6 +77,43 @@ def test_presets_follow_the_reference_settings():
     assert t2mir_ad == {"size": 10, "horizon": 100, "start": "corner"}
 
 
+#: the feed-forward nonlinearity of each reference whose model a gpu / full
+#: preset carries (docs/fidelity.md item 25): AD-eps and the XLand AD
+#: baseline torch's exact nn.GELU(), Meta-DT's policy ReLU, T2MIR's AD
+#: configs and AMAGO's transformer leaky ReLU (RA-DT, a GPT-2 as DPT's,
+#: keeps the default)
+REFERENCE_ACTIVATIONS = {
+    "gelu": ("ad_eps_darkroom", "ad_eps_key_to_door", "xland_ad"),
+    "relu": ("meta_dt_darkroom", "meta_dt_point_robot"),
+    "leaky_relu": (
+        "ad_point_robot", "t2mir_ad_point_robot", "ad_halfcheetah_vel",
+        "t2mir_ad_halfcheetah_vel", "ad_walker_params", "amago_darkroom",
+        "amago_bandit", "amago_key_to_door", "amago_tmaze",
+    ),
+    "gelu_tanh": (
+        "dpt_bandit", "dpt_darkroom", "dpt_halfcheetah_vel", "radt_key_to_door",
+    ),
+}  # fmt: skip
+
+
+def test_paper_scale_presets_take_their_references_ffn_activation():
+    for activation, experiments in REFERENCE_ACTIVATIONS.items():
+        for name in experiments:
+            for preset in ("gpu", "full"):
+                got = load_experiment(name, preset).model.ffn_activation
+                assert got == activation, (name, preset, got)
+    # T2MIR's own Dark Room setup at GPU scale and at its config's scale
+    for name in ("ad_darkroom", "t2mir_ad_darkroom"):
+        for preset in ("t2mir_setup_gpu", "t2mir_setup_full"):
+            assert load_experiment(name, preset).model.ffn_activation == "leaky_relu"
+    # the cpu presets keep the form their records were made with
+    for name in ("ad_eps_darkroom", "meta_dt_darkroom", "ad_point_robot"):
+        assert load_experiment(name, "cpu").model.ffn_activation == "gelu_tanh"
+    assert load_experiment("ad_darkroom", "t2mir_setup").model.ffn_activation == (
+        "gelu_tanh"
+    )
+
+
 def _fields(name: str, preset: str, *paths: str) -> tuple:
     config = load_experiment(name, preset)
     out = []

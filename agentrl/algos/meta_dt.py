@@ -74,9 +74,9 @@ Deviations from the reference (NJU-RL/Meta-DT), each for a reason:
 - the world model learns nothing from an episode's last step: the
   histories store no successor there (the reference has
   ``next_observations`` for every step). One step in 20 on Dark Room.
-- the ``gpu``/``full`` presets' "reference model" uses GELU where the
-  reference's policy uses ReLU (``dt_activation_function``; agentrl's blocks
-  have one activation).
+- the ``cpu`` preset's model uses GELU's tanh form where the reference's
+  policy uses ReLU (``dt_activation_function``); the ``gpu``/``full``
+  presets' reference model takes ReLU (``model.ffn_activation``, session 69).
 
 Not copied from the reference, on purpose: at evaluation its ``z_0`` is a
 zero vector and ``z_1 .. z_{h-1}`` encode nothing (a negative slice start
