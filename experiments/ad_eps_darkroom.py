@@ -82,11 +82,15 @@ greedy rule needs its 300k updates; the reproduction chose
   0.99) (``train.adam_b2=0.99``), dropout 0.5 on the attention weights, 0.1
   on the residual branches, 0.3 on the embeddings (``model.attention_dropout``,
   ``residual_dropout``, ``embedding_dropout``; until then one rate, 0.1,
-  and b2 0.999). Named deviations left: its three tokens per step (ours
-  one, so its attention dropout acts on a third as many weights a window),
-  its tokens embedded at 64 then projected to 512 (ours embedded at 512)
-  and its fp16 autocast (ours float32); its loop also runs to the end of
-  the epoch that passes 300k (304,692 updates). Its FFN's exact GELU
+  and b2 0.999); and since session 69 its three tokens per step
+  (``REFERENCE_TOKENS``: ``model.token_layout="sar"``, ``(s_t, a_t,
+  r_t)``, the action read at the state token; until then one token a
+  step, so its attention dropout acted on a third as many weights a
+  window; ``gpu`` keeps one). Named deviations left: its tokens embedded
+  at 64 then projected to 512 (ours embedded at 512), its sinusoidal
+  absolute positions (ours rotary) and its fp16 autocast (ours float32);
+  its loop also runs to the end of the epoch that passes 300k (304,692
+  updates). Its FFN's exact GELU
   (torch's ``nn.GELU()``) is matched in ``gpu`` and ``full`` since session
   69 (``REFERENCE_ACTIVATION``: ``model.ffn_activation="gelu"``); ``cpu``
   keeps GPT-2's tanh form (the DPT reference's, within 0.0005 of it at
@@ -132,6 +136,13 @@ REFERENCE_ADAM_AND_DROPOUT = {
 #: ``key_to_door/ad_dark_key2door.py`` line 132), where agentrl's default is
 #: GPT-2's tanh form.
 REFERENCE_ACTIVATION = {"model.ffn_activation": "gelu"}
+
+#: The AD-eps reference's tokens: three per step, ``(s_0, a_0, r_0, s_1,
+#: ...)``, the action read at the state token (``ADTransformer.forward``,
+#: ``out[:, 0::3]``; the same in ``key_to_door/ad_dark_key2door.py``):
+#: agentrl's ``"sar"`` layout. In ``full`` only: ``gpu``, sized for minutes,
+#: keeps one token per step (a third of the tokens).
+REFERENCE_TOKENS = {"model.token_layout": "sar"}
 
 BASE = dataclasses.replace(
     ad_darkroom.BASE,
@@ -179,6 +190,7 @@ CHANGES = dict(
         **REFERENCE_TRAINING,
         **REFERENCE_ADAM_AND_DROPOUT,
         **REFERENCE_ACTIVATION,
+        **REFERENCE_TOKENS,
         "data.num_tasks": 65,
         "data.num_episodes": 20_000,
         "data.source_args": CURRICULUM,

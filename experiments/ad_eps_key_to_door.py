@@ -80,12 +80,13 @@ the reference's do).
   over its windows, at batch 8 about 25,000 x the mean episode length
   (derived from the code, not run): longer than its 300k updates, so its
   rate rises linearly the whole run and never decays, where ours warms up
-  for 10,000 and decays by a cosine to 0; its embedding, three tokens per
-  step and fp16 as ``ad_eps_darkroom``'s. Its exact GELU is matched in
-  ``gpu`` and ``full`` (``ad_eps_darkroom.REFERENCE_ACTIVATION``, session
-  69; ``cpu`` keeps the tanh form of its records). Its Adam betas (0.9, 0.99) and
-  dropout rates (attention weights 0.5, residual 0.1, embedding 0.3;
-  ``ad_dark_key2door.py`` lines 44-46 and 51) are matched
+  for 10,000 and decays by a cosine to 0; its embedding, positions and
+  fp16 as ``ad_eps_darkroom``'s. Its three tokens per step are matched in
+  ``full`` (``ad_eps_darkroom.REFERENCE_TOKENS``, session 69), its exact
+  GELU in ``gpu`` and ``full`` (``ad_eps_darkroom.REFERENCE_ACTIVATION``,
+  session 69; ``cpu`` keeps the tanh form of its records). Its Adam betas
+  (0.9, 0.99) and dropout rates (attention weights 0.5, residual 0.1,
+  embedding 0.3; ``ad_dark_key2door.py`` lines 44-46 and 51) are matched
   (``ad_eps_darkroom.REFERENCE_ADAM_AND_DROPOUT``). Data: the reference's script
   offers ``max_perf`` 1.0 (ε to 0) or 0.5 (ε to 0.75, its README's
   example); the preset's ε to 0.3 is the paper's 70% target.
@@ -139,6 +140,7 @@ CHANGES = dict(
         # (betas (0.9, 0.99)): dark_room's values
         **ad_eps_darkroom.REFERENCE_ADAM_AND_DROPOUT,
         **ad_eps_darkroom.REFERENCE_ACTIVATION,
+        **ad_eps_darkroom.REFERENCE_TOKENS,
         "train.batch_size": 8,  # ad_dark_key2door.py's default; ad-k2d.yaml keeps it
         "data.num_episodes": 2000,
         **steps_fields(300_000),

@@ -106,7 +106,11 @@ docs/fidelity.md item 14); not re-run.
 import dataclasses
 
 import ad_eps_key_to_door
-from ad_eps_darkroom import REFERENCE_ACTIVATION, REFERENCE_ADAM_AND_DROPOUT
+from ad_eps_darkroom import (
+    REFERENCE_ACTIVATION,
+    REFERENCE_ADAM_AND_DROPOUT,
+    REFERENCE_TOKENS,
+)
 from radt_darkroom import ACTING, REFERENCE_TRAINING
 
 from agentrl.algos import RADT
@@ -119,11 +123,12 @@ BASE = dataclasses.replace(
     eval=dataclasses.replace(ad_eps_key_to_door.BASE.eval, acting=ACTING),
 )
 # AD's fields that RA-DT does not have (its context is set in steps),
-# AD-eps's reference Adam, dropout and exact GELU (RA-DT trains as its own
-# reference, a Hugging Face GPT-2) and its acting rule (RA-DT acts by its own)
+# AD-eps's reference Adam, dropout, exact GELU and tokens (RA-DT trains as
+# its own reference, a Hugging Face GPT-2) and its acting rule (RA-DT acts by
+# its own)
 AD_ONLY = (
     "context_episodes", "episode_stride", "eval.acting",
-    *REFERENCE_ADAM_AND_DROPOUT, *REFERENCE_ACTIVATION,
+    *REFERENCE_ADAM_AND_DROPOUT, *REFERENCE_ACTIVATION, *REFERENCE_TOKENS,
 )  # fmt: skip
 CHANGES = {
     preset: {

@@ -114,6 +114,16 @@ def test_paper_scale_presets_take_their_references_ffn_activation():
     )
 
 
+def test_ad_eps_full_presets_take_its_three_tokens_a_step():
+    """AD-eps's ``ADTransformer`` interleaves ``(s_t, a_t, r_t)`` and reads the
+    action at the state token: ``"sar"`` at ``full``; ``gpu`` (sized for
+    minutes) and RA-DT (its own GPT-2) keep one token a step."""
+    for name in ("ad_eps_darkroom", "ad_eps_key_to_door"):
+        assert load_experiment(name, "full").model.token_layout == "sar"
+        assert load_experiment(name, "gpu").model.token_layout == "step"
+    assert load_experiment("radt_key_to_door", "full").model.token_layout == "step"
+
+
 def _fields(name: str, preset: str, *paths: str) -> tuple:
     config = load_experiment(name, preset)
     out = []
