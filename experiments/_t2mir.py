@@ -9,9 +9,10 @@ from agentrl.train.config import ExperimentConfig
 
 #: T2MIR's feed-forward nonlinearity, in the presets that carry its setup at
 #: its scale: every T2MIR-AD config sets ``activation_function: leaky_relu``
-#: (torch's slope 0.01; its dense layers' and, inside its GLU experts, the
-#: MoE's), as do T2MIR-DPT's Dark Room and Point-Robot configs (its MuJoCo
-#: ones: ``gelu_new``, agentrl's default)
+#: (torch's slope 0.01; its dense layers' and its MoE experts', whose
+#: ``LinearGLUExperts`` are, despite the name, ``down(act(up x))``), as do
+#: T2MIR-DPT's Dark Room and Point-Robot configs (its MuJoCo ones:
+#: ``gelu_new``, agentrl's default)
 T2MIR_ACTIVATION = {"model.ffn_activation": "leaky_relu"}
 
 
