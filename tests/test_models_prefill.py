@@ -78,6 +78,7 @@ def prefill_fn(model, piece=PIECE):
 CASES = {
     "sink+moe": dict(attention_sink=True, moe_layers=(1,), task_routing="sequence"),
     "bfloat16": dict(compute_dtype="bfloat16", attention_sink=True),
+    "normformer+moe": dict(normformer=True, moe_layers=(1,), task_routing="sequence"),
 }
 
 

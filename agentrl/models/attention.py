@@ -503,7 +503,9 @@ class CausalSelfAttention(nnx.Module):
     as before the setting existed. ``rope_period``: tokens per rotary
     position (queries and keys are rotated by ``pos // rope_period``: ReLIC's
     RoPE over the episode index, ``ModelConfig.positions="episode"``); the
-    window and the causal mask still count tokens.
+    window and the causal mask still count tokens. ``head_scaling``: a
+    learned scale per head (ones at init) on its output before the output
+    projection (NormFormer's, ``ModelConfig.normformer``).
     """
 
     def __init__(
@@ -519,6 +521,7 @@ class CausalSelfAttention(nnx.Module):
         dtype=jnp.float32,
         dropout: float = 0.0,
         rope_period: int = 1,
+        head_scaling: bool = False,
     ):
         self.num_heads = num_heads
         self.rope_period = rope_period
@@ -538,6 +541,9 @@ class CausalSelfAttention(nnx.Module):
         self.weight_dropout = dropout
         if dropout > 0.0:  # its own stream, forked after the parameters
             self.dropout_rngs = rngs["dropout"].fork()
+        self.head_scaling = head_scaling
+        if head_scaling:
+            self.head_scale = nnx.Param(jnp.ones((num_heads,)))
 
     def _sink(self):
         if not self.has_sink:
@@ -556,7 +562,10 @@ class CausalSelfAttention(nnx.Module):
         return (a.astype(self.dtype) for a in (q, k, v))
 
     def _merge(self, y: jax.Array) -> jax.Array:
+        """Heads ``y [B, T, H, Dh]`` -> ``[B, T, d]`` through the projection."""
         b, t = y.shape[:2]
+        if self.head_scaling:
+            y = y * self.head_scale[...][:, None]
         return self.out(y.reshape(b, t, -1))
 
     def __call__(

@@ -80,6 +80,13 @@ class ModelConfig:
         experts' included: ``"gelu_tanh"`` (GPT-2's, the default),
         ``"gelu"`` (exact), ``"relu"`` or ``"leaky_relu"`` (slope 0.01); which
         reference uses which: :mod:`agentrl.models.activations`.
+      normformer: NormFormer's block (Shleifer et al. 2021; AMAGO's and
+        T2MIR-AD's ``TransformerLayer``): a learned scale per attention head
+        on its output before the output projection (``head_scaling``, ones
+        at init), a LayerNorm on the attention's output before it joins the
+        residual stream, and one on the dense FFN's hidden units after the
+        activation (an MoE layer has the first two: T2MIR's experts have no
+        norm inside). Off by default (no parameters then).
       dropout: residual and embedding dropout rate (training only), for
         each of the two sites its own field leaves unset.
       embedding_dropout: dropout rate on the input tokens (after the
@@ -165,6 +172,7 @@ class ModelConfig:
     d_model: int = 128
     d_ff: int = 512
     ffn_activation: str = "gelu_tanh"
+    normformer: bool = False
     dropout: float = 0.0
     embedding_dropout: float | None = None
     residual_dropout: float | None = None
@@ -223,15 +231,12 @@ class ModelConfig:
                 f"{self.token_layout!r}"
             )
         _positive("attention_block", self.attention_block)
-        if not isinstance(self.remat, bool):
-            raise ValueError(
-                f"ModelConfig.remat must be true or false, got {self.remat!r}"
-            )
-        if not isinstance(self.attention_sink, bool):
-            raise ValueError(
-                "ModelConfig.attention_sink must be true or false, got "
-                f"{self.attention_sink!r}"
-            )
+        for flag in ("remat", "attention_sink", "normformer"):
+            if not isinstance(getattr(self, flag), bool):
+                raise ValueError(
+                    f"ModelConfig.{flag} must be true or false, got "
+                    f"{getattr(self, flag)!r}"
+                )
 
     def _check_sizes(self) -> None:
         """Sizes positive (optional ones whenever set), RoPE's base and head size."""

@@ -43,7 +43,8 @@ from agentrl.models.precision import dtype_of, mixed_linear
 class MLP(nnx.Module):
     """Dense feed-forward ``d -> d_ff -> d``: ``fc2(act(fc1 h))``, ``act`` named
     by ``activation`` (:data:`~agentrl.models.activations.FFN_ACTIVATIONS`;
-    ``dtype`` matmuls, float32 out)."""
+    ``dtype`` matmuls, float32 out); ``hidden_norm``: ``fc2(LN(act(fc1 h)))``
+    (NormFormer's)."""
 
     def __init__(
         self,
@@ -53,13 +54,18 @@ class MLP(nnx.Module):
         rngs,
         dtype=jnp.float32,
         activation: str = "gelu_tanh",
+        hidden_norm: bool = False,
     ):
         self.fc1 = mixed_linear(d_model, d_ff, dtype, rngs=rngs)
         self.fc2 = mixed_linear(d_ff, d_model, dtype, rngs=rngs)
         self.activation = activation  # a name: static, and equal across models
+        self.hidden_norm = nnx.LayerNorm(d_ff, rngs=rngs) if hidden_norm else None
 
     def __call__(self, h: jax.Array) -> jax.Array:
-        return self.fc2(FFN_ACTIVATIONS[self.activation](self.fc1(h)))
+        hidden = FFN_ACTIVATIONS[self.activation](self.fc1(h))
+        if self.hidden_norm is not None:
+            hidden = self.hidden_norm(hidden)
+        return self.fc2(hidden)
 
 
 class Block(nnx.Module):
@@ -82,6 +88,7 @@ class Block(nnx.Module):
             dtype=dtype_of(c.compute_dtype),
             dropout=c.attention_dropout,
             rope_period=c.rope_period,
+            head_scaling=c.normformer,
         )
         self.ln2 = nnx.LayerNorm(c.d_model, rngs=rngs)
         if moe:
@@ -93,9 +100,17 @@ class Block(nnx.Module):
                 rngs=rngs,
                 dtype=dtype_of(c.compute_dtype),
                 activation=c.ffn_activation,
+                hidden_norm=c.normformer,
             )
         # residual dropout: on the attention's and the FFN's outputs
         self.drop = nnx.Dropout(c.residual_dropout_rate, rngs=rngs)
+        # NormFormer's norm of the attention's output (created last: a model
+        # without it draws the parameters it always did)
+        self.attn_norm = nnx.LayerNorm(c.d_model, rngs=rngs) if c.normformer else None
+
+    def _attended(self, y: jax.Array) -> jax.Array:
+        """The attention's output as it joins the residual stream."""
+        return y if self.attn_norm is None else self.attn_norm(y)
 
     def _ffn(self, x, h, task_in, deterministic):
         if self.moe:
@@ -106,7 +121,7 @@ class Block(nnx.Module):
 
     def __call__(self, x, pos, window: int, deterministic: bool):
         """``x [B, N, d]``, ``pos [N]`` -> ``(x [B, N, d], aux)``."""
-        y = self.attn(self.ln1(x), pos, window, deterministic)
+        y = self._attended(self.attn(self.ln1(x), pos, window, deterministic))
         x = x + self.drop(y, deterministic=deterministic)
         h = self.ln2(x)
         task_in = h
@@ -120,7 +135,7 @@ class Block(nnx.Module):
     def decode(self, x, pos, k, v, r, slot_pos, window: int, offset: int):
         """Chunk ``x [B, C, d]`` -> ``(x, aux, k, v, r)`` with caches updated."""
         y, k, v = self.attn.decode(self.ln1(x), pos, k, v, slot_pos, window, offset)
-        x = x + y
+        x = x + self._attended(y)
         h = self.ln2(x)
         task_in = h
         if self.sequence_routing:
@@ -133,7 +148,7 @@ class Block(nnx.Module):
         """Piece ``x [B, P, d]`` at slots ``lo..`` -> ``(x, k, v, r)`` (see
         :meth:`CausalSelfAttention.prefill`); the caches written in place."""
         y, k, v = self.attn.prefill(self.ln1(x), lo, k, v, window)
-        x = x + y
+        x = x + self._attended(y)
         h = self.ln2(x)
         task_in = h
         if self.sequence_routing:
