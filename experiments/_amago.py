@@ -63,8 +63,10 @@ SMOKE = {
 #: the feed-forward and embedding activations, which the online trainers
 #: here do not)
 FULL = {
-    # AMAGO's TformerTrajEncoder: activation "leaky_relu" (torch's slope 0.01)
+    # AMAGO's TformerTrajEncoder: activation "leaky_relu" (torch's slope
+    # 0.01), normformer_norms and head_scaling on (its defaults)
     "model.ffn_activation": "leaky_relu",
+    "model.normformer": True,
     "algo.num_envs": 64,
     "algo.capacity": 5000,
     "algo.explore_steps": 1_000_000,

@@ -62,7 +62,7 @@ rolling context.
 
 from typing import Any
 
-from _t2mir import T2MIR_ACTIVATION
+from _t2mir import T2MIR_AD_BLOCK
 
 from agentrl.algos import AD
 from agentrl.models import ModelConfig
@@ -186,7 +186,7 @@ def _ad_preset_changes(
     eval_episodes: int, data_changes: dict[str, dict[str, Any]], batch: int
 ) -> dict[str, dict[str, Any]]:
     t2mir_model = {
-        **T2MIR_ACTIVATION,
+        **T2MIR_AD_BLOCK,
         "model.num_heads": 8,
         "model.d_model": 256,
         "model.d_ff": 1024,

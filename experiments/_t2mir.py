@@ -7,13 +7,15 @@ from typing import Any
 from agentrl.algos import T2MIR
 from agentrl.train.config import ExperimentConfig
 
-#: T2MIR's feed-forward nonlinearity, in the presets that carry its setup at
-#: its scale: every T2MIR-AD config sets ``activation_function: leaky_relu``
+#: T2MIR-AD's transformer block, in the presets that carry its model at its
+#: scale: every T2MIR-AD config sets ``activation_function: leaky_relu``
 #: (torch's slope 0.01; its dense layers' and its MoE experts', whose
-#: ``LinearGLUExperts`` are, despite the name, ``down(act(up x))``), as do
-#: T2MIR-DPT's Dark Room and Point-Robot configs (its MuJoCo ones:
-#: ``gelu_new``, agentrl's default)
-T2MIR_ACTIVATION = {"model.ffn_activation": "leaky_relu"}
+#: ``LinearGLUExperts`` are, despite the name, ``down(act(up x))``), and its
+#: layers are AMAGO's (``transformers_moe.py`` ``TransformerLayer``:
+#: ``normformer_norms`` and ``head_scaling`` on by default, the MoE layer
+#: with the attention's norm only): ``model.normformer``. (T2MIR-DPT's Dark
+#: Room and Point-Robot configs take leaky ReLU too, in a GPT-2 block.)
+T2MIR_AD_BLOCK = {"model.ffn_activation": "leaky_relu", "model.normformer": True}
 
 
 def moe_last(change: dict[str, Any], base_layers: int) -> dict[str, Any]:

@@ -109,8 +109,9 @@ Presets (times measured on the 2-core CPU of the development machine):
   64, FFN 256, no dropout, batch 128, 300k updates, 10k warm-up, a cosine
   to 0, clip 1) on ``t2mir_setup_gpu``'s data (T2MIR trains on its
   downloaded "mixed" data, not published as code); for a GPU, not run.
-  Both GPU setups take T2MIR's leaky ReLU (``_t2mir.T2MIR_ACTIVATION``,
-  session 69); ``t2mir_setup`` keeps GPT-2's tanh GELU, as its records.
+  Both GPU setups take T2MIR-AD's block, leaky ReLU and NormFormer's norms
+  and head scales (``_t2mir.T2MIR_AD_BLOCK``, session 69); ``t2mir_setup``
+  keeps the plain pre-LN block with GPT-2's tanh GELU, as its records.
 - ``full``: the paper's scale (docs/references.md, AD-ε Dark Room settings):
   4 layers, width 512, batch 512, lr 3e-4, 300k updates; for a GPU. The AD
   paper published no code; against AD-ε's code this preset differs in
@@ -119,7 +120,7 @@ Presets (times measured on the 2-core CPU of the development machine):
   0.99): ``ad_eps_darkroom``'s full preset takes the code's.
 """
 
-from _t2mir import T2MIR_ACTIVATION
+from _t2mir import T2MIR_AD_BLOCK
 
 from agentrl.algos import AD
 from agentrl.models import ModelConfig
@@ -231,7 +232,7 @@ CHANGES["t2mir_setup"] = {
     "eval.num_episodes": 30,
 }
 CHANGES["t2mir_setup_gpu"] = {
-    **T2MIR_ACTIVATION,
+    **T2MIR_AD_BLOCK,
     "data.env_args": T2MIR_ENV,
     "data.num_tasks": 800,
     "data.num_episodes": 100,

@@ -46,8 +46,8 @@ Presets (2-core CPU of the development machine):
   16 x 120 records keep their numbers under ``--set data.num_tasks=16
   --set data.num_episodes=120`` (+ AD's own loader for the first).
 - ``gpu``: 200-step episodes, 45 histories of 100 SAC episodes, T2MIR's
-  width and loader (as every preset here since session 43) and its leaky
-  ReLU (``gpu`` and ``full``, session 69), 3,000
+  width and loader (as every preset here since session 43) and its block,
+  leaky ReLU and NormFormer's norms (``gpu`` and ``full``, session 69), 3,000
   updates; sized for about 3 min on one H100 (estimated, not measured: no
   GPU was lent when it was written). Expect histories that
   rise only partly: a probe on this CPU (session 41, 3 velocities, SAC

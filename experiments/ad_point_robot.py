@@ -66,8 +66,8 @@ Presets (2-core CPU of the development machine):
   controls (+9.8 / +11.9 / +9.7), not expert distillation (-0.67 [-1.70,
   0.91]). The record above chose on the split's 2.
 - ``gpu``: T2MIR's AD model for Point-Robot (3 layers, 8 heads, width
-  128, FFN 512, leaky ReLU since session 69, dropout 0.05, batch 32, lr
-  3e-4: ``T2MIR_MODEL``) on 450 PPO
+  128, FFN 512, leaky ReLU and NormFormer's block since session 69,
+  dropout 0.05, batch 32, lr 3e-4: ``T2MIR_MODEL``) on 450 PPO
   histories (10 per training goal) of 200 episodes, 10,000 updates with a
   1,000-step warm-up, T2MIR's 30 evaluation episodes (until session 44: 4
   layers, batch 64, dropout 0.1, 100 episodes, said to be T2MIR's; they
@@ -79,7 +79,7 @@ Presets (2-core CPU of the development machine):
   cosine to 0, 100k updates, 30 evaluation episodes; for a GPU.
 """
 
-from _t2mir import T2MIR_ACTIVATION
+from _t2mir import T2MIR_AD_BLOCK
 
 from agentrl.algos import AD
 from agentrl.models import ModelConfig
@@ -127,7 +127,7 @@ BASE = ExperimentConfig(
 # 3 layers, 8 heads, width 128, FFN 512, leaky ReLU, dropout 0.05, batch 32,
 # lr 3e-4
 T2MIR_MODEL = {
-    **T2MIR_ACTIVATION,
+    **T2MIR_AD_BLOCK,
     "model.num_layers": 3,
     "model.num_heads": 8,
     "model.d_model": 128,

@@ -29,7 +29,8 @@ Presets (2-core CPU of the development machine):
   **no in-context learning at this size** (docs/mujoco.md,
   ``benchmarks/results/repro_ad_walker_params_cpu.md``).
 - ``gpu``: 200-step episodes, 45 histories of 100 SAC episodes, T2MIR's
-  width and leaky ReLU (``gpu`` and ``full``, session 69), 3,000 updates;
+  width and block, leaky ReLU and NormFormer's norms (``gpu`` and
+  ``full``, session 69), 3,000 updates;
   sized for about 3 min on one H100 (estimated, not measured).
 - ``full``: T2MIR's AD settings on 45 histories of 1,000 SAC episodes
   (T2MIR's collector: 1M steps per Walker task).

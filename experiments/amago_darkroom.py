@@ -39,10 +39,11 @@ renormalises (``nets/policy_dists.py``, its ``Discrete``: a policy there
 never puts more than ~99.7% on one of 4 actions), as the gpu / full
 presets do (``algo.prob_clip``); Adam's epsilon
 1e-5 (the online trainers' own) against torch's 1e-8; the sequence model
-is agentrl's pre-LN transformer (GELU's tanh form, AMAGO's leaky ReLU in
-the gpu / full presets since session 69; rotary positions, one summed token
-per step) where AMAGO has a feed-forward timestep encoder and a
-NormFormer-style trunk with sinusoidal time embeddings; linear actor
+is agentrl's pre-LN transformer (GELU's tanh form; AMAGO's leaky ReLU and
+NormFormer norms and head scales in the gpu / full presets since session
+69; rotary positions, one summed token per step, no σ-reparam) where
+AMAGO has a feed-forward timestep encoder and a NormFormer-style trunk
+(σ-reparametrised linears) with sinusoidal time embeddings; linear actor
 read-outs on the trunk (the acting discount's is the model's own head, so
 the trained policy is a plain ``DecisionModel``) instead of a 2-layer MLP;
 critics of 128 units (the trunk is 64 wide, not AMAGO's 256); learning

@@ -28,7 +28,8 @@ episodes.
   every goal on the data's best return (a goal next to the start) tells
   it nothing about where this goal is.
 - ``gpu``, ``full``: ``ad_point_robot``'s with DT; for a GPU. Their model
-  is T2MIR-AD's, leaky ReLU included (session 69), as AD's it is compared
+  is T2MIR-AD's, its leaky ReLU and NormFormer block included (session
+  69), as AD's it is compared
   with; DT's reference (kzl/decision-transformer ``gym/experiment.py``)
   uses ReLU.
 

@@ -114,6 +114,22 @@ def test_paper_scale_presets_take_their_references_ffn_activation():
     )
 
 
+def test_amago_derived_blocks_at_paper_scale_are_normformers():
+    """AMAGO's transformer and T2MIR-AD's (a fork of it) scale each head's
+    output and norm the attention output and the FFN's hidden units; the
+    other references' blocks (GPT-2's, AD-eps's, Meta-DT's) do not."""
+    amago_blocks = REFERENCE_ACTIVATIONS["leaky_relu"]
+    cases = [(name, p) for name in amago_blocks for p in ("gpu", "full")]
+    cases += [("t2mir_ad_darkroom", p) for p in ("t2mir_setup_gpu", "t2mir_setup_full")]
+    for name, preset in cases:
+        assert load_experiment(name, preset).model.normformer, (name, preset)
+    for name in ("ad_eps_darkroom", "meta_dt_darkroom", "dpt_darkroom", "xland_ad"):
+        assert not load_experiment(name, "full").model.normformer
+    for name in amago_blocks[:3]:
+        assert not load_experiment(name, "cpu").model.normformer
+    assert not load_experiment("t2mir_dpt_darkroom", "t2mir_setup_gpu").model.normformer
+
+
 def test_ad_eps_full_presets_take_its_three_tokens_a_step():
     """AD-eps's ``ADTransformer`` interleaves ``(s_t, a_t, r_t)`` and reads the
     action at the state token: ``"sar"`` at ``full``; ``gpu`` (sized for
