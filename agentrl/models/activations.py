@@ -3,12 +3,13 @@
 The reference codes differ here, and a reproduction takes its reference's:
 
 - ``"gelu_tanh"`` (the default): GELU's tanh approximation, GPT-2's
-  ``gelu_new``, the default of Hugging Face's ``GPT2Config``: DPT, DT and
-  T2MIR-DPT on MuJoCo build on that model;
+  ``gelu_new``, the default of Hugging Face's ``GPT2Config``: DPT's model,
+  and T2MIR-DPT's MuJoCo configs name it;
 - ``"gelu"``: GELU with the exact Gaussian CDF (``erf``), torch's
   ``nn.GELU()`` and Hugging Face's ``"gelu"``: AD-ε's ``ADTransformer`` and
   the XLand-100B AD baseline's blocks;
-- ``"relu"``: Meta-DT's policy (``dt_activation_function``);
+- ``"relu"``: Meta-DT's policy (``dt_activation_function``) and DT's own
+  (kzl/decision-transformer ``gym/experiment.py``, ``--activation_function``);
 - ``"leaky_relu"``: slope 0.01 for negative inputs (torch's default, which
   Hugging Face's ``"leaky_relu"`` and AMAGO's ``activation_switch`` use):
   T2MIR-AD's configs, T2MIR-DPT's Dark Room and Point-Robot ones, AMAGO's
