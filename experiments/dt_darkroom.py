@@ -40,7 +40,10 @@ as the DT and in-context RL literature set it.
   is, and nothing in its training asks it to use earlier episodes. Not
   tried here (choices to be made on validation goals): a per-task target,
   sampled actions.
-- ``gpu``, ``full``: ``ad_darkroom``'s with DT; for a GPU.
+- ``gpu``, ``full``: ``ad_darkroom``'s with DT; for a GPU. Their FFN is
+  AD's, GPT-2's tanh GELU, for the comparison at equal settings; DT's
+  reference (kzl/decision-transformer ``gym/experiment.py``) uses ReLU
+  (``--set model.ffn_activation=relu``).
 
 ``ad_darkroom``'s acting rule (``eval.acting="sample_then_greedy"``) is the
 default; reproductions choose the rule per seed on validation goals. DT keeps
