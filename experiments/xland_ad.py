@@ -35,6 +35,14 @@ embedding dropout 0.1):
   until then b2 0.999 and 0.1 on the embedding and residuals). The
   ``cpu`` preset keeps 0.1 on both and b2 0.999. Its fp16 (ours bfloat16
   matmuls) stays.
+- Positions and the trunk: the baseline's attention adds ALiBi's per-head
+  distance biases (``baselines/ad/src/nn.py``,
+  ``FlashAliBiCausalSelfAttention``) and embeds no position; agentrl's
+  rotary positions (both relative, so both read a rolling window the
+  same at every step). Its blocks' MLP is torch's exact GELU (matched at
+  ``gpu``/``full``, ``model.ffn_activation="gelu"``, session 69); its
+  action head reads the last block's output with no final LayerNorm
+  (agentrl's model has one).
 - Observations enter the transformer as the flattened ``[5, 5, 2]`` (tile,
   colour) ids through one linear layer (agentrl's encoder for multi-axis
   Box observations); the baseline embeds each id. Training windows are
