@@ -88,7 +88,9 @@ greedy rule needs its 300k updates; the reproduction chose
   step, so its attention dropout acted on a third as many weights a
   window; ``gpu`` keeps one). Named deviations left: its tokens embedded
   at 64 then projected to 512 (ours embedded at 512), its sinusoidal
-  absolute positions (ours rotary) and its fp16 autocast (ours float32);
+  absolute positions (ours rotary), its action head on the last block's
+  output with no final LayerNorm (ours has one), its N(0, 0.02)
+  initialisation and its fp16 autocast (ours float32);
   its loop also runs to the end of the epoch that passes 300k (304,692
   updates). Its FFN's exact GELU
   (torch's ``nn.GELU()``) is matched in ``gpu`` and ``full`` since session
