@@ -13,6 +13,14 @@ bandit (500,000 updates) and epoch 200 on Dark Room (250,000): the
 ``full`` presets (:data:`REFERENCE_OPTIMISER`, :func:`reference_updates`).
 The smaller presets keep the library's warm-up, cosine decay and clip at
 norm 1 (not the reference's; not compared) over far fewer updates.
+
+The reference's model (``net.py``) is a Hugging Face ``GPT2Model`` fed
+``inputs_embeds``: one linear map of the concatenated ``(s, a, s', r)``
+(the query a state with zeros), to which GPT-2 adds its learned absolute
+position embeddings. agentrl embeds each field on its own with a type
+vector per token kind and rotates queries and keys by the token's
+position (RoPE, relative): named, not matched (both let the model tell
+context positions apart; neither is order-invariant).
 """
 
 from agentrl.algos import DPT
