@@ -69,23 +69,26 @@ The ``relic`` preset takes all of those from ReLIC (measured below).
   trials, still rising.
   ``benchmarks/results/repro_transformer_ppo_darkroom_cpu*.md``.
 - ``relic``: ReLIC's settings (the list above) on the cpu preset's 150
-  trials of 64 envs. Measured (session 66, ``agentrl reproduce
+  trials of 64 envs. Measured (session 69, ``agentrl reproduce
   transformer_ppo_darkroom --preset relic --seeds 5 --controls``, same
-  seeds, goals and keys as the cpu record; 10-22 min a seed with its
-  evaluation on 2 cores shared with test runs, 76 min for the five):
-  score over the 8-episode trial 0.45 [0.31, 0.59] (per seed
-  0.37, 0.36, 0.58, 0.42, 0.51), gain +0.34 [0.22, 0.45] from episode 1;
-  it beats rewards zeroed / shuffled and an empty context by +7.2 / +7.2
-  / +7.4 return (CIs above 0); sample-then-greedy chosen on validation
-  goals in every seed. Minus the cpu preset, paired per seed and goal:
-  +1.65 [-0.80, 3.84] last-episodes return
+  seeds, goals and keys as the cpu record; 83 min for the five with
+  their evaluation on 2 cores shared with test runs): score over the
+  8-episode trial 0.45 [0.31, 0.59] (per seed 0.29, 0.47, 0.38, 0.63,
+  0.47), gain +0.40 [0.28, 0.53] from episode 1; it beats rewards zeroed
+  / shuffled and an empty context by +7.4 / +7.5 / +7.6 return (CIs
+  above 0); sample-then-greedy chosen on validation goals in four seeds,
+  greedy in one. Minus the cpu preset, paired per seed and goal: +1.85
+  [-0.82, 4.58] last-episodes return
   (``paired_transformer_ppo_darkroom_relic_vs_cpu``): not resolved;
   target 0.8 not met. ``repro_transformer_ppo_darkroom_relic.md``.
-  Earlier forms of the preset, on the same seeds: session 65's, each
-  step on its minibatch's mean gradient: 0.40 [0.25, 0.55]
-  (``repro_transformer_ppo_darkroom_relic_mean_gradients``; today's
-  minus it +0.73 [-3.01, 4.09] return, paired); session 64's, also
-  without ReLIC's positions and shuffling: 0.42 [0.30, 0.54]
+  Earlier forms of the preset, on the same seeds: session 66's, one
+  rate a trial with no warm-up: 0.45 [0.31, 0.59]
+  (``repro_transformer_ppo_darkroom_relic_trial_lr``; today's minus it
+  +0.20 [-2.46, 3.05] return, paired); session 65's, each step on its
+  minibatch's mean gradient: 0.40 [0.25, 0.55]
+  (``repro_transformer_ppo_darkroom_relic_mean_gradients``; session 66's
+  minus it +0.73 [-3.01, 4.09]); session 64's, also without ReLIC's
+  positions and shuffling: 0.42 [0.30, 0.54]
   (``repro_transformer_ppo_darkroom_relic_token_positions``; session
   65's minus it -0.34 [-3.84, 3.43]). None of the differences resolved.
 - ``cpu_long``: the long trial: 50 episodes (1,000 steps, the whole trial
