@@ -37,6 +37,10 @@ the env steps before every update, with a warm-up from 1e-3 of the rate
 over 10,000 env steps (``algo.lr_clock="env_steps"``; here the warm-up
 ends at the second trial's second update, the sixth of the run's 600).
 The ``relic`` preset takes all of those from ReLIC (measured below).
+Every preset, ``relic`` included, runs agentrl's block where ReLIC's is
+Llama's (RMSNorm, a gated MLP ``down(gelu_new(gate x) * up x)``, linears
+without biases, sinks starting at zero; docs/references.md): named, not
+matched.
 
 - ``smoke``: 5x5 room, trials of 2 episodes of 6 steps, 2 trials; plumbing.
 - ``cpu``: 64 envs, 150 trials (1.54M env steps; ~3.5 min of training a
