@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from flax import nnx
 from model_factory import make_model
+from test_models_transformer import small
 
 from agentrl import configtools
 from agentrl.models import ModelConfig
@@ -77,28 +78,12 @@ def test_every_expert_dispatch_applies_the_activation():
     np.testing.assert_allclose(experts.sorted(x, idx, w), want, atol=1e-5)
 
 
-def _moe_config(activation: str) -> ModelConfig:
-    return ModelConfig(
-        num_layers=2,
-        num_heads=2,
-        d_model=16,
-        d_ff=32,
-        max_steps=6,
-        moe_layers=(1,),
-        token_experts=3,
-        task_experts=2,
-        token_top_k=1,
-        task_top_k=1,
-        ffn_activation=activation,
-    )
-
-
 def test_the_model_passes_its_activation_to_every_feed_forward():
     """Same weights, another activation: another output; each layer's FFN
     (dense in layer 0, both MoEs' experts in layer 1) holds the setting."""
     relu, default = (
-        make_model(_moe_config("relu")),
-        make_model(_moe_config("gelu_tanh")),
+        make_model(small(moe_layers=(1,), ffn_activation=activation))
+        for activation in ("relu", "gelu_tanh")
     )
     assert relu.blocks[0].ffn.activation == "relu"
     for moe in (relu.blocks[1].ffn.token_moe, relu.blocks[1].ffn.task_moe):
